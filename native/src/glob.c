@@ -1,0 +1,340 @@
+/* glob.c - compile a policy glob once, match many subjects in linear time.
+ *
+ * A pattern is compiled to a token list (literal byte, '*', '**', '**' + '/')
+ * and matched by simulating its NFA with one bit per token (a bit-parallel
+ * Shift-And variant). Patterns that are a literal, a literal prefix or "*"
+ * skip the simulation entirely; the literal prefix and suffix of any other
+ * pattern are compared first so that most non-matches cost one memcmp.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum glob_kind {
+    GLOB_ANY,    /* matches everything */
+    GLOB_EXACT,  /* a literal */
+    GLOB_PREFIX, /* a literal prefix */
+    GLOB_NFA,    /* the general case */
+};
+
+enum token_kind {
+    TOK_LIT,      /* one byte */
+    TOK_STAR,     /* any run without '/' */
+    TOK_GLOBSTAR, /* any run */
+    TOK_GSLASH,   /* empty, or any run ending in '/' */
+};
+
+#define STACK_WORDS 16 /* patterns up to ~1000 tokens match without allocation */
+
+struct a3s_glob {
+    enum glob_kind kind;
+    bool fold_case;
+    /* GLOB_EXACT / GLOB_PREFIX: the literal; GLOB_NFA: the literal prefix */
+    unsigned char *literal;
+    size_t literal_len;
+    /* GLOB_NFA */
+    unsigned char *suffix; /* literal bytes after the last wildcard */
+    size_t suffix_len;
+    size_t min_len; /* number of literal tokens */
+    size_t ntok;
+    size_t nwords;
+    uint8_t byte_class[256]; /* byte -> row of class_masks (row 0: no literal) */
+    uint64_t *class_masks;   /* [nclasses][nwords] tokens that are this literal */
+    uint64_t *star_any;      /* tokens looping on every byte */
+    uint64_t *star_noslash;  /* tokens looping on bytes other than '/' */
+    uint64_t *gslash;        /* tokens advancing on '/' */
+    uint64_t *eps;           /* tokens that may match nothing */
+};
+
+static bool bit_test(const uint64_t *v, size_t i) { return (v[i / 64] >> (i % 64)) & 1u; }
+static void bit_set(uint64_t *v, size_t i) { v[i / 64] |= (uint64_t)1 << (i % 64); }
+
+/* dst = (a & b) << 1 across words. */
+static void and_shift1(uint64_t *dst, const uint64_t *a, const uint64_t *b, size_t nw) {
+    uint64_t carry = 0;
+    for (size_t w = 0; w < nw; w++) {
+        uint64_t x = a[w] & b[w];
+        dst[w] = (x << 1) | carry;
+        carry = x >> 63;
+    }
+}
+
+/* Adds the targets of the forward epsilon edges until nothing changes. */
+static void closure(const a3s_glob *g, uint64_t *set, uint64_t *tmp) {
+    for (;;) {
+        and_shift1(tmp, set, g->eps, g->nwords);
+        bool grew = false;
+        for (size_t w = 0; w < g->nwords; w++) {
+            uint64_t add = tmp[w] & ~set[w];
+            if (add) {
+                set[w] |= add;
+                grew = true;
+            }
+        }
+        if (!grew)
+            return;
+    }
+}
+
+static void glob_destroy(a3s_glob *g) {
+    if (!g)
+        return;
+    free(g->literal);
+    free(g->suffix);
+    free(g->class_masks);
+    free(g->star_any);
+    free(g->star_noslash);
+    free(g->gslash);
+    free(g->eps);
+    free(g);
+}
+
+A3S_API void a3s_glob_free(a3s_glob *glob) { glob_destroy(glob); }
+
+static unsigned char *dup_bytes(const unsigned char *p, size_t n, bool fold) {
+    unsigned char *d = malloc(n ? n : 1);
+    if (!d)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        d[i] = fold ? a3s_lower(p[i]) : p[i];
+    return d;
+}
+
+/* Tokenizes pattern into kinds[] / bytes[] (both sized len), returns count. */
+static size_t tokenize(const unsigned char *p, size_t len, bool tool_name, unsigned char *kinds,
+                       unsigned char *bytes) {
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        if (p[i] == '\\' && i + 1 < len && p[i + 1] == '*') {
+            kinds[n] = TOK_LIT;
+            bytes[n++] = '*';
+            i += 2;
+        } else if (p[i] == '*') {
+            size_t run = 0;
+            while (i < len && p[i] == '*') {
+                run++;
+                i++;
+            }
+            if (tool_name || run == 1) {
+                kinds[n++] = tool_name ? TOK_GLOBSTAR : TOK_STAR;
+            } else if (i < len && p[i] == '/') {
+                kinds[n++] = TOK_GSLASH;
+                i++; /* the '/' belongs to the token */
+            } else {
+                kinds[n++] = TOK_GLOBSTAR;
+            }
+        } else {
+            kinds[n] = TOK_LIT;
+            bytes[n++] = tool_name ? a3s_lower(p[i]) : p[i];
+            i++;
+        }
+    }
+    return n;
+}
+
+static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned char *bytes,
+                     size_t ntok, a3s_error *err) {
+    g->ntok = ntok;
+    g->nwords = (ntok + 1 + 63) / 64;
+    size_t nw = g->nwords;
+
+    /* One mask row per distinct literal byte (case-folded for tool names). */
+    size_t nclasses = 1;
+    memset(g->byte_class, 0, sizeof g->byte_class);
+    for (size_t i = 0; i < ntok; i++) {
+        if (kinds[i] != TOK_LIT || g->byte_class[bytes[i]])
+            continue;
+        g->byte_class[bytes[i]] = (uint8_t)nclasses;
+        if (g->fold_case && bytes[i] >= 'a' && bytes[i] <= 'z')
+            g->byte_class[bytes[i] - ('a' - 'A')] = (uint8_t)nclasses;
+        nclasses++;
+    }
+    g->class_masks = calloc(nclasses * nw, sizeof(uint64_t));
+    g->star_any = calloc(nw, sizeof(uint64_t));
+    g->star_noslash = calloc(nw, sizeof(uint64_t));
+    g->gslash = calloc(nw, sizeof(uint64_t));
+    g->eps = calloc(nw, sizeof(uint64_t));
+    if (!g->class_masks || !g->star_any || !g->star_noslash || !g->gslash || !g->eps)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory compiling a glob");
+
+    size_t first_wild = ntok, last_wild = 0;
+    for (size_t i = 0; i < ntok; i++) {
+        switch (kinds[i]) {
+        case TOK_LIT:
+            bit_set(g->class_masks + (size_t)g->byte_class[bytes[i]] * nw, i);
+            g->min_len++;
+            continue;
+        case TOK_STAR: bit_set(g->star_noslash, i); break;
+        case TOK_GLOBSTAR: bit_set(g->star_any, i); break;
+        case TOK_GSLASH:
+            bit_set(g->star_any, i);
+            bit_set(g->gslash, i);
+            break;
+        }
+        bit_set(g->eps, i);
+        if (first_wild == ntok)
+            first_wild = i;
+        last_wild = i;
+    }
+    g->literal = dup_bytes(bytes, first_wild, false);
+    g->literal_len = first_wild;
+    g->suffix_len = ntok - last_wild - 1;
+    g->suffix = dup_bytes(bytes + last_wild + 1, g->suffix_len, false);
+    if (!g->literal || !g->suffix)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory compiling a glob");
+    return A3S_OK;
+}
+
+int a3s_glob_compile_internal(const char *pattern, size_t len, uint64_t flags, a3s_glob **out,
+                              a3s_error *err) {
+    const unsigned char *p = (const unsigned char *)pattern;
+    bool tool_name = (flags & A3S_GLOB_TOOL_NAME) != 0;
+    a3s_glob *g = calloc(1, sizeof *g);
+    if (!g)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory compiling a glob");
+    g->fold_case = tool_name;
+
+    if (len == 1 && p[0] == '*') {
+        g->kind = GLOB_ANY;
+        *out = g;
+        return a3s_ok(err);
+    }
+    if (!tool_name && len >= 2 && p[len - 2] == ':' && p[len - 1] == '*') {
+        g->kind = GLOB_PREFIX;
+        g->literal_len = len - 2;
+        g->literal = dup_bytes(p, len - 2, false);
+        if (!g->literal) {
+            glob_destroy(g);
+            return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory compiling a glob");
+        }
+        *out = g;
+        return a3s_ok(err);
+    }
+
+    unsigned char *kinds = malloc(len ? len : 1), *bytes = malloc(len ? len : 1);
+    if (!kinds || !bytes) {
+        free(kinds);
+        free(bytes);
+        glob_destroy(g);
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory compiling a glob");
+    }
+    size_t ntok = tokenize(p, len, tool_name, kinds, bytes);
+    size_t nlit = 0;
+    while (nlit < ntok && kinds[nlit] == TOK_LIT)
+        nlit++;
+
+    int rc = A3S_OK;
+    if (nlit == ntok) {
+        g->kind = GLOB_EXACT;
+    } else if (nlit + 1 == ntok && kinds[nlit] == TOK_GLOBSTAR) {
+        g->kind = GLOB_PREFIX;
+    } else {
+        g->kind = GLOB_NFA;
+        rc = build_nfa(g, kinds, bytes, ntok, err);
+    }
+    if (rc == A3S_OK && g->kind != GLOB_NFA) {
+        g->literal_len = nlit;
+        g->literal = dup_bytes(bytes, nlit, false);
+        if (!g->literal)
+            rc = a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory compiling a glob");
+    }
+    free(kinds);
+    free(bytes);
+    if (rc != A3S_OK) {
+        glob_destroy(g);
+        return rc;
+    }
+    *out = g;
+    return a3s_ok(err);
+}
+
+A3S_API int a3s_glob_compile(const char *pattern, size_t len, uint64_t flags, a3s_glob **out,
+                             a3s_error *err) {
+    if (!out || (!pattern && len))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_glob_compile: NULL argument");
+    *out = NULL;
+    if (flags & ~(uint64_t)A3S_GLOB_TOOL_NAME)
+        return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)flags,
+                        "a3s_glob_compile: unknown flag bits 0x%llx",
+                        (unsigned long long)(flags & ~(uint64_t)A3S_GLOB_TOOL_NAME));
+    if (len > A3S_GLOB_MAX_PATTERN)
+        return a3s_fail(err, A3S_E_TOO_LARGE, 0, (int64_t)len,
+                        "glob pattern of %zu bytes exceeds the limit of %d", len,
+                        A3S_GLOB_MAX_PATTERN);
+    return a3s_glob_compile_internal(pattern ? pattern : "", len, flags, out, err);
+}
+
+static bool bytes_equal(const unsigned char *a, const unsigned char *b, size_t n, bool fold) {
+    if (!fold)
+        return memcmp(a, b, n) == 0;
+    for (size_t i = 0; i < n; i++)
+        if (a3s_lower(a[i]) != b[i])
+            return false;
+    return true;
+}
+
+static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
+    size_t nw = g->nwords;
+    uint64_t stack[4 * STACK_WORDS];
+    uint64_t *heap = NULL, *cur = stack, *next, *tmp, *t2;
+    if (nw > STACK_WORDS) {
+        heap = malloc(4 * nw * sizeof(uint64_t));
+        if (!heap)
+            return A3S_E_NOMEM;
+        cur = heap;
+    }
+    next = cur + nw;
+    tmp = next + nw;
+    t2 = tmp + nw;
+
+    /* The literal prefix was compared by the caller: start after it. */
+    memset(cur, 0, nw * sizeof(uint64_t));
+    bit_set(cur, g->literal_len);
+    closure(g, cur, tmp);
+    int result = 0;
+    size_t i = g->literal_len;
+    for (; i < n; i++) {
+        unsigned char c = s[i];
+        const uint64_t *lit = g->class_masks + (size_t)g->byte_class[c] * nw;
+        and_shift1(next, cur, lit, nw);
+        if (c == '/') {
+            and_shift1(t2, cur, g->gslash, nw);
+            for (size_t w = 0; w < nw; w++)
+                next[w] |= t2[w] | (cur[w] & g->star_any[w]);
+        } else {
+            for (size_t w = 0; w < nw; w++)
+                next[w] |= cur[w] & (g->star_any[w] | g->star_noslash[w]);
+        }
+        closure(g, next, tmp);
+        uint64_t any = 0;
+        for (size_t w = 0; w < nw; w++)
+            any |= next[w];
+        uint64_t *swap = cur;
+        cur = next;
+        next = swap;
+        if (!any)
+            break;
+    }
+    if (i >= n)
+        result = bit_test(cur, g->ntok);
+    free(heap);
+    return result;
+}
+
+A3S_API int a3s_glob_match(const a3s_glob *g, const char *subject, size_t n) {
+    const unsigned char *s = (const unsigned char *)(subject ? subject : "");
+    if (!subject)
+        n = 0;
+    switch (g->kind) {
+    case GLOB_ANY: return 1;
+    case GLOB_EXACT: return n == g->literal_len && bytes_equal(s, g->literal, n, g->fold_case);
+    case GLOB_PREFIX:
+        return n >= g->literal_len && bytes_equal(s, g->literal, g->literal_len, g->fold_case);
+    case GLOB_NFA: break;
+    }
+    if (n < g->min_len || !bytes_equal(s, g->literal, g->literal_len, g->fold_case) ||
+        !bytes_equal(s + n - g->suffix_len, g->suffix, g->suffix_len, g->fold_case))
+        return 0;
+    return nfa_match(g, s, n);
+}

@@ -1,0 +1,32 @@
+/* internal.h - helpers shared by the native sources; not part of the ABI. */
+#ifndef A3S_INTERNAL_H
+#define A3S_INTERNAL_H
+
+#include "a3s/a3s.h"
+
+#include <stdbool.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define A3S_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#  define A3S_PRINTF(fmt, args)
+#endif
+
+/* Fills *err (if non-NULL) and returns code, so callers can write
+ * `return a3s_fail(err, A3S_E_INVALID, 0, 0, "...")`. */
+int a3s_fail(a3s_error *err, int code, int sys_errno, int64_t detail, const char *fmt, ...)
+    A3S_PRINTF(5, 6);
+
+/* Resets *err (if non-NULL) to A3S_OK and returns A3S_OK. */
+int a3s_ok(a3s_error *err);
+
+/* ASCII lower-case of one byte; other bytes unchanged. */
+static inline unsigned char a3s_lower(unsigned char c) {
+    return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + ('a' - 'A')) : c;
+}
+
+/* Compiles a glob; the ruleset uses it with its own tool-name flag. */
+int a3s_glob_compile_internal(const char *pattern, size_t len, uint64_t flags, a3s_glob **out,
+                              a3s_error *err);
+
+#endif

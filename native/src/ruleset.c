@@ -1,0 +1,492 @@
+/* ruleset.c - parse "Tool(pattern)" rules and answer deny/allow/ask in one call.
+ *
+ * Rules with a literal tool name are grouped by that name in a small hash
+ * table, so a check only looks at the rules that can apply to its tool plus
+ * the few rules whose tool part is a glob or an MCP server name.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NLISTS 3 /* deny, allow, ask */
+
+struct rule {
+    int32_t list;
+    uint32_t id;
+    uint64_t flags;
+    char *tool; /* canonical: lower-case, rewritten */
+    size_t tool_len;
+    char *pattern; /* canonical; "*" for any arguments */
+    size_t pattern_len;
+    a3s_glob *tool_glob; /* A3S_RULE_TOOL_GLOB only */
+    a3s_glob *arg_glob;  /* NULL for A3S_RULE_ANY_ARGS */
+};
+
+struct index_list {
+    size_t *items;
+    size_t len, cap;
+};
+
+/* The rules of one literal tool name (or of the generic group), per list. */
+struct group {
+    char *tool;
+    size_t tool_len;
+    struct index_list lists[NLISTS];
+};
+
+struct a3s_ruleset {
+    struct rule *rules;
+    size_t len, cap;
+    struct group *groups; /* literal tool names */
+    size_t ngroups, groups_cap;
+    size_t *table; /* open addressing: group index + 1, 0 = empty */
+    size_t table_cap;
+    struct group generic; /* tool globs and MCP server rules */
+};
+
+static uint64_t hash_name(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static int push_index(struct index_list *l, size_t v) {
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 4;
+        size_t *items = realloc(l->items, cap * sizeof *items);
+        if (!items)
+            return A3S_E_NOMEM;
+        l->items = items;
+        l->cap = cap;
+    }
+    l->items[l->len++] = v;
+    return A3S_OK;
+}
+
+static struct group *find_group(const a3s_ruleset *rs, const char *tool, size_t n) {
+    if (!rs->table_cap)
+        return NULL;
+    size_t mask = rs->table_cap - 1;
+    for (size_t slot = hash_name(tool, n) & mask;; slot = (slot + 1) & mask) {
+        size_t v = rs->table[slot];
+        if (!v)
+            return NULL;
+        struct group *g = &rs->groups[v - 1];
+        if (g->tool_len == n && memcmp(g->tool, tool, n) == 0)
+            return g;
+    }
+}
+
+static int rehash(a3s_ruleset *rs, size_t cap) {
+    size_t *table = calloc(cap, sizeof *table);
+    if (!table)
+        return A3S_E_NOMEM;
+    for (size_t i = 0; i < rs->ngroups; i++) {
+        size_t slot = hash_name(rs->groups[i].tool, rs->groups[i].tool_len) & (cap - 1);
+        while (table[slot])
+            slot = (slot + 1) & (cap - 1);
+        table[slot] = i + 1;
+    }
+    free(rs->table);
+    rs->table = table;
+    rs->table_cap = cap;
+    return A3S_OK;
+}
+
+static struct group *get_or_add_group(a3s_ruleset *rs, const char *tool, size_t n) {
+    struct group *g = find_group(rs, tool, n);
+    if (g)
+        return g;
+    if (rs->ngroups == rs->groups_cap) {
+        size_t cap = rs->groups_cap ? 2 * rs->groups_cap : 8;
+        struct group *groups = realloc(rs->groups, cap * sizeof *groups);
+        if (!groups)
+            return NULL;
+        rs->groups = groups;
+        rs->groups_cap = cap;
+    }
+    g = &rs->groups[rs->ngroups];
+    memset(g, 0, sizeof *g);
+    g->tool = malloc(n ? n : 1);
+    if (!g->tool)
+        return NULL;
+    memcpy(g->tool, tool, n);
+    g->tool_len = n;
+    rs->ngroups++;
+    if (2 * rs->ngroups > rs->table_cap) {
+        if (rehash(rs, rs->table_cap ? 2 * rs->table_cap : 16) != A3S_OK) {
+            rs->ngroups--;
+            free(g->tool);
+            return NULL;
+        }
+    } else {
+        size_t slot = hash_name(tool, n) & (rs->table_cap - 1);
+        while (rs->table[slot])
+            slot = (slot + 1) & (rs->table_cap - 1);
+        rs->table[slot] = rs->ngroups;
+    }
+    return g;
+}
+
+static void free_rule(struct rule *r) {
+    free(r->tool);
+    free(r->pattern);
+    a3s_glob_free(r->tool_glob);
+    a3s_glob_free(r->arg_glob);
+}
+
+static void free_group(struct group *g) {
+    free(g->tool);
+    for (int l = 0; l < NLISTS; l++)
+        free(g->lists[l].items);
+}
+
+A3S_API void a3s_ruleset_free(a3s_ruleset *rs) {
+    if (!rs)
+        return;
+    for (size_t i = 0; i < rs->len; i++)
+        free_rule(&rs->rules[i]);
+    for (size_t i = 0; i < rs->ngroups; i++)
+        free_group(&rs->groups[i]);
+    free_group(&rs->generic);
+    free(rs->rules);
+    free(rs->groups);
+    free(rs->table);
+    free(rs);
+}
+
+A3S_API int a3s_ruleset_new(a3s_ruleset **out, a3s_error *err) {
+    if (!out)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_ruleset_new: NULL argument");
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory creating a rule set");
+    return a3s_ok(err);
+}
+
+A3S_API size_t a3s_ruleset_count(const a3s_ruleset *rs) { return rs ? rs->len : 0; }
+
+/* ---- parsing ----------------------------------------------------------- */
+
+static char *concat(const char *a, size_t an, const char *b, size_t bn) {
+    char *d = malloc(an + bn + 1);
+    if (!d)
+        return NULL;
+    memcpy(d, a, an);
+    memcpy(d + an, b, bn);
+    d[an + bn] = '\0';
+    return d;
+}
+
+/* Checks the rule's syntax and splits it. On success the tool and pattern
+ * point into rule; the pattern is NULL for a bare tool name. */
+static int split_rule(const char *rule, size_t len, const char **tool, size_t *tool_len,
+                      const char **pat, size_t *pat_len, a3s_error *err) {
+    if (len == 0)
+        return a3s_fail(err, A3S_E_SYNTAX, 0, 0, "empty rule");
+    const char *open = memchr(rule, '(', len);
+    size_t tl = open ? (size_t)(open - rule) : len;
+    *tool = rule;
+    *tool_len = tl;
+    *pat = NULL;
+    *pat_len = 0;
+    if (tl == 0)
+        return a3s_fail(err, A3S_E_SYNTAX, 0, 0, "empty tool name before '('");
+    for (size_t i = 0; i < tl; i++) {
+        unsigned char c = (unsigned char)rule[i];
+        if (c >= 0x80)
+            return a3s_fail(err, A3S_E_SYNTAX, 0, (int64_t)i,
+                            "non-ASCII byte in the tool name at offset %zu", i);
+        if (c == ' ' || c == '\t') {
+            if (open && i + 1 == tl)
+                return a3s_fail(err, A3S_E_SYNTAX, 0, (int64_t)i,
+                                "space before '(': write Tool(pattern) with no space");
+            return a3s_fail(err, A3S_E_SYNTAX, 0, (int64_t)i,
+                            "whitespace in the tool name at offset %zu", i);
+        }
+        if (c < 0x20 || c == 0x7f)
+            return a3s_fail(err, A3S_E_SYNTAX, 0, (int64_t)i,
+                            "control character in the tool name at offset %zu", i);
+        if (c == ')')
+            return a3s_fail(err, A3S_E_SYNTAX, 0, (int64_t)i,
+                            "')' without a matching '(' at offset %zu", i);
+    }
+    if (!open)
+        return A3S_OK;
+    const char *close = NULL;
+    for (const char *p = rule + len; p > open + 1;) {
+        --p;
+        if (*p == ')') {
+            close = p;
+            break;
+        }
+    }
+    if (!close)
+        return a3s_fail(err, A3S_E_SYNTAX, 0, (int64_t)len,
+                        "missing ')': the pattern opened at offset %zu is never closed", tl);
+    if (close != rule + len - 1)
+        return a3s_fail(err, A3S_E_SYNTAX, 0, (int64_t)(close - rule + 1),
+                        "text after the closing ')' at offset %zu", (size_t)(close - rule + 1));
+    *pat = open + 1;
+    *pat_len = (size_t)(close - open - 1);
+    if (*pat_len == 0)
+        return a3s_fail(err, A3S_E_SYNTAX, 0, (int64_t)tl + 1,
+                        "empty pattern '()': write the bare tool name or Tool(*) for any "
+                        "arguments");
+    return A3S_OK;
+}
+
+static bool is_search_mode(const char *t, size_t n) {
+    return (n == 4 && (!memcmp(t, "grep", 4) || !memcmp(t, "glob", 4) || !memcmp(t, "bm25", 4)));
+}
+
+static bool is_mcp_server(const char *t, size_t n) {
+    if (n <= 5 || memcmp(t, "mcp__", 5) != 0)
+        return false;
+    for (size_t i = 5; i + 1 < n; i++)
+        if (t[i] == '_' && t[i + 1] == '_')
+            return false;
+    return true;
+}
+
+/* Builds the canonical rule (lower-cased tool, search rewrite, flags). */
+static int canonicalize(struct rule *r, const char *tool, size_t tl, const char *pat,
+                        size_t pl) {
+    r->tool = malloc(tl + 1);
+    if (!r->tool)
+        return A3S_E_NOMEM;
+    for (size_t i = 0; i < tl; i++)
+        r->tool[i] = (char)a3s_lower((unsigned char)tool[i]);
+    r->tool[tl] = '\0';
+    r->tool_len = tl;
+    bool any = !pat || (pl == 1 && pat[0] == '*');
+
+    if (is_search_mode(r->tool, tl)) {
+        char mode[5];
+        memcpy(mode, r->tool, 4);
+        mode[4] = ' ';
+        r->pattern = any ? concat(mode, 5, "**", 2) : concat(mode, 5, pat, pl);
+        char *search = concat("search", 6, "", 0);
+        if (!search || !r->pattern) {
+            free(search);
+            return A3S_E_NOMEM;
+        }
+        free(r->tool);
+        r->tool = search;
+        r->tool_len = 6;
+        r->pattern_len = 5 + (any ? 2 : pl);
+        r->flags |= A3S_RULE_REWRITTEN;
+        any = false;
+    } else {
+        r->pattern = any ? concat("*", 1, "", 0) : concat(pat, pl, "", 0);
+        if (!r->pattern)
+            return A3S_E_NOMEM;
+        r->pattern_len = any ? 1 : pl;
+    }
+    if (any)
+        r->flags |= A3S_RULE_ANY_ARGS;
+    else if (r->pattern_len >= 2 && r->pattern[r->pattern_len - 2] == ':' &&
+             r->pattern[r->pattern_len - 1] == '*')
+        r->flags |= A3S_RULE_PREFIX;
+    if (memchr(r->tool, '*', r->tool_len))
+        r->flags |= A3S_RULE_TOOL_GLOB;
+    else if (is_mcp_server(r->tool, r->tool_len))
+        r->flags |= A3S_RULE_MCP_SERVER;
+    return A3S_OK;
+}
+
+A3S_API int a3s_ruleset_add(a3s_ruleset *rs, int list, const char *rule, size_t len, uint32_t id,
+                            a3s_error *err) {
+    if (!rs || (!rule && len))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_ruleset_add: NULL argument");
+    if (list < A3S_LIST_DENY || list > A3S_LIST_ASK)
+        return a3s_fail(err, A3S_E_INVALID, 0, list, "a3s_ruleset_add: unknown list %d", list);
+    if (len > A3S_RULE_MAX_LENGTH)
+        return a3s_fail(err, A3S_E_TOO_LARGE, 0, (int64_t)len,
+                        "rule of %zu bytes exceeds the limit of %d", len, A3S_RULE_MAX_LENGTH);
+    const char *tool = NULL, *pat = NULL;
+    size_t tl = 0, pl = 0;
+    int rc = split_rule(rule ? rule : "", len, &tool, &tl, &pat, &pl, err);
+    if (rc)
+        return rc;
+
+    struct rule r = {.list = list, .id = id};
+    if (canonicalize(&r, tool, tl, pat, pl) != A3S_OK)
+        goto nomem;
+    if (r.flags & A3S_RULE_TOOL_GLOB) {
+        rc = a3s_glob_compile_internal(r.tool, r.tool_len, A3S_GLOB_TOOL_NAME, &r.tool_glob, err);
+        if (rc) {
+            free_rule(&r);
+            return rc;
+        }
+    }
+    if (!(r.flags & A3S_RULE_ANY_ARGS)) {
+        rc = a3s_glob_compile_internal(r.pattern, r.pattern_len, 0, &r.arg_glob, err);
+        if (rc) {
+            free_rule(&r);
+            return rc;
+        }
+    }
+    if (rs->len == rs->cap) {
+        size_t cap = rs->cap ? 2 * rs->cap : 16;
+        struct rule *rules = realloc(rs->rules, cap * sizeof *rules);
+        if (!rules)
+            goto nomem;
+        rs->rules = rules;
+        rs->cap = cap;
+    }
+    struct group *g = (r.flags & (A3S_RULE_TOOL_GLOB | A3S_RULE_MCP_SERVER))
+                          ? &rs->generic
+                          : get_or_add_group(rs, r.tool, r.tool_len);
+    if (!g || push_index(&g->lists[list - 1], rs->len) != A3S_OK)
+        goto nomem;
+    rs->rules[rs->len++] = r;
+    return a3s_ok(err);
+nomem:
+    free_rule(&r);
+    return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory adding a rule");
+}
+
+A3S_API int a3s_ruleset_rule(const a3s_ruleset *rs, size_t index, a3s_rule_view *out,
+                             a3s_error *err) {
+    if (!rs || !out || out->struct_size < sizeof(a3s_rule_view))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_ruleset_rule: NULL argument or small view");
+    if (index >= rs->len)
+        return a3s_fail(err, A3S_E_RANGE, 0, (int64_t)index,
+                        "rule index %zu is out of range (%zu rules)", index, rs->len);
+    const struct rule *r = &rs->rules[index];
+    out->list = r->list;
+    out->id = r->id;
+    out->flags = r->flags;
+    out->tool = r->tool;
+    out->tool_len = r->tool_len;
+    out->pattern = r->pattern;
+    out->pattern_len = r->pattern_len;
+    return a3s_ok(err);
+}
+
+/* ---- matching ---------------------------------------------------------- */
+
+/* 1 match, 0 no match, negative error. `tool` is already lower-case. */
+static int rule_matches(const struct rule *r, const char *tool, size_t tl, const char *subject,
+                        size_t sl) {
+    if (r->flags & A3S_RULE_TOOL_GLOB) {
+        if (!a3s_glob_match(r->tool_glob, tool, tl))
+            return 0;
+    } else if (r->flags & A3S_RULE_MCP_SERVER) {
+        bool same = tl == r->tool_len && memcmp(tool, r->tool, tl) == 0;
+        bool child = tl >= r->tool_len + 2 && memcmp(tool, r->tool, r->tool_len) == 0 &&
+                     tool[r->tool_len] == '_' && tool[r->tool_len + 1] == '_';
+        if (!same && !child)
+            return 0;
+    } else if (tl != r->tool_len || memcmp(tool, r->tool, tl) != 0) {
+        return 0;
+    }
+    if (r->flags & A3S_RULE_ANY_ARGS)
+        return 1;
+    return a3s_glob_match(r->arg_glob, subject, sl);
+}
+
+/* First match (lowest rule index) of one list within one group, or SIZE_MAX. */
+static int first_in(const a3s_ruleset *rs, const struct index_list *l, const char *tool,
+                    size_t tl, const char *subject, size_t sl, size_t *found) {
+    for (size_t i = 0; i < l->len; i++) {
+        int m = rule_matches(&rs->rules[l->items[i]], tool, tl, subject, sl);
+        if (m < 0)
+            return m;
+        if (m) {
+            *found = l->items[i];
+            return A3S_OK;
+        }
+    }
+    *found = SIZE_MAX;
+    return A3S_OK;
+}
+
+#define TOOL_STACK 256
+
+/* Lower-cases the call's tool name into buf (or a heap copy in *heap). */
+static const char *fold_tool(const char *tool, size_t tl, char *buf, char **heap) {
+    char *dst = buf;
+    *heap = NULL;
+    if (tl > TOOL_STACK) {
+        dst = *heap = malloc(tl);
+        if (!dst)
+            return NULL;
+    }
+    for (size_t i = 0; i < tl; i++)
+        dst[i] = (char)a3s_lower((unsigned char)tool[i]);
+    return dst;
+}
+
+A3S_API int a3s_ruleset_check(const a3s_ruleset *rs, const char *tool, size_t tool_len,
+                              const char *subject, size_t subject_len, a3s_match *out,
+                              a3s_error *err) {
+    if (!rs || !out || out->struct_size < sizeof(a3s_match) || (!tool && tool_len) ||
+        (!subject && subject_len))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_ruleset_check: invalid argument");
+    char buf[TOOL_STACK], *heap;
+    const char *t = fold_tool(tool ? tool : "", tool_len, buf, &heap);
+    if (!t)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory checking a call");
+    const char *s = subject ? subject : "";
+    const struct group *g = find_group(rs, t, tool_len);
+    out->list = A3S_LIST_NONE;
+    out->id = 0;
+    out->index = 0;
+    int rc = A3S_OK;
+    for (int l = 0; l < NLISTS && out->list == A3S_LIST_NONE; l++) {
+        size_t a = SIZE_MAX, b = SIZE_MAX;
+        if (g && (rc = first_in(rs, &g->lists[l], t, tool_len, s, subject_len, &a)) != A3S_OK)
+            break;
+        if ((rc = first_in(rs, &rs->generic.lists[l], t, tool_len, s, subject_len, &b)) != A3S_OK)
+            break;
+        size_t hit = a < b ? a : b;
+        if (hit != SIZE_MAX) {
+            out->list = l + 1;
+            out->id = rs->rules[hit].id;
+            out->index = hit;
+        }
+    }
+    free(heap);
+    if (rc != A3S_OK) {
+        out->list = A3S_LIST_NONE;
+        return a3s_fail(err, rc, 0, 0, "out of memory matching a long pattern");
+    }
+    return a3s_ok(err);
+}
+
+A3S_API int a3s_ruleset_matches(const a3s_ruleset *rs, const char *tool, size_t tool_len,
+                                const char *subject, size_t subject_len, size_t *indices,
+                                size_t cap, size_t *count, a3s_error *err) {
+    if (!rs || !count || (!indices && cap) || (!tool && tool_len) || (!subject && subject_len))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_ruleset_matches: invalid argument");
+    char buf[TOOL_STACK], *heap;
+    const char *t = fold_tool(tool ? tool : "", tool_len, buf, &heap);
+    if (!t)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory checking a call");
+    const char *s = subject ? subject : "";
+    size_t n = 0;
+    for (size_t i = 0; i < rs->len; i++) {
+        int m = rule_matches(&rs->rules[i], t, tool_len, s, subject_len);
+        if (m < 0) {
+            free(heap);
+            return a3s_fail(err, m, 0, 0, "out of memory matching a long pattern");
+        }
+        if (m) {
+            if (n < cap)
+                indices[n] = i;
+            n++;
+        }
+    }
+    free(heap);
+    *count = n;
+    if (n > cap)
+        return a3s_fail(err, A3S_E_BUFFER, 0, (int64_t)n,
+                        "%zu rules match but the buffer holds %zu", n, cap);
+    return a3s_ok(err);
+}

@@ -1,0 +1,55 @@
+"""The exception tree of a3s-code.
+
+Every error a caller can cause is one of these, and its message says what was
+refused and why. Code never parses messages: branch on the type, or on the
+attributes each class documents.
+
+    A3SError
+    ├── PolicyError            a rule, policy file or call argument is malformed
+    │   └── PolicyFileError    a policy file cannot be read or parsed (has .path)
+    └── NativeCoreError        the C core failed in a way no input explains
+                               (out of memory, a system call); has .status, .errno
+
+``a3s_code._native.NativeError`` never escapes the package: it is mapped to
+one of the above at the call site that knows what the caller was doing.
+"""
+
+from __future__ import annotations
+
+__all__ = ["A3SError", "NativeCoreError", "PolicyError", "PolicyFileError"]
+
+
+class A3SError(Exception):
+    """Base class of every error raised by a3s-code."""
+
+
+class PolicyError(A3SError, ValueError):
+    """A permission rule, policy or tool-call argument is malformed.
+
+    ``rule`` is the offending rule text when one rule is at fault, else None.
+    """
+
+    def __init__(self, message: str, *, rule: str | None = None) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+class PolicyFileError(PolicyError):
+    """A policy file cannot be read or does not parse; ``path`` names it."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class NativeCoreError(A3SError, RuntimeError):
+    """The C core failed for a reason outside the caller's input.
+
+    ``status`` is the stable status name (``"nomem"``, ``"system"`` ...) and
+    ``errno`` the system error number, 0 if none.
+    """
+
+    def __init__(self, message: str, *, status: str, errno: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.errno = errno

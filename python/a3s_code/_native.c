@@ -1,0 +1,463 @@
+/* _native.c - CPython glue over the a3s C ABI (limited API, abi3, 3.10+).
+ *
+ * Nothing but argument conversion and error mapping lives here: every
+ * decision is made in native/src or in the Python package. Errors from the C
+ * core are raised as _native.NativeError(status_name, message, detail,
+ * sys_errno); the package maps them to its own exception tree.
+ */
+#define Py_LIMITED_API 0x030A0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "a3s/a3s.h"
+
+typedef struct {
+    PyObject *native_error; /* NativeError type */
+    PyObject *glob_type;
+    PyObject *ruleset_type;
+} module_state;
+
+static module_state *state_of_module(PyObject *m) { return (module_state *)PyModule_GetState(m); }
+
+static PyObject *raise_error(PyObject *err_type, const a3s_error *err) {
+    PyObject *args = Py_BuildValue("(ssLi)", a3s_status_name(err->code), err->message,
+                                   (long long)err->detail, (int)err->sys_errno);
+    if (args) {
+        PyErr_SetObject(err_type, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+/* Borrowed UTF-8 view of a str (lone surrogates kept via surrogatepass) or
+ * bytes. *owner receives a new reference to keep alive, or NULL. */
+static int as_bytes(PyObject *obj, const char **data, Py_ssize_t *len, PyObject **owner) {
+    *owner = NULL;
+    if (PyUnicode_Check(obj)) {
+        *data = PyUnicode_AsUTF8AndSize(obj, len);
+        if (*data)
+            return 0;
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return -1;
+        PyErr_Clear();
+        *owner = PyUnicode_AsEncodedString(obj, "utf-8", "surrogatepass");
+        if (!*owner)
+            return -1;
+    } else if (PyBytes_Check(obj)) {
+        Py_INCREF(obj);
+        *owner = obj;
+    } else {
+        PyErr_SetString(PyExc_TypeError, "expected str or bytes");
+        return -1;
+    }
+    char *buf;
+    if (PyBytes_AsStringAndSize(*owner, &buf, len) < 0) {
+        Py_CLEAR(*owner);
+        return -1;
+    }
+    *data = buf;
+    return 0;
+}
+
+/* ---- Glob --------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    a3s_glob *glob;
+} GlobObject;
+
+static PyObject *glob_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"pattern", "tool_name", NULL};
+    PyObject *pattern;
+    int tool_name = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|p", kwlist, &pattern, &tool_name))
+        return NULL;
+    const char *data;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(pattern, &data, &len, &owner) < 0)
+        return NULL;
+    a3s_glob *glob = NULL;
+    a3s_error err;
+    int rc = a3s_glob_compile(data, (size_t)len, tool_name ? A3S_GLOB_TOOL_NAME : 0, &glob, &err);
+    Py_XDECREF(owner);
+    if (rc != A3S_OK) {
+        PyObject *mod = PyType_GetModule(type);
+        return raise_error(mod ? state_of_module(mod)->native_error : PyExc_RuntimeError, &err);
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    GlobObject *self = (GlobObject *)alloc(type, 0);
+    if (!self) {
+        a3s_glob_free(glob);
+        return NULL;
+    }
+    self->glob = glob;
+    return (PyObject *)self;
+}
+
+static void glob_dealloc(PyObject *obj) {
+    PyTypeObject *type = Py_TYPE(obj);
+    a3s_glob_free(((GlobObject *)obj)->glob);
+    freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    tp_free(obj);
+    Py_DECREF(type);
+}
+
+static PyObject *glob_match(PyObject *obj, PyObject *subject) {
+    const char *data;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(subject, &data, &len, &owner) < 0)
+        return NULL;
+    int m = a3s_glob_match(((GlobObject *)obj)->glob, data, (size_t)len);
+    Py_XDECREF(owner);
+    if (m < 0)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(m);
+}
+
+static PyMethodDef glob_methods[] = {
+    {"match", glob_match, METH_O, "match(subject) -> bool: whole-subject match."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot glob_slots[] = {
+    {Py_tp_new, glob_new},
+    {Py_tp_dealloc, glob_dealloc},
+    {Py_tp_methods, glob_methods},
+    {Py_tp_doc, "Glob(pattern, tool_name=False): a compiled policy glob."},
+    {0, NULL},
+};
+
+static PyType_Spec glob_spec = {
+    "a3s_code._native.Glob", sizeof(GlobObject), 0, Py_TPFLAGS_DEFAULT, glob_slots,
+};
+
+/* ---- Ruleset ------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    a3s_ruleset *rs;
+    PyObject *native_error; /* borrowed from the module state, kept alive by the type */
+} RulesetObject;
+
+static PyObject *ruleset_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    if (!PyArg_ParseTuple(args, ":Ruleset") || (kwds && PyObject_Length(kwds) > 0)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "Ruleset() takes no arguments");
+        return NULL;
+    }
+    PyObject *mod = PyType_GetModule(type);
+    if (!mod)
+        return NULL;
+    a3s_ruleset *rs = NULL;
+    a3s_error err;
+    if (a3s_ruleset_new(&rs, &err) != A3S_OK)
+        return raise_error(state_of_module(mod)->native_error, &err);
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    RulesetObject *self = (RulesetObject *)alloc(type, 0);
+    if (!self) {
+        a3s_ruleset_free(rs);
+        return NULL;
+    }
+    self->rs = rs;
+    self->native_error = state_of_module(mod)->native_error;
+    return (PyObject *)self;
+}
+
+static void ruleset_dealloc(PyObject *obj) {
+    PyTypeObject *type = Py_TYPE(obj);
+    a3s_ruleset_free(((RulesetObject *)obj)->rs);
+    freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    tp_free(obj);
+    Py_DECREF(type);
+}
+
+static PyObject *ruleset_add(PyObject *obj, PyObject *args) {
+    RulesetObject *self = (RulesetObject *)obj;
+    int list;
+    PyObject *rule;
+    unsigned int id;
+    if (!PyArg_ParseTuple(args, "iOI:add", &list, &rule, &id))
+        return NULL;
+    const char *data;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(rule, &data, &len, &owner) < 0)
+        return NULL;
+    a3s_error err;
+    int rc = a3s_ruleset_add(self->rs, list, data, (size_t)len, id, &err);
+    Py_XDECREF(owner);
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    Py_RETURN_NONE;
+}
+
+/* check(tool, subject) -> int: A3S_LIST_NONE/DENY/ALLOW/ASK. The hot path. */
+static PyObject *ruleset_check(PyObject *obj, PyObject *const *args, Py_ssize_t nargs) {
+    RulesetObject *self = (RulesetObject *)obj;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "check(tool, subject) takes 2 arguments");
+        return NULL;
+    }
+    const char *tool, *subject;
+    Py_ssize_t tl, sl;
+    PyObject *o1, *o2;
+    if (as_bytes(args[0], &tool, &tl, &o1) < 0)
+        return NULL;
+    if (as_bytes(args[1], &subject, &sl, &o2) < 0) {
+        Py_XDECREF(o1);
+        return NULL;
+    }
+    a3s_match match = {.struct_size = sizeof match};
+    a3s_error err;
+    int rc = a3s_ruleset_check(self->rs, tool, (size_t)tl, subject, (size_t)sl, &match, &err);
+    Py_XDECREF(o1);
+    Py_XDECREF(o2);
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    return PyLong_FromLong(match.list);
+}
+
+static PyObject *ruleset_matches(PyObject *obj, PyObject *args) {
+    RulesetObject *self = (RulesetObject *)obj;
+    PyObject *tool_obj, *subject_obj;
+    if (!PyArg_ParseTuple(args, "OO:matches", &tool_obj, &subject_obj))
+        return NULL;
+    const char *tool, *subject;
+    Py_ssize_t tl, sl;
+    PyObject *o1, *o2;
+    if (as_bytes(tool_obj, &tool, &tl, &o1) < 0)
+        return NULL;
+    if (as_bytes(subject_obj, &subject, &sl, &o2) < 0) {
+        Py_XDECREF(o1);
+        return NULL;
+    }
+    size_t cap = a3s_ruleset_count(self->rs), count = 0;
+    size_t *indices = PyMem_Malloc((cap ? cap : 1) * sizeof *indices);
+    PyObject *result = NULL;
+    if (!indices) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    a3s_error err;
+    if (a3s_ruleset_matches(self->rs, tool, (size_t)tl, subject, (size_t)sl, indices, cap, &count,
+                            &err) != A3S_OK) {
+        raise_error(self->native_error, &err);
+        goto done;
+    }
+    result = PyList_New((Py_ssize_t)count);
+    for (size_t i = 0; result && i < count; i++) {
+        PyObject *v = PyLong_FromSize_t(indices[i]);
+        if (!v) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SetItem(result, (Py_ssize_t)i, v);
+    }
+done:
+    PyMem_Free(indices);
+    Py_XDECREF(o1);
+    Py_XDECREF(o2);
+    return result;
+}
+
+static PyObject *ruleset_rule(PyObject *obj, PyObject *arg) {
+    RulesetObject *self = (RulesetObject *)obj;
+    Py_ssize_t index = PyLong_AsSsize_t(arg);
+    if (index == -1 && PyErr_Occurred())
+        return NULL;
+    if (index < 0) {
+        PyErr_SetString(PyExc_IndexError, "rule index out of range");
+        return NULL;
+    }
+    a3s_rule_view view = {.struct_size = sizeof view};
+    a3s_error err;
+    if (a3s_ruleset_rule(self->rs, (size_t)index, &view, &err) != A3S_OK) {
+        if (err.code == A3S_E_RANGE) {
+            PyErr_SetString(PyExc_IndexError, err.message);
+            return NULL;
+        }
+        return raise_error(self->native_error, &err);
+    }
+    return Py_BuildValue("(iIKs#y#)", (int)view.list, (unsigned int)view.id,
+                         (unsigned long long)view.flags, view.tool, (Py_ssize_t)view.tool_len,
+                         view.pattern, (Py_ssize_t)view.pattern_len);
+}
+
+static Py_ssize_t ruleset_len(PyObject *obj) {
+    return (Py_ssize_t)a3s_ruleset_count(((RulesetObject *)obj)->rs);
+}
+
+static PyMethodDef ruleset_methods[] = {
+    {"add", ruleset_add, METH_VARARGS, "add(list, rule, id): parse, compile and append a rule."},
+    {"check", (PyCFunction)(void (*)(void))ruleset_check, METH_FASTCALL,
+     "check(tool, subject) -> int: the deciding list (0 none, 1 deny, 2 allow, 3 ask)."},
+    {"matches", ruleset_matches, METH_VARARGS,
+     "matches(tool, subject) -> list[int]: indices of every matching rule."},
+    {"rule", ruleset_rule, METH_O,
+     "rule(index) -> (list, id, flags, tool, pattern_bytes): the canonical rule."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot ruleset_slots[] = {
+    {Py_tp_new, ruleset_new},
+    {Py_tp_dealloc, ruleset_dealloc},
+    {Py_tp_methods, ruleset_methods},
+    {Py_sq_length, ruleset_len},
+    {Py_tp_doc, "Ruleset(): a compiled deny/allow/ask rule list."},
+    {0, NULL},
+};
+
+static PyType_Spec ruleset_spec = {
+    "a3s_code._native.Ruleset", sizeof(RulesetObject), 0, Py_TPFLAGS_DEFAULT, ruleset_slots,
+};
+
+/* ---- module functions --------------------------------------------------- */
+
+static PyObject *py_version(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    const a3s_version_info *v = a3s_version();
+    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:s}", "major", v->major, "minor", v->minor, "patch",
+                         v->patch, "abi", v->abi, "string", v->string);
+}
+
+static PyObject *py_abi_version(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    return PyLong_FromUnsignedLong(a3s_abi_version());
+}
+
+static PyObject *py_features(PyObject *mod, PyObject *unused) {
+    (void)unused;
+    a3s_features_info info = {.struct_size = sizeof info};
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_features(&info, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(state_of_module(mod)->native_error, &err);
+    return Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:O,s:i}", "user_namespaces",
+                         (info.flags & A3S_FEATURE_USER_NAMESPACES) ? Py_True : Py_False,
+                         "pid_namespaces",
+                         (info.flags & A3S_FEATURE_PID_NAMESPACES) ? Py_True : Py_False,
+                         "seccomp_filter",
+                         (info.flags & A3S_FEATURE_SECCOMP_FILTER) ? Py_True : Py_False, "landlock",
+                         (info.flags & A3S_FEATURE_LANDLOCK) ? Py_True : Py_False, "pidfd",
+                         (info.flags & A3S_FEATURE_PIDFD) ? Py_True : Py_False, "cgroup_kill",
+                         (info.flags & A3S_FEATURE_CGROUP_KILL) ? Py_True : Py_False,
+                         "landlock_abi", (int)info.landlock_abi);
+}
+
+static PyObject *py_status_name(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    long code = PyLong_AsLong(arg);
+    if (code == -1 && PyErr_Occurred())
+        return NULL;
+    return PyUnicode_FromString(a3s_status_name((int)code));
+}
+
+/* path_normalize(str) -> str */
+static PyObject *py_path_normalize(PyObject *mod, PyObject *arg) {
+    const char *data;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(arg, &data, &len, &owner) < 0)
+        return NULL;
+    char stack[512];
+    char *out = len <= (Py_ssize_t)sizeof stack ? stack : PyMem_Malloc((size_t)len);
+    PyObject *result = NULL;
+    if (!out) {
+        PyErr_NoMemory();
+    } else {
+        size_t n = 0;
+        a3s_error err;
+        if (a3s_path_normalize(data, (size_t)len, out, len ? (size_t)len : sizeof stack, &n,
+                               &err) != A3S_OK)
+            raise_error(state_of_module(mod)->native_error, &err);
+        else
+            result = PyUnicode_DecodeUTF8(out, (Py_ssize_t)n, "surrogatepass");
+        if (out != stack)
+            PyMem_Free(out);
+    }
+    Py_XDECREF(owner);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"version", py_version, METH_NOARGS, "version() -> dict: the C library's version."},
+    {"abi_version", py_abi_version, METH_NOARGS, "abi_version() -> int."},
+    {"features", py_features, METH_NOARGS, "features() -> dict: what the kernel offers."},
+    {"status_name", py_status_name, METH_O, "status_name(code) -> str."},
+    {"path_normalize", py_path_normalize, METH_O, "path_normalize(path) -> str."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int module_exec(PyObject *m) {
+    module_state *st = state_of_module(m);
+    if (a3s_abi_version() != A3S_ABI_VERSION) {
+        PyErr_SetString(PyExc_ImportError, "a3s_code._native: C library ABI mismatch");
+        return -1;
+    }
+    st->native_error = PyErr_NewExceptionWithDoc(
+        "a3s_code._native.NativeError",
+        "An error from the C core: args are (status_name, message, detail, sys_errno).",
+        PyExc_Exception, NULL);
+    if (!st->native_error || PyModule_AddObjectRef(m, "NativeError", st->native_error) < 0)
+        return -1;
+    st->glob_type = PyType_FromModuleAndSpec(m, &glob_spec, NULL);
+    if (!st->glob_type || PyModule_AddObjectRef(m, "Glob", st->glob_type) < 0)
+        return -1;
+    st->ruleset_type = PyType_FromModuleAndSpec(m, &ruleset_spec, NULL);
+    if (!st->ruleset_type || PyModule_AddObjectRef(m, "Ruleset", st->ruleset_type) < 0)
+        return -1;
+    if (PyModule_AddIntConstant(m, "ABI_VERSION", A3S_ABI_VERSION) < 0 ||
+        PyModule_AddIntConstant(m, "LIST_NONE", A3S_LIST_NONE) < 0 ||
+        PyModule_AddIntConstant(m, "LIST_DENY", A3S_LIST_DENY) < 0 ||
+        PyModule_AddIntConstant(m, "LIST_ALLOW", A3S_LIST_ALLOW) < 0 ||
+        PyModule_AddIntConstant(m, "LIST_ASK", A3S_LIST_ASK) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_ANY_ARGS", (long)A3S_RULE_ANY_ARGS) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_TOOL_GLOB", (long)A3S_RULE_TOOL_GLOB) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_MCP_SERVER", (long)A3S_RULE_MCP_SERVER) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_REWRITTEN", (long)A3S_RULE_REWRITTEN) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_PREFIX", (long)A3S_RULE_PREFIX) < 0)
+        return -1;
+    return 0;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg) {
+    module_state *st = state_of_module(m);
+    Py_VISIT(st->native_error);
+    Py_VISIT(st->glob_type);
+    Py_VISIT(st->ruleset_type);
+    return 0;
+}
+
+static int module_clear(PyObject *m) {
+    module_state *st = state_of_module(m);
+    Py_CLEAR(st->native_error);
+    Py_CLEAR(st->glob_type);
+    Py_CLEAR(st->ruleset_type);
+    return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "a3s_code._native",
+    "The a3s C core (private: use the a3s_code package).",
+    sizeof(module_state),
+    module_methods,
+    module_slots,
+    module_traverse,
+    module_clear,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModuleDef_Init(&module_def); }

@@ -1,0 +1,16 @@
+"""Package and native-library versions (they are released together)."""
+
+from importlib import metadata
+
+from . import _native
+
+try:
+    __version__ = metadata.version("a3s-code")
+except metadata.PackageNotFoundError:  # running from a source tree
+    __version__ = _native.version()["string"]
+
+
+def native_version() -> str:
+    """The C core's version string; equal to __version__ in a consistent install."""
+    version: str = _native.version()["string"]
+    return version

@@ -1,0 +1,220 @@
+"""Policy lint: the mistakes that make a policy say something other than it seems to.
+
+Each finding names the rule, what goes wrong and an example call, decided
+exactly on the rules' automata (see _automaton.py), not guessed from text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ._automaton import (
+    GLOBSTAR,
+    GSLASH,
+    LIT,
+    STAR,
+    Automaton,
+    covered,
+    intersection_witness,
+    parse_pattern,
+    tool_automaton,
+)
+from ._subject import FILE_PATH_TOOLS
+
+if TYPE_CHECKING:
+    from ._policy import PermissionPolicy, RuleView
+
+__all__ = ["LintFinding", "lint_policy"]
+
+PATH_TOOLS = FILE_PATH_TOOLS | {"ls"}
+
+
+@dataclass(frozen=True)
+class LintFinding:
+    """One footgun. ``code`` is stable; ``message`` is for people."""
+
+    code: str
+    rule: str
+    list: str
+    message: str
+    related_rule: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.list} rule {self.rule!r}: {self.message}"
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {
+            "code": self.code,
+            "list": self.list,
+            "rule": self.rule,
+            "message": self.message,
+            "related_rule": self.related_rule,
+        }
+
+
+def _tools(view: RuleView) -> Automaton:
+    return tool_automaton(view.tool, view.tool_glob, view.mcp_server)
+
+
+def _args(view: RuleView) -> Automaton:
+    return Automaton([parse_pattern(view.pattern)])
+
+
+def _call(tool_example: str, arg_example: str) -> str:
+    return f"{tool_example}({arg_example})"
+
+
+def _duplicates(views: list[RuleView]) -> list[LintFinding]:
+    seen: dict[tuple[str, str, str], RuleView] = {}
+    out = []
+    for v in views:
+        key = (v.list, v.tool, v.pattern)
+        first = seen.setdefault(key, v)
+        if first is not v:
+            same = "the same rule" if first.raw == v.raw else f"the same rule as {first.raw!r}"
+            out.append(
+                LintFinding("duplicate", v.raw, v.list, f"is {same} earlier in {v.list}", first.raw)
+            )
+    return out
+
+
+def _shadowed_asks(views: list[RuleView]) -> list[LintFinding]:
+    out = []
+    allows = [v for v in views if v.list == "allow"]
+    for ask in (v for v in views if v.list == "ask"):
+        for allow in allows:
+            tool = intersection_witness(_tools(allow), _tools(ask))
+            if tool is None:
+                continue
+            arg = intersection_witness(_args(allow), _args(ask))
+            if arg is None:
+                continue
+            out.append(
+                LintFinding(
+                    "allow-shadows-ask",
+                    ask.raw,
+                    "ask",
+                    f"allow rule {allow.raw!r} wins over it: a call such as "
+                    f"{_call(tool, arg)!r} is allowed without asking "
+                    "(allow is evaluated before ask)",
+                    allow.raw,
+                )
+            )
+    return out
+
+
+def _unreachable(views: list[RuleView]) -> list[LintFinding]:
+    """Rules whose every call is decided by an earlier list."""
+    out = []
+    earlier = {"allow": ("deny",), "ask": ("deny", "allow")}
+    for v in views:
+        if v.list not in earlier:
+            continue
+        tools = _tools(v)
+        cover = [
+            w
+            for w in views
+            if w.list in earlier[v.list] and covered(tools, [_tools(w)]) is True
+        ]
+        if cover and covered(_args(v), [_args(w) for w in cover]) is True:
+            names = ", ".join(repr(w.raw) for w in cover)
+            out.append(
+                LintFinding(
+                    "never-matches",
+                    v.raw,
+                    v.list,
+                    f"can never take effect: every call it matches is already decided by "
+                    f"{names}",
+                    cover[0].raw,
+                )
+            )
+    return out
+
+
+def _single_star_denies(views: list[RuleView]) -> list[LintFinding]:
+    out = []
+    for v in views:
+        if v.list not in ("deny", "ask") or v.any_args or v.prefix:
+            continue
+        tokens = parse_pattern(v.pattern)
+        if not any(t.kind == STAR for t in tokens):
+            continue
+        example = "".join(
+            t.char if t.kind == LIT else ("a/b" if t.kind == STAR else "")
+            for t in tokens
+        )
+        fixed = v.raw.replace("**", "\x00").replace("*", "**").replace("\x00", "**")
+        verb = "denies" if v.list == "deny" else "asks about"
+        out.append(
+            LintFinding(
+                "star-stops-at-slash",
+                v.raw,
+                v.list,
+                f"'*' never matches '/', so this rule never {verb} a call such as "
+                f"{v.tool}({example}); write {fixed!r} to cover every argument",
+            )
+        )
+    return out
+
+
+def _prefix_boundaries(views: list[RuleView]) -> list[LintFinding]:
+    out = []
+    for v in views:
+        if v.list != "allow" or not v.prefix:
+            continue
+        head = v.pattern[:-2]
+        if not head or not (head[-1].isalnum() or head[-1] in "_-."):
+            continue
+        out.append(
+            LintFinding(
+                "prefix-not-at-word-boundary",
+                v.raw,
+                "allow",
+                f"':*' is a plain prefix test, so this also allows {v.tool}({head}evil); "
+                f"write {v.tool}({head}) and {v.tool}({head} :*) instead",
+            )
+        )
+    return out
+
+
+def _impossible_paths(views: list[RuleView]) -> list[LintFinding]:
+    """Path patterns that no normalized path can match."""
+    out = []
+    for v in views:
+        if v.tool not in PATH_TOOLS or v.any_args or v.tool_glob:
+            continue
+        tokens = parse_pattern(v.pattern)
+        text = "".join(
+            t.char if t.kind == LIT else {STAR: "*", GLOBSTAR: "**", GSLASH: "**/"}[t.kind]
+            for t in tokens
+        )
+        reason = None
+        if "\\" in text:
+            reason = "paths are matched with '/' separators, never '\\'"
+        elif "//" in text.replace("**/", "") or any(
+            seg in ("..", ".") for seg in text.split("/") if seg
+        ):
+            reason = "paths are normalized first: no '.' or '..' segments, no doubled '/'"
+        elif text.endswith("/") and not text.endswith("**/"):
+            reason = "paths are normalized first: no trailing '/'"
+        if reason:
+            out.append(LintFinding("never-matches", v.raw, v.list, f"can never match: {reason}"))
+    return out
+
+
+def lint_policy(policy: PermissionPolicy) -> list[LintFinding]:
+    """Every finding for `policy`, grouped by check, each group in rule order."""
+    views = policy.rules()
+    findings: list[LintFinding] = []
+    for check in (
+        _duplicates,
+        _single_star_denies,
+        _prefix_boundaries,
+        _impossible_paths,
+        _shadowed_asks,
+        _unreachable,
+    ):
+        findings.extend(check(views))
+    return findings
+

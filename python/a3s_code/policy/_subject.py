@@ -1,0 +1,188 @@
+"""The argument string a rule's pattern is matched against, one per tool.
+
+This is half of the matching contract (the glob is the other half), and the
+Node and Go bindings build exactly the same strings: the shared vectors in
+tests/vectors/policy.json pin it. docs/policy.md is the prose reference.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .. import _native
+from .._errors import PolicyError
+
+__all__ = ["argument_string", "canonical_json", "canonical_tool", "normalize_path"]
+
+FILE_PATH_TOOLS = frozenset({"read", "write", "edit", "download"})
+SEARCH_MODE_TOOLS = frozenset({"grep", "glob", "bm25"})
+
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def canonical_tool(tool: str) -> str:
+    """ASCII lower-case, the only case folding tool names get."""
+    if not isinstance(tool, str):
+        raise PolicyError(f"tool name must be a string, not {type(tool).__name__}")
+    return tool.lower() if tool.isascii() else tool.translate(_ASCII_LOWER)
+
+
+def normalize_path(path: str) -> str:
+    """Lexical normal form of a file path (see a3s_path_normalize)."""
+    if (
+        "\\" in path
+        or "//" in path
+        or "/." in path
+        or path.startswith(".")
+        or path.endswith("/")
+    ):
+        result: str = _native.path_normalize(path)
+        return result
+    return path
+
+
+def _number(value: float) -> str:
+    """ECMAScript Number::toString, so Python, Node and Go print a number alike."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    mantissa, _, exp_text = repr(abs(value)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac.rstrip("0")).lstrip("0") if frac.rstrip("0") else whole.lstrip("0")
+    # n: the decimal exponent such that value = 0.digits * 10**n
+    n = len(whole.lstrip("0")) if whole.strip("0") else -(len(frac) - len(frac.lstrip("0")))
+    n += int(exp_text or 0)
+    if not whole.strip("0"):
+        digits = frac.lstrip("0").rstrip("0")
+    else:
+        digits = digits.rstrip("0") or "0"
+    k = len(digits)
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * -n + digits
+    exponent = n - 1
+    text = digits[0] + ("." + digits[1:] if k > 1 else "")
+    return f"{sign}{text}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
+
+
+def _encode(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(json.dumps(value, ensure_ascii=False))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        out.append(_number(value))
+    elif isinstance(value, Mapping):
+        keys = list(value)
+        if any(not isinstance(k, str) for k in keys):
+            raise PolicyError("tool arguments are not representable as JSON: non-string key")
+        out.append("{")
+        for i, key in enumerate(sorted(keys)):
+            if i:
+                out.append(",")
+            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(":")
+            _encode(value[key], out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _encode(item, out)
+        out.append("]")
+    else:
+        raise PolicyError(
+            f"tool arguments are not representable as JSON: {type(value).__name__} value"
+        )
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON with keys sorted by code point and minimal string escaping.
+
+    Numbers are printed as ECMAScript prints them (``1.0`` is ``1``,
+    ``1e-7`` is ``1e-7``), because Node cannot tell 1.0 from 1; NaN and
+    Infinity, which JSON lacks, are the bare words. Node and Go reproduce
+    exactly this text.
+    """
+    out: list[str] = []
+    try:
+        _encode(value, out)
+    except RecursionError:
+        raise PolicyError("tool arguments are nested too deeply") from None
+    return "".join(out)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return canonical_json(value)
+
+
+def _path_field(args: Mapping[str, Any], key: str) -> str:
+    value = args.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        return canonical_json(value)
+    return normalize_path(value)
+
+
+def _read_files(args: Mapping[str, Any]) -> str:
+    files = args.get("files")
+    if not isinstance(files, (list, tuple)):
+        return "" if files is None else canonical_json(files)
+    paths = []
+    for entry in files:
+        if isinstance(entry, Mapping):
+            paths.append(_path_field(entry, "path"))
+        else:
+            paths.append(_text(entry))
+    return "\n".join(paths)
+
+
+def argument_string(tool: str, args: Mapping[str, Any] | None) -> tuple[str, str]:
+    """Returns (canonical tool name, argument string) for one call.
+
+    Calls to ``grep``/``glob``/``bm25`` are calls to that mode of ``search``.
+    A missing field gives ``""``; a field of another JSON type gives its
+    compact JSON text, so no value can slip past a rule by its type.
+    """
+    name = canonical_tool(tool)
+    if args is None:
+        args = {}
+    elif not isinstance(args, Mapping):
+        raise PolicyError(f"tool arguments must be a mapping, not {type(args).__name__}")
+    if name == "bash":
+        command = args.get("command", "")
+        return name, command if type(command) is str else _text(command)
+    if name in FILE_PATH_TOOLS:
+        if name == "read" and "file_path" not in args and "files" in args:
+            return name, _read_files(args)
+        return name, _path_field(args, "file_path")
+    if name == "search" or name in SEARCH_MODE_TOOLS:
+        mode = name if name != "search" else _text(args.get("mode"))
+        return "search", f"{mode} {_text(args.get('query'))} {_path_field(args, 'path')}"
+    if name == "ls":
+        return name, _path_field(args, "path")
+    if any(not isinstance(key, str) for key in args):
+        raise PolicyError("tool arguments must have string keys")
+    return name, canonical_json(dict(args))
+
