@@ -1,7 +1,8 @@
 /* glob.c - compile a policy glob once, match many subjects in linear time.
  *
- * A pattern is compiled to a token list (literal byte, '*', '**', '**' + '/')
- * and matched by simulating its NFA with one bit per token (a bit-parallel
+ * A pattern is compiled to a token list (literal byte, '*', '**', and for
+ * '**' + '/' an entry token that may skip ahead plus a loop token that leaves
+ * only on '/'), and matched by simulating its NFA with one bit per token (a bit-parallel
  * Shift-And variant). Patterns that are a literal, a literal prefix or "*"
  * skip the simulation entirely; the literal prefix and suffix of any other
  * pattern are compared first so that most non-matches cost one memcmp.
@@ -22,7 +23,8 @@ enum token_kind {
     TOK_LIT,      /* one byte */
     TOK_STAR,     /* any run without '/' */
     TOK_GLOBSTAR, /* any run */
-    TOK_GSLASH,   /* empty, or any run ending in '/' */
+    TOK_GS_ENTRY, /* '**' + '/': may skip itself and the loop below */
+    TOK_GS_LOOP,  /* after TOK_GS_ENTRY: any run, then '/' to leave */
 };
 
 #define STACK_WORDS 16 /* patterns up to ~1000 tokens match without allocation */
@@ -36,7 +38,7 @@ struct a3s_glob {
     /* GLOB_NFA */
     unsigned char *suffix; /* literal bytes after the last wildcard */
     size_t suffix_len;
-    size_t min_len; /* number of literal tokens */
+    size_t min_len; /* number of literal tokens: no match is shorter */
     size_t ntok;
     size_t nwords;
     uint8_t byte_class[256]; /* byte -> row of class_masks (row 0: no literal) */
@@ -44,7 +46,8 @@ struct a3s_glob {
     uint64_t *star_any;      /* tokens looping on every byte */
     uint64_t *star_noslash;  /* tokens looping on bytes other than '/' */
     uint64_t *gslash;        /* tokens advancing on '/' */
-    uint64_t *eps;           /* tokens that may match nothing */
+    uint64_t *eps;           /* tokens with an epsilon edge to the next token */
+    uint64_t *eps2;          /* tokens with an epsilon edge two tokens ahead */
 };
 
 static bool bit_test(const uint64_t *v, size_t i) { return (v[i / 64] >> (i % 64)) & 1u; }
@@ -60,13 +63,24 @@ static void and_shift1(uint64_t *dst, const uint64_t *a, const uint64_t *b, size
     }
 }
 
+/* dst = (a & b) << 2 across words. */
+static void and_shift2(uint64_t *dst, const uint64_t *a, const uint64_t *b, size_t nw) {
+    uint64_t carry = 0;
+    for (size_t w = 0; w < nw; w++) {
+        uint64_t x = a[w] & b[w];
+        dst[w] = (x << 2) | carry;
+        carry = x >> 62;
+    }
+}
+
 /* Adds the targets of the forward epsilon edges until nothing changes. */
-static void closure(const a3s_glob *g, uint64_t *set, uint64_t *tmp) {
+static void closure(const a3s_glob *g, uint64_t *set, uint64_t *tmp, uint64_t *tmp2) {
     for (;;) {
         and_shift1(tmp, set, g->eps, g->nwords);
+        and_shift2(tmp2, set, g->eps2, g->nwords);
         bool grew = false;
         for (size_t w = 0; w < g->nwords; w++) {
-            uint64_t add = tmp[w] & ~set[w];
+            uint64_t add = (tmp[w] | tmp2[w]) & ~set[w];
             if (add) {
                 set[w] |= add;
                 grew = true;
@@ -87,6 +101,7 @@ static void glob_destroy(a3s_glob *g) {
     free(g->star_noslash);
     free(g->gslash);
     free(g->eps);
+    free(g->eps2);
     free(g);
 }
 
@@ -119,8 +134,9 @@ static size_t tokenize(const unsigned char *p, size_t len, bool tool_name, unsig
             if (tool_name || run == 1) {
                 kinds[n++] = tool_name ? TOK_GLOBSTAR : TOK_STAR;
             } else if (i < len && p[i] == '/') {
-                kinds[n++] = TOK_GSLASH;
-                i++; /* the '/' belongs to the token */
+                kinds[n++] = TOK_GS_ENTRY;
+                kinds[n++] = TOK_GS_LOOP;
+                i++; /* the '/' belongs to the loop token */
             } else {
                 kinds[n++] = TOK_GLOBSTAR;
             }
@@ -155,7 +171,8 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
     g->star_noslash = calloc(nw, sizeof(uint64_t));
     g->gslash = calloc(nw, sizeof(uint64_t));
     g->eps = calloc(nw, sizeof(uint64_t));
-    if (!g->class_masks || !g->star_any || !g->star_noslash || !g->gslash || !g->eps)
+    g->eps2 = calloc(nw, sizeof(uint64_t));
+    if (!g->class_masks || !g->star_any || !g->star_noslash || !g->gslash || !g->eps || !g->eps2)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory compiling a glob");
 
     size_t first_wild = ntok, last_wild = 0;
@@ -165,14 +182,23 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
             bit_set(g->class_masks + (size_t)g->byte_class[bytes[i]] * nw, i);
             g->min_len++;
             continue;
-        case TOK_STAR: bit_set(g->star_noslash, i); break;
-        case TOK_GLOBSTAR: bit_set(g->star_any, i); break;
-        case TOK_GSLASH:
+        case TOK_STAR:
+            bit_set(g->star_noslash, i);
+            bit_set(g->eps, i);
+            break;
+        case TOK_GLOBSTAR:
+            bit_set(g->star_any, i);
+            bit_set(g->eps, i);
+            break;
+        case TOK_GS_ENTRY:
+            bit_set(g->eps, i);
+            bit_set(g->eps2, i);
+            break;
+        case TOK_GS_LOOP:
             bit_set(g->star_any, i);
             bit_set(g->gslash, i);
             break;
         }
-        bit_set(g->eps, i);
         if (first_wild == ntok)
             first_wild = i;
         last_wild = i;
@@ -276,10 +302,10 @@ static bool bytes_equal(const unsigned char *a, const unsigned char *b, size_t n
 
 static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     size_t nw = g->nwords;
-    uint64_t stack[4 * STACK_WORDS];
-    uint64_t *heap = NULL, *cur = stack, *next, *tmp, *t2;
+    uint64_t stack[5 * STACK_WORDS];
+    uint64_t *heap = NULL, *cur = stack, *next, *tmp, *t2, *t3;
     if (nw > STACK_WORDS) {
-        heap = malloc(4 * nw * sizeof(uint64_t));
+        heap = malloc(5 * nw * sizeof(uint64_t));
         if (!heap)
             return A3S_E_NOMEM;
         cur = heap;
@@ -287,11 +313,12 @@ static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     next = cur + nw;
     tmp = next + nw;
     t2 = tmp + nw;
+    t3 = t2 + nw;
 
     /* The literal prefix was compared by the caller: start after it. */
     memset(cur, 0, nw * sizeof(uint64_t));
     bit_set(cur, g->literal_len);
-    closure(g, cur, tmp);
+    closure(g, cur, tmp, t3);
     int result = 0;
     size_t i = g->literal_len;
     for (; i < n; i++) {
@@ -306,7 +333,7 @@ static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
             for (size_t w = 0; w < nw; w++)
                 next[w] |= cur[w] & (g->star_any[w] | g->star_noslash[w]);
         }
-        closure(g, next, tmp);
+        closure(g, next, tmp, t3);
         uint64_t any = 0;
         for (size_t w = 0; w < nw; w++)
             any |= next[w];

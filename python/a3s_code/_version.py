@@ -7,10 +7,9 @@ from . import _native
 try:
     __version__ = metadata.version("a3s-code")
 except metadata.PackageNotFoundError:  # running from a source tree
-    __version__ = _native.version()["string"]
+    __version__ = str(_native.version()["string"])
 
 
 def native_version() -> str:
     """The C core's version string; equal to __version__ in a consistent install."""
-    version: str = _native.version()["string"]
-    return version
+    return str(_native.version()["string"])

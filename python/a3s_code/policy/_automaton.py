@@ -17,8 +17,14 @@ from dataclasses import dataclass
 __all__ = ["Automaton", "covered", "intersection_witness", "parse_pattern", "tool_automaton"]
 
 LIT, STAR, GLOBSTAR, GSLASH = "lit", "star", "globstar", "gslash"
+# Inside an automaton GSLASH becomes two states, as in glob.c: an entry that
+# may skip past the loop, and a loop that leaves only on '/'.
+GS_ENTRY, GS_LOOP = "gs_entry", "gs_loop"
 OTHER = "\x00other"  # one symbol for every byte no pattern names
 WALK_LIMIT = 50_000  # product states explored before lint gives up on a pair
+
+StateSet = frozenset[tuple[int, int]]
+Node = tuple[StateSet, StateSet]
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,14 @@ class Automaton:
     """A union of token sequences; a state is (branch, position)."""
 
     def __init__(self, branches: Sequence[Sequence[Token]]):
-        self.branches = [list(b) for b in branches]
+        self.branches = [self._expand(b) for b in branches]
+
+    @staticmethod
+    def _expand(tokens: Sequence[Token]) -> list[Token]:
+        out: list[Token] = []
+        for t in tokens:
+            out.extend((Token(GS_ENTRY), Token(GS_LOOP)) if t.kind == GSLASH else (t,))
+        return out
 
     def letters(self) -> set[str]:
         return {t.char for b in self.branches for t in b if t.kind == LIT}
@@ -78,8 +91,10 @@ class Automaton:
                 continue
             out.add((b, i))
             toks = self.branches[b]
-            if i < len(toks) and toks[i].kind != LIT:
+            if i < len(toks) and toks[i].kind in (STAR, GLOBSTAR, GS_ENTRY):
                 todo.append((b, i + 1))
+            if i < len(toks) and toks[i].kind == GS_ENTRY:
+                todo.append((b, i + 2))
         return frozenset(out)
 
     def start(self) -> frozenset[tuple[int, int]]:
@@ -101,9 +116,11 @@ class Automaton:
             elif t.kind == STAR:
                 if sym != "/":
                     nxt.append((b, i))
-            else:  # GLOBSTAR, GSLASH
+            elif t.kind == GLOBSTAR:
                 nxt.append((b, i))
-                if t.kind == GSLASH and sym == "/":
+            elif t.kind == GS_LOOP:
+                nxt.append((b, i))
+                if sym == "/":
                     nxt.append((b, i + 1))
         return self._close(nxt)
 
@@ -122,7 +139,7 @@ def _alphabet(*automata: Automaton) -> list[str]:
     letters: set[str] = set()
     for a in automata:
         letters |= a.letters()
-    return sorted(letters | {"/"}) + [OTHER]
+    return [*sorted(letters | {"/"}), OTHER]
 
 
 def _spell(path: list[str]) -> str:
@@ -133,18 +150,18 @@ def intersection_witness(a: Automaton, b: Automaton) -> str | None:
     """A shortest string both accept, or None if there is none (or the walk is too big)."""
     alphabet = _alphabet(a, b)
     start = (a.start(), b.start())
-    parents: dict[tuple[frozenset[tuple[int, int]], frozenset[tuple[int, int]]], tuple] = {
-        start: ()
-    }
+    parents: dict[Node, tuple[Node, str] | None] = {start: None}
     queue = deque([start])
     while queue:
         node = queue.popleft()
         sa, sb = node
         if a.accepts(sa) and b.accepts(sb):
             path: list[str] = []
-            while parents[node]:
-                node, sym = parents[node]
+            step = parents[node]
+            while step is not None:
+                node, sym = step
                 path.append(sym)
+                step = parents[node]
             return _spell(path[::-1])
         for sym in alphabet:
             na, nb = a.step(sa, sym), b.step(sb, sym)

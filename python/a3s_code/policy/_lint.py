@@ -15,6 +15,7 @@ from ._automaton import (
     LIT,
     STAR,
     Automaton,
+    Token,
     covered,
     intersection_witness,
     parse_pattern,
@@ -113,19 +114,18 @@ def _unreachable(views: list[RuleView]) -> list[LintFinding]:
             continue
         tools = _tools(v)
         cover = [
-            w
-            for w in views
-            if w.list in earlier[v.list] and covered(tools, [_tools(w)]) is True
+            w for w in views if w.list in earlier[v.list] and covered(tools, [_tools(w)]) is True
         ]
-        if cover and covered(_args(v), [_args(w) for w in cover]) is True:
+        args = _args(v)
+        cover = [w for w in cover if intersection_witness(args, _args(w)) is not None]
+        if cover and covered(args, [_args(w) for w in cover]) is True:
             names = ", ".join(repr(w.raw) for w in cover)
             out.append(
                 LintFinding(
                     "never-matches",
                     v.raw,
                     v.list,
-                    f"can never take effect: every call it matches is already decided by "
-                    f"{names}",
+                    f"can never take effect: every call it matches is already decided by {names}",
                     cover[0].raw,
                 )
             )
@@ -133,16 +133,23 @@ def _unreachable(views: list[RuleView]) -> list[LintFinding]:
 
 
 def _single_star_denies(views: list[RuleView]) -> list[LintFinding]:
+    """A lone '*' in a command or JSON pattern: it stops at '/', which arguments contain.
+
+    File-path tools are left out: there '*' naming one path segment is the
+    usual intent.
+    """
     out = []
     for v in views:
-        if v.list not in ("deny", "ask") or v.any_args or v.prefix:
+        if v.list not in ("deny", "ask") or v.any_args or v.prefix or v.tool in PATH_TOOLS:
             continue
         tokens = parse_pattern(v.pattern)
         if not any(t.kind == STAR for t in tokens):
             continue
         example = "".join(
-            t.char if t.kind == LIT else ("a/b" if t.kind == STAR else "")
-            for t in tokens
+            t.char
+            if t.kind == LIT
+            else (("/" if i == len(tokens) - 1 else "a/b") if t.kind == STAR else "")
+            for i, t in enumerate(tokens)
         )
         fixed = v.raw.replace("**", "\x00").replace("*", "**").replace("\x00", "**")
         verb = "denies" if v.list == "deny" else "asks about"
@@ -178,29 +185,40 @@ def _prefix_boundaries(views: list[RuleView]) -> list[LintFinding]:
     return out
 
 
-def _impossible_paths(views: list[RuleView]) -> list[LintFinding]:
-    """Path patterns that no normalized path can match."""
+_SEARCH_SHAPE = Automaton(
+    [[Token(GLOBSTAR), Token(LIT, " "), Token(GLOBSTAR), Token(LIT, " "), Token(GLOBSTAR)]]
+)
+
+
+def _impossible_patterns(views: list[RuleView]) -> list[LintFinding]:
+    """Patterns no argument string of their tool can match."""
     out = []
     for v in views:
-        if v.tool not in PATH_TOOLS or v.any_args or v.tool_glob:
+        if v.any_args or v.tool_glob:
             continue
-        tokens = parse_pattern(v.pattern)
-        text = "".join(
-            t.char if t.kind == LIT else {STAR: "*", GLOBSTAR: "**", GSLASH: "**/"}[t.kind]
-            for t in tokens
-        )
         reason = None
-        if "\\" in text:
-            reason = "paths are matched with '/' separators, never '\\'"
-        elif "//" in text.replace("**/", "") or any(
-            seg in ("..", ".") for seg in text.split("/") if seg
-        ):
-            reason = "paths are normalized first: no '.' or '..' segments, no doubled '/'"
-        elif text.endswith("/") and not text.endswith("**/"):
-            reason = "paths are normalized first: no trailing '/'"
+        if v.tool == "search" and intersection_witness(_args(v), _SEARCH_SHAPE) is None:
+            reason = "search arguments read '<mode> <query> <path>'; add ' **' for the rest"
+        elif v.tool in PATH_TOOLS and not v.prefix:
+            reason = _impossible_path(v.pattern)
         if reason:
             out.append(LintFinding("never-matches", v.raw, v.list, f"can never match: {reason}"))
     return out
+
+
+def _impossible_path(pattern: str) -> str | None:
+    tokens = parse_pattern(pattern)
+    text = "".join(
+        t.char if t.kind == LIT else {STAR: "*", GLOBSTAR: "**", GSLASH: "**/"}[t.kind]
+        for t in tokens
+    )
+    if "\\" in text:
+        return "paths are matched with '/' separators, never '\\'"
+    if "//" in text.replace("**/", "") or any(seg in ("..", ".") for seg in text.split("/") if seg):
+        return "paths are normalized first: no '.' or '..' segments, no doubled '/'"
+    if text.endswith("/") and not text.endswith("**/"):
+        return "paths are normalized first: no trailing '/'"
+    return None
 
 
 def lint_policy(policy: PermissionPolicy) -> list[LintFinding]:
@@ -211,10 +229,9 @@ def lint_policy(policy: PermissionPolicy) -> list[LintFinding]:
         _duplicates,
         _single_star_denies,
         _prefix_boundaries,
-        _impossible_paths,
+        _impossible_patterns,
         _shadowed_asks,
         _unreachable,
     ):
         findings.extend(check(views))
     return findings
-

@@ -181,7 +181,9 @@ class PermissionPolicy:
         hit = self._ruleset.check(name, subject)
         return _BY_LIST_CODE[hit] if hit else self._default
 
-    def matching_rules(self, tool: str, args: Mapping[str, Any] | None = None) -> dict[str, list[str]]:
+    def matching_rules(
+        self, tool: str, args: Mapping[str, Any] | None = None
+    ) -> dict[str, list[str]]:
         """The raw rule strings that match this call, per list (in policy order)."""
         name, subject = argument_string(tool, args)
         found: dict[str, list[str]] = {"deny": [], "allow": [], "ask": []}
@@ -237,7 +239,9 @@ class PermissionPolicy:
             for index, (list_name, raw) in enumerate(self._rules):
                 _list, _id, flags, tool, pattern = self._ruleset.rule(index)
                 views.append(
-                    RuleView(index, list_name, raw, tool, pattern.decode("utf-8", "surrogatepass"), flags)
+                    RuleView(
+                        index, list_name, raw, tool, pattern.decode("utf-8", "surrogatepass"), flags
+                    )
                 )
             self._views = views
         return list(self._views)
@@ -307,7 +311,9 @@ class PermissionPolicy:
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise PolicyFileError(f"cannot read policy file {path}: {exc}", path=str(path)) from None
+            raise PolicyFileError(
+                f"cannot read policy file {path}: {exc}", path=str(path)
+            ) from None
         try:
             if path.suffix.lower() == ".json":
                 data = json.loads(text)
@@ -316,7 +322,9 @@ class PermissionPolicy:
 
                 data = yaml.safe_load(text)
         except Exception as exc:  # parser errors have no common base class
-            raise PolicyFileError(f"policy file {path} does not parse: {exc}", path=str(path)) from None
+            raise PolicyFileError(
+                f"policy file {path} does not parse: {exc}", path=str(path)
+            ) from None
         if data is None:
             data = {}
         try:

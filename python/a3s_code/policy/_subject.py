@@ -7,7 +7,9 @@ tests/vectors/policy.json pin it. docs/policy.md is the prose reference.
 
 from __future__ import annotations
 
+import decimal
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,13 +33,7 @@ def canonical_tool(tool: str) -> str:
 
 def normalize_path(path: str) -> str:
     """Lexical normal form of a file path (see a3s_path_normalize)."""
-    if (
-        "\\" in path
-        or "//" in path
-        or "/." in path
-        or path.startswith(".")
-        or path.endswith("/")
-    ):
+    if "\\" in path or "//" in path or "/." in path or path.startswith(".") or path.endswith("/"):
         result: str = _native.path_normalize(path)
         return result
     return path
@@ -45,33 +41,27 @@ def normalize_path(path: str) -> str:
 
 def _number(value: float) -> str:
     """ECMAScript Number::toString, so Python, Node and Go print a number alike."""
-    if value != value:
+    if math.isnan(value):
         return "NaN"
-    if value in (float("inf"), float("-inf")):
+    if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "0"
     sign = "-" if value < 0 else ""
-    mantissa, _, exp_text = repr(abs(value)).partition("e")
-    whole, _, frac = mantissa.partition(".")
-    digits = (whole + frac.rstrip("0")).lstrip("0") if frac.rstrip("0") else whole.lstrip("0")
-    # n: the decimal exponent such that value = 0.digits * 10**n
-    n = len(whole.lstrip("0")) if whole.strip("0") else -(len(frac) - len(frac.lstrip("0")))
-    n += int(exp_text or 0)
-    if not whole.strip("0"):
-        digits = frac.lstrip("0").rstrip("0")
-    else:
-        digits = digits.rstrip("0") or "0"
+    # repr() gives the shortest digits that round-trip, as ECMAScript requires.
+    exact = decimal.Decimal(repr(abs(value))).as_tuple()
+    all_digits = "".join(map(str, exact.digits))
+    digits = all_digits.rstrip("0")
     k = len(digits)
+    n = len(all_digits) + int(exact.exponent)  # value = 0.<digits> * 10**n
     if k <= n <= 21:
         return sign + digits + "0" * (n - k)
     if 0 < n <= 21:
         return sign + digits[:n] + "." + digits[n:]
     if -6 < n <= 0:
         return sign + "0." + "0" * -n + digits
-    exponent = n - 1
-    text = digits[0] + ("." + digits[1:] if k > 1 else "")
-    return f"{sign}{text}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
+    mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
+    return f"{sign}{mantissa}e{'+' if n > 0 else '-'}{abs(n - 1)}"
 
 
 def _encode(value: Any, out: list[str]) -> None:
@@ -185,4 +175,3 @@ def argument_string(tool: str, args: Mapping[str, Any] | None) -> tuple[str, str
     if any(not isinstance(key, str) for key in args):
         raise PolicyError("tool arguments must have string keys")
     return name, canonical_json(dict(args))
-

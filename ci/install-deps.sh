@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything a fresh machine lacks to build and test a3s-code in every
+# language, then creates .venv with the pinned test runner (nox). Idempotent:
+# a second run installs nothing. Needs root (or sudo) only for apt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(bubblewrap gcc g++ make libc6-dev binutils)
+command -v node >/dev/null || APT_PACKAGES+=(nodejs npm)
+command -v go >/dev/null || APT_PACKAGES+=(golang-go)
+command -v python3 >/dev/null || APT_PACKAGES+=(python3 python3-venv python3-dev)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: apt-get install ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+for tool in bwrap cc c++ make nm node npm go python3; do
+  command -v "$tool" >/dev/null || { echo "install-deps: $tool is still missing" >&2; exit 1; }
+done
+
+if [ ! -x .venv/bin/nox ]; then
+  python3 -m venv .venv || {
+    echo "install-deps: python3 cannot create a venv (apt-get install python3-venv)" >&2
+    exit 1
+  }
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -c ci/constraints.txt nox
+fi
+echo "install-deps: ok ($(bwrap --version), node $(node --version), $(go version | cut -d' ' -f3), $(python3 --version))"

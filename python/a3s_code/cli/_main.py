@@ -1,0 +1,69 @@
+"""Argument parsing and dispatch; each command lives in its own module."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .._errors import A3SError
+from . import _doctor, _policy, _version
+
+DESCRIPTION = """\
+a3s-code: the security kernel of a coding agent.
+
+Every tool call an agent makes is checked against a permission policy
+(deny, then allow, then ask, then a default) and runs inside an enforced
+sandbox. These commands let you inspect this machine and try policies
+before you trust them."""
+
+EPILOG = """\
+examples:
+  a3s-code doctor
+  a3s-code policy check --policy policy.yaml bash '{"command": "cargo test"}'
+  a3s-code policy lint policy.yaml
+
+Policy files are YAML or JSON with the keys deny, allow, ask,
+default_decision and enabled; see docs/policy.md."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other error
+        self.exit(2, f"a3s-code: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="a3s-code",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    _version.register(commands)
+    _doctor.register(commands)
+    _policy.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except A3SError as exc:
+        print(f"a3s-code: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("a3s-code: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The a3s-code command line, in-process and once through the installed console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from a3s_code.cli import main
+
+
+@pytest.fixture
+def policy_file(tmp_path):
+    f = tmp_path / "policy.yaml"
+    f.write_text(
+        "deny: ['bash(rm -rf**)']\n"
+        "ask: ['bash(git push**)']\n"
+        "allow: ['read(*)', 'bash(cargo test**)']\n"
+    )
+    return f
+
+
+def test_version(capsys) -> None:
+    assert main(["version"]) == 0
+    assert "a3s-code 0.1.0" in capsys.readouterr().out
+    assert main(["version", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["abi"] == 1
+
+
+def test_policy_check_prints_decision_and_rules(policy_file, capsys) -> None:
+    assert (
+        main(
+            [
+                "policy",
+                "check",
+                "--policy",
+                str(policy_file),
+                "bash",
+                '{"command": "cargo test -q"}',
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "decision: allow" in out
+    assert "matched allow: bash(cargo test**)" in out
+
+
+def test_policy_check_json(policy_file, capsys) -> None:
+    assert (
+        main(
+            [
+                "policy",
+                "check",
+                "--policy",
+                str(policy_file),
+                "--json",
+                "bash",
+                '{"command": "git push"}',
+            ]
+        )
+        == 0
+    )
+    got = json.loads(capsys.readouterr().out)
+    assert got["decision"] == "ask"
+    assert got["matched"] == {"deny": [], "allow": [], "ask": ["bash(git push**)"]}
+    assert got["argument_string"] == "git push"
+
+
+def test_policy_check_default_decision_reason(policy_file, capsys) -> None:
+    assert (
+        main(["policy", "check", "--policy", str(policy_file), "write", '{"file_path": "x"}']) == 0
+    )
+    out = capsys.readouterr().out
+    assert "decision: ask" in out and "no rule matched" in out
+
+
+@pytest.mark.parametrize(
+    ("argv_tail", "fragment"),
+    [
+        (["bash", "{not json"], "ARGS_JSON is not valid JSON"),
+        (["bash", "[1]"], "must be a JSON object"),
+    ],
+)
+def test_policy_check_input_errors(policy_file, capsys, argv_tail, fragment) -> None:
+    assert main(["policy", "check", "--policy", str(policy_file), *argv_tail]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("a3s-code: error:") and fragment in err and err.count("\n") == 1
+
+
+def test_missing_policy_file(tmp_path, capsys) -> None:
+    assert main(["policy", "check", "--policy", str(tmp_path / "x.yaml"), "bash"]) == 2
+    assert "cannot read policy file" in capsys.readouterr().err
+
+
+def test_lint_exit_codes(tmp_path, capsys) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("allow: ['read(*)']\n")
+    assert main(["policy", "lint", str(good)]) == 0
+    assert "no findings" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps({"allow": ["bash(git **)", "bash(cargo:*)"], "ask": ["bash(git push**)"]})
+    )
+    assert main(["policy", "lint", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "allow-shadows-ask" in out and "prefix-not-at-word-boundary" in out
+    assert main(["policy", "lint", "--json", str(bad)]) == 1
+    codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert {"allow-shadows-ask", "prefix-not-at-word-boundary"} <= codes
+
+
+def test_usage_errors_are_one_line(capsys) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["policy"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "a3s-code: error:" in err
+
+
+def test_doctor_reports_a_verdict(capsys) -> None:
+    code = main(["doctor", "--json"])
+    got = json.loads(capsys.readouterr().out)
+    assert code == (0 if got["ready"] else 1)
+    names = {c["name"] for c in got["checks"]}
+    assert {"bubblewrap", "user namespaces", "seccomp filter", "landlock"} <= names
+
+
+def test_console_script_and_module_entry_points(policy_file) -> None:
+    script = shutil.which("a3s-code")
+    commands = [[sys.executable, "-m", "a3s_code"]]
+    if script:
+        commands.append([script])
+    for cmd in commands:
+        done = subprocess.run(
+            [
+                *cmd,
+                "policy",
+                "check",
+                "--policy",
+                str(policy_file),
+                "bash",
+                '{"command":"rm -rf /"}',
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "decision: deny" in done.stdout

@@ -1,0 +1,50 @@
+"""Differential fuzzing: the C matcher must agree with the naive reference on every input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from a3s_code._native import Glob
+from reference_glob import reference_match
+
+PATTERN_BYTES = st.sampled_from(
+    [b"a", b"b", b"/", b"*", b"**", b"**/", b"\\", b"\\*", b":", b":*", b"."]
+)
+SUBJECT_BYTES = st.sampled_from([b"a", b"b", b"/", b"*", b"\\", b":", b".", b"A", b"\xc3\xa9"])
+
+patterns = st.lists(PATTERN_BYTES, max_size=12).map(b"".join)
+subjects = st.lists(SUBJECT_BYTES, max_size=24).map(b"".join)
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=patterns, subject=subjects, tool_name=st.booleans())
+def test_native_matches_reference(pattern: bytes, subject: bytes, tool_name: bool) -> None:
+    expected = reference_match(pattern, subject, tool_name)
+    assert Glob(pattern, tool_name=tool_name).match(subject) is expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=patterns)
+def test_pattern_matches_itself_with_stars_filled(pattern: bytes) -> None:
+    """Replacing every wildcard by nothing yields a subject that must match."""
+    subject = pattern.replace(b"\\*", b"\x00").replace(b"*", b"").replace(b"\x00", b"*")
+    if pattern.endswith(b":*") or pattern == b"*":
+        return
+    assert Glob(pattern).match(subject) is reference_match(pattern, subject)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "subject"),
+    [
+        (b"*a" * 40 + b"b", b"a" * 10_000),
+        (b"**a" * 40 + b"b", b"a" * 65_536),
+        (b"**/" * 200 + b"x", b"a/" * 30_000),
+        (b"*" + b"a*" * 3000, b"a" * 2999),
+    ],
+    ids=["star-a", "globstar-a", "dirs-chain", "long-pattern"],
+)
+def test_pathological_patterns_do_not_match_and_terminate(pattern: bytes, subject: bytes) -> None:
+    # Linear-time matching: these would take exponential time with naive backtracking.
+    assert Glob(pattern).match(subject) is False
