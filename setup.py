@@ -1,15 +1,23 @@
-"""The one C extension: the a3s C core plus its CPython glue, built for the abi3 limited API.
+"""The C extension (the C core plus its CPython glue, abi3) and, on Linux, the a3s-init program.
 
 Everything else about the package lives in pyproject.toml.
 """
 
+import os
 import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).parent
 CORE = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "native" / "src").glob("*.c"))
+INIT_SOURCES = [
+    "native/init/a3s_init.c",
+    "native/src/error.c",
+    "native/src/landlock_linux.c",
+    "native/src/seccomp_linux.c",
+]
 
 if sys.platform == "win32":
     compile_args = ["/std:c11", "/W4", "/DA3S_BUILDING"]
@@ -17,6 +25,33 @@ if sys.platform == "win32":
 else:
     compile_args = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden", "-O2"]
     libraries = ["pthread"] if sys.platform.startswith("linux") else []
+
+
+class BuildWithInit(build_ext):
+    """Also builds a3s-init, the static supervisor that runs as PID 1 in the sandbox."""
+
+    def run(self) -> None:
+        super().run()
+        if not sys.platform.startswith("linux"):
+            return
+        package_dir = (
+            ROOT / "python" / "a3s_code" if self.inplace else Path(self.build_lib) / "a3s_code"
+        )
+        out_dir = package_dir / "_bin"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        objects = self.compiler.compile(
+            INIT_SOURCES,
+            output_dir=self.build_temp,
+            include_dirs=["native/include"],
+            extra_postargs=compile_args,
+        )
+        self.compiler.link_executable(
+            objects,
+            "a3s-init",
+            output_dir=str(out_dir),
+            extra_postargs=["-static"] if os.environ.get("A3S_INIT_DYNAMIC") != "1" else [],
+        )
+
 
 setup(
     ext_modules=[
@@ -30,5 +65,6 @@ setup(
             py_limited_api=True,
         )
     ],
+    cmdclass={"build_ext": BuildWithInit},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},
 )

@@ -16,6 +16,7 @@ A3S_API const char *a3s_status_name(int code) {
     case A3S_E_RANGE: return "range";
     case A3S_E_UNSUPPORTED: return "unsupported";
     case A3S_E_SYSTEM: return "system";
+    case A3S_E_REFUSED: return "refused";
     default: return "unknown";
     }
 }

@@ -7,6 +7,10 @@ attributes each class documents.
     A3SError
     ├── PolicyError            a rule, policy file or call argument is malformed
     │   └── PolicyFileError    a policy file cannot be read or parsed (has .path)
+    ├── SandboxError           the sandbox could not run a command
+    │   ├── SandboxUnavailable no boundary can run here (has .workspace, .cause):
+    │   │                      raised by every exec of the error-only handle
+    │   └── SandboxArgumentError  a command, variable or option is invalid
     └── NativeCoreError        the C core failed in a way no input explains
                                (out of memory, a system call); has .status, .errno
 
@@ -16,7 +20,15 @@ one of the above at the call site that knows what the caller was doing.
 
 from __future__ import annotations
 
-__all__ = ["A3SError", "NativeCoreError", "PolicyError", "PolicyFileError"]
+__all__ = [
+    "A3SError",
+    "NativeCoreError",
+    "PolicyError",
+    "PolicyFileError",
+    "SandboxArgumentError",
+    "SandboxError",
+    "SandboxUnavailable",
+]
 
 
 class A3SError(Exception):
@@ -40,6 +52,27 @@ class PolicyFileError(PolicyError):
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class SandboxError(A3SError):
+    """The sandbox could not run a command."""
+
+
+class SandboxUnavailable(SandboxError):
+    """No enforced boundary can run here, and the host did not opt in to the process host.
+
+    ``workspace`` is the workspace the session was bound to and ``cause`` the
+    probe's finding (bubblewrap missing, user namespaces disabled ...).
+    """
+
+    def __init__(self, message: str, *, workspace: str, cause: str) -> None:
+        super().__init__(message)
+        self.workspace = workspace
+        self.cause = cause
+
+
+class SandboxArgumentError(SandboxError, ValueError):
+    """A command, environment variable or option given to the sandbox is invalid."""
 
 
 class NativeCoreError(A3SError, RuntimeError):

@@ -9,12 +9,15 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <string.h>
+
 #include "a3s/a3s.h"
 
 typedef struct {
     PyObject *native_error; /* NativeError type */
     PyObject *glob_type;
     PyObject *ruleset_type;
+    PyObject *sandbox_type;
 } module_state;
 
 static module_state *state_of_module(PyObject *m) { return (module_state *)PyModule_GetState(m); }
@@ -313,6 +316,245 @@ static PyType_Spec ruleset_spec = {
     "a3s_code._native.Ruleset", sizeof(RulesetObject), 0, Py_TPFLAGS_DEFAULT, ruleset_slots,
 };
 
+/* ---- Sandbox ------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    a3s_sandbox *sb;
+    PyObject *native_error;
+} SandboxObject;
+
+static void free_strings(char **v, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; v && i < n; i++)
+        PyMem_Free(v[i]);
+    PyMem_Free(v);
+}
+
+/* A list of str/bytes -> a PyMem array of NUL-terminated copies. */
+static int string_array(PyObject *seq, char ***out, Py_ssize_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (seq == NULL || seq == Py_None)
+        return 0;
+    PyObject *fast = PySequence_Fast(seq, "expected a list of strings");
+    if (!fast)
+        return -1;
+    Py_ssize_t len = PySequence_Size(fast);
+    char **v = PyMem_Calloc((size_t)(len ? len : 1), sizeof *v);
+    if (!v) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *item = PySequence_GetItem(fast, i);
+        const char *data;
+        Py_ssize_t dl;
+        PyObject *owner;
+        int bad = !item || as_bytes(item, &data, &dl, &owner) < 0;
+        Py_XDECREF(item);
+        if (!bad && memchr(data, '\0', (size_t)dl)) {
+            PyErr_SetString(PyExc_ValueError, "a string contains a NUL byte");
+            Py_XDECREF(owner);
+            bad = 1;
+        }
+        if (bad) {
+            free_strings(v, len);
+            Py_DECREF(fast);
+            return -1;
+        }
+        v[i] = PyMem_Malloc((size_t)dl + 1);
+        if (v[i]) {
+            memcpy(v[i], data, (size_t)dl);
+            v[i][dl] = '\0';
+        }
+        Py_XDECREF(owner);
+        if (!v[i]) {
+            free_strings(v, len);
+            Py_DECREF(fast);
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    *out = v;
+    *n = len;
+    return 0;
+}
+
+static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"workspace", "init", "bwrap", "process_host", "no_landlock",
+                             "scratch_parent", "host_env", NULL};
+    const char *workspace, *init, *bwrap = NULL, *scratch = NULL;
+    int process_host = 0, no_landlock = 0;
+    PyObject *host_env = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzO", kwlist, &workspace, &init, &bwrap,
+                                     &process_host, &no_landlock, &scratch, &host_env))
+        return NULL;
+    PyObject *mod = PyType_GetModule(type);
+    if (!mod)
+        return NULL;
+    char **env = NULL;
+    Py_ssize_t envc = 0;
+    if (host_env != Py_None && string_array(host_env, &env, &envc) < 0)
+        return NULL;
+    a3s_sandbox_config cfg = {
+        .struct_size = sizeof cfg,
+        .flags = (process_host ? A3S_SANDBOX_PROCESS_HOST : 0) |
+                 (no_landlock ? A3S_SANDBOX_NO_LANDLOCK : 0),
+        .workspace = workspace,
+        .bwrap_path = bwrap,
+        .init_path = init,
+        .scratch_parent = scratch,
+        .host_env = (const char *const *)env,
+        .host_envc = (size_t)envc,
+    };
+    a3s_sandbox *sb = NULL;
+    a3s_error err;
+    int rc = a3s_sandbox_new(&cfg, &sb, &err);
+    free_strings(env, envc);
+    if (rc != A3S_OK)
+        return raise_error(state_of_module(mod)->native_error, &err);
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    SandboxObject *self = (SandboxObject *)alloc(type, 0);
+    if (!self) {
+        a3s_sandbox_free(sb);
+        return NULL;
+    }
+    self->sb = sb;
+    self->native_error = state_of_module(mod)->native_error;
+    return (PyObject *)self;
+}
+
+static void sandbox_dealloc(PyObject *obj) {
+    PyTypeObject *type = Py_TYPE(obj);
+    a3s_sandbox_free(((SandboxObject *)obj)->sb);
+    freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    tp_free(obj);
+    Py_DECREF(type);
+}
+
+static PyObject *result_dict(const a3s_process_result *r) {
+    a3s_process_result_view v = {.struct_size = sizeof v};
+    a3s_process_result_get(r, &v, NULL);
+    PyObject *out = PyBytes_FromStringAndSize(v.stdout_data, (Py_ssize_t)v.stdout_len);
+    PyObject *err = PyBytes_FromStringAndSize(v.stderr_data, (Py_ssize_t)v.stderr_len);
+    PyObject *setup = v.setup_error && v.setup_error[0]
+                          ? PyUnicode_DecodeUTF8(v.setup_error, (Py_ssize_t)strlen(v.setup_error),
+                                                 "replace")
+                          : (Py_INCREF(Py_None), Py_None);
+    PyObject *d = NULL;
+    if (out && err && setup)
+        d = Py_BuildValue(
+            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O}", "exit_code",
+            (int)v.exit_code, "term_signal", (int)v.term_signal, "timed_out",
+            (v.flags & A3S_RESULT_TIMED_OUT) ? Py_True : Py_False, "stdout_truncated",
+            (v.flags & A3S_RESULT_STDOUT_TRUNCATED) ? Py_True : Py_False, "stderr_truncated",
+            (v.flags & A3S_RESULT_STDERR_TRUNCATED) ? Py_True : Py_False, "cancelled",
+            (v.flags & A3S_RESULT_CANCELLED) ? Py_True : Py_False, "setup_failed",
+            (v.flags & A3S_RESULT_SETUP_FAILED) ? Py_True : Py_False, "stdout", out, "stderr",
+            err, "stdout_total", (unsigned long long)v.stdout_total, "stderr_total",
+            (unsigned long long)v.stderr_total, "duration_us", (unsigned long long)v.duration_us,
+            "setup_error", setup);
+    Py_XDECREF(out);
+    Py_XDECREF(err);
+    Py_XDECREF(setup);
+    return d;
+}
+
+/* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd) -> dict.
+ * Runs without the GIL: other Python threads go on while the command runs. */
+static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
+    SandboxObject *self = (SandboxObject *)obj;
+    PyObject *command, *env_list;
+    unsigned long long timeout_ms, grace_ms, max_output;
+    int cancel_fd;
+    if (!PyArg_ParseTuple(args, "OOKKKi:exec", &command, &env_list, &timeout_ms, &grace_ms,
+                          &max_output, &cancel_fd))
+        return NULL;
+    const char *cmd;
+    Py_ssize_t cmd_len;
+    PyObject *owner;
+    if (as_bytes(command, &cmd, &cmd_len, &owner) < 0)
+        return NULL;
+    char **env = NULL;
+    Py_ssize_t envc = 0;
+    if (string_array(env_list, &env, &envc) < 0) {
+        Py_XDECREF(owner);
+        return NULL;
+    }
+    a3s_exec_options o = {
+        .struct_size = sizeof o,
+        .flags = cancel_fd >= 0 ? A3S_EXEC_CANCEL_FD : 0,
+        .command = cmd,
+        .command_len = (size_t)cmd_len,
+        .env = (const char *const *)env,
+        .envc = (size_t)envc,
+        .timeout_ms = timeout_ms,
+        .kill_grace_ms = grace_ms,
+        .max_output_bytes = max_output,
+        .cancel_fd = cancel_fd,
+    };
+    a3s_process_result *r = NULL;
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_sandbox_exec(self->sb, &o, &r, &err);
+    Py_END_ALLOW_THREADS
+    free_strings(env, envc);
+    Py_XDECREF(owner);
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    PyObject *d = result_dict(r);
+    a3s_process_result_free(r);
+    return d;
+}
+
+static PyObject *sandbox_probe(PyObject *obj, PyObject *arg) {
+    SandboxObject *self = (SandboxObject *)obj;
+    unsigned long long timeout_ms = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_sandbox_probe(self->sb, timeout_ms, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *sandbox_workspace(PyObject *obj, void *closure) {
+    (void)closure;
+    return PyUnicode_DecodeFSDefault(a3s_sandbox_workspace(((SandboxObject *)obj)->sb));
+}
+
+static PyMethodDef sandbox_methods[] = {
+    {"exec", sandbox_exec, METH_VARARGS,
+     "exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd) -> dict"},
+    {"probe", sandbox_probe, METH_O, "probe(timeout_ms): self-test through the boundary."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef sandbox_getset[] = {
+    {"workspace", sandbox_workspace, NULL, "the canonical workspace path", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot sandbox_slots[] = {
+    {Py_tp_new, sandbox_new},
+    {Py_tp_dealloc, sandbox_dealloc},
+    {Py_tp_methods, sandbox_methods},
+    {Py_tp_getset, sandbox_getset},
+    {Py_tp_doc, "Sandbox(workspace, init, bwrap=None, ...): a C sandbox handle."},
+    {0, NULL},
+};
+
+static PyType_Spec sandbox_spec = {
+    "a3s_code._native.Sandbox", sizeof(SandboxObject), 0, Py_TPFLAGS_DEFAULT, sandbox_slots,
+};
+
 /* ---- module functions --------------------------------------------------- */
 
 static PyObject *py_version(PyObject *mod, PyObject *unused) {
@@ -413,6 +655,9 @@ static int module_exec(PyObject *m) {
     st->ruleset_type = PyType_FromModuleAndSpec(m, &ruleset_spec, NULL);
     if (!st->ruleset_type || PyModule_AddObjectRef(m, "Ruleset", st->ruleset_type) < 0)
         return -1;
+    st->sandbox_type = PyType_FromModuleAndSpec(m, &sandbox_spec, NULL);
+    if (!st->sandbox_type || PyModule_AddObjectRef(m, "Sandbox", st->sandbox_type) < 0)
+        return -1;
     if (PyModule_AddIntConstant(m, "ABI_VERSION", A3S_ABI_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "LIST_NONE", A3S_LIST_NONE) < 0 ||
         PyModule_AddIntConstant(m, "LIST_DENY", A3S_LIST_DENY) < 0 ||
@@ -432,6 +677,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->native_error);
     Py_VISIT(st->glob_type);
     Py_VISIT(st->ruleset_type);
+    Py_VISIT(st->sandbox_type);
     return 0;
 }
 
@@ -440,6 +686,7 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->native_error);
     Py_CLEAR(st->glob_type);
     Py_CLEAR(st->ruleset_type);
+    Py_CLEAR(st->sandbox_type);
     return 0;
 }
 

@@ -1,5 +1,7 @@
 """Type stubs of the C extension (python/a3s_code/_native.c)."""
 
+from typing import Any
+
 ABI_VERSION: int
 LIST_NONE: int
 LIST_DENY: int
@@ -25,6 +27,29 @@ class Ruleset:
     def matches(self, tool: str | bytes, subject: str | bytes) -> list[int]: ...
     def rule(self, index: int) -> tuple[int, int, int, str, bytes]: ...
     def __len__(self) -> int: ...
+
+class Sandbox:
+    workspace: str
+    def __init__(
+        self,
+        workspace: str,
+        init: str,
+        bwrap: str | None = None,
+        process_host: bool = False,
+        no_landlock: bool = False,
+        scratch_parent: str | None = None,
+        host_env: list[str] | None = None,
+    ) -> None: ...
+    def exec(
+        self,
+        command: str | bytes,
+        env: list[str],
+        timeout_ms: int,
+        grace_ms: int,
+        max_output_bytes: int,
+        cancel_fd: int,
+    ) -> dict[str, Any]: ...
+    def probe(self, timeout_ms: int) -> None: ...
 
 def version() -> dict[str, int | str]: ...
 def abi_version() -> int: ...

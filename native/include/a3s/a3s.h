@@ -101,6 +101,7 @@ A3S_API int a3s_features(a3s_features_info *out, a3s_error *err);
 #define A3S_E_RANGE (-6)       /* an index is out of range */
 #define A3S_E_UNSUPPORTED (-7) /* not available on this platform or kernel */
 #define A3S_E_SYSTEM (-8)      /* a system call failed; sys_errno says which error */
+#define A3S_E_REFUSED (-9)     /* the sandbox refused to run: the message says what it found */
 
 #define A3S_ERROR_MESSAGE_MAX 256
 
@@ -240,6 +241,221 @@ A3S_API void a3s_ruleset_free(a3s_ruleset *rs);
  * is too small. */
 A3S_API int a3s_path_normalize(const char *path, size_t len, char *out, size_t cap,
                                size_t *out_len, a3s_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Processes                                                                 */
+/* ------------------------------------------------------------------------ */
+/*
+ * A generic runner: starts one program, captures its output with a bounded
+ * head + tail per stream, enforces a timeout or cancellation on its whole
+ * process group, and reaps it. Linux only; elsewhere a3s_process_run returns
+ * A3S_E_UNSUPPORTED.
+ *
+ * How it runs (Linux):
+ *  - Everything the child needs (argv/envp arrays, pipes, /dev/null) is
+ *    prepared before fork(). fork() is used rather than vfork/clone because
+ *    it is sanitizer-friendly and the child shares nothing with the caller;
+ *    all signals are blocked in the calling thread around fork (thread-local,
+ *    restored at once) so no caller handler runs in the child. Between fork
+ *    and execve the child only makes async-signal-safe calls: sigaction (or
+ *    rt_sigaction for the libc-reserved signals) to SIG_DFL, setsid, dup2,
+ *    close_range or open/getdents64 + fcntl(F_SETFD), chdir, sigprocmask
+ *    (empty mask), execve, and write + _exit to report a failure.
+ *  - The child gets stdin = /dev/null, stdout and stderr = two pipes, its own
+ *    session and process group (pgid = pid), default signal dispositions, an
+ *    empty signal mask, and exactly the fds 0, 1, 2 and keep_fds: every other
+ *    fd >= 3 is marked close-on-exec (close_range(CLOSE_RANGE_CLOEXEC), else
+ *    each fd listed in /proc/self/fd, else every fd below RLIMIT_NOFILE, at
+ *    most 2^20).
+ *  - A failure in the child before execve (chdir, execve, ...) travels back
+ *    through a close-on-exec pipe and makes a3s_process_run return
+ *    A3S_E_SYSTEM with sys_errno set and a message naming the step and the
+ *    program, e.g. "execve /nope: No such file or directory"; it is never
+ *    turned into an exit status.
+ *  - The calling thread blocks until the run is over. It drains both pipes
+ *    with poll() and waits with a pidfd, or, where pidfd_open is missing or
+ *    A3S_PROCESS_PORTABLE is set, by polling waitid(P_PID, pid, WNOHANG |
+ *    WNOWAIT) every 10 ms. It never waits for any other pid, installs no SIGCHLD
+ *    handler and never becomes a subreaper.
+ *  - On timeout or cancellation the process group gets SIGTERM (and SIGCONT,
+ *    so stopped members see it), then SIGKILL after kill_grace_ms. When the
+ *    child has exited (however), whatever is left in its process group is
+ *    SIGKILLed before the child is reaped (so the pgid cannot have been
+ *    reused). Output is then read for at most A3S_PROCESS_DRAIN_MS more:
+ *    a process that left the group (setsid, setpgid) and keeps a pipe open
+ *    does not hang the caller, but it is not killed either; killing those is
+ *    the job of the sandbox around the program (a pid namespace whose init
+ *    is the child).
+ *
+ * Requirements on the host process: SIGCHLD must not be ignored and must not
+ * have SA_NOCLDWAIT (A3S_E_UNSUPPORTED otherwise: exit statuses would be
+ * lost), and nothing in the host may reap children it did not start
+ * (waitpid(-1)); if the child is reaped behind the runner's back the run
+ * fails with A3S_E_SYSTEM (sys_errno ECHILD). Several threads may run
+ * processes at once; the runner has no global state.
+ */
+
+/* Flags for a3s_process_options.flags. */
+/* cancel_fd is valid: when it becomes readable, stop the process like a timeout. */
+#define A3S_PROCESS_CANCEL_FD (1ull << 0)
+/* Use neither pidfd_open nor close_range, only their fallbacks (polled
+ * waitid, /proc/self/fd): for the tests, and for kernels or seccomp profiles
+ * where those calls misbehave. */
+#define A3S_PROCESS_PORTABLE (1ull << 1)
+
+#define A3S_PROCESS_DEFAULT_GRACE_MS 2000u     /* kill_grace_ms 0 means this */
+#define A3S_PROCESS_DEFAULT_MAX_OUTPUT 102400u /* max_output_bytes 0 means this */
+#define A3S_PROCESS_DRAIN_MS 200u /* how long output is still read once the child is reaped */
+
+typedef struct a3s_process_options {
+    size_t struct_size;      /* sizeof(a3s_process_options) */
+    uint64_t flags;          /* A3S_PROCESS_*; unknown bits are rejected */
+    const char *path;        /* absolute program path passed to execve (no PATH search) */
+    const char *const *argv; /* NUL-terminated strings, argc entries (no trailing NULL needed) */
+    size_t argc;             /* >= 1; argv[0] is the program's name for itself */
+    const char *const *envp; /* "K=V" strings, envc entries: the child's whole environment */
+    size_t envc;             /* 0: an empty environment (envp may then be NULL) */
+    const char *cwd;         /* NULL: inherit */
+    uint64_t timeout_ms;     /* 0: no timeout; counted from the fork */
+    uint64_t kill_grace_ms;  /* between SIGTERM and SIGKILL; 0: 2000 */
+    uint64_t max_output_bytes; /* per stream, head+tail kept; 0: 102400 */
+    const int *keep_fds;     /* fds the child inherits at the same numbers (everything else >= 3 is
+                                closed); each must be open and >= 3; close-on-exec is cleared in
+                                the child only */
+    size_t keep_fd_count;
+    int cancel_fd; /* see A3S_PROCESS_CANCEL_FD: any poll event on it (readable, hang-up, error,
+                      closed) cancels; the runner never reads it, so one fd can cancel many runs */
+} a3s_process_options;
+
+typedef struct a3s_process_result a3s_process_result;
+
+/* Flags in a3s_process_result_view.flags. */
+#define A3S_RESULT_TIMED_OUT (1ull << 0)        /* timeout_ms elapsed; the group was stopped */
+#define A3S_RESULT_STDOUT_TRUNCATED (1ull << 1) /* stdout_total > max_output_bytes */
+#define A3S_RESULT_STDERR_TRUNCATED (1ull << 2) /* stderr_total > max_output_bytes */
+#define A3S_RESULT_CANCELLED (1ull << 3)        /* cancel_fd fired first; the group was stopped */
+
+typedef struct a3s_process_result_view {
+    size_t struct_size;      /* in: sizeof(a3s_process_result_view) */
+    int32_t exit_code;       /* exit status; 128+N if killed by signal N; 124 on timeout/cancel */
+    int32_t term_signal;     /* the signal that ended it, 0 if it exited (also on timeout) */
+    uint64_t flags;          /* A3S_RESULT_* */
+    const char *stdout_data; /* head, marker, tail (see a3s_process_run); never NULL, */
+    size_t stdout_len;       /* NUL-terminated (not counted); may hold NULs: use the length */
+    const char *stderr_data;
+    size_t stderr_len;
+    uint64_t stdout_total;   /* bytes the process wrote to each stream */
+    uint64_t stderr_total;
+    uint64_t duration_us;    /* from fork to reap */
+    int32_t pid;             /* the child's pid (already reaped); 0 if none was started */
+    const char *setup_error; /* NULL, or why a layer above (the sandbox) could not start the
+                                program (with A3S_RESULT_SETUP_FAILED) */
+} a3s_process_result_view;
+
+/* Runs opts->path with the options above and waits for it to end. On
+ * success *out is a result to release with a3s_process_result_free, whatever
+ * the program's exit status. Per stream, at most max_output_bytes are kept:
+ * all of the output if it fits, else the first max/2 bytes, the marker
+ * "\n[... a3s: N bytes omitted ...]\n" and the last max - max/2 bytes
+ * (binary safe; reading never stops early, so the child never blocks on a
+ * full pipe, and memory stays bounded whatever the volume).
+ * Errors (*out is then NULL, and no process is left running or unreaped
+ * except one that left the group, as above):
+ *   A3S_E_INVALID  NULL opts/out, struct_size too small, unknown flag, path
+ *                  NULL or relative, argv NULL or argc 0, a NULL string,
+ *                  envp NULL with envc > 0, a keep fd < 3 or not open, an
+ *                  invalid cancel_fd with A3S_PROCESS_CANCEL_FD,
+ *                  max_output_bytes > SIZE_MAX / 4.
+ *   A3S_E_SYSTEM   pipe/fork/poll/wait failed, or the child failed before
+ *                  execve (message names the step, sys_errno the errno).
+ *   A3S_E_NOMEM    memory for the arguments or the output ran out (the
+ *                  child still runs to its end, drained, and is reaped).
+ *   A3S_E_UNSUPPORTED  not Linux, or SIGCHLD is ignored in this process. */
+A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
+                            a3s_error *err);
+
+/* Fills *out with a view of r; the pointers borrow memory owned by r.
+ * A3S_E_INVALID if r or out is NULL or out->struct_size is too small. */
+A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_result_view *out,
+                                   a3s_error *err);
+
+A3S_API void a3s_process_result_free(a3s_process_result *r);
+
+
+/* ------------------------------------------------------------------------ */
+/* Sandbox                                                                   */
+/* ------------------------------------------------------------------------ */
+/*
+ * The native Linux boundary: one bubblewrap run per command with a3s-init as
+ * PID 1 applying Landlock and seccomp (docs/security.md). A sandbox handle is
+ * bound to one workspace and keeps a cache of the workspace's credential
+ * files between runs; it may be used from several threads.
+ */
+
+typedef struct a3s_sandbox a3s_sandbox;
+
+/* Flags for a3s_sandbox_config.flags. */
+/* No boundary: run bash on the host under a3s-init in host mode (a child
+ * subreaper that still takes every descendant down). Only for hosts that
+ * opted in because an outer container or VM is their boundary. */
+#define A3S_SANDBOX_PROCESS_HOST (1ull << 0)
+/* Skip the Landlock layer (tests of the other layers; never a default). */
+#define A3S_SANDBOX_NO_LANDLOCK (1ull << 1)
+
+typedef struct a3s_sandbox_config {
+    size_t struct_size;          /* sizeof(a3s_sandbox_config) */
+    uint64_t flags;              /* A3S_SANDBOX_* */
+    const char *workspace;       /* absolute path of an existing directory, not a symlink */
+    const char *bwrap_path;      /* absolute path of bubblewrap; unused with PROCESS_HOST */
+    const char *init_path;       /* absolute path of the a3s-init executable */
+    const char *scratch_parent;  /* where private run directories go; NULL: $TMPDIR or /tmp */
+    const char *const *host_env; /* "K=V" entries to filter; NULL: this process's environ */
+    size_t host_envc;
+} a3s_sandbox_config;
+
+/* Flags for a3s_exec_options.flags. */
+#define A3S_EXEC_CANCEL_FD (1ull << 0) /* cancel_fd is valid (see a3s_process_options) */
+
+typedef struct a3s_exec_options {
+    size_t struct_size;        /* sizeof(a3s_exec_options) */
+    uint64_t flags;            /* A3S_EXEC_* */
+    const char *command;       /* run as bash -c COMMAND; must not contain NUL */
+    size_t command_len;
+    const char *const *env;    /* per-call "K=V" variables, validated (no injection, no secrets) */
+    size_t envc;
+    uint64_t timeout_ms;       /* 0: 120000 */
+    uint64_t kill_grace_ms;    /* SIGTERM to SIGKILL on timeout; 0: 2000 */
+    uint64_t max_output_bytes; /* per stream; 0: 102400 */
+    int cancel_fd;
+} a3s_exec_options;
+
+/* Flag in a3s_process_result_view.flags: the sandbox refused to run or
+ * failed to start; exit_code is 125 and setup_error says why. */
+#define A3S_RESULT_SETUP_FAILED (1ull << 4)
+
+/* Checks the configuration and binds a handle to the workspace. Nothing is
+ * probed or run here: see a3s_sandbox_probe. */
+A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err);
+
+/* Runs one command. Returns A3S_OK with a result whenever the command's
+ * fate is known, including a refusal or a setup failure (exit 125,
+ * A3S_RESULT_SETUP_FAILED, setup_error set) and a timeout (exit 124).
+ * Errors are for bad arguments (A3S_E_INVALID: e.g. a per-call variable
+ * such as LD_PRELOAD) and for failures of the caller's own process. */
+A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *opts,
+                             a3s_process_result **out, a3s_error *err);
+
+/* Runs a self-test through the real boundary (no capabilities, NoNewPrivs,
+ * seccomp filter mode, no write outside the workspace, no AF_UNIX socket,
+ * no listen, no network, no host PIDs) within timeout_ms (0: 10000).
+ * A3S_OK if every check passed, else A3S_E_UNSUPPORTED with the first
+ * failure in the message. */
+A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *err);
+
+/* The canonical workspace path the handle is bound to (owned by sb). */
+A3S_API const char *a3s_sandbox_workspace(const a3s_sandbox *sb);
+
+A3S_API void a3s_sandbox_free(a3s_sandbox *sb);
 
 #ifdef __cplusplus
 }

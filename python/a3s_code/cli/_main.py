@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .._errors import A3SError
-from . import _doctor, _policy, _version
+from . import _doctor, _exec, _policy, _version
 
 DESCRIPTION = """\
 a3s-code: the security kernel of a coding agent.
@@ -21,6 +21,7 @@ before you trust them."""
 EPILOG = """\
 examples:
   a3s-code doctor
+  a3s-code exec -- make test
   a3s-code policy check --policy policy.yaml bash '{"command": "cargo test"}'
   a3s-code policy lint policy.yaml
 
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
     _version.register(commands)
     _doctor.register(commands)
+    _exec.register(commands)
     _policy.register(commands)
     return parser
 

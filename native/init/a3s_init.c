@@ -1,0 +1,504 @@
+/* a3s_init.c - the supervisor every sandboxed command runs under.
+ *
+ * In sandbox mode it is PID 1 of the bubblewrap pid namespace: non-dumpable,
+ * without capabilities, it prepares Landlock and seccomp, forks the command
+ * with both applied, forwards TERM/INT/HUP, reaps, enforces the timeout, and
+ * exits with the command's status; when PID 1 exits the kernel kills every
+ * process left in the namespace. In host mode (the opted-in process host) it
+ * is a child subreaper that runs the command unconfined but still takes every
+ * descendant down with it.
+ *
+ * It watches a lifeline pipe whose write end only the caller holds: when the
+ * caller dies, at any moment, the read end hangs up and everything is killed.
+ *
+ * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N]
+ *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock]
+ *                 -- PROGRAM [ARG]...
+ * The status fd receives "R" once the command runs, "E<message>" if setting it
+ * up failed (the init then exits 125), and "T" if it timed out (exit 124).
+ */
+#define _GNU_SOURCE
+#include "../src/landlock_linux.h"
+#include "../src/seccomp_linux.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define EXIT_SETUP 125
+#define EXIT_TIMEOUT 124
+#define MAX_RW 64
+
+struct config {
+    bool sandbox; /* false: host mode */
+    int status_fd;
+    int lifeline_fd;
+    uint64_t timeout_ms;
+    uint64_t grace_ms;
+    const char *rw[MAX_RW];
+    size_t nrw;
+    bool landlock;
+    char **argv; /* the command */
+};
+
+static void status_write(int fd, const char *text, size_t len) {
+    while (fd >= 0 && len > 0) {
+        ssize_t n = write(fd, text, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        text += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Reports a setup failure on stderr and the status fd, then exits 125. */
+static _Noreturn void die(const struct config *cfg, const char *fmt, ...) {
+    char msg[512];
+    msg[0] = 'E';
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg + 1, sizeof msg - 1, fmt, ap);
+    va_end(ap);
+    size_t len = n < 0 ? 1 : (size_t)n + 1 < sizeof msg ? (size_t)n + 1 : sizeof msg - 1;
+    if (cfg)
+        status_write(cfg->status_fd, msg, len);
+    fprintf(stderr, "a3s-init: sandbox setup failed: %.*s\n", (int)(len - 1), msg + 1);
+    if (cfg && cfg->sandbox)
+        kill(-1, SIGKILL); /* PID 1: nothing may outlive a failed setup */
+    _exit(EXIT_SETUP);
+}
+
+static uint64_t parse_u64(const char *s, const char *what) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *s == '\0' || *end != '\0' || s[0] == '-')
+        die(NULL, "bad %s value '%s'", what, s);
+    return v;
+}
+
+static int parse_fd(const char *s, const char *what) {
+    uint64_t v = parse_u64(s, what);
+    if (v > INT_MAX)
+        die(NULL, "bad %s value '%s'", what, s);
+    return (int)v;
+}
+
+static void parse_args(int argc, char **argv, struct config *cfg) {
+    *cfg = (struct config){.status_fd = -1, .lifeline_fd = -1, .grace_ms = 2000, .landlock = true};
+    bool mode_set = false;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(a, "--no-landlock") == 0) {
+            cfg->landlock = false;
+            continue;
+        }
+        if (!v)
+            die(NULL, "option %s needs a value", a);
+        if (strcmp(a, "--mode") == 0) {
+            if (strcmp(v, "sandbox") != 0 && strcmp(v, "host") != 0)
+                die(NULL, "--mode must be sandbox or host, not '%s'", v);
+            cfg->sandbox = strcmp(v, "sandbox") == 0;
+            mode_set = true;
+        } else if (strcmp(a, "--status-fd") == 0) {
+            cfg->status_fd = parse_fd(v, a);
+        } else if (strcmp(a, "--lifeline-fd") == 0) {
+            cfg->lifeline_fd = parse_fd(v, a);
+        } else if (strcmp(a, "--timeout-ms") == 0) {
+            cfg->timeout_ms = parse_u64(v, a);
+        } else if (strcmp(a, "--grace-ms") == 0) {
+            cfg->grace_ms = parse_u64(v, a);
+        } else if (strcmp(a, "--rw") == 0) {
+            if (cfg->nrw == MAX_RW)
+                die(NULL, "too many --rw paths (limit %d)", MAX_RW);
+            cfg->rw[cfg->nrw++] = v;
+        } else {
+            die(NULL, "unknown option '%s'", a);
+        }
+        i++;
+    }
+    if (!mode_set)
+        die(NULL, "--mode is required");
+    if (i >= argc)
+        die(cfg, "no command given after --");
+    cfg->argv = argv + i;
+}
+
+/* Our own fds must not leak into the command. */
+static void set_cloexec(int fd) {
+    if (fd >= 0) {
+        int flags = fcntl(fd, F_GETFD);
+        if (flags >= 0)
+            fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+}
+
+static bool has_capabilities(void) {
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &hdr, data) < 0)
+        return true; /* cannot tell: assume the worst */
+    for (int i = 0; i < 2; i++)
+        if (data[i].effective || data[i].permitted || data[i].inheritable)
+            return true;
+    return false;
+}
+
+/* execvp's PATH search, done before fork so the child only calls execve. */
+static bool resolve_program(const char *name, char out[PATH_MAX]) {
+    if (strchr(name, '/')) {
+        if (strlen(name) >= PATH_MAX)
+            return false;
+        strcpy(out, name);
+        return true;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        if (len > 0 && len + 1 + strlen(name) < PATH_MAX) {
+            memcpy(out, path, len);
+            out[len] = '/';
+            strcpy(out + len + 1, name);
+            if (access(out, X_OK) == 0)
+                return true;
+        }
+        path += len + (end ? 1 : 0);
+    }
+    return false;
+}
+
+struct exec_failure {
+    int err;
+    char step[32];
+};
+
+/* In the forked child: only async-signal-safe calls from here to execve. */
+static _Noreturn void run_command(const struct config *cfg, const char *program,
+                                  const struct a3s_landlock *ll,
+                                  const struct a3s_seccomp_program *filter, int report_fd) {
+    struct exec_failure f = {0};
+    sigset_t none;
+    sigemptyset(&none);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        sigaction(sig, &dfl, NULL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (setsid() < 0) {
+        f.err = errno;
+        memcpy(f.step, "setsid", 7);
+    } else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        f.err = errno;
+        memcpy(f.step, "no_new_privs", 13);
+    } else if (ll && (f.err = -a3s_landlock_enforce(ll)) != 0) {
+        memcpy(f.step, "landlock", 9);
+    } else if (filter && (f.err = -a3s_seccomp_install(filter)) != 0) {
+        memcpy(f.step, "seccomp", 8);
+    } else {
+        execve(program, cfg->argv, environ);
+        f.err = errno;
+        memcpy(f.step, "execve", 7);
+    }
+    ssize_t ignored = write(report_fd, &f, sizeof f);
+    (void)ignored;
+    _exit(127);
+}
+
+/* Sends `sig` to every process we are responsible for. */
+static void signal_all(const struct config *cfg, pid_t child, int sig) {
+    if (cfg->sandbox) {
+        kill(-1, sig); /* PID 1: every other process of the namespace */
+        return;
+    }
+    kill(-child, sig); /* the command's process group */
+    kill(child, sig);
+    /* descendants that left the group were reparented to us (subreaper) */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    int pid;
+    while (fscanf(f, "%d", &pid) == 1) {
+        kill(-pid, sig);
+        kill(pid, sig);
+    }
+    fclose(f);
+}
+
+/* Host mode: kill and reap until no child is left. */
+static void reap_everything(const struct config *cfg, pid_t child) {
+    for (int round = 0; round < 1000; round++) {
+        signal_all(cfg, child, SIGKILL);
+        pid_t p;
+        int st;
+        while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        }
+        if (p < 0 && errno == ECHILD)
+            return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int status_of(int wstatus) {
+    if (WIFEXITED(wstatus))
+        return WEXITSTATUS(wstatus);
+    if (WIFSIGNALED(wstatus))
+        return 128 + WTERMSIG(wstatus);
+    return 1;
+}
+
+static _Noreturn void finish(const struct config *cfg, pid_t child, int code) {
+    if (cfg->sandbox)
+        kill(-1, SIGKILL);
+    else
+        reap_everything(cfg, child);
+    _exit(code);
+}
+
+static int arm_timer(uint64_t ms) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct itimerspec its = {0};
+    its.it_value.tv_sec = (time_t)(ms / 1000);
+    its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+    if (ms == 0)
+        its.it_value.tv_nsec = 1;
+    timerfd_settime(fd, 0, &its, NULL);
+    return fd;
+}
+
+/* ---- the readiness self-test ------------------------------------------------
+ * Run as the sandboxed command ("a3s-init --probe") to prove the boundary is
+ * what it claims: each check prints one line, the last line is the verdict. */
+
+static int probe_failures;
+
+static void probe_check(bool ok, const char *what, const char *detail) {
+    printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", what, detail ? ": " : "", detail ? detail : "");
+    if (!ok)
+        probe_failures++;
+}
+
+static int count_lines(const char *path) {
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static int run_probe(void) {
+    probe_check(!has_capabilities(), "no capabilities", NULL);
+    probe_check(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1, "no_new_privs", NULL);
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    bool filter = false;
+    while (f && fgets(line, sizeof line, f))
+        filter |= strncmp(line, "Seccomp:\t2", 10) == 0;
+    if (f)
+        fclose(f);
+    probe_check(filter, "seccomp filter mode", NULL);
+    int fd = open("/a3s-probe", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    probe_check(fd < 0, "no write outside the workspace", fd < 0 ? NULL : "created /a3s-probe");
+    if (fd >= 0) {
+        close(fd);
+        unlink("/a3s-probe");
+    }
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    probe_check(s < 0, "no AF_UNIX socket", NULL);
+    if (s >= 0)
+        close(s);
+    s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool listened = false;
+    if (s >= 0) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        listened = bind(s, (struct sockaddr *)&a, sizeof a) == 0 && listen(s, 1) == 0;
+        close(s);
+    }
+    probe_check(!listened, "no listening socket", NULL);
+    /* no network: only the loopback device and no route (nothing is sent) */
+    probe_check(count_lines("/proc/net/route") <= 1, "no network route", NULL);
+    probe_check(count_lines("/proc/net/dev") <= 3, "no network device but lo", NULL);
+    int pids = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        pids += e->d_name[0] >= '1' && e->d_name[0] <= '9';
+    if (d)
+        closedir(d);
+    probe_check(d && pids <= 3, "no host processes visible", NULL);
+    printf("a3s-probe: %s\n", probe_failures ? "FAILED" : "ok");
+    return probe_failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--probe") == 0)
+        return run_probe();
+    struct config cfg;
+    parse_args(argc, argv, &cfg);
+    set_cloexec(cfg.status_fd);
+    set_cloexec(cfg.lifeline_fd);
+
+    /* Nobody may ptrace or read the memory of the supervisor. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        die(&cfg, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+    if (cfg.sandbox) {
+        /* bwrap's parent-death signal does not survive every start-up path */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+            die(&cfg, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+        if (getpid() != 1)
+            die(&cfg, "sandbox mode must run as PID 1 of a new pid namespace");
+        if (has_capabilities())
+            die(&cfg, "the init still holds capabilities; refusing to run the command");
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+            die(&cfg, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+    } else if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+        die(&cfg, "prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
+    }
+    if (cfg.lifeline_fd >= 0) {
+        struct pollfd p = {.fd = cfg.lifeline_fd, .events = POLLIN};
+        if (poll(&p, 1, 0) > 0)
+            die(&cfg, "the caller is already gone");
+    }
+
+    signal(SIGPIPE, SIG_IGN); /* a closed status pipe must not kill the supervisor */
+
+    /* Everything the child needs is prepared before fork. */
+    char program[PATH_MAX];
+    if (!resolve_program(cfg.argv[0], program))
+        die(&cfg, "%s: command not found", cfg.argv[0]);
+    struct a3s_landlock ll = {.ruleset_fd = -1};
+    struct a3s_seccomp_program filter = {0};
+    a3s_error err;
+    if (cfg.sandbox) {
+        if (cfg.landlock && a3s_landlock_prepare(cfg.rw, cfg.nrw, &ll, &err) != A3S_OK)
+            die(&cfg, "%s", err.message);
+        if (a3s_seccomp_build(0, &filter, &err) != A3S_OK)
+            die(&cfg, "%s", err.message);
+    }
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGQUIT);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+        die(&cfg, "sigprocmask: %s", strerror(errno));
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0)
+        die(&cfg, "signalfd: %s", strerror(errno));
+
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0)
+        die(&cfg, "pipe2: %s", strerror(errno));
+    pid_t child = fork();
+    if (child < 0)
+        die(&cfg, "fork: %s", strerror(errno));
+    if (child == 0) {
+        close(report[0]);
+        run_command(&cfg, program, cfg.sandbox ? &ll : NULL, cfg.sandbox ? &filter : NULL,
+                    report[1]);
+    }
+    close(report[1]);
+    struct exec_failure f;
+    ssize_t n;
+    do
+        n = read(report[0], &f, sizeof f);
+    while (n < 0 && errno == EINTR);
+    close(report[0]);
+    a3s_landlock_close(&ll);
+    a3s_seccomp_program_free(&filter);
+    if (n == (ssize_t)sizeof f) {
+        f.step[sizeof f.step - 1] = '\0';
+        int st;
+        waitpid(child, &st, 0);
+        die(&cfg, "%s %s: %s", f.step, cfg.argv[0], strerror(f.err));
+    }
+    status_write(cfg.status_fd, "R", 1);
+
+    int tfd = cfg.timeout_ms ? arm_timer(cfg.timeout_ms) : -1;
+    bool timed_out = false;
+    for (;;) {
+        struct pollfd fds[3] = {
+            {.fd = sfd, .events = POLLIN},
+            {.fd = tfd, .events = POLLIN},
+            {.fd = cfg.lifeline_fd, .events = POLLIN},
+        };
+        int rc = poll(fds, 3, -1);
+        if (rc < 0 && errno != EINTR)
+            finish(&cfg, child, EXIT_SETUP);
+        if (fds[2].revents) /* the caller is gone: take everything down */
+            finish(&cfg, child, 128 + SIGKILL);
+        if (fds[1].revents & POLLIN) {
+            uint64_t ticks;
+            ssize_t ignored = read(tfd, &ticks, sizeof ticks);
+            (void)ignored;
+            if (!timed_out) {
+                timed_out = true;
+                status_write(cfg.status_fd, "T", 1);
+                signal_all(&cfg, child, SIGTERM);
+                close(tfd);
+                tfd = arm_timer(cfg.grace_ms);
+            } else {
+                finish(&cfg, child, EXIT_TIMEOUT);
+            }
+        }
+        if (fds[0].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo != SIGCHLD) {
+                    signal_all(&cfg, child, (int)si.ssi_signo);
+                    continue;
+                }
+                int st;
+                pid_t p;
+                while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+                    if (p == child)
+                        finish(&cfg, child, timed_out ? EXIT_TIMEOUT : status_of(st));
+                }
+            }
+        }
+    }
+}

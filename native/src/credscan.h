@@ -1,0 +1,18 @@
+/* credscan.h - cached discovery of credential files in a workspace (internal). */
+#ifndef A3S_CREDSCAN_H
+#define A3S_CREDSCAN_H
+
+#include "strvec.h"
+
+struct a3s_credscan;
+
+int a3s_credscan_new(const char *root, struct a3s_credscan **out, a3s_error *err);
+
+/* Appends every credential entry under the root to `found`, each tagged
+ * by its first byte: 'f' regular file, 'd' directory, 'l' symlink, then
+ * the absolute path. Not thread-safe: the caller serializes runs. */
+int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_error *err);
+
+void a3s_credscan_free(struct a3s_credscan *cs);
+
+#endif

@@ -1,0 +1,843 @@
+/* process_linux.c - run one program, capture bounded output, stop its group.
+ *
+ * The run is one thread's loop: fork a child prepared in advance, then poll
+ * its two output pipes, a close-on-exec error pipe, a pidfd (or a short
+ * timeout when there is none) and the optional cancel fd until the child is
+ * reaped and the pipes are drained. Nothing here is global: the only state
+ * is on the caller's stack and heap, so threads may run processes at once.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#if defined(__linux__)
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#  define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define KNOWN_FLAGS (A3S_PROCESS_CANCEL_FD | A3S_PROCESS_PORTABLE)
+#define READ_CHUNK 65536
+#define WAIT_POLL_MS 10        /* waitid polling period without a pidfd */
+#define BRUTE_FD_LIMIT 1048576 /* last-resort CLOEXEC sweep stops here */
+#define EXIT_CHILD_FAILED 127  /* only seen if the error pipe report is lost */
+
+/* ---- the child: async-signal-safe code only ---------------------------- */
+
+enum child_step { STEP_SETSID = 1, STEP_DUP2, STEP_FDS, STEP_CHDIR, STEP_EXECVE };
+
+struct child_report {
+    int32_t step;
+    int32_t err;
+};
+
+/* Everything the child needs, computed before fork. All fds are >= 3. */
+struct child_plan {
+    const char *path;
+    char **argv;
+    char **envp;
+    const char *cwd;
+    int devnull, out_w, err_w, report_w;
+    const int *keep;
+    size_t nkeep;
+    bool try_close_range;
+    int brute_limit; /* sweep bound when neither close_range nor /proc works */
+};
+
+struct linux_dirent64_head {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+};
+
+/* Marks every fd >= 3 listed in /proc/self/fd close-on-exec. */
+static bool cloexec_from_proc(void) {
+    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return false;
+    _Alignas(8) char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            close(dir);
+            return false;
+        }
+        if (n == 0)
+            break;
+        for (long off = 0; off < n;) {
+            const struct linux_dirent64_head *d = (const void *)(buf + off);
+            const char *name = buf + off + offsetof(struct linux_dirent64_head, d_type) + 1;
+            off += d->d_reclen;
+            int fd = 0;
+            bool digits = name[0] != '\0';
+            for (const char *c = name; *c; c++) {
+                if (*c < '0' || *c > '9' || fd > (INT_MAX - 9) / 10) {
+                    digits = false;
+                    break;
+                }
+                fd = fd * 10 + (*c - '0');
+            }
+            if (digits && fd >= 3 && fd != dir)
+                fcntl(fd, F_SETFD, FD_CLOEXEC);
+        }
+    }
+    close(dir);
+    return true;
+}
+
+/* Every fd >= 3 becomes close-on-exec; then the kept ones lose the flag. */
+static int child_fds(const struct child_plan *p) {
+    bool done = false;
+#ifdef SYS_close_range
+    if (p->try_close_range)
+        done = syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0;
+#endif
+    if (!done)
+        done = cloexec_from_proc();
+    if (!done)
+        for (int fd = 3; fd < p->brute_limit; fd++)
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    for (size_t i = 0; i < p->nkeep; i++)
+        if (fcntl(p->keep[i], F_SETFD, 0) < 0)
+            return -1;
+    return 0;
+}
+
+/* glibc refuses to touch the signals it reserves (32 and 33), yet an
+ * inherited SIG_IGN on them would survive execve (GNU make leaves them so):
+ * ask the kernel directly. An all-zero kernel sigaction is SIG_DFL with no
+ * flags and an empty mask on every architecture. */
+static void raw_default(int sig) {
+#ifdef SYS_rt_sigaction
+    _Alignas(16) unsigned char ksa[64];
+    memset(ksa, 0, sizeof ksa);
+    syscall(SYS_rt_sigaction, sig, ksa, NULL, (size_t)((NSIG - 1) / 8));
+#else
+    (void)sig;
+#endif
+}
+
+static _Noreturn void child_fail(const struct child_plan *p, enum child_step step) {
+    struct child_report r = {(int32_t)step, (int32_t)errno};
+    ssize_t n;
+    do
+        n = write(p->report_w, &r, sizeof r);
+    while (n < 0 && errno == EINTR);
+    _exit(EXIT_CHILD_FAILED);
+}
+
+static _Noreturn void child_exec(const struct child_plan *p) {
+    /* Dispositions first, while every signal is still blocked (the parent
+     * blocked them around fork): ignored signals would survive execve. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP && sigaction(s, &dfl, NULL) < 0)
+            raw_default(s);
+    if (setsid() < 0)
+        child_fail(p, STEP_SETSID);
+    if (dup2(p->devnull, 0) < 0 || dup2(p->out_w, 1) < 0 || dup2(p->err_w, 2) < 0)
+        child_fail(p, STEP_DUP2);
+    if (child_fds(p) < 0)
+        child_fail(p, STEP_FDS);
+    if (p->cwd && chdir(p->cwd) < 0)
+        child_fail(p, STEP_CHDIR);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(p->path, p->argv, p->envp);
+    child_fail(p, STEP_EXECVE);
+}
+
+/* ---- output capture: head + ring-buffer tail --------------------------- */
+
+struct capture {
+    int fd; /* read end; -1 once at EOF or abandoned */
+    size_t head_cap, tail_cap;
+    char *head;
+    size_t head_len, head_alloc;
+    char *tail; /* ring of tail_cap bytes; grown lazily until it first wraps */
+    size_t tail_start, tail_len, tail_alloc;
+    uint64_t total;
+    bool oom; /* storing stopped; reading and counting go on */
+};
+
+static bool grow(char **buf, size_t *alloc, size_t need, size_t cap) {
+    if (need <= *alloc)
+        return true;
+    size_t n = *alloc ? *alloc : 4096;
+    while (n < need)
+        n = n > cap / 2 ? cap : n * 2;
+    if (n > cap)
+        n = cap;
+    char *b = realloc(*buf, n);
+    if (!b)
+        return false;
+    *buf = b;
+    *alloc = n;
+    return true;
+}
+
+static void capture_add(struct capture *c, const char *data, size_t n) {
+    c->total += n;
+    if (c->oom)
+        return;
+    if (c->head_len < c->head_cap) {
+        size_t take = c->head_cap - c->head_len < n ? c->head_cap - c->head_len : n;
+        if (!grow(&c->head, &c->head_alloc, c->head_len + take, c->head_cap)) {
+            c->oom = true;
+            return;
+        }
+        memcpy(c->head + c->head_len, data, take);
+        c->head_len += take;
+        data += take;
+        n -= take;
+    }
+    if (n == 0 || c->tail_cap == 0)
+        return;
+    if (n >= c->tail_cap) { /* only the last tail_cap bytes can survive */
+        data += n - c->tail_cap;
+        n = c->tail_cap;
+    }
+    /* Until the ring is full it never wraps, so a shorter allocation works. */
+    size_t need = c->tail_len + n < c->tail_cap ? c->tail_len + n : c->tail_cap;
+    if (!grow(&c->tail, &c->tail_alloc, need, c->tail_cap)) {
+        c->oom = true;
+        return;
+    }
+    size_t end = (c->tail_start + c->tail_len) % c->tail_cap;
+    size_t first = c->tail_cap - end < n ? c->tail_cap - end : n;
+    memcpy(c->tail + end, data, first);
+    memcpy(c->tail, data + first, n - first);
+    if (c->tail_len + n > c->tail_cap) {
+        c->tail_start = (c->tail_start + (c->tail_len + n - c->tail_cap)) % c->tail_cap;
+        c->tail_len = c->tail_cap;
+    } else {
+        c->tail_len += n;
+    }
+}
+
+/* Turns the head into the final buffer: head [marker] tail, NUL-terminated. */
+static bool capture_finish(struct capture *c, char **data, size_t *len, bool *truncated) {
+    uint64_t kept = c->head_len + c->tail_len;
+    char marker[64];
+    int mlen = 0;
+    *truncated = c->total > kept;
+    if (*truncated)
+        mlen = snprintf(marker, sizeof marker, "\n[... a3s: %llu bytes omitted ...]\n",
+                        (unsigned long long)(c->total - kept));
+    size_t n = c->head_len + (size_t)mlen + c->tail_len;
+    char *b = realloc(c->head, n + 1);
+    if (!b)
+        return false;
+    c->head = NULL;
+    memcpy(b + c->head_len, marker, (size_t)mlen);
+    char *t = b + c->head_len + mlen;
+    size_t first = c->tail_cap - c->tail_start < c->tail_len ? c->tail_cap - c->tail_start
+                                                             : c->tail_len;
+    if (c->tail_len) {
+        memcpy(t, c->tail + c->tail_start, first);
+        memcpy(t + first, c->tail, c->tail_len - first);
+    }
+    b[n] = '\0';
+    *data = b;
+    *len = n;
+    return true;
+}
+
+static void capture_release(struct capture *c) {
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    free(c->head);
+    free(c->tail);
+    c->head = c->tail = NULL;
+}
+
+/* Reads what is available once; closes the fd at EOF or on a hard error. */
+static void capture_read(struct capture *c, char *buf) {
+    ssize_t n;
+    do
+        n = read(c->fd, buf, READ_CHUNK);
+    while (n < 0 && errno == EINTR);
+    if (n > 0) {
+        capture_add(c, buf, (size_t)n);
+    } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
+/* ---- the parent -------------------------------------------------------- */
+
+struct a3s_process_result {
+    int32_t exit_code, term_signal;
+    uint64_t flags;
+    char *out, *errout;
+    size_t out_len, err_len;
+    uint64_t out_total, err_total, duration_us;
+    int32_t pid;
+    char *setup_error;
+};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t deadline_after(uint64_t now, uint64_t ms) {
+    return ms > (UINT64_MAX - now) / 1000000u ? UINT64_MAX : now + ms * 1000000u;
+}
+
+/* Thread-safe strerror for both the GNU and the XSI strerror_r. */
+static const char *errstr(int e, char *buf, size_t len) {
+#if defined(__GLIBC__)
+    return strerror_r(e, buf, len);
+#else
+    if (strerror_r(e, buf, len) != 0)
+        snprintf(buf, len, "errno %d", e);
+    return buf;
+#endif
+}
+
+static void close_fd(int *fd) {
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* Moves fd to a number >= 3 so the child's dup2 onto 0-2 cannot clobber it
+ * (possible when the host runs with 0, 1 or 2 closed). */
+static int fd_above_stdio(int fd) {
+    if (fd < 0 || fd >= 3)
+        return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return moved;
+}
+
+static int pipe_above_stdio(int p[2]) {
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    p[0] = fd_above_stdio(p[0]);
+    p[1] = fd_above_stdio(p[1]);
+    if (p[0] < 0 || p[1] < 0) {
+        int e = errno;
+        close_fd(&p[0]);
+        close_fd(&p[1]);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static int set_nonblock(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static bool fd_is_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
+
+static int check_options(const a3s_process_options *o, a3s_error *err) {
+    if (o->flags & ~(uint64_t)KNOWN_FLAGS)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_process_run: unknown flags 0x%llx",
+                        (unsigned long long)(o->flags & ~(uint64_t)KNOWN_FLAGS));
+    if (!o->path || o->path[0] != '/')
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_process_run: path must be absolute");
+    if (!o->argv || o->argc == 0)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_process_run: argv is NULL or empty");
+    for (size_t i = 0; i < o->argc; i++)
+        if (!o->argv[i])
+            return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)i, "a3s_process_run: argv[%zu] is NULL",
+                            i);
+    if (o->envc && !o->envp)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_process_run: envp is NULL");
+    for (size_t i = 0; i < o->envc; i++)
+        if (!o->envp[i])
+            return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)i, "a3s_process_run: envp[%zu] is NULL",
+                            i);
+    if (o->keep_fd_count && !o->keep_fds)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_process_run: keep_fds is NULL");
+    for (size_t i = 0; i < o->keep_fd_count; i++)
+        if (o->keep_fds[i] < 3 || !fd_is_open(o->keep_fds[i]))
+            return a3s_fail(err, A3S_E_INVALID, 0, o->keep_fds[i],
+                            "a3s_process_run: keep fd %d is < 3 or not open", o->keep_fds[i]);
+    if ((o->flags & A3S_PROCESS_CANCEL_FD) && !fd_is_open(o->cancel_fd))
+        return a3s_fail(err, A3S_E_INVALID, 0, o->cancel_fd,
+                        "a3s_process_run: cancel_fd %d is not open", o->cancel_fd);
+    if (o->max_output_bytes > SIZE_MAX / 4)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_process_run: max_output_bytes too large");
+    /* An ignored SIGCHLD makes the kernel reap the child: no status to report. */
+    struct sigaction sa;
+    if (sigaction(SIGCHLD, NULL, &sa) == 0 &&
+        (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT)))
+        return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
+                        "a3s_process_run: SIGCHLD is ignored in this process");
+    return A3S_OK;
+}
+
+/* NULL-terminated copies of the pointer arrays execve wants. */
+static char **string_array(const char *const *v, size_t n) {
+    char **a = calloc(n + 1, sizeof *a);
+    if (a)
+        for (size_t i = 0; i < n; i++)
+            a[i] = (char *)v[i];
+    return a;
+}
+
+/* The whole state of one run, so that every exit path can clean it up. */
+struct run {
+    const a3s_process_options *o;
+    struct child_plan plan;
+    int out_p[2], err_p[2], report_p[2];
+    int pidfd;
+    pid_t pid;
+    bool exited, killed, stopping;
+    uint64_t stop_flag; /* A3S_RESULT_TIMED_OUT or _CANCELLED */
+    siginfo_t status;
+    struct capture out, err;
+    struct child_report report;
+    bool reported;
+    char *buf;
+};
+
+/* Signals the child and its group. The child itself is signalled by pid
+ * too: it may not have called setsid yet. Only called before the reap, so
+ * neither id can have been reused. */
+static void signal_group(struct run *r, int sig) {
+    kill(-r->pid, sig);
+    kill(r->pid, sig);
+}
+
+static void begin_stop(struct run *r, uint64_t why, uint64_t now, uint64_t *kill_at) {
+    r->stopping = true;
+    r->stop_flag = why;
+    signal_group(r, SIGTERM);
+    signal_group(r, SIGCONT); /* a stopped member would never see the SIGTERM */
+    uint64_t grace = r->o->kill_grace_ms ? r->o->kill_grace_ms : A3S_PROCESS_DEFAULT_GRACE_MS;
+    *kill_at = deadline_after(now, grace);
+}
+
+/* Reads the child's pre-exec failure report, if any (non-blocking). */
+static void read_report(struct run *r) {
+    ssize_t n;
+    do
+        n = read(r->report_p[0], &r->report, sizeof r->report);
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof r->report)
+        r->reported = true;
+    if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+        close_fd(&r->report_p[0]);
+}
+
+/* Checks for the child's exit without reaping it; once it has exited, kills
+ * what is left of its group (the zombie still pins the pgid), then reaps.
+ * Returns -1 with errno if waitid fails. */
+static int check_exit(struct run *r) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int rc;
+    do
+        rc = waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0)
+        return -1;
+    if (si.si_pid == 0)
+        return 0;
+    kill(-r->pid, SIGKILL);
+    do
+        rc = waitid(P_PID, (id_t)r->pid, &r->status, WEXITED);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0)
+        return -1;
+    r->exited = true;
+    close_fd(&r->pidfd);
+    /* A failure report is written before the child's _exit, so it is there
+     * now; no data means execve succeeded, even if a process forked meanwhile
+     * by another thread still holds the write end. */
+    if (r->report_p[0] >= 0)
+        read_report(r);
+    close_fd(&r->report_p[0]);
+    return 0;
+}
+
+/* Last resort when the loop itself fails: never leave the child running or
+ * unreaped. */
+static void abandon_child(struct run *r) {
+    if (r->exited)
+        return;
+    signal_group(r, SIGKILL);
+    siginfo_t si;
+    while (waitid(P_PID, (id_t)r->pid, &si, WEXITED) < 0 && errno == EINTR) {
+    }
+    r->exited = true;
+}
+
+static int ms_until(uint64_t now, uint64_t at) {
+    if (at <= now)
+        return 0;
+    uint64_t ms = (at - now + 999999u) / 1000000u;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static int wait_min(int a, int b) { return a < 0 ? b : (b < 0 || a < b ? a : b); }
+
+/* Polls until the child is reaped and its pipes are drained (or the drain
+ * window closed). Returns 0, or -1 with errno from poll or waitid. */
+static int supervise(struct run *r, uint64_t start) {
+    const a3s_process_options *o = r->o;
+    bool watch_cancel = (o->flags & A3S_PROCESS_CANCEL_FD) != 0;
+    uint64_t timeout_at = o->timeout_ms ? deadline_after(start, o->timeout_ms) : UINT64_MAX;
+    uint64_t kill_at = UINT64_MAX, drain_at = UINT64_MAX;
+    for (;;) {
+        uint64_t now = now_ns();
+        if (!r->exited) {
+            if (!r->stopping && now >= timeout_at)
+                begin_stop(r, A3S_RESULT_TIMED_OUT, now, &kill_at);
+            if (r->stopping && !r->killed && now >= kill_at) {
+                signal_group(r, SIGKILL);
+                r->killed = true;
+            }
+        }
+        if (r->exited && (now >= drain_at || (r->out.fd < 0 && r->err.fd < 0)))
+            return 0;
+
+        struct pollfd pfd[5];
+        int idx_out = -1, idx_err = -1, idx_rep = -1, idx_pid = -1, idx_cancel = -1;
+        nfds_t n = 0;
+        if (r->out.fd >= 0)
+            pfd[idx_out = (int)n++] = (struct pollfd){r->out.fd, POLLIN, 0};
+        if (r->err.fd >= 0)
+            pfd[idx_err = (int)n++] = (struct pollfd){r->err.fd, POLLIN, 0};
+        if (r->report_p[0] >= 0)
+            pfd[idx_rep = (int)n++] = (struct pollfd){r->report_p[0], POLLIN, 0};
+        if (!r->exited && r->pidfd >= 0)
+            pfd[idx_pid = (int)n++] = (struct pollfd){r->pidfd, POLLIN, 0};
+        if (!r->exited && !r->stopping && watch_cancel)
+            pfd[idx_cancel = (int)n++] = (struct pollfd){o->cancel_fd, POLLIN, 0};
+
+        int wait_ms = -1;
+        if (r->exited) {
+            wait_ms = ms_until(now, drain_at);
+        } else {
+            if (r->pidfd < 0)
+                wait_ms = WAIT_POLL_MS;
+            if (!r->stopping && timeout_at != UINT64_MAX)
+                wait_ms = wait_min(wait_ms, ms_until(now, timeout_at));
+            if (r->stopping && !r->killed)
+                wait_ms = wait_min(wait_ms, ms_until(now, kill_at));
+        }
+        int rc = poll(pfd, n, wait_ms);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0)
+            return -1;
+
+        if (idx_out >= 0 && pfd[idx_out].revents)
+            capture_read(&r->out, r->buf);
+        if (idx_err >= 0 && pfd[idx_err].revents)
+            capture_read(&r->err, r->buf);
+        if (idx_rep >= 0 && pfd[idx_rep].revents)
+            read_report(r);
+        if (idx_cancel >= 0 && pfd[idx_cancel].revents)
+            begin_stop(r, A3S_RESULT_CANCELLED, now_ns(), &kill_at);
+        if (!r->exited && (r->pidfd < 0 || (idx_pid >= 0 && pfd[idx_pid].revents))) {
+            if (check_exit(r) < 0)
+                return -1;
+            if (r->exited)
+                drain_at = deadline_after(now_ns(), A3S_PROCESS_DRAIN_MS);
+        }
+    }
+}
+
+static void run_release(struct run *r) {
+    close_fd(&r->out_p[0]);
+    close_fd(&r->out_p[1]);
+    close_fd(&r->err_p[0]);
+    close_fd(&r->err_p[1]);
+    close_fd(&r->report_p[0]);
+    close_fd(&r->report_p[1]);
+    close_fd(&r->plan.devnull);
+    close_fd(&r->pidfd);
+    capture_release(&r->out);
+    capture_release(&r->err);
+    free(r->plan.argv);
+    free(r->plan.envp);
+    free(r->buf);
+}
+
+static const char *step_name(int32_t step) {
+    switch (step) {
+    case STEP_SETSID: return "setsid";
+    case STEP_DUP2: return "dup2";
+    case STEP_FDS: return "keep_fds";
+    case STEP_CHDIR: return "chdir";
+    default: return "execve";
+    }
+}
+
+static int report_failure(const struct run *r, a3s_error *err) {
+    char eb[128];
+    const char *msg = errstr(r->report.err, eb, sizeof eb);
+    const char *path = r->o->path;
+    if (r->report.step == STEP_EXECVE)
+        return a3s_fail(err, A3S_E_SYSTEM, r->report.err, 0, "execve %s: %s", path, msg);
+    if (r->report.step == STEP_CHDIR)
+        return a3s_fail(err, A3S_E_SYSTEM, r->report.err, 0, "chdir %s (for %s): %s",
+                        r->o->cwd, path, msg);
+    return a3s_fail(err, A3S_E_SYSTEM, r->report.err, 0, "%s (for %s): %s",
+                    step_name(r->report.step), path, msg);
+}
+
+static int build_result(struct run *r, uint64_t start, a3s_process_result **out, a3s_error *err) {
+    a3s_process_result *res = calloc(1, sizeof *res);
+    bool tout = false, terr = false;
+    if (!res || r->out.oom || r->err.oom ||
+        !capture_finish(&r->out, &res->out, &res->out_len, &tout) ||
+        !capture_finish(&r->err, &res->errout, &res->err_len, &terr)) {
+        a3s_process_result_free(res);
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory capturing the output of %s",
+                        r->o->path);
+    }
+    const siginfo_t *st = &r->status;
+    if (st->si_code == CLD_EXITED) {
+        res->exit_code = st->si_status;
+    } else {
+        res->term_signal = st->si_status;
+        res->exit_code = 128 + st->si_status;
+    }
+    res->flags = r->stop_flag;
+    if (r->stop_flag)
+        res->exit_code = 124;
+    if (tout)
+        res->flags |= A3S_RESULT_STDOUT_TRUNCATED;
+    if (terr)
+        res->flags |= A3S_RESULT_STDERR_TRUNCATED;
+    res->out_total = r->out.total;
+    res->err_total = r->err.total;
+    res->duration_us = (now_ns() - start) / 1000u;
+    res->pid = (int32_t)r->pid;
+    *out = res;
+    return a3s_ok(err);
+}
+
+/* Opens everything the child needs; returns 0 or an A3S_E_* code. */
+static int prepare(struct run *r, a3s_error *err) {
+    const a3s_process_options *o = r->o;
+    struct child_plan *p = &r->plan;
+    char eb[128];
+    p->path = o->path;
+    p->cwd = o->cwd;
+    p->keep = o->keep_fds;
+    p->nkeep = o->keep_fd_count;
+    p->try_close_range = !(o->flags & A3S_PROCESS_PORTABLE);
+    struct rlimit rl;
+    p->brute_limit = BRUTE_FD_LIMIT;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < BRUTE_FD_LIMIT)
+        p->brute_limit = (int)rl.rlim_cur;
+    p->argv = string_array(o->argv, o->argc);
+    p->envp = string_array(o->envp, o->envc);
+    r->buf = malloc(READ_CHUNK);
+    if (!p->argv || !p->envp || !r->buf)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory preparing %s", o->path);
+
+    p->devnull = fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (p->devnull < 0)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "open /dev/null: %s",
+                        errstr(errno, eb, sizeof eb));
+    if (pipe_above_stdio(r->out_p) < 0 || pipe_above_stdio(r->err_p) < 0 ||
+        pipe_above_stdio(r->report_p) < 0)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "pipe for %s: %s", o->path,
+                        errstr(errno, eb, sizeof eb));
+    if (set_nonblock(r->out_p[0]) < 0 || set_nonblock(r->err_p[0]) < 0 ||
+        set_nonblock(r->report_p[0]) < 0)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "fcntl for %s: %s", o->path,
+                        errstr(errno, eb, sizeof eb));
+    p->out_w = r->out_p[1];
+    p->err_w = r->err_p[1];
+    p->report_w = r->report_p[1];
+
+    uint64_t max = o->max_output_bytes ? o->max_output_bytes : A3S_PROCESS_DEFAULT_MAX_OUTPUT;
+    struct capture *caps[2] = {&r->out, &r->err};
+    for (int i = 0; i < 2; i++) {
+        caps[i]->head_cap = (size_t)(max / 2);
+        caps[i]->tail_cap = (size_t)(max - max / 2);
+    }
+    /* The captures own the read ends from here on. */
+    r->out.fd = r->out_p[0];
+    r->err.fd = r->err_p[0];
+    r->out_p[0] = r->err_p[0] = -1;
+    return A3S_OK;
+}
+
+/* fork with every signal blocked in this thread, so that no handler of the
+ * host runs in the child before it resets the dispositions. */
+static int spawn(struct run *r, a3s_error *err) {
+    char eb[128];
+    sigset_t all, old;
+    sigfillset(&all);
+    int rc = pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (rc != 0)
+        return a3s_fail(err, A3S_E_SYSTEM, rc, 0, "pthread_sigmask: %s", errstr(rc, eb, sizeof eb));
+    pid_t pid = fork();
+    if (pid == 0)
+        child_exec(&r->plan);
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0)
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "fork for %s: %s", r->o->path,
+                        errstr(e, eb, sizeof eb));
+    r->pid = pid;
+    /* The parent keeps only the read ends. */
+    close_fd(&r->out_p[1]);
+    close_fd(&r->err_p[1]);
+    close_fd(&r->report_p[1]);
+    close_fd(&r->plan.devnull);
+#ifdef SYS_pidfd_open
+    if (!(r->o->flags & A3S_PROCESS_PORTABLE))
+        r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1: poll waitid instead */
+#endif
+    return A3S_OK;
+}
+
+A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
+                            a3s_error *err) {
+    if (out)
+        *out = NULL;
+    if (!opts || !out || opts->struct_size < sizeof(a3s_process_options))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0,
+                        "a3s_process_run: NULL argument or too small struct");
+    int rc = check_options(opts, err);
+    if (rc != A3S_OK)
+        return rc;
+
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.o = opts;
+    r.out_p[0] = r.out_p[1] = r.err_p[0] = r.err_p[1] = -1;
+    r.report_p[0] = r.report_p[1] = r.plan.devnull = r.pidfd = -1;
+    r.out.fd = r.err.fd = -1;
+
+    rc = prepare(&r, err);
+    uint64_t start = now_ns();
+    if (rc == A3S_OK)
+        rc = spawn(&r, err);
+    if (rc != A3S_OK) {
+        run_release(&r);
+        return rc;
+    }
+    if (supervise(&r, start) < 0) {
+        int e = errno;
+        char eb[128];
+        if (e == ECHILD)
+            r.exited = true; /* the pid may be reused already: signal nothing */
+        abandon_child(&r);
+        run_release(&r);
+        if (e == ECHILD)
+            return a3s_fail(err, A3S_E_SYSTEM, e, 0,
+                            "waitid %d (%s): the child was reaped by someone else", (int)r.pid,
+                            opts->path);
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "waiting for %s: %s", opts->path,
+                        errstr(e, eb, sizeof eb));
+    }
+    rc = r.reported ? report_failure(&r, err) : build_result(&r, start, out, err);
+    run_release(&r);
+    return rc;
+}
+
+A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_result_view *out,
+                                   a3s_error *err) {
+    if (!r || !out || out->struct_size < sizeof(a3s_process_result_view))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0,
+                        "a3s_process_result_get: NULL argument or small view");
+    out->exit_code = r->exit_code;
+    out->term_signal = r->term_signal;
+    out->flags = r->flags;
+    out->stdout_data = r->out;
+    out->stdout_len = r->out_len;
+    out->stderr_data = r->errout;
+    out->stderr_len = r->err_len;
+    out->stdout_total = r->out_total;
+    out->stderr_total = r->err_total;
+    out->duration_us = r->duration_us;
+    out->pid = r->pid;
+    out->setup_error = r->setup_error;
+    return a3s_ok(err);
+}
+
+A3S_API void a3s_process_result_free(a3s_process_result *r) {
+    if (!r)
+        return;
+    free(r->out);
+    free(r->errout);
+    free(r->setup_error);
+    free(r);
+}
+
+/* ---- results shaped by the layer above (internal, not exported) -------- */
+
+/* A result for a run that never started: no process, empty outputs, the
+ * given status, flags and setup_error (copied; may be NULL). NULL if out of
+ * memory. The sandbox layer uses it for refusals and setup failures. */
+a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t flags,
+                                                 const char *setup_error) {
+    a3s_process_result *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->out = calloc(1, 1);
+    r->errout = calloc(1, 1);
+    r->setup_error = setup_error ? strdup(setup_error) : NULL;
+    if (!r->out || !r->errout || (setup_error && !r->setup_error)) {
+        a3s_process_result_free(r);
+        return NULL;
+    }
+    r->exit_code = exit_code;
+    r->flags = flags;
+    return r;
+}
+
+/* Rewrites the outcome of a finished run when the layer above knows better
+ * (e.g. its init reported a timeout): sets exit_code and term_signal, adds
+ * flags (the truncation flags stay), and replaces setup_error when it is
+ * non-NULL. A3S_OK, or A3S_E_INVALID / A3S_E_NOMEM (r unchanged). */
+int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_t term_signal,
+                                uint64_t flags, const char *setup_error) {
+    if (!r)
+        return A3S_E_INVALID;
+    if (setup_error) {
+        char *copy = strdup(setup_error);
+        if (!copy)
+            return A3S_E_NOMEM;
+        free(r->setup_error);
+        r->setup_error = copy;
+    }
+    r->exit_code = exit_code;
+    r->term_signal = term_signal;
+    r->flags |= flags;
+    return A3S_OK;
+}
+
+#endif /* __linux__ */

@@ -1,0 +1,831 @@
+/* sandbox_linux.c - the native Linux boundary: plan one bubblewrap run per command.
+ *
+ * Layers, outermost first (docs/security.md explains each):
+ *   bubblewrap   user, pid, net, ipc, uts and cgroup namespaces, no nested
+ *                user namespaces, every capability dropped, new session,
+ *                read-only root, private /dev and /proc (kernel knobs
+ *                read-only), tmpfs over /tmp, /var/tmp, /run and the homes,
+ *                the workspace and a private scratch dir as the only
+ *                writable binds, protected names and credential files masked;
+ *   a3s-init     PID 1: non-dumpable, applies Landlock and seccomp to the
+ *                command, forwards signals, enforces the timeout, and takes
+ *                the whole tree down when the command or the caller ends.
+ * Nothing here falls back to running on the host: every failure is either
+ * an error or a result with exit status 125 and a message.
+ */
+#define _GNU_SOURCE
+#include "a3s/a3s.h"
+
+#if defined(__linux__)
+
+#include "credscan.h"
+#include "env.h"
+#include "internal.h"
+#include "process_internal.h"
+#include "strvec.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define DEFAULT_TIMEOUT_MS 120000u
+#define MAX_MASKS 4096
+#define INIT_INSIDE "/run/a3s/init"
+
+/* Top-level names that stay read-only even though the workspace is writable. */
+static const char *const PROTECTED_DIRS[] = {".git",    ".a3s",    ".agents", ".codex",
+                                             ".claude", ".vscode", ".idea"};
+static const char *const PROTECTED_FILES[] = {".gitmodules", ".mcp.json",     ".ripgreprc",
+                                              ".bashrc",     ".bash_profile", ".zshrc",
+                                              ".zprofile",   ".profile"};
+/* Kernel interfaces under /proc a root caller could write through. */
+static const char *const PROC_READONLY[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+                                            "/proc/bus", "/proc/fs"};
+/* Toolchain roots re-exposed (read-only) when they live under a masked home. */
+static const char *const TOOLCHAIN_VARS[] = {
+    "CARGO_HOME", "RUSTUP_HOME", "GOPATH",    "GOROOT",      "NVM_DIR",    "JAVA_HOME",
+    "PYENV_ROOT", "VOLTA_HOME",  "PNPM_HOME", "BUN_INSTALL", "SDKMAN_DIR", "ASDF_DATA_DIR",
+    "ASDF_DIR",   "RBENV_ROOT",  "GEM_HOME",  "DOTNET_ROOT", "CONDA_PREFIX", "VIRTUAL_ENV",
+};
+/* Directory names under a home that hold credentials: never re-exposed. */
+static const char *const HOME_SECRETS[] = {".ssh",   ".gnupg", ".aws",   ".azure", ".kube",
+                                           ".docker", ".config", ".netrc", ".password-store"};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+struct a3s_sandbox {
+    uint64_t flags;
+    char *workspace; /* canonical */
+    char *bwrap;
+    char *init;
+    char *bash;
+    char *scratch_parent;
+    struct a3s_strvec host_env;
+    struct a3s_credscan *creds;
+    pthread_mutex_t lock; /* serializes the credential cache */
+};
+
+/* One run's plan: everything decided before bubblewrap starts. */
+struct plan {
+    struct a3s_strvec argv;
+    struct a3s_strvec env;
+    struct a3s_strvec placeholders; /* 'f'/'d' + path: remove afterwards if untouched */
+    struct a3s_strvec masks;        /* paths masked inside the workspace */
+    char run_dir[PATH_MAX];         /* host dir holding scratch and mask objects */
+    char home[PATH_MAX];            /* the scratch dir: HOME and TMPDIR */
+    char mask_file[PATH_MAX];
+    char mask_dir[PATH_MAX];
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static bool path_is_under(const char *path, const char *dir) {
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return path[0] == '/';
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static bool is_dir_nofollow(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static const char *env_get(const struct a3s_strvec *env, const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 0; i < env->len; i++)
+        if (strncmp(env->items[i], name, n) == 0 && env->items[i][n] == '=')
+            return env->items[i] + n + 1;
+    return NULL;
+}
+
+/* out = a + "/" + b; false (and out empty) if it does not fit. */
+static bool join(char *out, size_t cap, const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    if (na + 1 + nb + 1 > cap) {
+        out[0] = '\0';
+        return false;
+    }
+    memcpy(out, a, na);
+    out[na] = '/';
+    memcpy(out + na + 1, b, nb + 1);
+    return true;
+}
+
+static bool eq_nocase(const char *a, const char *b) {
+    for (; *a && *b; a++, b++)
+        if (a3s_lower((unsigned char)*a) != a3s_lower((unsigned char)*b))
+            return false;
+    return *a == *b;
+}
+
+static void push3(struct a3s_strvec *v, const char *a, const char *b, const char *c) {
+    a3s_strvec_push(v, a);
+    a3s_strvec_push(v, b);
+    a3s_strvec_push(v, c);
+}
+
+static int remove_tree_at(int parent, const char *name) {
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return unlinkat(parent, name, 0);
+    fchmod(fd, 0700); /* the mask dir is mode 0 */
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            remove_tree_at(dirfd(d), e->d_name);
+    closedir(d);
+    return unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+/* Removes a run directory without following symlinks planted inside it. */
+static void remove_tree(const char *path) {
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (!slash || slash == parent)
+        return;
+    *slash = '\0';
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return;
+    remove_tree_at(pfd, slash + 1);
+    close(pfd);
+}
+
+/* ---- configuration ------------------------------------------------------- */
+
+static char *resolve_bash(void) {
+    static const char *const candidates[] = {"/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"};
+    for (size_t i = 0; i < COUNT(candidates); i++)
+        if (access(candidates[i], X_OK) == 0)
+            return strdup(candidates[i]);
+    return NULL;
+}
+
+A3S_API void a3s_sandbox_free(a3s_sandbox *sb) {
+    if (!sb)
+        return;
+    a3s_credscan_free(sb->creds);
+    a3s_strvec_free(&sb->host_env);
+    free(sb->workspace);
+    free(sb->bwrap);
+    free(sb->init);
+    free(sb->bash);
+    free(sb->scratch_parent);
+    pthread_mutex_destroy(&sb->lock);
+    free(sb);
+}
+
+static int check_abs_file(const char *what, const char *path, a3s_error *err) {
+    if (!path || path[0] != '/')
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "%s must be an absolute path", what);
+    if (access(path, X_OK) != 0)
+        return a3s_fail(err, A3S_E_UNSUPPORTED, errno, 0, "%s %s is not executable: %s", what,
+                        path, strerror(errno));
+    return A3S_OK;
+}
+
+A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err) {
+    if (!cfg || !out || cfg->struct_size < sizeof(a3s_sandbox_config))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: NULL or too small config");
+    *out = NULL;
+    uint64_t known = A3S_SANDBOX_PROCESS_HOST | A3S_SANDBOX_NO_LANDLOCK;
+    if (cfg->flags & ~known)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: unknown flag bits");
+    bool host = cfg->flags & A3S_SANDBOX_PROCESS_HOST;
+    if (!cfg->workspace || cfg->workspace[0] != '/')
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "the workspace must be an absolute path");
+    struct stat st;
+    if (lstat(cfg->workspace, &st) < 0)
+        return a3s_fail(err, A3S_E_INVALID, errno, 0, "workspace %s: %s", cfg->workspace,
+                        strerror(errno));
+    if (S_ISLNK(st.st_mode))
+        return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                        "workspace %s is a symlink; give the real directory", cfg->workspace);
+    if (!S_ISDIR(st.st_mode))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "workspace %s is not a directory",
+                        cfg->workspace);
+    int rc = check_abs_file("a3s-init", cfg->init_path, err);
+    if (rc == A3S_OK && !host)
+        rc = check_abs_file("bubblewrap", cfg->bwrap_path, err);
+    if (rc)
+        return rc;
+
+    a3s_sandbox *sb = calloc(1, sizeof *sb);
+    if (!sb)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+    pthread_mutex_init(&sb->lock, NULL);
+    sb->flags = cfg->flags;
+    sb->workspace = realpath(cfg->workspace, NULL);
+    sb->init = strdup(cfg->init_path);
+    sb->bwrap = host ? NULL : strdup(cfg->bwrap_path);
+    sb->bash = resolve_bash();
+    const char *tmp = cfg->scratch_parent;
+    if (!tmp) {
+        const char *env_tmp = getenv("TMPDIR");
+        tmp = env_tmp && env_tmp[0] == '/' && is_dir_nofollow(env_tmp) ? env_tmp : "/tmp";
+    }
+    sb->scratch_parent = realpath(tmp, NULL);
+    const char *const *henv = cfg->host_env ? cfg->host_env : (const char *const *)environ;
+    size_t nhenv = cfg->host_env ? cfg->host_envc : 0;
+    if (!cfg->host_env)
+        while (henv[nhenv])
+            nhenv++;
+    for (size_t i = 0; i < nhenv; i++)
+        a3s_strvec_push(&sb->host_env, henv[i]);
+    if (!sb->workspace || !sb->init || (!host && !sb->bwrap) || sb->host_env.failed) {
+        a3s_sandbox_free(sb);
+        return a3s_fail(err, A3S_E_NOMEM, errno, 0, "cannot set up the sandbox: %s",
+                        strerror(errno));
+    }
+    if (!sb->bash) {
+        a3s_sandbox_free(sb);
+        return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0, "bash not found in /bin or /usr/bin");
+    }
+    if (!sb->scratch_parent) {
+        a3s_sandbox_free(sb);
+        return a3s_fail(err, A3S_E_INVALID, errno, 0, "scratch parent %s: %s", tmp,
+                        strerror(errno));
+    }
+    if ((rc = a3s_credscan_new(sb->workspace, &sb->creds, err)) != A3S_OK) {
+        a3s_sandbox_free(sb);
+        return rc;
+    }
+    *out = sb;
+    return a3s_ok(err);
+}
+
+A3S_API const char *a3s_sandbox_workspace(const a3s_sandbox *sb) {
+    return sb ? sb->workspace : NULL;
+}
+
+/* ---- the plan ------------------------------------------------------------ */
+
+static void plan_free(struct plan *p) {
+    a3s_strvec_free(&p->argv);
+    a3s_strvec_free(&p->env);
+    a3s_strvec_free(&p->placeholders);
+    a3s_strvec_free(&p->masks);
+}
+
+/* The private run directory: scratch (HOME, TMPDIR) plus mask objects. */
+static int make_run_dir(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
+    if (snprintf(p->run_dir, sizeof p->run_dir, "%s/a3s-run-XXXXXX", sb->scratch_parent) >=
+        (int)sizeof p->run_dir)
+        return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "scratch path too long");
+    if (!mkdtemp(p->run_dir))
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot create a scratch directory in %s: %s",
+                        sb->scratch_parent, strerror(errno));
+    if (!join(p->home, sizeof p->home, p->run_dir, "home") ||
+        !join(p->mask_file, sizeof p->mask_file, p->run_dir, "mask") ||
+        !join(p->mask_dir, sizeof p->mask_dir, p->run_dir, "maskdir"))
+        return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "scratch path too long");
+    int fd;
+    if (mkdir(p->home, 0700) < 0 || mkdir(p->mask_dir, 0000) < 0 ||
+        (fd = open(p->mask_file, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0000)) < 0)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot prepare the scratch directory: %s",
+                        strerror(errno));
+    close(fd);
+    struct stat st;
+    if (lstat(p->home, &st) < 0 || !S_ISDIR(st.st_mode))
+        return a3s_fail(err, A3S_E_REFUSED, 0, 0, "the scratch directory was replaced");
+    return A3S_OK;
+}
+
+/* Protected top-level names: read-only binds, placeholders where missing. */
+static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
+                         a3s_error *err) {
+    char path[PATH_MAX];
+    /* case variants present on disk count as the protected name itself */
+    DIR *d = opendir(sb->workspace);
+    if (!d)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot list the workspace: %s",
+                        strerror(errno));
+    bool present_dirs[COUNT(PROTECTED_DIRS)] = {0};
+    bool present_files[COUNT(PROTECTED_FILES)] = {0};
+    struct dirent *e;
+    int rc = A3S_OK;
+    while (rc == A3S_OK && (e = readdir(d)) != NULL) {
+        bool is_dir_name = false, match = false;
+        for (size_t i = 0; i < COUNT(PROTECTED_DIRS); i++)
+            if (eq_nocase(e->d_name, PROTECTED_DIRS[i])) {
+                match = is_dir_name = true;
+                if (!strcmp(e->d_name, PROTECTED_DIRS[i]))
+                    present_dirs[i] = true;
+            }
+        for (size_t i = 0; i < COUNT(PROTECTED_FILES); i++)
+            if (eq_nocase(e->d_name, PROTECTED_FILES[i])) {
+                match = true;
+                if (!strcmp(e->d_name, PROTECTED_FILES[i]))
+                    present_files[i] = true;
+            }
+        if (!match)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", sb->workspace, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) < 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            rc = a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                          "%s is a symlink; a protected name must be a real %s", path,
+                          is_dir_name ? "directory" : "file");
+        } else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+            rc = a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                          "%s has %lu hard links; another name could write to this protected "
+                          "file",
+                          path, (unsigned long)st.st_nlink);
+        } else {
+            push3(binds, "--ro-bind", path, path);
+            /* a worktree or submodule: .git is a file naming the real gitdir */
+            if (S_ISREG(st.st_mode) && eq_nocase(e->d_name, ".git")) {
+                FILE *f = fopen(path, "re");
+                char line[PATH_MAX + 16];
+                if (f && fgets(line, sizeof line, f) && !strncmp(line, "gitdir: ", 8)) {
+                    line[strcspn(line, "\r\n")] = '\0';
+                    char joined[PATH_MAX * 2];
+                    const char *g = line + 8;
+                    if (g[0] != '/')
+                        snprintf(joined, sizeof joined, "%s/%s", sb->workspace, g);
+                    else
+                        snprintf(joined, sizeof joined, "%s", g);
+                    char *real = realpath(joined, NULL);
+                    if (real && is_dir_nofollow(real))
+                        push3(binds, "--ro-bind", real, real);
+                    free(real);
+                }
+                if (f)
+                    fclose(f);
+            }
+        }
+    }
+    closedir(d);
+    if (rc)
+        return rc;
+
+    /* A missing name gets a read-only placeholder for the run. */
+    for (int kind = 0; kind < 2; kind++) {
+        const char *const *names = kind ? PROTECTED_FILES : PROTECTED_DIRS;
+        size_t n = kind ? COUNT(PROTECTED_FILES) : COUNT(PROTECTED_DIRS);
+        for (size_t i = 0; i < n; i++) {
+            if (kind ? present_files[i] : present_dirs[i])
+                continue;
+            snprintf(path, sizeof path, "%s/%s", sb->workspace, names[i]);
+            int made = kind ? open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444)
+                            : mkdir(path, 0555);
+            if (made < 0 && errno != EEXIST)
+                return a3s_fail(err, A3S_E_SYSTEM, errno, 0,
+                                "cannot create a placeholder for %s: %s", path, strerror(errno));
+            if (kind && made >= 0)
+                close(made);
+            struct stat st;
+            if (lstat(path, &st) < 0 || S_ISLNK(st.st_mode))
+                return a3s_fail(err, A3S_E_REFUSED, 0, 0, "%s changed while being protected",
+                                path);
+            if (made >= 0) {
+                char tagged[PATH_MAX + 64];
+                snprintf(tagged, sizeof tagged, "%c%lu:%lu:%s", kind ? 'f' : 'd',
+                         (unsigned long)st.st_dev, (unsigned long)st.st_ino, path);
+                a3s_strvec_push(&p->placeholders, tagged);
+            }
+            push3(binds, "--ro-bind", path, path);
+        }
+    }
+    return A3S_OK;
+}
+
+/* Credential files inside the workspace: bind an unreadable object over each. */
+static int mask_credentials(a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
+                            a3s_error *err) {
+    struct a3s_strvec found = {0};
+    pthread_mutex_lock(&sb->lock);
+    int rc = a3s_credscan_run(sb->creds, &found, err);
+    pthread_mutex_unlock(&sb->lock);
+    if (rc) {
+        a3s_strvec_free(&found);
+        return rc;
+    }
+    if (found.len > MAX_MASKS) {
+        size_t n = found.len;
+        a3s_strvec_free(&found);
+        return a3s_fail(err, A3S_E_REFUSED, 0, (int64_t)n,
+                        "the workspace holds %zu credential files; the sandbox masks at most %d",
+                        n, MAX_MASKS);
+    }
+    for (size_t i = 0; rc == A3S_OK && i < found.len; i++) {
+        const char *path = found.items[i] + 1;
+        struct stat st;
+        if (lstat(path, &st) < 0)
+            continue; /* gone since the scan */
+        if (S_ISLNK(st.st_mode)) {
+            /* a credential name pointing into the workspace exposes its target */
+            char *real = realpath(path, NULL);
+            if (real && path_is_under(real, sb->workspace) && stat(real, &st) == 0) {
+                push3(binds, "--ro-bind", S_ISDIR(st.st_mode) ? p->mask_dir : p->mask_file,
+                      real);
+                a3s_strvec_push(&p->masks, real);
+            }
+            free(real);
+            continue;
+        }
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+            rc = a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                          "credential file %s has %lu hard links; an alias could expose it", path,
+                          (unsigned long)st.st_nlink);
+            break;
+        }
+        push3(binds, "--ro-bind", S_ISDIR(st.st_mode) ? p->mask_dir : p->mask_file, path);
+        a3s_strvec_push(&p->masks, path);
+    }
+    a3s_strvec_free(&found);
+    return rc;
+}
+
+static bool is_home_secret(const char *path, const char *home) {
+    for (size_t i = 0; i < COUNT(HOME_SECRETS); i++) {
+        char secret[PATH_MAX];
+        snprintf(secret, sizeof secret, "%s/%s", home, HOME_SECRETS[i]);
+        if (path_is_under(path, secret) || path_is_under(secret, path))
+            return true;
+    }
+    return false;
+}
+
+/* Homes are masked whole; toolchains under them come back read-only. */
+static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *args) {
+    const char *homes[3] = {"/home", "/root", env_get(&sb->host_env, "HOME")};
+    struct a3s_strvec masked = {0};
+    for (size_t i = 0; i < 3; i++) {
+        const char *h = homes[i];
+        if (!h || h[0] != '/' || !strcmp(h, "/") || !is_dir_nofollow(h))
+            continue;
+        char *real = realpath(h, NULL);
+        if (!real)
+            continue;
+        bool covered = false;
+        for (size_t j = 0; j < masked.len; j++)
+            covered |= path_is_under(real, masked.items[j]);
+        if (!covered && strcmp(real, "/") != 0) {
+            a3s_strvec_push(args, "--tmpfs");
+            a3s_strvec_push(args, real);
+            a3s_strvec_push(&masked, real);
+        }
+        free(real);
+    }
+    /* re-expose toolchain roots and absolute PATH entries under a masked home */
+    struct a3s_strvec roots = {0};
+    for (size_t i = 0; i < COUNT(TOOLCHAIN_VARS); i++) {
+        const char *v = env_get(&sb->host_env, TOOLCHAIN_VARS[i]);
+        if (v && v[0] == '/')
+            a3s_strvec_push(&roots, v);
+    }
+    const char *path = env_get(&sb->host_env, "PATH");
+    while (path && *path) {
+        const char *end = strchr(path, ':');
+        size_t n = end ? (size_t)(end - path) : strlen(path);
+        if (n && path[0] == '/')
+            a3s_strvec_push_n(&roots, path, n);
+        path += n + (end ? 1 : 0);
+    }
+    const char *home = env_get(&sb->host_env, "HOME");
+    for (size_t i = 0; i < roots.len; i++) {
+        char *real = realpath(roots.items[i], NULL);
+        if (!real || !is_dir_nofollow(real)) {
+            free(real);
+            continue;
+        }
+        bool under = false, secret = false;
+        for (size_t j = 0; j < masked.len; j++) {
+            if (path_is_under(real, masked.items[j])) {
+                under = true;
+                secret |= !strcmp(real, masked.items[j]); /* never the home itself */
+            }
+        }
+        for (size_t j = 0; j < masked.len && !secret; j++)
+            secret = is_home_secret(real, masked.items[j]);
+        if (home && home[0] == '/')
+            secret |= is_home_secret(real, home);
+        if (under && !secret && !path_is_under(real, sb->workspace)) {
+            push3(args, "--ro-bind", real, real);
+            /* cargo keeps its registry token inside CARGO_HOME */
+            static const char *const inner[] = {"credentials", "credentials.toml"};
+            for (size_t k = 0; k < COUNT(inner); k++) {
+                char c[PATH_MAX];
+                snprintf(c, sizeof c, "%s/%s", real, inner[k]);
+                struct stat st;
+                if (lstat(c, &st) == 0 && S_ISREG(st.st_mode))
+                    push3(args, "--ro-bind", p->mask_file, c);
+            }
+        }
+        free(real);
+    }
+    a3s_strvec_free(&roots);
+    a3s_strvec_free(&masked);
+}
+
+static void push_num(struct a3s_strvec *v, const char *opt, uint64_t n) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)n);
+    a3s_strvec_push(v, opt);
+    a3s_strvec_push(v, buf);
+}
+
+static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exec_options *o,
+                      struct a3s_strvec *a, bool sandbox, int status_fd, int lifeline_fd) {
+    a3s_strvec_push(a, sandbox ? INIT_INSIDE : sb->init);
+    a3s_strvec_push(a, "--mode");
+    a3s_strvec_push(a, sandbox ? "sandbox" : "host");
+    push_num(a, "--status-fd", (uint64_t)status_fd);
+    push_num(a, "--lifeline-fd", (uint64_t)lifeline_fd);
+    push_num(a, "--timeout-ms", o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
+    push_num(a, "--grace-ms", o->kill_grace_ms ? o->kill_grace_ms : 2000);
+    if (sandbox) {
+        if (sb->flags & A3S_SANDBOX_NO_LANDLOCK)
+            a3s_strvec_push(a, "--no-landlock");
+        static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
+        for (size_t i = 0; i < COUNT(rw); i++) {
+            a3s_strvec_push(a, "--rw");
+            a3s_strvec_push(a, rw[i]);
+        }
+        a3s_strvec_push(a, "--rw");
+        a3s_strvec_push(a, sb->workspace);
+        a3s_strvec_push(a, "--rw");
+        a3s_strvec_push(a, p->home);
+    }
+    a3s_strvec_push(a, "--");
+    a3s_strvec_push(a, sb->bash);
+    a3s_strvec_push(a, "-c");
+    a3s_strvec_push_n(a, o->command, o->command_len);
+}
+
+static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p, int status_fd,
+                      int lifeline_fd, a3s_error *err) {
+    bool sandbox = !(sb->flags & A3S_SANDBOX_PROCESS_HOST);
+    struct stat st;
+    if (lstat(sb->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
+        return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                        "the workspace %s is gone or is no longer a directory", sb->workspace);
+    int rc = make_run_dir(sb, p, err);
+    if (rc)
+        return rc;
+    const char *const *extra = o->env;
+    if ((rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, extra,
+                            o->envc, p->home, &p->env, err)) != A3S_OK)
+        return rc;
+    if (!sandbox) {
+        /* the process host keeps the real HOME: it has no boundary to keep it from */
+        const char *home = env_get(&sb->host_env, "HOME");
+        for (size_t i = 0; home && i < p->env.len; i++) {
+            if (!strncmp(p->env.items[i], "HOME=", 5)) {
+                char *h = malloc(strlen(home) + 6);
+                if (h) {
+                    sprintf(h, "HOME=%s", home);
+                    free(p->env.items[i]);
+                    p->env.items[i] = h;
+                }
+            }
+        }
+        push_init(sb, p, o, &p->argv, false, status_fd, lifeline_fd);
+        return p->argv.failed || p->env.failed ? a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory")
+                                               : A3S_OK;
+    }
+
+    struct a3s_strvec *a = &p->argv;
+    a3s_strvec_push(a, sb->bwrap);
+    static const char *const ns[] = {"--unshare-all", "--unshare-user", "--disable-userns",
+                                     "--die-with-parent", "--new-session", "--as-pid-1",
+                                     "--cap-drop", "ALL"};
+    for (size_t i = 0; i < COUNT(ns); i++)
+        a3s_strvec_push(a, ns[i]);
+    push3(a, "--ro-bind", "/", "/");
+    a3s_strvec_push(a, "--dev");
+    a3s_strvec_push(a, "/dev");
+    a3s_strvec_push(a, "--proc");
+    a3s_strvec_push(a, "/proc");
+    for (size_t i = 0; i < COUNT(PROC_READONLY); i++)
+        push3(a, "--ro-bind-try", PROC_READONLY[i], PROC_READONLY[i]);
+    static const char *const tmpfs[] = {"/tmp", "/var/tmp", "/run"};
+    for (size_t i = 0; i < COUNT(tmpfs); i++) {
+        a3s_strvec_push(a, "--tmpfs");
+        a3s_strvec_push(a, tmpfs[i]);
+    }
+    mask_homes(sb, p, a);
+    /* host credential files outside any home */
+    static const char *const host_secrets[] = {"/etc/shadow", "/etc/gshadow", "/etc/shadow-",
+                                               "/etc/gshadow-", "/etc/sudoers", "/etc/ssh"};
+    for (size_t i = 0; i < COUNT(host_secrets); i++) {
+        if (lstat(host_secrets[i], &st) == 0 && !S_ISLNK(st.st_mode))
+            push3(a, "--ro-bind", S_ISDIR(st.st_mode) ? p->mask_dir : p->mask_file,
+                  host_secrets[i]);
+    }
+    push3(a, "--bind", sb->workspace, sb->workspace);
+    if ((rc = protect_names(sb, p, a, err)) != A3S_OK)
+        return rc;
+    if ((rc = mask_credentials(sb, p, a, err)) != A3S_OK)
+        return rc;
+    push3(a, "--bind", p->home, p->home);
+    push3(a, "--ro-bind", sb->init, INIT_INSIDE);
+    a3s_strvec_push(a, "--chdir");
+    a3s_strvec_push(a, sb->workspace);
+    a3s_strvec_push(a, "--");
+    push_init(sb, p, o, a, true, status_fd, lifeline_fd);
+    if (a->failed || p->env.failed || p->placeholders.failed || p->masks.failed)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory planning the sandbox");
+    return A3S_OK;
+}
+
+/* Removes placeholders that are still the untouched objects we created. */
+static void remove_placeholders(const struct plan *p) {
+    for (size_t i = 0; i < p->placeholders.len; i++) {
+        const char *t = p->placeholders.items[i];
+        unsigned long dev, ino;
+        int off = 0;
+        if (sscanf(t + 1, "%lu:%lu:%n", &dev, &ino, &off) != 2 || off == 0)
+            continue;
+        const char *path = t + 1 + off;
+        struct stat st;
+        if (lstat(path, &st) < 0 || st.st_dev != dev || st.st_ino != ino)
+            continue;
+        if (t[0] == 'f' && S_ISREG(st.st_mode) && st.st_size == 0)
+            unlink(path);
+        else if (t[0] == 'd' && S_ISDIR(st.st_mode))
+            rmdir(path); /* fails, as it should, unless still empty */
+    }
+}
+
+/* ---- running -------------------------------------------------------------- */
+
+static void read_status(int fd, char *buf, size_t cap) {
+    size_t n = 0;
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    while (n + 1 < cap) {
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r > 0)
+            n += (size_t)r;
+        else if (r < 0 && errno == EINTR)
+            continue;
+        else
+            break;
+    }
+    buf[n] = '\0';
+}
+
+/* The first "bwrap: ..." line of stderr, for a failure before our init ran. */
+static void bwrap_message(const a3s_process_result *r, char *out, size_t cap) {
+    a3s_process_result_view v = {.struct_size = sizeof v};
+    out[0] = '\0';
+    if (a3s_process_result_get(r, &v, NULL) != A3S_OK || !v.stderr_data)
+        return;
+    const char *s = strstr(v.stderr_data, "bwrap: ");
+    if (!s)
+        s = v.stderr_data;
+    size_t n = strcspn(s, "\n");
+    snprintf(out, cap, "%.*s", (int)n, s);
+}
+
+A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
+                             a3s_process_result **out, a3s_error *err) {
+    if (!sb || !o || !out || o->struct_size < sizeof(a3s_exec_options) ||
+        (!o->command && o->command_len) || (!o->env && o->envc))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_exec: invalid argument");
+    *out = NULL;
+    if (o->flags & ~(uint64_t)A3S_EXEC_CANCEL_FD)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_exec: unknown flag bits");
+    if (memchr(o->command, '\0', o->command_len))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "the command contains a NUL byte");
+    for (size_t i = 0; i < o->envc; i++) {
+        int rc = a3s_env_check_extra(o->env[i], err);
+        if (rc)
+            return rc;
+    }
+
+    int status[2] = {-1, -1}, lifeline[2] = {-1, -1};
+    if (pipe2(status, O_CLOEXEC) < 0 || pipe2(lifeline, O_CLOEXEC) < 0) {
+        int e = errno;
+        for (int i = 0; i < 2; i++) {
+            if (status[i] >= 0)
+                close(status[i]);
+        }
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe2: %s", strerror(e));
+    }
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    a3s_error plan_err = {0};
+    int rc = build_plan(sb, o, &p, status[1], lifeline[0], &plan_err);
+    a3s_process_result *result = NULL;
+    bool launched = false;
+    if (rc == A3S_OK) {
+        int keep[2] = {status[1], lifeline[0]};
+        a3s_process_options po = {
+            .struct_size = sizeof po,
+            .flags = (o->flags & A3S_EXEC_CANCEL_FD) ? A3S_PROCESS_CANCEL_FD : 0,
+            .path = p.argv.items[0],
+            .argv = (const char *const *)p.argv.items,
+            .argc = p.argv.len,
+            .envp = (const char *const *)p.env.items,
+            .envc = p.env.len,
+            .cwd = sb->workspace,
+            /* the init enforces the timeout; this is the backstop behind it */
+            .timeout_ms = (o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS) +
+                          (o->kill_grace_ms ? o->kill_grace_ms : 2000) + 3000,
+            .kill_grace_ms = 500,
+            .max_output_bytes = o->max_output_bytes,
+            .keep_fds = keep,
+            .keep_fd_count = 2,
+            .cancel_fd = o->cancel_fd,
+        };
+        rc = a3s_process_run(&po, &result, err);
+        launched = rc == A3S_OK;
+    } else if (plan_err.code == A3S_E_REFUSED || plan_err.code == A3S_E_SYSTEM) {
+        /* a refusal is the run's outcome (exit 125), not the caller's mistake */
+        result = a3s_process_result_synthetic(125, A3S_RESULT_SETUP_FAILED, plan_err.message);
+        rc = result ? A3S_OK : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+    } else if (err) {
+        *err = plan_err;
+    }
+    close(status[1]);
+    close(lifeline[0]);
+    char st[640];
+    read_status(status[0], st, sizeof st);
+    close(status[0]);
+    close(lifeline[1]); /* only now: the run is over */
+    remove_placeholders(&p);
+    if (p.run_dir[0])
+        remove_tree(p.run_dir);
+
+    if (launched) {
+        if (st[0] != 'R') {
+            char msg[sizeof st];
+            if (st[0] == 'E')
+                snprintf(msg, sizeof msg, "%s", st + 1);
+            else
+                bwrap_message(result, msg, sizeof msg);
+            a3s_process_result_override(result, 125, 0, A3S_RESULT_SETUP_FAILED,
+                                        msg[0] ? msg : "the sandbox did not start");
+        } else if (strchr(st, 'T')) {
+            a3s_process_result_override(result, 124, 0, A3S_RESULT_TIMED_OUT, NULL);
+        }
+    }
+    plan_free(&p);
+    if (rc != A3S_OK) {
+        a3s_process_result_free(result);
+        return rc == A3S_OK ? A3S_E_INVALID : rc;
+    }
+    *out = result;
+    return a3s_ok(err);
+}
+
+A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *err) {
+    if (!sb)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_probe: NULL sandbox");
+    bool host = sb->flags & A3S_SANDBOX_PROCESS_HOST;
+    const char *cmd = host ? "exit 0" : "exec " INIT_INSIDE " --probe";
+    a3s_exec_options o = {
+        .struct_size = sizeof o,
+        .command = cmd,
+        .command_len = strlen(cmd),
+        .timeout_ms = timeout_ms ? timeout_ms : 10000,
+        .kill_grace_ms = 200,
+        .max_output_bytes = 16384,
+    };
+    a3s_process_result *r = NULL;
+    int rc = a3s_sandbox_exec(sb, &o, &r, err);
+    if (rc)
+        return rc;
+    a3s_process_result_view v = {.struct_size = sizeof v};
+    a3s_process_result_get(r, &v, NULL);
+    if (v.flags & A3S_RESULT_SETUP_FAILED) {
+        rc = a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0, "the sandbox cannot start: %s",
+                      v.setup_error ? v.setup_error : "unknown error");
+    } else if (v.flags & A3S_RESULT_TIMED_OUT) {
+        rc = a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0, "the sandbox self-test timed out");
+    } else if (v.exit_code != 0 || (!host && !strstr(v.stdout_data, "a3s-probe: ok"))) {
+        const char *fail = strstr(v.stdout_data, "FAIL ");
+        size_t n = fail ? strcspn(fail, "\n") : 0;
+        rc = a3s_fail(err, A3S_E_UNSUPPORTED, 0, v.exit_code,
+                      "the sandbox self-test failed (exit %d): %.*s", (int)v.exit_code, (int)n,
+                      fail ? fail : "no verdict");
+    } else {
+        rc = a3s_ok(err);
+    }
+    a3s_process_result_free(r);
+    return rc;
+}
+
+#else
+typedef int a3s_sandbox_linux_unused;
+#endif

@@ -1,0 +1,684 @@
+/* seccomp_linux.c - the seccomp filter of the sandboxed command, generated
+ * as classic BPF by this file (no libseccomp).
+ *
+ * The filter is a deny-list on top of the bubblewrap namespaces: a few calls
+ * that open kernel attack surface, reach out of the sandbox or undo its
+ * namespaces are refused, everything else is allowed. A refused call fails
+ * with an errno so tools print a readable message ("Operation not
+ * permitted", "Address family not supported by protocol"); nothing is
+ * killed except a call made with a foreign ABI (see below).
+ *
+ * Shape of the program (A is the BPF accumulator):
+ *
+ *     A = arch;  if A != native arch:   return KILL_PROCESS
+ *     A = nr;    [x86_64] if A >= 0x40000000: return ERRNO(ENOSYS)
+ *     block 1:   if A == nr_1: <checks on arguments> return ...
+ *     block 2:   if A == nr_2: ...
+ *     ...
+ *     return ALLOW
+ *
+ * Each block starts with A holding the system call number; when the number
+ * is not its own it jumps past itself with A untouched, and once it matched,
+ * every path through it ends in a return. So the blocks are independent and
+ * short (BPF jump offsets are 8 bits), and generation checks both
+ * properties. A call without a rule depends only on (arch, nr), which lets
+ * Linux >= 5.11 prove it always allowed and skip the filter for it (the
+ * seccomp action cache): read, write, openat... pay nothing.
+ *
+ * 64-bit arguments: every argument rule compares only the low 32 bits,
+ * because that is all the kernel reads for these calls: socket() and
+ * socketpair() take int, ioctl()'s cmd and personality()'s argument are
+ * unsigned int, and clone() uses lower_32_bits(flags). Matching all 64
+ * bits would open a hole, not close one: to the kernel
+ * ioctl(fd, 0xffffffff00005412) is TIOCSTI.
+ *
+ * Only x86_64 and little-endian aarch64 (the arches we ship) have a filter;
+ * a3s_seccomp_build answers A3S_E_UNSUPPORTED elsewhere.
+ */
+#define _GNU_SOURCE
+#include "seccomp_linux.h"
+
+#if defined(__linux__)
+
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SECCOMP_SET_MODE_FILTER
+#  define SECCOMP_SET_MODE_FILTER 1
+#endif
+#ifndef SECCOMP_RET_KILL_PROCESS /* Linux 4.14; older kernels kill the thread */
+#  define SECCOMP_RET_KILL_PROCESS 0x80000000U
+#endif
+
+#if defined(__x86_64__) && !defined(__ILP32__)
+#  define NATIVE_ARCH AUDIT_ARCH_X86_64
+#  define HAVE_X32_ABI 1
+#elif defined(__aarch64__) && !defined(__ILP32__) && defined(__BYTE_ORDER__) &&                 \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#  define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#if defined(NATIVE_ARCH)
+
+#define X32_SYSCALL_BIT 0x40000000u /* __X32_SYSCALL_BIT of asm/unistd.h */
+#if defined(__X32_SYSCALL_BIT) && __X32_SYSCALL_BIT != 0x40000000
+#  error "unexpected __X32_SYSCALL_BIT"
+#endif
+#ifndef CLONE_NEWCGROUP
+#  define CLONE_NEWCGROUP 0x02000000
+#endif
+#ifndef CLONE_NEWTIME
+#  define CLONE_NEWTIME 0x00000080
+#endif
+
+#define RET_ALLOW SECCOMP_RET_ALLOW
+#define RET_ERRNO(e) (SECCOMP_RET_ERRNO | ((uint32_t)(e) & SECCOMP_RET_DATA))
+
+/* ------------------------------------------------------------------------ */
+/* Calls refused whatever their arguments                                    */
+/* ------------------------------------------------------------------------ */
+
+struct deny {
+    uint32_t nr;
+    int err;
+};
+
+static const struct deny denies[] = {
+/* Servers: the sandbox may be a network client (socket + connect over
+ * AF_INET/AF_INET6, when its namespace has a network at all), never a
+ * server that something outside could connect to. */
+#ifdef SYS_listen
+    {SYS_listen, EPERM},
+#endif
+#ifdef SYS_accept
+    {SYS_accept, EPERM},
+#endif
+#ifdef SYS_accept4
+    {SYS_accept4, EPERM},
+#endif
+
+/* io_uring: a large and fast-moving kernel interface with a long record of
+ * privilege escalations, whose operations (IORING_OP_OPENAT, _SOCKET, ...)
+ * are not system calls and so bypass this filter. EPERM is also what
+ * kernel.io_uring_disabled=2 answers, so runtimes that try it (libuv,
+ * liburing users) already fall back to their thread pools on it. */
+#ifdef SYS_io_uring_setup
+    {SYS_io_uring_setup, EPERM},
+#endif
+#ifdef SYS_io_uring_enter
+    {SYS_io_uring_enter, EPERM},
+#endif
+#ifdef SYS_io_uring_register
+    {SYS_io_uring_register, EPERM},
+#endif
+
+/* Reaching into other processes: ptrace (PTRACE_TRACEME itself was a root
+ * exploit, CVE-2019-13272; before Linux 4.8 a tracer could also rewrite a
+ * call after seccomp had allowed it), and the calls with the same power
+ * without ptrace: reading/writing another process's memory, stealing its
+ * file descriptors, advising its memory. Debuggers and strace do not work
+ * in the sandbox. */
+#ifdef SYS_ptrace
+    {SYS_ptrace, EPERM},
+#endif
+#ifdef SYS_process_vm_readv
+    {SYS_process_vm_readv, EPERM},
+#endif
+#ifdef SYS_process_vm_writev
+    {SYS_process_vm_writev, EPERM},
+#endif
+#ifdef SYS_pidfd_getfd
+    {SYS_pidfd_getfd, EPERM},
+#endif
+#ifdef SYS_process_madvise
+    {SYS_process_madvise, EPERM},
+#endif
+
+/* Namespaces: the ones bubblewrap set up are the boundary. A new user
+ * namespace hands its creator every capability inside it, which turns the
+ * many kernel interfaces gated on CAP_SYS_ADMIN or CAP_NET_ADMIN "in the
+ * namespace" into attack surface (the usual first step of recent container
+ * escapes); setns could join a namespace reachable through an inherited
+ * fd. unshare is refused whole: its non-namespace flags (CLONE_FILES,
+ * CLONE_FS, CLONE_SYSVSEM) are not used by the tools we run. clone() and
+ * clone3() have their own rules below. */
+#ifdef SYS_unshare
+    {SYS_unshare, EPERM},
+#endif
+#ifdef SYS_setns
+    {SYS_setns, EPERM},
+#endif
+
+/* Mounts: the file system view is bubblewrap's and must stay so. Without
+ * a new user namespace these already fail for lack of CAP_SYS_ADMIN; the
+ * rule keeps it so if a capability ever leaks in, and shuts the new mount
+ * API (open_tree, fsopen, ...) whose code is young. */
+#ifdef SYS_mount
+    {SYS_mount, EPERM},
+#endif
+#ifdef SYS_umount
+    {SYS_umount, EPERM},
+#endif
+#ifdef SYS_umount2
+    {SYS_umount2, EPERM},
+#endif
+#ifdef SYS_pivot_root
+    {SYS_pivot_root, EPERM},
+#endif
+#ifdef SYS_chroot
+    {SYS_chroot, EPERM},
+#endif
+#ifdef SYS_move_mount
+    {SYS_move_mount, EPERM},
+#endif
+#ifdef SYS_open_tree
+    {SYS_open_tree, EPERM},
+#endif
+#ifdef SYS_fsopen
+    {SYS_fsopen, EPERM},
+#endif
+#ifdef SYS_fsconfig
+    {SYS_fsconfig, EPERM},
+#endif
+#ifdef SYS_fsmount
+    {SYS_fsmount, EPERM},
+#endif
+#ifdef SYS_fspick
+    {SYS_fspick, EPERM},
+#endif
+#ifdef SYS_mount_setattr
+    {SYS_mount_setattr, EPERM},
+#endif
+
+/* Kernel keyrings are not walled off by the namespaces: the session
+ * keyring is inherited from the caller and key permissions go by uid, so
+ * the user's keys (Kerberos tickets, fscrypt and ecryptfs keys, cached
+ * credentials) would be in reach. */
+#ifdef SYS_keyctl
+    {SYS_keyctl, EPERM},
+#endif
+#ifdef SYS_add_key
+    {SYS_add_key, EPERM},
+#endif
+#ifdef SYS_request_key
+    {SYS_request_key, EPERM},
+#endif
+
+/* Kernel attack surface with no use in a coding sandbox: the eBPF verifier
+ * and JIT, perf events (also a window on other processes and the kernel),
+ * and userfaultfd, the standard tool for stretching race windows in kernel
+ * exploits. */
+#ifdef SYS_bpf
+    {SYS_bpf, EPERM},
+#endif
+#ifdef SYS_perf_event_open
+    {SYS_perf_event_open, EPERM},
+#endif
+#ifdef SYS_userfaultfd
+    {SYS_userfaultfd, EPERM},
+#endif
+
+/* Administration of the whole machine: new kernels and modules, reboot
+ * (inside a pid namespace it kills that namespace's init, us), swap,
+ * process accounting, and the kernel log (addresses, host activity). They
+ * all need a capability the sandbox does not hold; refusing them here
+ * keeps it so if one ever leaks in (bwrap --cap-add, a setuid helper). */
+#ifdef SYS_kexec_load
+    {SYS_kexec_load, EPERM},
+#endif
+#ifdef SYS_kexec_file_load
+    {SYS_kexec_file_load, EPERM},
+#endif
+#ifdef SYS_init_module
+    {SYS_init_module, EPERM},
+#endif
+#ifdef SYS_finit_module
+    {SYS_finit_module, EPERM},
+#endif
+#ifdef SYS_delete_module
+    {SYS_delete_module, EPERM},
+#endif
+#ifdef SYS_reboot
+    {SYS_reboot, EPERM},
+#endif
+#ifdef SYS_swapon
+    {SYS_swapon, EPERM},
+#endif
+#ifdef SYS_swapoff
+    {SYS_swapoff, EPERM},
+#endif
+#ifdef SYS_acct
+    {SYS_acct, EPERM},
+#endif
+#ifdef SYS_syslog
+    {SYS_syslog, EPERM},
+#endif
+
+/* x86 only: raw I/O port access (iopl, ioperm) and the local descriptor
+ * table (modify_ldt: 16-bit segments, a recurring source of kernel bugs,
+ * used by Wine and DOSEMU only). Absent on arm64, so compiled out there. */
+#ifdef SYS_iopl
+    {SYS_iopl, EPERM},
+#endif
+#ifdef SYS_ioperm
+    {SYS_ioperm, EPERM},
+#endif
+#ifdef SYS_modify_ldt
+    {SYS_modify_ldt, EPERM},
+#endif
+
+/* File handles: open_by_handle_at opens any file of a mounted file system
+ * from its handle, outside the mount namespace's view (the "shocker"
+ * container escape; it needs CAP_DAC_READ_SEARCH), and name_to_handle_at
+ * is where such handles come from. */
+#ifdef SYS_name_to_handle_at
+    {SYS_name_to_handle_at, EPERM},
+#endif
+#ifdef SYS_open_by_handle_at
+    {SYS_open_by_handle_at, EPERM},
+#endif
+
+/* clone3(): the flags are in a struct in user memory, which seccomp cannot
+ * read, so a CLONE_NEW* flag could not be caught. ENOSYS is what a kernel
+ * older than 5.3 answers, and on it glibc (pthread_create, posix_spawn)
+ * falls back to clone(), whose flags the rule below checks. EPERM would
+ * make thread creation fail instead. */
+#ifdef SYS_clone3
+    {SYS_clone3, ENOSYS},
+#endif
+};
+
+/* ------------------------------------------------------------------------ */
+/* A tiny assembler with per-block forward labels                            */
+/* ------------------------------------------------------------------------ */
+
+#define PROG_MAX 512 /* 135 are used on x86_64; the kernel's limit is BPF_MAXINSNS = 4096 */
+#define FIX_MAX 16   /* jumps per block */
+
+/* Labels of the current block. L_FALL is "the next instruction". */
+enum label { L_FALL = -1, L_NEXT = 0, L_ALLOW, L_DENY, L_FAMILY, L_COUNT };
+
+struct fix {
+    size_t at;
+    int jt, jf;
+};
+
+struct prog {
+    struct sock_filter insn[PROG_MAX];
+    size_t len;
+    bool broken; /* too long, or a block broke its contract: a bug here */
+    size_t block_start;
+    bool in_rule;
+    size_t label[L_COUNT];
+    struct fix fix[FIX_MAX];
+    size_t nfix;
+};
+
+static void put(struct prog *p, uint16_t code, uint8_t jt, uint8_t jf, uint32_t k) {
+    if (p->len == PROG_MAX) {
+        p->broken = true;
+        return;
+    }
+    p->insn[p->len].code = code;
+    p->insn[p->len].jt = jt;
+    p->insn[p->len].jf = jf;
+    p->insn[p->len].k = k;
+    p->len++;
+}
+
+static void load(struct prog *p, size_t offset) {
+    put(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offset);
+}
+
+static void load_nr(struct prog *p) {
+    load(p, offsetof(struct seccomp_data, nr));
+}
+
+static void load_arch(struct prog *p) {
+    load(p, offsetof(struct seccomp_data, arch));
+}
+
+/* The low 32 bits of argument i (both supported arches are little-endian). */
+static void load_arg_low(struct prog *p, unsigned i) {
+    load(p, offsetof(struct seccomp_data, args) + 8 * (size_t)i);
+}
+
+static void and_k(struct prog *p, uint32_t k) {
+    put(p, BPF_ALU | BPF_AND | BPF_K, 0, 0, k);
+}
+
+static void ret(struct prog *p, uint32_t action) {
+    put(p, BPF_RET | BPF_K, 0, 0, action);
+}
+
+/* A conditional jump (op: BPF_JEQ, BPF_JGE, BPF_JSET) to labels of the
+ * current block. Inside a rule only its first instruction may leave for
+ * L_NEXT: later ones may have loaded an argument into A. */
+static void jump(struct prog *p, uint16_t op, uint32_t k, int jt, int jf) {
+    if (p->nfix == FIX_MAX ||
+        (p->in_rule && p->len != p->block_start && (jt == L_NEXT || jf == L_NEXT))) {
+        p->broken = true;
+        return;
+    }
+    p->fix[p->nfix].at = p->len;
+    p->fix[p->nfix].jt = jt;
+    p->fix[p->nfix].jf = jf;
+    p->nfix++;
+    put(p, BPF_JMP | op | BPF_K, 0, 0, k);
+}
+
+static void block_begin(struct prog *p, bool rule) {
+    for (int i = 0; i < L_COUNT; i++)
+        p->label[i] = SIZE_MAX;
+    p->nfix = 0;
+    p->block_start = p->len;
+    p->in_rule = rule;
+}
+
+static void here(struct prog *p, enum label l) {
+    p->label[l] = p->len;
+}
+
+static uint8_t offset_to(struct prog *p, size_t at, int l) {
+    if (l == L_FALL)
+        return 0;
+    size_t target = p->label[l];
+    if (target == SIZE_MAX || target <= at || target - at - 1 > 255) {
+        p->broken = true;
+        return 0;
+    }
+    return (uint8_t)(target - at - 1);
+}
+
+static void block_end(struct prog *p) {
+    for (size_t i = 0; i < p->nfix; i++) {
+        struct fix *f = &p->fix[i];
+        if (f->at >= p->len)
+            continue; /* its put() overflowed; broken is set */
+        p->insn[f->at].jt = offset_to(p, f->at, f->jt);
+        p->insn[f->at].jf = offset_to(p, f->at, f->jf);
+    }
+    p->nfix = 0;
+    p->in_rule = false;
+}
+
+/* A rule's block: entered with A = nr. */
+static void rule_begin(struct prog *p, uint32_t nr) {
+    block_begin(p, true);
+    jump(p, BPF_JEQ, nr, L_FALL, L_NEXT);
+}
+
+static void rule_end(struct prog *p) {
+    /* Once matched, the body must return: falling through into the next
+     * block with an argument in A would skip that block's check. */
+    if (p->len == 0 || BPF_CLASS(p->insn[p->len - 1].code) != BPF_RET)
+        p->broken = true;
+    here(p, L_NEXT);
+    block_end(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rules with argument checks                                                */
+/* ------------------------------------------------------------------------ */
+
+/* socket(): only AF_INET and AF_INET6. The other families reach things a
+ * sandbox must not: AF_UNIX connects to host daemons through any socket
+ * file visible inside, even on a read-only bind mount (the D-Bus session
+ * bus, the Docker socket, ssh-agent, X11) and, when the network namespace
+ * is shared, to abstract sockets, which are not files at all; AF_NETLINK is the kernel's
+ * configuration interface (routes, netfilter, audit, uevents) and a common
+ * home of kernel bugs; AF_PACKET is raw link-level access (CVE-2016-8655,
+ * CVE-2017-7308); AF_VSOCK talks to the hypervisor; AF_ALG, AF_BLUETOOTH,
+ * AF_KEY, ... are attack surface nobody here needs. The answer is
+ * EAFNOSUPPORT, the errno of a kernel built without the family, so
+ * libraries take their "family not available" path (glibc's getaddrinfo,
+ * for one, assumes IPv4 and IPv6 when it cannot open its netlink socket).
+ * The family is an int to the kernel: low 32 bits only. */
+static void rule_socket(struct prog *p) {
+#ifdef SYS_socket
+    rule_begin(p, SYS_socket);
+    load_arg_low(p, 0);
+    jump(p, BPF_JEQ, AF_INET, L_ALLOW, L_FALL);
+    jump(p, BPF_JEQ, AF_INET6, L_ALLOW, L_FALL);
+    ret(p, RET_ERRNO(EAFNOSUPPORT));
+    here(p, L_ALLOW);
+    ret(p, RET_ALLOW);
+    rule_end(p);
+#else
+    (void)p;
+#endif
+}
+
+/* socketpair(): only AF_UNIX with SOCK_STREAM or SOCK_SEQPACKET, with
+ * SOCK_NONBLOCK and SOCK_CLOEXEC allowed in the type. A pair is two
+ * anonymous, already connected ends, so it reaches nothing outside the
+ * sandbox, and the stream form is what subprocess plumbing uses (Python's
+ * socket.socketpair() and multiprocessing, asyncio's self-pipe, libuv's
+ * IPC channels). Datagram (and raw) pairs are refused with EPERM to keep
+ * the allowed surface to what is used; a type with any other flag bit is
+ * refused too (the kernel would say EINVAL). Other families get
+ * EAFNOSUPPORT like socket(). Both are ints: low 32 bits only. */
+static void rule_socketpair(struct prog *p) {
+#ifdef SYS_socketpair
+    rule_begin(p, SYS_socketpair);
+    load_arg_low(p, 0);
+    jump(p, BPF_JEQ, AF_UNIX, L_FALL, L_FAMILY);
+    load_arg_low(p, 1);
+    and_k(p, ~(uint32_t)(SOCK_NONBLOCK | SOCK_CLOEXEC));
+    jump(p, BPF_JEQ, SOCK_STREAM, L_ALLOW, L_FALL);
+    jump(p, BPF_JEQ, SOCK_SEQPACKET, L_ALLOW, L_FALL);
+    ret(p, RET_ERRNO(EPERM));
+    here(p, L_FAMILY);
+    ret(p, RET_ERRNO(EAFNOSUPPORT));
+    here(p, L_ALLOW);
+    ret(p, RET_ALLOW);
+    rule_end(p);
+#else
+    (void)p;
+#endif
+}
+
+/* clone(): refused with EPERM (what an unprivileged caller gets) when the
+ * flags hold any CLONE_NEW* bit, for the reasons given at unshare; fork,
+ * vfork, posix_spawn and thread creation pass. The flags are the first
+ * argument on x86_64 and on arm64 (the CLONE_BACKWARDS variants only move
+ * tls and child_tid; s390's CLONE_BACKWARDS2, which swaps flags and stack,
+ * is not supported here), and the kernel reads only lower_32_bits(flags),
+ * where every CLONE_NEW* bit lives. CLONE_NEWTIME (0x80) lies in clone()'s
+ * exit-signal byte (CSIGNAL), so clone() never creates a time namespace;
+ * keeping it in the mask costs nothing (no signal number reaches 128). */
+#define CLONE_NEW_ANY                                                                      \
+    ((uint32_t)(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |    \
+                CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME))
+
+static void rule_clone(struct prog *p) {
+#ifdef SYS_clone
+    rule_begin(p, SYS_clone);
+    load_arg_low(p, 0);
+    jump(p, BPF_JSET, CLONE_NEW_ANY, L_DENY, L_ALLOW);
+    here(p, L_DENY);
+    ret(p, RET_ERRNO(EPERM));
+    here(p, L_ALLOW);
+    ret(p, RET_ALLOW);
+    rule_end(p);
+#else
+    (void)p;
+#endif
+}
+
+/* ioctl(): TIOCSTI pushes bytes into a terminal's input queue. Given the
+ * user's terminal (an inherited fd, or the controlling tty), a sandboxed
+ * process could type commands that the user's shell runs, outside the
+ * sandbox, once it exits (CVE-2017-5226 in bubblewrap). The init's
+ * setsid() and Linux 6.2's dev.tty.legacy_tiocsti=0 also stop it, but the
+ * first does not cover an inherited fd and the second is a host setting.
+ * TIOCLINUX's TIOCL_PASTESEL does the same on a virtual console
+ * (CVE-2023-1523). The kernel truncates cmd to unsigned int, so only the
+ * low 32 bits are compared: 0xffffffff00005412 is caught as TIOCSTI. */
+static void rule_ioctl(struct prog *p) {
+#ifdef SYS_ioctl
+    rule_begin(p, SYS_ioctl);
+    load_arg_low(p, 1);
+    jump(p, BPF_JEQ, TIOCSTI, L_DENY, L_FALL);
+    jump(p, BPF_JEQ, TIOCLINUX, L_DENY, L_ALLOW);
+    here(p, L_DENY);
+    ret(p, RET_ERRNO(EPERM));
+    here(p, L_ALLOW);
+    ret(p, RET_ALLOW);
+    rule_end(p);
+#else
+    (void)p;
+#endif
+}
+
+/* personality(): only the query (0xffffffff) and the harmless personas
+ * PER_LINUX (0), PER_LINUX32 (8: `linux32`, `setarch i686` builds; it only
+ * changes uname's machine) and UNAME26 (uname reports 2.6), alone or
+ * together - the set of Docker's default profile. Refused with EPERM: the
+ * flags that weaken the memory layout of every program exec'd afterwards
+ * (ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, MMAP_PAGE_ZERO,
+ * ADDR_COMPAT_LAYOUT, ...), classic aids to exploits, and the foreign
+ * personas. Cost, as under Docker: `setarch -R` fails, and so do
+ * ThreadSanitizer binaries on kernels with high ASLR entropy, where they
+ * re-exec themselves with ADDR_NO_RANDOMIZE. The argument is unsigned int:
+ * low 32 bits. */
+static void rule_personality(struct prog *p) {
+#ifdef SYS_personality
+    static const uint32_t allowed[] = {
+        PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32 | UNAME26, 0xffffffffu,
+    };
+    rule_begin(p, SYS_personality);
+    load_arg_low(p, 0);
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        jump(p, BPF_JEQ, allowed[i], L_ALLOW, L_FALL);
+    ret(p, RET_ERRNO(EPERM));
+    here(p, L_ALLOW);
+    ret(p, RET_ALLOW);
+    rule_end(p);
+#else
+    (void)p;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* The program                                                               */
+/* ------------------------------------------------------------------------ */
+
+static void generate(struct prog *p) {
+    /* The architecture first: system call numbers mean different calls in
+     * each ABI, and a 64-bit process can still make 32-bit calls (int 0x80
+     * on x86_64; AArch32 tasks on arm64) which would slip past every number
+     * below. The whole process is killed (SIGSYS, "Bad system call") rather
+     * than given an errno: a foreign-ABI program cannot run under this
+     * filter anyway, and an errno from exit() could leave it spinning. */
+    block_begin(p, false);
+    load_arch(p);
+    jump(p, BPF_JEQ, NATIVE_ARCH, L_ALLOW, L_FALL);
+    ret(p, SECCOMP_RET_KILL_PROCESS);
+    here(p, L_ALLOW);
+    load_nr(p);
+#ifdef HAVE_X32_ABI
+    /* x32 calls arrive with AUDIT_ARCH_X86_64 and nr | __X32_SYSCALL_BIT,
+     * so none of the numbers below would match them. Refused (ENOSYS, as
+     * on a kernel without x32) together with every larger number, which the
+     * kernel would answer with ENOSYS anyway - what libseccomp does too. */
+    jump(p, BPF_JGE, X32_SYSCALL_BIT, L_FALL, L_NEXT);
+    ret(p, RET_ERRNO(ENOSYS));
+#endif
+    here(p, L_NEXT);
+    block_end(p);
+
+    /* Argument rules first: ioctl and clone are frequent, and these calls
+     * run the filter on every use (the action cache cannot cover them). */
+    rule_ioctl(p);
+    rule_clone(p);
+    rule_socket(p);
+    rule_socketpair(p);
+    rule_personality(p);
+    for (size_t i = 0; i < sizeof denies / sizeof denies[0]; i++) {
+        rule_begin(p, denies[i].nr);
+        ret(p, RET_ERRNO(denies[i].err));
+        rule_end(p);
+    }
+    ret(p, RET_ALLOW);
+}
+
+#endif /* NATIVE_ARCH */
+
+int a3s_seccomp_build(uint64_t flags, struct a3s_seccomp_program *out, a3s_error *err) {
+    if (!out)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_seccomp_build: NULL output");
+    out->filter = NULL;
+    out->len = 0;
+    if (flags != 0)
+        return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)flags,
+                        "a3s_seccomp_build: unknown flags 0x%llx", (unsigned long long)flags);
+#if defined(NATIVE_ARCH)
+    struct prog *p = calloc(1, sizeof *p);
+    if (!p)
+        return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build: out of memory");
+    generate(p);
+    if (p->broken || p->len == 0 || p->len > BPF_MAXINSNS) {
+        size_t len = p->len;
+        free(p);
+        return a3s_fail(err, A3S_E_TOO_LARGE, 0, (int64_t)len,
+                        "a3s_seccomp_build: internal error generating the filter");
+    }
+    struct sock_filter *filter = malloc(p->len * sizeof *filter);
+    if (!filter) {
+        free(p);
+        return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build: out of memory");
+    }
+    memcpy(filter, p->insn, p->len * sizeof *filter);
+    out->filter = filter;
+    out->len = (unsigned short)p->len;
+    free(p);
+    return a3s_ok(err);
+#else
+    return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
+                    "a3s_seccomp_build: no seccomp filter for this architecture");
+#endif
+}
+
+void a3s_seccomp_program_free(struct a3s_seccomp_program *p) {
+    if (!p)
+        return;
+    free(p->filter);
+    p->filter = NULL;
+    p->len = 0;
+}
+
+int a3s_seccomp_install(const struct a3s_seccomp_program *p) {
+    if (!p || !p->filter || p->len == 0)
+        return -EINVAL;
+    struct sock_fprog prog = {.len = p->len, .filter = p->filter};
+    /* Required to install a filter without CAP_SYS_ADMIN; it also keeps
+     * setuid binaries from gaining privileges (the init sets it too). */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -errno;
+#ifdef SYS_seccomp
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0)
+        return 0;
+    if (errno != ENOSYS)
+        return -errno;
+#endif
+    /* Linux < 3.17: no seccomp() system call. */
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
+        return -errno;
+    return 0;
+}
+
+#else
+typedef int a3s_seccomp_unused; /* ISO C forbids an empty unit */
+#endif /* __linux__ */

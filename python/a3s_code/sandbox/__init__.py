@@ -1,0 +1,21 @@
+"""The enforced execution boundary every session binds before any tool runs.
+
+``select_sandbox`` picks it and fails closed; docs/security.md says what the
+native boundary does and does not promise.
+"""
+
+from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
+from ._output import CommandOutput
+from ._protocol import BashSandbox
+from ._select import ENV_OPT_IN, UnavailableBashSandbox, process_host_opted_in, select_sandbox
+
+__all__ = [
+    "ENV_OPT_IN",
+    "BashSandbox",
+    "CommandOutput",
+    "NativeBashSandbox",
+    "ProcessHostBashSandbox",
+    "UnavailableBashSandbox",
+    "process_host_opted_in",
+    "select_sandbox",
+]

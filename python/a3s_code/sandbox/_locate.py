@@ -1,0 +1,46 @@
+"""Finding the programs the boundary needs: the system bubblewrap and our a3s-init."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+MIN_BWRAP = (0, 8, 0)
+SYSTEM_BWRAP = ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+def init_path() -> str | None:
+    """The a3s-init executable shipped inside the package, if it was built."""
+    candidate = _PACKAGE_DIR / "_bin" / "a3s-init"
+    return str(candidate) if os.access(candidate, os.X_OK) else None
+
+
+def find_bwrap(workspace: str | None = None) -> str | None:
+    """The system bubblewrap: fixed system paths first, never one inside the workspace."""
+    found = [c for c in SYSTEM_BWRAP if os.access(c, os.X_OK)]
+    which = shutil.which("bwrap")
+    if which:
+        found.append(which)
+    for candidate in found:
+        real = os.path.realpath(candidate)
+        if not os.path.isabs(real):
+            continue
+        if workspace and (real + os.sep).startswith(os.path.realpath(workspace) + os.sep):
+            continue  # a repository must not be able to supply its own "bubblewrap"
+        return real
+    return None
+
+
+def bwrap_version(path: str) -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=5, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+    return tuple(int(x or 0) for x in match.groups()) if match else None

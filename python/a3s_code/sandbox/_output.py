@@ -1,0 +1,36 @@
+"""CommandOutput: what one command produced, whichever sandbox ran it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    """The outcome of one command.
+
+    ``stdout``/``stderr`` are decoded as UTF-8 with replacement characters
+    for invalid bytes; past ``max_output_bytes`` per stream only a head and a
+    tail are kept around a marker, ``truncated`` is set and ``total_bytes``
+    still counts everything the command wrote. ``exit_code`` is the
+    command's status, 128+N when signal N ended it, 124 on timeout and 125
+    when the sandbox refused or failed to start (``setup_error`` says why).
+    ``sandboxed`` is False only for the process host, which has no boundary.
+    """
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    timed_out: bool
+    truncated: bool
+    total_bytes: int
+    sandboxed: bool
+    backend: str
+    setup_error: str | None = None
+    cancelled: bool = False
+    duration_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the command ran and exited 0."""
+        return self.exit_code == 0 and self.setup_error is None

@@ -1,0 +1,94 @@
+"""Choosing a session's boundary, failing closed: never a silent fallback to the host."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from .._errors import SandboxArgumentError, SandboxUnavailable
+from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
+from ._output import CommandOutput
+from ._protocol import BashSandbox
+
+ENV_OPT_IN = "A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX"
+_TRUE = {"1", "true", "yes", "on"}
+
+
+class UnavailableBashSandbox:
+    """The error-only handle: every exec raises SandboxUnavailable naming the cause.
+
+    A session gets this when no boundary can run and the host did not opt
+    in to the process host; tools then fail closed instead of running
+    unconfined.
+    """
+
+    backend = "unavailable"
+    sandboxed = False
+
+    def __init__(self, workspace: str | os.PathLike[str], cause: str) -> None:
+        self.workspace = os.fspath(workspace)
+        self.cause = cause
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout_ms: int = 120_000,
+        env: Mapping[str, str] | None = None,
+        max_output_bytes: int = 102_400,
+        cancel: Any = None,
+    ) -> CommandOutput:
+        raise SandboxUnavailable(
+            f"bash is unavailable for workspace {self.workspace}: {self.cause}. Install "
+            "bubblewrap and enable user namespaces, or, only inside an outer container or VM, "
+            f"opt in to the process host ({ENV_OPT_IN}=1)",
+            workspace=self.workspace,
+            cause=self.cause,
+        )
+
+    def __repr__(self) -> str:
+        return f"UnavailableBashSandbox({self.workspace!r}, cause={self.cause!r})"
+
+
+def process_host_opted_in(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX says yes (1/true/yes/on, any case)."""
+    value = (os.environ if environ is None else environ).get(ENV_OPT_IN, "")
+    return value.strip().lower() in _TRUE
+
+
+def select_sandbox(
+    workspace: str | os.PathLike[str],
+    allow_process_host_sandbox: bool = False,
+    sandbox_handle: BashSandbox | None = None,
+) -> BashSandbox:
+    """The boundary for a session over `workspace`.
+
+    1. A host-supplied ``sandbox_handle`` always wins.
+    2. Otherwise the native boundary is probed (once per process); if it
+       works, every command runs inside it.
+    3. If it does not, and the host opted in (the argument, or the
+       environment variable), the process host runs commands unconfined.
+    4. Otherwise the error-only handle: every exec raises SandboxUnavailable.
+    """
+    if sandbox_handle is not None:
+        if not callable(getattr(sandbox_handle, "exec", None)):
+            raise SandboxArgumentError("sandbox_handle must have an exec(command, ...) method")
+        return sandbox_handle
+    if not isinstance(allow_process_host_sandbox, bool):
+        raise SandboxArgumentError("allow_process_host_sandbox must be True or False")
+    path = os.fspath(workspace)
+    if not os.path.isabs(path):
+        path = os.path.abspath(path)
+    if os.path.islink(path) or not os.path.isdir(path):
+        raise SandboxArgumentError(f"workspace {path} must be an existing directory, not a symlink")
+    if sys.platform.startswith("linux"):
+        cause = NativeBashSandbox.probe()
+        if cause is None:
+            return NativeBashSandbox(path)
+    else:
+        cause = f"the native sandbox is not supported on this platform ({sys.platform})"
+    if allow_process_host_sandbox or process_host_opted_in():
+        return ProcessHostBashSandbox(path)
+    return UnavailableBashSandbox(path, cause)
