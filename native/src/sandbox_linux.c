@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,8 @@ struct a3s_sandbox {
     char *init;
     char *bash;
     char *scratch_parent;
+    char *state_dir;
+    char journal_prefix[96]; /* "placeholders-<workspace hash>-" */
     struct a3s_strvec host_env;
     struct a3s_credscan *creds;
     pthread_mutex_t lock; /* serializes the credential cache */
@@ -84,6 +87,7 @@ struct plan {
     char home[PATH_MAX];            /* the scratch dir: HOME and TMPDIR */
     char mask_file[PATH_MAX];
     char mask_dir[PATH_MAX];
+    char journal[PATH_MAX]; /* this run's placeholder journal, "" if none */
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -187,6 +191,7 @@ A3S_API void a3s_sandbox_free(a3s_sandbox *sb) {
     free(sb->init);
     free(sb->bash);
     free(sb->scratch_parent);
+    free(sb->state_dir);
     pthread_mutex_destroy(&sb->lock);
     free(sb);
 }
@@ -198,6 +203,46 @@ static int check_abs_file(const char *what, const char *path, a3s_error *err) {
         return a3s_fail(err, A3S_E_UNSUPPORTED, errno, 0, "%s %s is not executable: %s", what,
                         path, strerror(errno));
     return A3S_OK;
+}
+
+/* mkdir -p with mode 0700 for the components we create. */
+static bool make_dirs(const char *path) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return false;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return false;
+        *p = '/';
+    }
+    return (mkdir(buf, 0700) == 0 || errno == EEXIST) && is_dir_nofollow(buf);
+}
+
+/* Where placeholder journals live: somewhere that survives the caller. */
+static char *choose_state_dir(const char *given, const struct a3s_strvec *env,
+                              const char *fallback) {
+    char buf[PATH_MAX];
+    const char *xdg = env_get(env, "XDG_STATE_HOME");
+    const char *home = env_get(env, "HOME");
+    if (given)
+        snprintf(buf, sizeof buf, "%s", given);
+    else if (xdg && xdg[0] == '/')
+        snprintf(buf, sizeof buf, "%s/a3s-code", xdg);
+    else if (home && home[0] == '/' && strcmp(home, "/") != 0)
+        snprintf(buf, sizeof buf, "%s/.local/state/a3s-code", home);
+    else
+        snprintf(buf, sizeof buf, "%s/a3s-code-state-%d", fallback, (int)getuid());
+    if (!make_dirs(buf)) {
+        if (given)
+            return NULL;
+        snprintf(buf, sizeof buf, "%s/a3s-code-state-%d", fallback, (int)getuid());
+        if (!make_dirs(buf))
+            return NULL;
+    }
+    return realpath(buf, NULL);
 }
 
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err) {
@@ -262,6 +307,16 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3
         return a3s_fail(err, A3S_E_INVALID, errno, 0, "scratch parent %s: %s", tmp,
                         strerror(errno));
     }
+    sb->state_dir = choose_state_dir(cfg->state_dir, &sb->host_env, sb->scratch_parent);
+    if (!sb->state_dir) {
+        a3s_sandbox_free(sb);
+        return a3s_fail(err, A3S_E_INVALID, errno, 0, "no usable state directory for journals");
+    }
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = sb->workspace; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    snprintf(sb->journal_prefix, sizeof sb->journal_prefix, "placeholders-%016llx-",
+             (unsigned long long)h);
     if ((rc = a3s_credscan_new(sb->workspace, &sb->creds, err)) != A3S_OK) {
         a3s_sandbox_free(sb);
         return rc;
@@ -307,9 +362,83 @@ static int make_run_dir(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
     return A3S_OK;
 }
 
+/* ---- placeholder journals --------------------------------------------------
+ * A run that is killed (SIGKILL of the caller) cannot remove its
+ * placeholders, so each run records them in a journal named after the
+ * workspace and the caller's pid; the next run over the same workspace
+ * removes what a dead caller left, with the same "still the untouched
+ * object we created" test as a normal run. */
+
+static void remove_placeholder(const char *tagged) {
+    unsigned long dev, ino;
+    int off = 0;
+    if (sscanf(tagged + 1, "%lu:%lu:%n", &dev, &ino, &off) != 2 || off == 0)
+        return;
+    const char *path = tagged + 1 + off;
+    struct stat st;
+    if (lstat(path, &st) < 0 || st.st_dev != dev || st.st_ino != ino)
+        return;
+    if (tagged[0] == 'f' && S_ISREG(st.st_mode) && st.st_size == 0)
+        unlink(path);
+    else if (tagged[0] == 'd' && S_ISDIR(st.st_mode))
+        rmdir(path); /* fails, as it should, unless still empty */
+}
+
+static void recover_journals(const a3s_sandbox *sb) {
+    DIR *d = opendir(sb->state_dir);
+    if (!d)
+        return;
+    size_t plen = strlen(sb->journal_prefix);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, sb->journal_prefix, plen) != 0)
+            continue;
+        int pid = atoi(e->d_name + plen);
+        if (pid <= 0 || pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+            continue; /* its owner may still be running */
+        char path[PATH_MAX];
+        if (!join(path, sizeof path, sb->state_dir, e->d_name))
+            continue;
+        FILE *f = fopen(path, "re");
+        char line[PATH_MAX + 64];
+        while (f && fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = '\0';
+            remove_placeholder(line);
+        }
+        if (f)
+            fclose(f);
+        unlink(path);
+    }
+    closedir(d);
+}
+
+/* Opens this run's journal (created on the first placeholder). */
+static FILE *open_journal(const a3s_sandbox *sb, char *path, size_t cap) {
+    static const char hex[] = "0123456789abcdef";
+    unsigned char rnd[6];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, rnd, sizeof rnd) != (ssize_t)sizeof rnd) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    close(fd);
+    char tag[13];
+    for (size_t i = 0; i < sizeof rnd; i++) {
+        tag[2 * i] = hex[rnd[i] >> 4];
+        tag[2 * i + 1] = hex[rnd[i] & 15];
+    }
+    tag[12] = '\0';
+    if (snprintf(path, cap, "%s/%s%d-%s.journal", sb->state_dir, sb->journal_prefix,
+                 (int)getpid(), tag) >= (int)cap)
+        return NULL;
+    fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+    return fd < 0 ? NULL : fdopen(fd, "we");
+}
+
 /* Protected top-level names: read-only binds, placeholders where missing. */
 static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
-                         a3s_error *err) {
+                         FILE **journal, a3s_error *err) {
     char path[PATH_MAX];
     /* case variants present on disk count as the protected name itself */
     DIR *d = opendir(sb->workspace);
@@ -401,6 +530,12 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                 snprintf(tagged, sizeof tagged, "%c%lu:%lu:%s", kind ? 'f' : 'd',
                          (unsigned long)st.st_dev, (unsigned long)st.st_ino, path);
                 a3s_strvec_push(&p->placeholders, tagged);
+                if (!*journal)
+                    *journal = open_journal(sb, p->journal, sizeof p->journal);
+                if (*journal) {
+                    fprintf(*journal, "%s\n", tagged);
+                    fflush(*journal); /* in the page cache: survives a SIGKILL of the caller */
+                }
             }
             push3(binds, "--ro-bind", path, path);
         }
@@ -633,7 +768,12 @@ static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p
                   host_secrets[i]);
     }
     push3(a, "--bind", sb->workspace, sb->workspace);
-    if ((rc = protect_names(sb, p, a, err)) != A3S_OK)
+    recover_journals(sb);
+    FILE *journal = NULL;
+    rc = protect_names(sb, p, a, &journal, err);
+    if (journal)
+        fclose(journal);
+    if (rc != A3S_OK)
         return rc;
     if ((rc = mask_credentials(sb, p, a, err)) != A3S_OK)
         return rc;
@@ -649,22 +789,11 @@ static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p
 }
 
 /* Removes placeholders that are still the untouched objects we created. */
-static void remove_placeholders(const struct plan *p) {
-    for (size_t i = 0; i < p->placeholders.len; i++) {
-        const char *t = p->placeholders.items[i];
-        unsigned long dev, ino;
-        int off = 0;
-        if (sscanf(t + 1, "%lu:%lu:%n", &dev, &ino, &off) != 2 || off == 0)
-            continue;
-        const char *path = t + 1 + off;
-        struct stat st;
-        if (lstat(path, &st) < 0 || st.st_dev != dev || st.st_ino != ino)
-            continue;
-        if (t[0] == 'f' && S_ISREG(st.st_mode) && st.st_size == 0)
-            unlink(path);
-        else if (t[0] == 'd' && S_ISDIR(st.st_mode))
-            rmdir(path); /* fails, as it should, unless still empty */
-    }
+static void remove_placeholders(struct plan *p) {
+    for (size_t i = 0; i < p->placeholders.len; i++)
+        remove_placeholder(p->placeholders.items[i]);
+    if (p->journal[0])
+        unlink(p->journal);
 }
 
 /* ---- running -------------------------------------------------------------- */

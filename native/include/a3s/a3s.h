@@ -411,6 +411,9 @@ typedef struct a3s_sandbox_config {
     const char *scratch_parent;  /* where private run directories go; NULL: $TMPDIR or /tmp */
     const char *const *host_env; /* "K=V" entries to filter; NULL: this process's environ */
     size_t host_envc;
+    const char *state_dir;       /* placeholder journals (see docs/security.md); NULL:
+                                    $XDG_STATE_HOME/a3s-code, ~/.local/state/a3s-code, or
+                                    scratch_parent */
 } a3s_sandbox_config;
 
 /* Flags for a3s_exec_options.flags. */
