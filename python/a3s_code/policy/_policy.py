@@ -108,7 +108,7 @@ def _rule_text(entry: Any, list_name: str, position: int) -> str:
 def _rule_list(value: Any, list_name: str) -> list[str]:
     if value is None:
         return []
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise PolicyError(
             f"{list_name} must be a list of rules, not {type(value).__name__} "
             f"(write {list_name}=[{value!r}] for one rule)"

@@ -1,0 +1,62 @@
+package a3s_test
+
+import (
+	"errors"
+	"fmt"
+
+	a3s "github.com/a3s-code/a3s-code/bindings/go"
+)
+
+func Example() {
+	policy, err := a3s.NewPermissionPolicy(a3s.PolicyOptions{
+		Deny:  []string{"bash(rm -rf**)", "write(**/.env*)"},
+		Ask:   []string{"bash(git push**)"},
+		Allow: []string{"read(*)", "search(*)", "bash(cargo test**)"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer policy.Close()
+
+	d, _ := policy.Check("Bash", map[string]any{"command": "cargo test --all"})
+	fmt.Println(d)
+	d, _ = policy.Check("bash", map[string]any{"command": "rm -rf /tmp/x"})
+	fmt.Println(d)
+	m, _ := policy.MatchingRules("bash", map[string]any{"command": "git push"})
+	fmt.Println(m.Ask)
+	fmt.Println(policy.ExposesToModel("write"))
+	// Output:
+	// allow
+	// deny
+	// [bash(git push**)]
+	// true
+}
+
+func ExampleNewPermissionPolicy_error() {
+	_, err := a3s.NewPermissionPolicy(a3s.PolicyOptions{Deny: []string{"Bash (ls)"}})
+	var pe *a3s.PolicyError
+	if errors.As(err, &pe) {
+		fmt.Printf("list=%s rule=%q\n", pe.List, pe.Rule)
+		fmt.Println(err)
+	}
+	// Output:
+	// list=deny rule="Bash (ls)"
+	// a3s: deny rule "Bash (ls)": space before '(': write Tool(pattern) with no space
+}
+
+func ExampleArgumentString() {
+	tool, subject, _ := a3s.ArgumentString("Grep", map[string]any{"query": "TODO", "path": "./src/"})
+	fmt.Printf("%s %q\n", tool, subject)
+	_, subject, _ = a3s.ArgumentString("WebFetch", map[string]any{"url": "https://x.dev", "max": 1e21})
+	fmt.Println(subject)
+	// Output:
+	// search "grep TODO src"
+	// {"max":1e+21,"url":"https://x.dev"}
+}
+
+func ExampleCompileGlob() {
+	g, _ := a3s.CompileGlob("**/.env", false)
+	defer g.Close()
+	fmt.Println(g.Match(".env"), g.Match("a/b/.env"), g.Match("x.env"))
+	// Output: true true false
+}

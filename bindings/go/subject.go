@@ -1,0 +1,216 @@
+package a3s
+
+/*
+#include <a3s/a3s.h>
+*/
+import "C"
+
+import (
+	"strings"
+	"unsafe"
+)
+
+// This file builds the argument string a rule's pattern is matched against.
+// It must stay byte-identical to python/a3s_code/policy/_subject.py, the
+// reference; tests/vectors/policy.json pins it for every binding.
+
+// isFilePathTool reports the tools whose argument string is file_path.
+func isFilePathTool(name string) bool {
+	switch name {
+	case "read", "write", "edit", "download":
+		return true
+	}
+	return false
+}
+
+// isSearchMode reports the tools that are a mode of search.
+func isSearchMode(name string) bool {
+	return name == "grep" || name == "glob" || name == "bm25"
+}
+
+// canonicalTool is the ASCII lower-case of a tool name, the only case folding
+// tool names get.
+func canonicalTool(tool string) string {
+	for i := 0; i < len(tool); i++ {
+		if c := tool[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(tool)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return tool
+}
+
+// NormalizePath returns the lexical normal form of a file path used in
+// argument strings (the C core's a3s_path_normalize): '\' becomes '/', then
+// the path is normalized like POSIX normpath, except that "" stays "" and a
+// leading "//" becomes "/". It never touches the file system.
+func NormalizePath(path string) (string, error) {
+	// Fast path, as in Python: a path with none of these is already normal.
+	if !strings.Contains(path, `\`) && !strings.Contains(path, "//") &&
+		!strings.Contains(path, "/.") && !strings.HasPrefix(path, ".") &&
+		!strings.HasSuffix(path, "/") {
+		return path, nil
+	}
+	// The result is never longer than the input.
+	out := make([]byte, len(path))
+	var outLen C.size_t
+	var cerr C.a3s_error
+	p, n := borrow(path)
+	rc := C.a3s_path_normalize(p, n, (*C.char)(unsafe.Pointer(&out[0])), C.size_t(len(out)),
+		&outLen, &cerr)
+	if rc != C.A3S_OK {
+		return "", coreError(rc, &cerr)
+	}
+	return string(out[:outLen]), nil
+}
+
+// ArgumentString returns the canonical tool name and the argument string of
+// one call: what a rule's tool part and pattern are matched against.
+//
+//   - The tool name is ASCII lower-cased; grep, glob and bm25 become search.
+//   - bash: the command.
+//   - read, write, edit, download: file_path, normalized with
+//     [NormalizePath]. A read call without file_path but with files gives
+//     each entry's path (entries that are objects) or text, joined by "\n".
+//   - search: "<mode> <query> <path>", the mode being the tool name for
+//     grep, glob and bm25 calls.
+//   - ls: path, normalized.
+//   - any other tool: the canonical JSON of all arguments ([CanonicalJSON]).
+//
+// A missing or null field gives ""; a field of another JSON type gives its
+// canonical JSON, so no value slips past a rule by its type. Arguments that
+// cannot be represented as JSON give a *[PolicyError].
+//
+// The result is byte-identical to Python's a3s_code.policy.argument_string
+// for arguments decoded from the same JSON, with json.Decoder.UseNumber or
+// into float64. The one exception needs UseNumber: Python prints an integer
+// literal beyond 2^53 exactly, while a float64 holds only a nearby double,
+// printed the ECMAScript way (1152921504606846976 becomes
+// 1152921504606847000, as in Node).
+func ArgumentString(tool string, args map[string]any) (name, subject string, err error) {
+	name = canonicalTool(tool)
+	switch {
+	case name == "bash":
+		subject, err = text(args["command"])
+	case isFilePathTool(name):
+		_, hasPath := args["file_path"]
+		files, hasFiles := args["files"]
+		if name == "read" && !hasPath && hasFiles {
+			subject, err = readFiles(files)
+		} else {
+			subject, err = pathField(args, "file_path")
+		}
+	case name == "search" || isSearchMode(name):
+		subject, err = searchString(name, args)
+		name = "search"
+	case name == "ls":
+		subject, err = pathField(args, "path")
+	default:
+		var e encoder
+		err = e.object(args)
+		subject = string(e.buf)
+	}
+	if err != nil {
+		return name, "", err
+	}
+	return name, subject, nil
+}
+
+// searchString is "<mode> <query> <path>" for a search call or a call of
+// the search-mode tool name (grep, glob, bm25), which is its mode.
+func searchString(name string, args map[string]any) (string, error) {
+	mode := name
+	if name == "search" {
+		var err error
+		if mode, err = text(args["mode"]); err != nil {
+			return "", err
+		}
+	}
+	query, err := text(args["query"])
+	if err != nil {
+		return "", err
+	}
+	path, err := pathField(args, "path")
+	if err != nil {
+		return "", err
+	}
+	return mode + " " + query + " " + path, nil
+}
+
+// text is a field as text: a string as is, null or missing as "", anything
+// else as canonical JSON.
+func text(v any) (string, error) {
+	switch s := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return s, nil
+	}
+	return CanonicalJSON(v)
+}
+
+// pathField is a path field: a string normalized, null or missing as "",
+// anything else as canonical JSON.
+func pathField(m map[string]any, key string) (string, error) {
+	return pathValue(m[key])
+}
+
+// pathValue is pathField for a value already looked up.
+func pathValue(v any) (string, error) {
+	switch s := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return NormalizePath(s)
+	}
+	return CanonicalJSON(v)
+}
+
+// readFiles is the argument string of a read call given files: the path of
+// each entry that is an object, the text of any other entry, one a line.
+func readFiles(files any) (string, error) {
+	switch list := files.(type) {
+	case nil:
+		return "", nil
+	case []string:
+		// Entries that are not objects are taken as text, not normalized.
+		return strings.Join(list, "\n"), nil
+	case []map[string]any:
+		parts := make([]string, len(list))
+		for i, entry := range list {
+			p, err := pathField(entry, "path")
+			if err != nil {
+				return "", err
+			}
+			parts[i] = p
+		}
+		return strings.Join(parts, "\n"), nil
+	case []any:
+		parts := make([]string, len(list))
+		for i, entry := range list {
+			var p string
+			var err error
+			switch m := entry.(type) {
+			case map[string]any:
+				p, err = pathField(m, "path")
+			case map[string]string:
+				if v, ok := m["path"]; ok {
+					p, err = NormalizePath(v)
+				}
+			default:
+				p, err = text(entry)
+			}
+			if err != nil {
+				return "", err
+			}
+			parts[i] = p
+		}
+		return strings.Join(parts, "\n"), nil
+	}
+	return CanonicalJSON(files)
+}
