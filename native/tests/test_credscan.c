@@ -1,0 +1,120 @@
+/* test_credscan.c - credential discovery and its directory cache. */
+#define _GNU_SOURCE
+#include "../src/credscan.h"
+#include "check.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static char root[256];
+
+static void touch(const char *rel) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", root, rel);
+    int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+}
+
+static void mkd(const char *rel) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", root, rel);
+    mkdir(p, 0700);
+}
+
+/* Backdates a directory so the cache trusts it (not "racy"). */
+static void age(const char *rel) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", root, rel);
+    struct timeval old[2] = {{1000000000, 0}, {1000000000, 0}};
+    utimes(p, old);
+}
+
+static int found(const struct a3s_strvec *v, char tag, const char *rel) {
+    char want[512];
+    snprintf(want, sizeof want, "%c%s/%s", tag, root, rel);
+    for (size_t i = 0; i < v->len; i++)
+        if (!strcmp(v->items[i], want))
+            return 1;
+    return 0;
+}
+
+static void scan(struct a3s_credscan *cs, struct a3s_strvec *out) {
+    a3s_strvec_free(out);
+    a3s_error err;
+    CHECK(a3s_credscan_run(cs, out, &err) == A3S_OK, "scan: %s", err.message);
+}
+
+int main(void) {
+    snprintf(root, sizeof root, "/tmp/a3s-credscan-XXXXXX");
+    if (!mkdtemp(root))
+        return 1;
+    mkd("a");
+    mkd("a/b");
+    mkd("node_modules");
+    mkd("src");
+    mkd(".config");
+    mkd(".config/gh");
+    touch(".env");
+    touch(".ENV.local");
+    touch(".envrc");
+    touch("a/b/.env.production");
+    touch("a/.netrc");
+    touch("node_modules/.env"); /* not the user's: skipped */
+    touch("src/main.rs");
+    touch("src/environment.rs"); /* not a credential */
+    mkd(".claude");
+    touch(".claude/.credentials.json");
+    mkd("sub");
+    mkd("sub/.ssh");
+    touch("sub/.ssh/id_ed25519");
+
+    struct a3s_credscan *cs = NULL;
+    CHECK(a3s_credscan_new(root, &cs, NULL) == A3S_OK, "new");
+    struct a3s_strvec out = {0};
+    scan(cs, &out);
+    CHECK(found(&out, 'f', ".env") && found(&out, 'f', ".ENV.local") && found(&out, 'f', ".envrc"),
+          ".env family");
+    CHECK(found(&out, 'f', "a/b/.env.production") && found(&out, 'f', "a/.netrc"), "nested");
+    CHECK(found(&out, 'f', ".claude/.credentials.json"), "agent credential pair");
+    CHECK(found(&out, 'd', "sub/.ssh") && found(&out, 'd', ".config/gh"), "credential dirs");
+    CHECK(!found(&out, 'f', "node_modules/.env"), "node_modules skipped");
+    CHECK(!found(&out, 'f', "src/environment.rs") && !found(&out, 'f', "src/main.rs"),
+          "ordinary files are not credentials");
+    size_t first = out.len;
+
+    /* the cache: aged directories are trusted, new files in changed ones are found */
+    age("src");
+    age("a");
+    age("a/b");
+    scan(cs, &out);
+    CHECK(out.len == first, "same result from the cache (%zu vs %zu)", out.len, first);
+    touch("src/.env"); /* changes src's mtime */
+    mkd("a/b/c");
+    touch("a/b/c/.npmrc");
+    scan(cs, &out);
+    CHECK(found(&out, 'f', "src/.env"), "a file added to a cached directory is found");
+    CHECK(found(&out, 'f', "a/b/c/.npmrc"), "a file in a new subdirectory is found");
+
+    /* racy: a change whose directory mtime did not move (same timestamp) is still found,
+     * because a recently modified directory is never trusted */
+    touch("a/b/c/.pypirc");
+    age("a/b/c"); /* pretend the timestamp did not change ... */
+    struct stat st;
+    char p[512];
+    snprintf(p, sizeof p, "%s/a/b/c", root);
+    stat(p, &st);
+    scan(cs, &out);
+    CHECK(found(&out, 'f', "a/b/c/.pypirc"), "racy directory re-read");
+
+    a3s_strvec_free(&out);
+    a3s_credscan_free(cs);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    int ignored = system(cmd);
+    (void)ignored;
+    return check_report("test_credscan");
+}
