@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import _native
 from .._errors import NativeCoreError, PolicyError, PolicyFileError
-from ._subject import argument_string, canonical_json, canonical_tool
+from ._subject import argument_string, canonical_json, canonical_tool, subjects
 
 __all__ = ["Decision", "PermissionPolicy", "RuleView"]
 
@@ -174,20 +174,37 @@ class PermissionPolicy:
     # -- evaluation ---------------------------------------------------------
 
     def check(self, tool: str, args: Mapping[str, Any] | None = None) -> Decision:
-        """The decision for one call: DENY, ALLOW or ASK."""
+        """The decision for one call: DENY, ALLOW or ASK.
+
+        A multi-file read is decided per file: denied if any file is denied,
+        asked if any is asked or falls to an ask default, allowed only if all are.
+        """
         if not self._enabled:
             return Decision.ALLOW
         name, subject = argument_string(tool, args)
-        hit = self._ruleset.check(name, subject)
-        return _BY_LIST_CODE[hit] if hit else self._default
+        if "\n" not in subject or name != "read":
+            hit = self._ruleset.check(name, subject)
+            return _BY_LIST_CODE[hit] if hit else self._default
+        # a multi-file read: every file must be allowed on its own
+        decisions = set()
+        for each in subjects(tool, args)[1]:
+            hit = self._ruleset.check(name, each)
+            decisions.add(_BY_LIST_CODE[hit] if hit else self._default)
+        for strictest in (Decision.DENY, Decision.ASK, Decision.ALLOW):
+            if strictest in decisions:
+                return strictest
+        return self._default
 
     def matching_rules(
         self, tool: str, args: Mapping[str, Any] | None = None
     ) -> dict[str, list[str]]:
         """The raw rule strings that match this call, per list (in policy order)."""
-        name, subject = argument_string(tool, args)
+        name, each = subjects(tool, args)
+        indices: set[int] = set()
+        for subject in each:
+            indices.update(self._ruleset.matches(name, subject))
         found: dict[str, list[str]] = {"deny": [], "allow": [], "ask": []}
-        for index in self._ruleset.matches(name, subject):
+        for index in sorted(indices):
             list_name, raw = self._rules[index]
             found[list_name].append(raw)
         return found

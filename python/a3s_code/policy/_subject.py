@@ -135,17 +135,37 @@ def _path_field(args: Mapping[str, Any], key: str) -> str:
     return normalize_path(value)
 
 
-def _read_files(args: Mapping[str, Any]) -> str:
+def _read_paths(args: Mapping[str, Any]) -> list[str]:
     files = args.get("files")
     if not isinstance(files, (list, tuple)):
-        return "" if files is None else canonical_json(files)
+        return ["" if files is None else canonical_json(files)]
     paths = []
     for entry in files:
         if isinstance(entry, Mapping):
             paths.append(_path_field(entry, "path"))
+        elif isinstance(entry, str):
+            paths.append(normalize_path(entry))
         else:
             paths.append(_text(entry))
-    return "\n".join(paths)
+    return paths or [""]
+
+
+def is_multi_read(name: str, args: Mapping[str, Any]) -> bool:
+    """A read of several files: each path is checked on its own (see subjects())."""
+    return name == "read" and "file_path" not in args and "files" in args
+
+
+def subjects(tool: str, args: Mapping[str, Any] | None) -> tuple[str, list[str]]:
+    """The argument strings a call is decided on: one, or one per file of a multi-file read.
+
+    Joining the paths with newlines would let ``read(src/**)`` allow
+    ``src/a`` plus ``/etc/shadow`` in one call, since ``**`` crosses
+    newlines; so a multi-file read is decided per file, strictest first.
+    """
+    name, subject = argument_string(tool, args)
+    if args is not None and isinstance(args, Mapping) and is_multi_read(name, args):
+        return name, _read_paths(args)
+    return name, [subject]
 
 
 def argument_string(tool: str, args: Mapping[str, Any] | None) -> tuple[str, str]:
@@ -164,8 +184,8 @@ def argument_string(tool: str, args: Mapping[str, Any] | None) -> tuple[str, str
         command = args.get("command", "")
         return name, command if type(command) is str else _text(command)
     if name in FILE_PATH_TOOLS:
-        if name == "read" and "file_path" not in args and "files" in args:
-            return name, _read_files(args)
+        if is_multi_read(name, args):
+            return name, "\n".join(_read_paths(args))
         return name, _path_field(args, "file_path")
     if name == "search" or name in SEARCH_MODE_TOOLS:
         mode = name if name != "search" else _text(args.get("mode"))
