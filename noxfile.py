@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import zipfile
 from pathlib import Path
 
 import nox
@@ -87,6 +88,11 @@ def dist(session: nox.Session) -> None:
     wheels = list(out.glob("a3s_code-*-cp310-abi3-*.whl"))
     if len(sdists) != 1 or len(wheels) != 1:
         session.error(f"expected one sdist and one abi3 wheel, got {sorted(os.listdir(out))}")
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        names = set(wheel.namelist())
+    for required in ("a3s_code/_bin/a3s-init", "a3s_code/_native.abi3.so", "a3s_code/py.typed"):
+        if required not in names:
+            session.error(f"the wheel lacks {required}")
     # the sdist alone must build and work in a fresh environment
     venv = Path(session.create_tmp()) / "sdist-venv"
     shutil.rmtree(venv, ignore_errors=True)
@@ -101,6 +107,7 @@ def dist(session: nox.Session) -> None:
         external=True,
     )
     session.run(str(venv / "bin" / "a3s-code"), "version", external=True)
+    session.run(str(venv / "bin" / "a3s-code"), "exec", "--", "echo", "sandboxed", external=True)
     session.run("cibuildwheel", "--print-build-identifiers", "--platform", "linux", silent=False)
     session.run("cibuildwheel", "--print-build-identifiers", "--platform", "macos", silent=False)
     session.run("cibuildwheel", "--print-build-identifiers", "--platform", "windows", silent=False)

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(bubblewrap gcc g++ make libc6-dev binutils)
-command -v node >/dev/null || APT_PACKAGES+=(nodejs npm)
+command -v node >/dev/null || APT_PACKAGES+=(nodejs npm libnode-dev)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
 command -v python3 >/dev/null || APT_PACKAGES+=(python3 python3-venv python3-dev)
 
