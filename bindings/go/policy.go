@@ -205,6 +205,12 @@ func (p *PermissionPolicy) add(list C.int, raw string) error {
 // ask), else the default decision. It fails only on arguments that are not
 // representable as JSON (*[PolicyError]), a closed policy or a C core
 // failure.
+//
+// A multi-file read (files, no file_path) is decided per file: [Deny] if
+// any file is denied, else [Ask] if any is asked or falls to an ask default,
+// else [Allow]. Its joined argument string is never matched as a whole,
+// because ** crosses newlines and read(src/**) would otherwise allow src/a
+// together with /etc/shadow.
 func (p *PermissionPolicy) Check(tool string, args map[string]any) (Decision, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -214,10 +220,32 @@ func (p *PermissionPolicy) Check(tool string, args map[string]any) (Decision, er
 	if !p.enabled {
 		return Allow, nil
 	}
-	name, subject, err := ArgumentString(tool, args)
+	name, each, err := subjects(tool, args)
 	if err != nil {
 		return "", err
 	}
+	asked := false
+	for _, subject := range each {
+		d, err := p.checkOne(name, subject)
+		if err != nil {
+			return "", err
+		}
+		switch d {
+		case Deny:
+			return Deny, nil
+		case Ask:
+			asked = true
+		}
+	}
+	if asked {
+		return Ask, nil
+	}
+	return Allow, nil
+}
+
+// checkOne is the decision for one argument string: the list of the first
+// matching rule, else the default. The caller holds p.mu.
+func (p *PermissionPolicy) checkOne(name, subject string) (Decision, error) {
 	m := C.a3s_match{struct_size: C.size_t(unsafe.Sizeof(C.a3s_match{}))}
 	t, tn := borrow(name)
 	s, sn := borrow(subject)
@@ -233,7 +261,8 @@ func (p *PermissionPolicy) Check(tool string, args map[string]any) (Decision, er
 }
 
 // MatchingRules returns every rule that matches one call, as written, per
-// list in policy order. It ignores Enabled: it says what the rules match.
+// list in policy order; for a multi-file read, every rule that matches any
+// of its files. It ignores Enabled: it says what the rules match.
 func (p *PermissionPolicy) MatchingRules(tool string, args map[string]any) (MatchingRules, error) {
 	found := MatchingRules{Deny: []string{}, Allow: []string{}, Ask: []string{}}
 	p.mu.RLock()
@@ -241,7 +270,7 @@ func (p *PermissionPolicy) MatchingRules(tool string, args map[string]any) (Matc
 	if p.rs == nil {
 		return found, ErrClosed
 	}
-	name, subject, err := ArgumentString(tool, args)
+	name, each, err := subjects(tool, args)
 	if err != nil {
 		return found, err
 	}
@@ -250,17 +279,25 @@ func (p *PermissionPolicy) MatchingRules(tool string, args map[string]any) (Matc
 	}
 	// At most every rule matches, so this buffer is always large enough.
 	indices := make([]C.size_t, len(p.rules))
-	var count C.size_t
-	t, tn := borrow(name)
-	s, sn := borrow(subject)
-	rc := C.a3s_ruleset_matches(p.rs, t, tn, s, sn, &indices[0], C.size_t(len(indices)),
-		&count, nil)
-	runtime.KeepAlive(p)
-	if rc != C.A3S_OK {
-		return found, coreError(rc, nil)
+	matched := make([]bool, len(p.rules)) // by rule index, so the union is in policy order
+	for _, subject := range each {
+		var count C.size_t
+		t, tn := borrow(name)
+		s, sn := borrow(subject)
+		rc := C.a3s_ruleset_matches(p.rs, t, tn, s, sn, &indices[0], C.size_t(len(indices)),
+			&count, nil)
+		runtime.KeepAlive(p)
+		if rc != C.A3S_OK {
+			return found, coreError(rc, nil)
+		}
+		for _, i := range indices[:count] {
+			matched[i] = true
+		}
 	}
-	for _, i := range indices[:count] {
-		r := p.rules[i]
+	for i, r := range p.rules {
+		if !matched[i] {
+			continue
+		}
 		switch r.List {
 		case "deny":
 			found.Deny = append(found.Deny, r.Raw)

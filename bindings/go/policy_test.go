@@ -319,3 +319,102 @@ func TestPolicyConcurrent(t *testing.T) {
 	p.Close() // races with the checks; they must see either a result or ErrClosed
 	wg.Wait()
 }
+
+// A multi-file read is decided per file, strictest first; matching rules are
+// the union over the files. Expectations from the Python reference.
+func TestPolicyMultiFileRead(t *testing.T) {
+	policy := func(d Decision) *PermissionPolicy {
+		p, err := NewPermissionPolicy(PolicyOptions{
+			Deny:            []string{"read(**/.env)"},
+			Allow:           []string{"Read(src/**)", "read(docs/*.md)"},
+			Ask:             []string{"read(docs/**)"},
+			DefaultDecision: d,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		return p
+	}
+	files := func(entries ...any) map[string]any { return map[string]any{"files": entries} }
+	shadow := files("src/a", "/etc/shadow")
+	allowAll, _ := NewPermissionPolicy(PolicyOptions{Allow: []string{"read(src/**)"}, DefaultDecision: Deny})
+	defer allowAll.Close()
+	tests := []struct {
+		name string
+		p    *PermissionPolicy
+		args map[string]any
+		want Decision
+	}{
+		// Regression: the joined "src/a\n/etc/shadow" matched src/** (** crosses newlines).
+		{"shadow, ask default", policy(Ask), shadow, Ask},
+		{"shadow, deny default", policy(Deny), shadow, Deny},
+		{"shadow, allow default", policy(Allow), shadow, Allow},
+		{"shadow as objects", policy(Deny),
+			files(map[string]any{"path": "src/a"}, map[string]any{"path": "/etc/shadow"}), Deny},
+		{"shadow as []string", policy(Deny), map[string]any{"files": []string{"src/a", "/etc/shadow"}}, Deny},
+		{"shadow as []map", policy(Deny),
+			map[string]any{"files": []map[string]any{{"path": "src/a"}, {"path": "/etc/shadow"}}}, Deny},
+		{"shadow, only an allow rule", allowAll, shadow, Deny},
+		{"all under src", policy(Deny), files("src/a", "src/b/c"), Allow},
+		{"one denied among allowed, allow default", policy(Allow), files("src/a", "src/x/.env", "src/b"), Deny},
+		{"one denied among allowed, ask default", policy(Ask), files("docs/r.md", map[string]any{"path": ".env"}), Deny},
+		{"one asked among allowed, allow default", policy(Allow), files("src/a", "docs/x/y.md"), Ask},
+		{"one asked among allowed, deny default", policy(Deny), files("docs/x/y.md", "src/a"), Ask},
+		{"one falls to the ask default", policy(Ask), files("src/a", "elsewhere"), Ask},
+		{"all allowed", policy(Ask), files("src/a", "docs/r.md"), Allow},
+		{"string entries normalized", policy(Ask), files("./src//a/"), Allow},
+		{"string entries normalized out of src", policy(Ask), files("src/../etc/shadow", "src/a"), Ask},
+		{"backslashes normalized", policy(Ask), files(`src\x\.env`, "src/a"), Deny},
+		{"empty files, deny default", policy(Deny), files(), Deny},
+		{"a file_path wins over files", policy(Deny),
+			map[string]any{"file_path": "src/a", "files": []any{"/etc/shadow"}}, Allow},
+	}
+	for _, tt := range tests {
+		got, err := tt.p.Check("read", tt.args)
+		if err != nil || got != tt.want {
+			t.Errorf("%s: Check(read, %v) = %q, %v; want %q", tt.name, tt.args, got, err, tt.want)
+		}
+	}
+
+	emptyRead, _ := NewPermissionPolicy(PolicyOptions{Allow: []string{"read(**)"}, DefaultDecision: Deny})
+	defer emptyRead.Close()
+	if got, err := emptyRead.Check("read", files()); err != nil || got != Allow {
+		t.Errorf("empty files under read(**) = %q, %v; want allow (one subject \"\")", got, err)
+	}
+
+	none := []string{}
+	matching := []struct {
+		args map[string]any
+		want MatchingRules
+	}{
+		{files("docs/r.md", "src/a", "src/.env"),
+			MatchingRules{[]string{"read(**/.env)"}, []string{"Read(src/**)", "read(docs/*.md)"}, []string{"read(docs/**)"}}},
+		{shadow, MatchingRules{none, []string{"Read(src/**)"}, none}},
+		{files("/etc/shadow", "x"), MatchingRules{none, none, none}},
+		{files("./src//a/"), MatchingRules{none, []string{"Read(src/**)"}, none}},
+		{files(), MatchingRules{none, none, none}},
+	}
+	for _, tt := range matching {
+		got, err := policy(Ask).MatchingRules("read", tt.args)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("MatchingRules(read, %v) = %v, %v; want %v", tt.args, got, err, tt.want)
+		}
+	}
+
+	off := false
+	disabled, _ := NewPermissionPolicy(PolicyOptions{Deny: []string{"read"}, Enabled: &off})
+	defer disabled.Close()
+	if got, err := disabled.Check("read", files("src/.env", "/etc/shadow")); err != nil || got != Allow {
+		t.Errorf("disabled policy = %q, %v; want allow", got, err)
+	}
+
+	// An entry with no JSON form is an error, as for the joined argument string.
+	type point struct{ X int }
+	if _, err := policy(Ask).Check("read", files("src/a", point{1})); err == nil {
+		t.Error("Check with an unrepresentable entry succeeded")
+	}
+	if _, err := policy(Ask).MatchingRules("read", files(point{1})); err == nil {
+		t.Error("MatchingRules with an unrepresentable entry succeeded")
+	}
+}

@@ -75,8 +75,11 @@ func NormalizePath(path string) (string, error) {
 //   - The tool name is ASCII lower-cased; grep, glob and bm25 become search.
 //   - bash: the command.
 //   - read, write, edit, download: file_path, normalized with
-//     [NormalizePath]. A read call without file_path but with files gives
-//     each entry's path (entries that are objects) or text, joined by "\n".
+//     [NormalizePath]. A read call without file_path but with files (a
+//     multi-file read) gives each entry's path, joined by "\n": the path
+//     field of an object entry or a string entry itself, normalized, and the
+//     text of any other entry. This joined string is only displayed: such a
+//     call is decided per file (see [PermissionPolicy.Check]).
 //   - search: "<mode> <query> <path>", the mode being the tool name for
 //     grep, glob and bm25 calls.
 //   - ls: path, normalized.
@@ -98,10 +101,11 @@ func ArgumentString(tool string, args map[string]any) (name, subject string, err
 	case name == "bash":
 		subject, err = text(args["command"])
 	case isFilePathTool(name):
-		_, hasPath := args["file_path"]
-		files, hasFiles := args["files"]
-		if name == "read" && !hasPath && hasFiles {
-			subject, err = readFiles(files)
+		if isMultiRead(name, args) {
+			var paths []string
+			if paths, err = readPaths(args["files"]); err == nil {
+				subject = strings.Join(paths, "\n")
+			}
 		} else {
 			subject, err = pathField(args, "file_path")
 		}
@@ -171,27 +175,69 @@ func pathValue(v any) (string, error) {
 	return CanonicalJSON(v)
 }
 
-// readFiles is the argument string of a read call given files: the path of
-// each entry that is an object, the text of any other entry, one a line.
-func readFiles(files any) (string, error) {
+// isMultiRead reports a read of several files: a read call without
+// file_path but with files (either possibly null). Each of its paths is
+// checked on its own (see subjects).
+func isMultiRead(name string, args map[string]any) bool {
+	if name != "read" {
+		return false
+	}
+	_, hasPath := args["file_path"]
+	_, hasFiles := args["files"]
+	return !hasPath && hasFiles
+}
+
+// subjects returns the canonical tool name and the argument strings a call
+// is decided on: its argument string, or for a multi-file read one per file.
+//
+// Joining the paths with newlines would let read(src/**) allow src/a plus
+// /etc/shadow in one call, since ** crosses newlines; so a multi-file read
+// is decided per file, strictest first. It mirrors Python's
+// a3s_code.policy._subject.subjects.
+func subjects(tool string, args map[string]any) (string, []string, error) {
+	if name := canonicalTool(tool); isMultiRead(name, args) {
+		paths, err := readPaths(args["files"])
+		if err != nil {
+			return name, nil, err
+		}
+		return name, paths, nil
+	}
+	name, subject, err := ArgumentString(tool, args)
+	if err != nil {
+		return name, nil, err
+	}
+	return name, []string{subject}, nil
+}
+
+// readPaths is the paths of a multi-file read, one per entry of files: an
+// object entry's path field and a string entry, each normalized, or the
+// text of any other entry. An empty list gives one "", and files that is
+// not a list one string, its canonical JSON ("" if null).
+func readPaths(files any) ([]string, error) {
+	var parts []string
 	switch list := files.(type) {
 	case nil:
-		return "", nil
+		return []string{""}, nil
 	case []string:
-		// Entries that are not objects are taken as text, not normalized.
-		return strings.Join(list, "\n"), nil
-	case []map[string]any:
-		parts := make([]string, len(list))
+		parts = make([]string, len(list))
 		for i, entry := range list {
-			p, err := pathField(entry, "path")
+			p, err := NormalizePath(entry)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			parts[i] = p
 		}
-		return strings.Join(parts, "\n"), nil
+	case []map[string]any:
+		parts = make([]string, len(list))
+		for i, entry := range list {
+			p, err := pathField(entry, "path")
+			if err != nil {
+				return nil, err
+			}
+			parts[i] = p
+		}
 	case []any:
-		parts := make([]string, len(list))
+		parts = make([]string, len(list))
 		for i, entry := range list {
 			var p string
 			var err error
@@ -202,15 +248,25 @@ func readFiles(files any) (string, error) {
 				if v, ok := m["path"]; ok {
 					p, err = NormalizePath(v)
 				}
+			case string:
+				p, err = NormalizePath(m)
 			default:
 				p, err = text(entry)
 			}
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			parts[i] = p
 		}
-		return strings.Join(parts, "\n"), nil
+	default:
+		s, err := CanonicalJSON(files)
+		if err != nil {
+			return nil, err
+		}
+		return []string{s}, nil
 	}
-	return CanonicalJSON(files)
+	if len(parts) == 0 {
+		return []string{""}, nil
+	}
+	return parts, nil
 }

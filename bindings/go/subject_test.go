@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -26,7 +27,9 @@ func TestArgumentString(t *testing.T) {
 		{"bash", `{"command":3.0}`, "bash", "3"},
 		{"Read", `{"file_path":"./src//a/../b.py"}`, "read", "src/b.py"},
 		{"read", `{"file_path":"C:\\Users\\x\\..\\y"}`, "read", "C:/Users/y"},
-		{"read", `{"files":[{"path":"a//b"},"c//d",null,7,{"path":null},{}]}`, "read", "a/b\nc//d\n\n7\n\n"},
+		{"read", `{"files":[{"path":"a//b"},"c//d",null,7,{"path":null},{}]}`, "read", "a/b\nc/d\n\n7\n\n"},
+		{"read", `{"files":["./x/../y/","\\etc\\shadow"]}`, "read", "y\n/etc/shadow"},
+		{"read", `{"files":[]}`, "read", ""},
 		{"read", `{"files":"x//y"}`, "read", `"x//y"`},
 		{"read", `{"files":null}`, "read", ""},
 		{"read", `{"file_path":null,"files":[{"path":"a"}]}`, "read", ""},
@@ -91,7 +94,9 @@ func TestArgumentStringGoTypes(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{"read", map[string]any{"files": []string{"a//b", "c"}}, "a//b\nc"},
+		{"read", map[string]any{"files": []string{"a//b", "c"}}, "a/b\nc"},
+		{"read", map[string]any{"files": []string{}}, ""},
+		{"read", map[string]any{"files": []any{"./p/", map[string]any{"path": "q//"}}}, "p\nq"},
 		{"read", map[string]any{"files": []map[string]any{{"path": "a//b"}, {"path": 1}}}, "a/b\n1"},
 		{"read", map[string]any{"files": []any{map[string]string{"path": "./x/"}, map[string]string{}}}, "x\n"},
 		{"bash", map[string]any{"command": int64(-7)}, "-7"},
@@ -221,4 +226,47 @@ func decodeArgs(t testing.TB, text string, useNumber bool) map[string]any {
 		t.Fatalf("decoding %s: %v", text, err)
 	}
 	return args
+}
+
+func TestSubjects(t *testing.T) {
+	tests := []struct {
+		tool     string
+		args     map[string]any
+		wantTool string
+		want     []string
+	}{
+		{"READ", map[string]any{"files": []any{"src/a", map[string]any{"path": "/etc//shadow"}, "./b/", 7.0, nil,
+			map[string]any{"p": 1.0}}}, "read", []string{"src/a", "/etc/shadow", "b", "7", "", ""}},
+		{"read", map[string]any{"files": []any{"a\nb"}}, "read", []string{"a\nb"}},
+		{"read", map[string]any{"files": []any{}}, "read", []string{""}},
+		{"read", map[string]any{"files": []string(nil)}, "read", []string{""}},
+		{"read", map[string]any{"files": []string{"x//y", "./z"}}, "read", []string{"x/y", "z"}},
+		{"read", map[string]any{"files": nil}, "read", []string{""}},
+		{"read", map[string]any{"files": "a//b"}, "read", []string{`"a//b"`}},
+		{"read", map[string]any{"files": map[string]any{"path": "a"}}, "read", []string{`{"path":"a"}`}},
+		{"read", map[string]any{"file_path": "x", "files": []any{"a", "b"}}, "read", []string{"x"}},
+		{"read", map[string]any{"file_path": nil, "files": []any{"a", "b"}}, "read", []string{""}},
+		{"write", map[string]any{"files": []any{"a", "b"}}, "write", []string{""}},
+		{"read", map[string]any{"file_path": "a\nb"}, "read", []string{"a\nb"}},
+		{"Grep", map[string]any{"query": "x", "path": "./s/"}, "search", []string{"grep x s"}},
+		{"bash", nil, "bash", []string{""}},
+		{"foo", map[string]any{"a": []any{1.0}}, "foo", []string{`{"a":[1]}`}},
+	}
+	for _, tt := range tests {
+		name, got, err := subjects(tt.tool, tt.args)
+		if err != nil || name != tt.wantTool || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("subjects(%q, %v) = %q, %q, %v; want %q, %q", tt.tool, tt.args, name, got, err,
+				tt.wantTool, tt.want)
+		}
+		// The joined subjects are the argument string.
+		aname, subject, err := ArgumentString(tt.tool, tt.args)
+		if err != nil || aname != name || subject != strings.Join(got, "\n") {
+			t.Errorf("ArgumentString(%q, %v) = %q, %q, %v; want the joined subjects", tt.tool, tt.args,
+				aname, subject, err)
+		}
+	}
+	type point struct{ X int }
+	if _, _, err := subjects("read", map[string]any{"files": []any{point{1}}}); err == nil {
+		t.Error("subjects with an unrepresentable entry succeeded")
+	}
 }
