@@ -12,6 +12,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from .. import _native
+from ..sandbox import NativeBashSandbox
 
 MIN_BWRAP = (0, 8, 0)
 SYSTEM_BWRAP = ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
@@ -146,6 +147,17 @@ def collect() -> list[Check]:
             "available" if feats["cgroup_kill"] else "unavailable (optional)",
         )
     )
+    if all(c.ok for c in checks if c.required):
+        cause = NativeBashSandbox.probe()
+        checks.append(
+            Check(
+                "sandbox self-test",
+                cause is None,
+                True,
+                "passed through the real boundary" if cause is None else cause,
+                "" if cause is None else "see docs/security.md (readiness)",
+            )
+        )
     return checks
 
 
