@@ -7,6 +7,7 @@
  * skip the simulation entirely; the literal prefix and suffix of any other
  * pattern are compared first so that most non-matches cost one memcmp.
  */
+#define _GNU_SOURCE /* memmem */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -48,7 +49,28 @@ struct a3s_glob {
     uint64_t *gslash;        /* tokens advancing on '/' */
     uint64_t *eps;           /* tokens with an epsilon edge to the next token */
     uint64_t *eps2;          /* tokens with an epsilon edge two tokens ahead */
+    /* prefilters: a literal run every match contains, and a trailing '**' */
+    unsigned char *needle;
+    size_t needle_len;
+    bool tail_any; /* the last token is '**': once its state is live, the rest matches */
 };
+
+/* memmem where the C library has it, a memchr loop elsewhere (MSVC). */
+static bool contains(const unsigned char *hay, size_t n, const unsigned char *needle, size_t k) {
+#if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || \
+    defined(__NetBSD__) || defined(__linux__)
+    return memmem(hay, n, needle, k) != NULL;
+#else
+    for (const unsigned char *end = hay + n; (size_t)(end - hay) >= k; hay++) {
+        hay = memchr(hay, needle[0], (size_t)(end - hay) - k + 1);
+        if (!hay)
+            return false;
+        if (memcmp(hay, needle, k) == 0)
+            return true;
+    }
+    return false;
+#endif
+}
 
 static bool bit_test(const uint64_t *v, size_t i) { return (v[i / 64] >> (i % 64)) & 1u; }
 static void bit_set(uint64_t *v, size_t i) { v[i / 64] |= (uint64_t)1 << (i % 64); }
@@ -102,10 +124,17 @@ static void glob_destroy(a3s_glob *g) {
     free(g->gslash);
     free(g->eps);
     free(g->eps2);
+    free(g->needle);
     free(g);
 }
 
 A3S_API void a3s_glob_free(a3s_glob *glob) { glob_destroy(glob); }
+
+int a3s_glob_first_byte(const a3s_glob *g) {
+    if (g->kind == GLOB_ANY || g->fold_case || g->literal_len == 0)
+        return -1;
+    return g->literal[0];
+}
 
 static unsigned char *dup_bytes(const unsigned char *p, size_t n, bool fold) {
     unsigned char *d = malloc(n ? n : 1);
@@ -134,9 +163,13 @@ static size_t tokenize(const unsigned char *p, size_t len, bool tool_name, unsig
             if (tool_name || run == 1) {
                 kinds[n++] = tool_name ? TOK_GLOBSTAR : TOK_STAR;
             } else if (i < len && p[i] == '/') {
+                i++; /* the '/' belongs to the loop token */
+                /* '**' + '/' twice in a row means the same as once: keep one, so long
+                 * chains cannot make the epsilon closure quadratic */
+                if (n >= 2 && kinds[n - 2] == TOK_GS_ENTRY && kinds[n - 1] == TOK_GS_LOOP)
+                    continue;
                 kinds[n++] = TOK_GS_ENTRY;
                 kinds[n++] = TOK_GS_LOOP;
-                i++; /* the '/' belongs to the loop token */
             } else {
                 kinds[n++] = TOK_GLOBSTAR;
             }
@@ -203,6 +236,23 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
             first_wild = i;
         last_wild = i;
     }
+    /* the longest literal run between two wildcards must occur in every match */
+    size_t best = 0, best_at = 0;
+    for (size_t i = first_wild; i < last_wild;) {
+        size_t j = i;
+        while (j < last_wild && kinds[j] == TOK_LIT)
+            j++;
+        if (j - i > best) {
+            best = j - i;
+            best_at = i;
+        }
+        i = j + 1;
+    }
+    if (best >= 2 && !g->fold_case) {
+        g->needle = dup_bytes(bytes + best_at, best, false);
+        g->needle_len = g->needle ? best : 0;
+    }
+    g->tail_any = kinds[ntok - 1] == TOK_GLOBSTAR;
     g->literal = dup_bytes(bytes, first_wild, false);
     g->literal_len = first_wild;
     g->suffix_len = ntok - last_wild - 1;
@@ -300,8 +350,37 @@ static bool bytes_equal(const unsigned char *a, const unsigned char *b, size_t n
     return true;
 }
 
+/* The common case, a pattern of at most 63 tokens: the state set is one
+ * register. */
+static int nfa_match1(const a3s_glob *g, const unsigned char *s, size_t n) {
+    const uint64_t eps = g->eps[0], eps2 = g->eps2[0], any = g->star_any[0];
+    const uint64_t noslash = any | g->star_noslash[0], gslash = g->gslash[0];
+    const uint64_t epsilon = eps | eps2;
+    const uint64_t tail = g->tail_any ? (uint64_t)1 << (g->ntok - 1) : 0;
+    uint64_t cur = (uint64_t)1 << g->literal_len;
+    for (uint64_t y; cur & epsilon; cur = y)
+        if ((y = cur | ((cur & eps) << 1) | ((cur & eps2) << 2)) == cur)
+            break;
+    for (size_t i = g->literal_len; i < n; i++) {
+        if (cur & tail)
+            return 1;
+        unsigned char c = s[i];
+        uint64_t next = (cur & g->class_masks[g->byte_class[c]]) << 1;
+        next |= c == '/' ? ((cur & gslash) << 1) | (cur & any) : cur & noslash;
+        for (uint64_t y; next & epsilon; next = y)
+            if ((y = next | ((next & eps) << 1) | ((next & eps2) << 2)) == next)
+                break;
+        if (!next)
+            return 0;
+        cur = next;
+    }
+    return (cur >> g->ntok) & 1;
+}
+
 static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     size_t nw = g->nwords;
+    if (nw == 1)
+        return nfa_match1(g, s, n);
     uint64_t stack[5 * STACK_WORDS];
     uint64_t *heap = NULL, *cur = stack, *next, *tmp, *t2, *t3;
     if (nw > STACK_WORDS) {
@@ -340,11 +419,13 @@ static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
         uint64_t *swap = cur;
         cur = next;
         next = swap;
-        if (!any)
+        if (!any || (g->tail_any && bit_test(cur, g->ntok - 1)))
             break;
     }
     if (i >= n)
         result = bit_test(cur, g->ntok);
+    else if (g->tail_any && bit_test(cur, g->ntok - 1))
+        result = 1;
     free(heap);
     return result;
 }
@@ -362,6 +443,9 @@ A3S_API int a3s_glob_match(const a3s_glob *g, const char *subject, size_t n) {
     }
     if (n < g->min_len || !bytes_equal(s, g->literal, g->literal_len, g->fold_case) ||
         !bytes_equal(s + n - g->suffix_len, g->suffix, g->suffix_len, g->fold_case))
+        return 0;
+    if (g->needle_len &&
+        !contains(s + g->literal_len, n - g->literal_len - g->suffix_len, g->needle, g->needle_len))
         return 0;
     return nfa_match(g, s, n);
 }

@@ -10,6 +10,10 @@
 #  define A3S_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #  define A3S_PRINTF(fmt, args)
+/* The byte every subject a glob matches starts with, or -1 if there is none
+ * (a cheap filter the rule set applies before matching). */
+int a3s_glob_first_byte(const a3s_glob *glob);
+
 #endif
 
 /* Fills *err (if non-NULL) and returns code, so callers can write
@@ -28,5 +32,9 @@ static inline unsigned char a3s_lower(unsigned char c) {
 /* Compiles a glob; the ruleset uses it with its own tool-name flag. */
 int a3s_glob_compile_internal(const char *pattern, size_t len, uint64_t flags, a3s_glob **out,
                               a3s_error *err);
+
+/* The byte every subject a glob matches starts with, or -1 if there is none
+ * (a cheap filter the rule set applies before matching). */
+int a3s_glob_first_byte(const a3s_glob *glob);
 
 #endif

@@ -21,6 +21,7 @@ struct rule {
     size_t pattern_len;
     a3s_glob *tool_glob; /* A3S_RULE_TOOL_GLOB only */
     a3s_glob *arg_glob;  /* NULL for A3S_RULE_ANY_ARGS */
+    int first_byte;      /* every matching subject starts with it; -1: any */
 };
 
 struct index_list {
@@ -324,12 +325,14 @@ A3S_API int a3s_ruleset_add(a3s_ruleset *rs, int list, const char *rule, size_t 
             return rc;
         }
     }
+    r.first_byte = -1;
     if (!(r.flags & A3S_RULE_ANY_ARGS)) {
         rc = a3s_glob_compile_internal(r.pattern, r.pattern_len, 0, &r.arg_glob, err);
         if (rc) {
             free_rule(&r);
             return rc;
         }
+        r.first_byte = a3s_glob_first_byte(r.arg_glob);
     }
     if (rs->len == rs->cap) {
         size_t cap = rs->cap ? 2 * rs->cap : 16;
@@ -374,6 +377,8 @@ A3S_API int a3s_ruleset_rule(const a3s_ruleset *rs, size_t index, a3s_rule_view 
 /* 1 match, 0 no match, negative error. `tool` is already lower-case. */
 static int rule_matches(const struct rule *r, const char *tool, size_t tl, const char *subject,
                         size_t sl) {
+    if (r->first_byte >= 0 && (sl == 0 || (unsigned char)subject[0] != r->first_byte))
+        return 0;
     if (r->flags & A3S_RULE_TOOL_GLOB) {
         if (!a3s_glob_match(r->tool_glob, tool, tl))
             return 0;

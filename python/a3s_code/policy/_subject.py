@@ -24,11 +24,20 @@ SEARCH_MODE_TOOLS = frozenset({"grep", "glob", "bm25"})
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 
+_TOOL_CACHE: dict[str, str] = {}
+
+
 def canonical_tool(tool: str) -> str:
     """ASCII lower-case, the only case folding tool names get."""
+    cached = _TOOL_CACHE.get(tool) if type(tool) is str else None
+    if cached is not None:
+        return cached
     if not isinstance(tool, str):
         raise PolicyError(f"tool name must be a string, not {type(tool).__name__}")
-    return tool.lower() if tool.isascii() else tool.translate(_ASCII_LOWER)
+    name = tool.lower() if tool.isascii() else tool.translate(_ASCII_LOWER)
+    if len(_TOOL_CACHE) < 4096:
+        _TOOL_CACHE[tool] = name
+    return name
 
 
 def normalize_path(path: str) -> str:
@@ -74,9 +83,9 @@ def _encode(value: Any, out: list[str]) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, int):
-        out.append(str(value))
+        out.append(int.__repr__(value))
     elif isinstance(value, float):
-        out.append(_number(value))
+        out.append(_number(float(value)))
     elif isinstance(value, Mapping):
         keys = list(value)
         if any(not isinstance(k, str) for k in keys):
@@ -102,6 +111,27 @@ def _encode(value: Any, out: list[str]) -> None:
         )
 
 
+# One encoder, built once: json.dumps with these options would build a new one per call.
+_FAST_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False
+)
+_PLAIN_SCALARS = (str, int, bool, type(None))
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """True if json's own encoder prints `value` canonically: no floats, only str keys."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return True
+    if depth > 200:
+        return False
+    if kind is dict:
+        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v, depth + 1) for v in value)
+    return False
+
+
 def canonical_json(value: Any) -> str:
     """Compact JSON with keys sorted by code point and minimal string escaping.
 
@@ -110,6 +140,9 @@ def canonical_json(value: Any) -> str:
     Infinity, which JSON lacks, are the bare words. Node and Go reproduce
     exactly this text.
     """
+    if _plain(value):
+        text: str = _FAST_ENCODER.encode(value)
+        return text
     out: list[str] = []
     try:
         _encode(value, out)
@@ -178,7 +211,7 @@ def argument_string(tool: str, args: Mapping[str, Any] | None) -> tuple[str, str
     name = canonical_tool(tool)
     if args is None:
         args = {}
-    elif not isinstance(args, Mapping):
+    elif type(args) is not dict and not isinstance(args, Mapping):
         raise PolicyError(f"tool arguments must be a mapping, not {type(args).__name__}")
     if name == "bash":
         command = args.get("command", "")
@@ -192,6 +225,6 @@ def argument_string(tool: str, args: Mapping[str, Any] | None) -> tuple[str, str
         return "search", f"{mode} {_text(args.get('query'))} {_path_field(args, 'path')}"
     if name == "ls":
         return name, _path_field(args, "path")
-    if any(not isinstance(key, str) for key in args):
-        raise PolicyError("tool arguments must have string keys")
-    return name, canonical_json(dict(args))
+    if type(args) is not dict:
+        args = dict(args)
+    return name, canonical_json(args)
