@@ -48,3 +48,23 @@ def test_pattern_matches_itself_with_stars_filled(pattern: bytes) -> None:
 def test_pathological_patterns_do_not_match_and_terminate(pattern: bytes, subject: bytes) -> None:
     # Linear-time matching: these would take exponential time with naive backtracking.
     assert Glob(pattern).match(subject) is False
+
+
+long_patterns = st.lists(PATTERN_BYTES, min_size=45, max_size=90).map(b"".join)
+long_subjects = st.lists(SUBJECT_BYTES, min_size=0, max_size=160).map(b"".join)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=long_patterns, subject=long_subjects)
+def test_multiword_patterns_match_reference(pattern: bytes, subject: bytes) -> None:
+    """Patterns past 63 tokens take the multi-word path of the matcher."""
+    assert Glob(pattern).match(subject) is reference_match(pattern, subject)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pattern=long_patterns)
+def test_multiword_patterns_match_their_own_expansion(pattern: bytes) -> None:
+    subject = pattern.replace(b"\\*", b"\x00").replace(b"*", b"").replace(b"\x00", b"*")
+    if pattern.endswith(b":*") or pattern == b"*":
+        return
+    assert Glob(pattern).match(subject) is reference_match(pattern, subject)

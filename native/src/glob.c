@@ -57,6 +57,8 @@ struct a3s_glob {
 
 /* memmem where the C library has it, a memchr loop elsewhere (MSVC). */
 static bool contains(const unsigned char *hay, size_t n, const unsigned char *needle, size_t k) {
+    if (k == 1)
+        return memchr(hay, needle[0], n) != NULL;
 #if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || \
     defined(__NetBSD__) || defined(__linux__)
     return memmem(hay, n, needle, k) != NULL;
@@ -236,7 +238,8 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
             first_wild = i;
         last_wild = i;
     }
-    /* the longest literal run between two wildcards must occur in every match */
+    /* the longest literal run between two wildcards must occur in every match
+     * (a single byte is worth a memchr: it rejects *a*a*...*b over a run of a) */
     size_t best = 0, best_at = 0;
     for (size_t i = first_wild; i < last_wild;) {
         size_t j = i;
@@ -248,7 +251,7 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
         }
         i = j + 1;
     }
-    if (best >= 2 && !g->fold_case) {
+    if (best >= 1 && !g->fold_case) {
         g->needle = dup_bytes(bytes + best_at, best, false);
         g->needle_len = g->needle ? best : 0;
     }
