@@ -459,7 +459,7 @@ int main(int argc, char **argv) {
     status_write(cfg.status_fd, "R", 1);
 
     int tfd = cfg.timeout_ms ? arm_timer(cfg.timeout_ms) : -1;
-    bool timed_out = false;
+    bool timed_out = false, stopping = false;
     for (;;) {
         struct pollfd fds[3] = {
             {.fd = sfd, .events = POLLIN},
@@ -475,7 +475,9 @@ int main(int argc, char **argv) {
             uint64_t ticks;
             ssize_t ignored = read(tfd, &ticks, sizeof ticks);
             (void)ignored;
-            if (!timed_out) {
+            if (stopping) {
+                finish(&cfg, child, 128 + SIGKILL);
+            } else if (!timed_out) {
                 timed_out = true;
                 status_write(cfg.status_fd, "T", 1);
                 signal_all(&cfg, child, SIGTERM);
@@ -489,7 +491,15 @@ int main(int argc, char **argv) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 if (si.ssi_signo != SIGCHLD) {
+                    /* a stop request from outside (the caller's cancel or timeout):
+                     * pass it on, then KILL everything after the grace period */
                     signal_all(&cfg, child, (int)si.ssi_signo);
+                    if (!stopping) {
+                        stopping = true;
+                        if (tfd >= 0)
+                            close(tfd);
+                        tfd = arm_timer(cfg.grace_ms);
+                    }
                     continue;
                 }
                 int st;

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #define RACY_NS 2000000000LL /* two seconds */
-#define MAX_DEPTH 128
+#define MAX_DEPTH 1024
 
 struct node {
     char *name;
@@ -69,6 +69,13 @@ static bool eq_nocase(const char *a, const char *b) {
 static bool in(const char *name, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (eq_nocase(name, list[i]))
+            return true;
+    return false;
+}
+
+static bool in_exact(const char *name, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(name, list[i]))
             return true;
     return false;
 }
@@ -141,14 +148,16 @@ static int reread(struct node *n, int fd, const char *dirname, a3s_error *err) {
             type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
         }
         bool is_dir = type == DT_DIR;
-        if (is_credential(dirname, e->d_name, is_dir)) {
+        /* a symlink may stand for a credential file or directory: test both */
+        if (is_credential(dirname, e->d_name, is_dir) ||
+            (type == DT_LNK && is_credential(dirname, e->d_name, true))) {
             char tag[2] = {is_dir ? 'd' : (type == DT_LNK ? 'l' : 'f'), 0};
             a3s_strvec_push2(&n->creds, tag, e->d_name);
             if (n->creds.failed)
                 rc = A3S_E_NOMEM;
             continue; /* a masked directory is not scanned further */
         }
-        if (!is_dir || in(e->d_name, SKIP_DIRS, COUNT(SKIP_DIRS)))
+        if (!is_dir || in_exact(e->d_name, SKIP_DIRS, COUNT(SKIP_DIRS)))
             continue;
         if (n->nchildren == cap) {
             cap = cap ? 2 * cap : 8;
@@ -228,13 +237,19 @@ static int visit(struct walk *w, struct node *n, int fd, const struct stat *st, 
     n->fresh = w->started - n->mtime_ns > RACY_NS && w->started - n->ctime_ns > RACY_NS;
     for (size_t i = 0; i < n->creds.len; i++)
         report(w, len, n->creds.items[i]);
-    if (depth >= MAX_DEPTH)
-        return A3S_OK;
+    if (depth >= MAX_DEPTH && n->nchildren)
+        return a3s_fail(w->err, A3S_E_REFUSED, 0, depth,
+                        "the workspace nests directories deeper than %d levels (at %s): it "
+                        "cannot be checked for credential files",
+                        MAX_DEPTH, w->path);
     for (size_t i = 0; i < n->nchildren; i++) {
         struct node *c = &n->children[i];
         size_t nl = strlen(c->name);
         if (len + 1 + nl >= sizeof w->path)
-            continue;
+            return a3s_fail(w->err, A3S_E_REFUSED, 0, 0,
+                            "a path in the workspace is longer than %zu bytes: it cannot be "
+                            "checked for credential files",
+                            sizeof w->path);
         int cfd = openat(fd, c->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd < 0) {
             c->fresh = false; /* vanished or replaced: re-read its parent next time */

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,6 +89,7 @@ struct plan {
     char mask_file[PATH_MAX];
     char mask_dir[PATH_MAX];
     char journal[PATH_MAX]; /* this run's placeholder journal, "" if none */
+    int lock_fd;            /* the workspace lock, held shared during the run */
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -139,10 +141,12 @@ static void push3(struct a3s_strvec *v, const char *a, const char *b, const char
 }
 
 static int remove_tree_at(int parent, const char *name) {
+    struct stat st;
+    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+        fchmodat(parent, name, 0700, 0); /* the mask dir is mode 0: unreadable even to us */
     int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return unlinkat(parent, name, 0);
-    fchmod(fd, 0700); /* the mask dir is mode 0 */
     DIR *d = fdopendir(fd);
     if (!d) {
         close(fd);
@@ -308,6 +312,17 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3
                         strerror(errno));
     }
     sb->state_dir = choose_state_dir(cfg->state_dir, &sb->host_env, sb->scratch_parent);
+    if (sb->state_dir && path_is_under(sb->state_dir, sb->workspace)) {
+        /* a command could forge journals there: keep them out of its reach */
+        free(sb->state_dir);
+        char alt[PATH_MAX];
+        snprintf(alt, sizeof alt, "%s/a3s-code-state-%d", sb->scratch_parent, (int)getuid());
+        sb->state_dir = make_dirs(alt) ? realpath(alt, NULL) : NULL;
+        if (sb->state_dir && path_is_under(sb->state_dir, sb->workspace)) {
+            free(sb->state_dir);
+            sb->state_dir = NULL;
+        }
+    }
     if (!sb->state_dir) {
         a3s_sandbox_free(sb);
         return a3s_fail(err, A3S_E_INVALID, errno, 0, "no usable state directory for journals");
@@ -340,8 +355,8 @@ static void plan_free(struct plan *p) {
 
 /* The private run directory: scratch (HOME, TMPDIR) plus mask objects. */
 static int make_run_dir(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
-    if (snprintf(p->run_dir, sizeof p->run_dir, "%s/a3s-run-XXXXXX", sb->scratch_parent) >=
-        (int)sizeof p->run_dir)
+    if (snprintf(p->run_dir, sizeof p->run_dir, "%s/a3s-run-%d-XXXXXX", sb->scratch_parent,
+                 (int)getpid()) >= (int)sizeof p->run_dir)
         return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "scratch path too long");
     if (!mkdtemp(p->run_dir))
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot create a scratch directory in %s: %s",
@@ -369,14 +384,39 @@ static int make_run_dir(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
  * removes what a dead caller left, with the same "still the untouched
  * object we created" test as a normal run. */
 
-static void remove_placeholder(const char *tagged) {
+/* Only a protected name directly in this workspace can be a placeholder: a
+ * journal is data, and a forged one must not make us delete anything else. */
+static bool is_placeholder_path(const a3s_sandbox *sb, const char *path) {
+    size_t n = strlen(sb->workspace);
+    if (strncmp(path, sb->workspace, n) != 0 || path[n] != '/')
+        return false;
+    const char *name = path + n + 1;
+    for (size_t i = 0; i < COUNT(PROTECTED_DIRS); i++)
+        if (!strcmp(name, PROTECTED_DIRS[i]))
+            return true;
+    for (size_t i = 0; i < COUNT(PROTECTED_FILES); i++)
+        if (!strcmp(name, PROTECTED_FILES[i]))
+            return true;
+    return false;
+}
+
+static void remove_placeholder(const a3s_sandbox *sb, const char *tagged) {
     unsigned long dev, ino;
+    long long csec;
+    long cnsec;
     int off = 0;
-    if (sscanf(tagged + 1, "%lu:%lu:%n", &dev, &ino, &off) != 2 || off == 0)
+    if (sscanf(tagged + 1, "%lu:%lu:%lld.%ld:%n", &dev, &ino, &csec, &cnsec, &off) != 4 ||
+        off == 0)
         return;
     const char *path = tagged + 1 + off;
+    if (!is_placeholder_path(sb, path))
+        return;
+    /* the same inode number is not enough (ext4 reuses freed ones at once):
+     * the change time and our read-only mode must match too */
     struct stat st;
-    if (lstat(path, &st) < 0 || st.st_dev != dev || st.st_ino != ino)
+    if (lstat(path, &st) < 0 || st.st_dev != dev || st.st_ino != ino ||
+        st.st_ctim.tv_sec != csec || st.st_ctim.tv_nsec != cnsec ||
+        (st.st_mode & 07777) != (tagged[0] == 'f' ? 0444 : 0555))
         return;
     if (tagged[0] == 'f' && S_ISREG(st.st_mode) && st.st_size == 0)
         unlink(path);
@@ -384,7 +424,54 @@ static void remove_placeholder(const char *tagged) {
         rmdir(path); /* fails, as it should, unless still empty */
 }
 
-static void recover_journals(const a3s_sandbox *sb) {
+/* Runs over one workspace share a lock: a run holds it shared while it
+ * runs, and removes placeholders only if it can take it exclusively, i.e.
+ * when no other run still relies on them (removing a mount point detaches
+ * the mount in every other mount namespace). Placeholders left behind are
+ * journaled "done" and removed by the next run that finds itself alone. */
+static int lock_workspace(const a3s_sandbox *sb) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%slock", sb->state_dir, sb->journal_prefix) >=
+        (int)sizeof path)
+        return -1;
+    int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0 && flock(fd, LOCK_SH) < 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static bool alone(int lock_fd) { return lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) == 0; }
+
+static bool pid_is_dead(int pid) {
+    return pid > 0 && pid != (int)getpid() && kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Run directories of callers that died: their scratch and mask objects. */
+static void recover_run_dirs(const a3s_sandbox *sb) {
+    DIR *d = opendir(sb->scratch_parent);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "a3s-run-", 8) != 0)
+            continue;
+        char path[PATH_MAX];
+        struct stat st;
+        if (!pid_is_dead(atoi(e->d_name + 8)) || !join(path, sizeof path, sb->scratch_parent,
+                                                       e->d_name))
+            continue;
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+            remove_tree(path);
+    }
+    closedir(d);
+}
+
+static void recover_journals(const a3s_sandbox *sb, int lock_fd) {
+    recover_run_dirs(sb);
+    if (!alone(lock_fd))
+        return; /* another run may rely on what those journals name */
     DIR *d = opendir(sb->state_dir);
     if (!d)
         return;
@@ -393,8 +480,7 @@ static void recover_journals(const a3s_sandbox *sb) {
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, sb->journal_prefix, plen) != 0)
             continue;
-        int pid = atoi(e->d_name + plen);
-        if (pid <= 0 || pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+        if (!pid_is_dead(atoi(e->d_name + plen)) && !strstr(e->d_name, ".done"))
             continue; /* its owner may still be running */
         char path[PATH_MAX];
         if (!join(path, sizeof path, sb->state_dir, e->d_name))
@@ -403,7 +489,7 @@ static void recover_journals(const a3s_sandbox *sb) {
         char line[PATH_MAX + 64];
         while (f && fgets(line, sizeof line, f)) {
             line[strcspn(line, "\n")] = '\0';
-            remove_placeholder(line);
+            remove_placeholder(sb, line);
         }
         if (f)
             fclose(f);
@@ -434,6 +520,104 @@ static FILE *open_journal(const a3s_sandbox *sb, char *path, size_t cap) {
         return NULL;
     fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
     return fd < 0 ? NULL : fdopen(fd, "we");
+}
+
+/* A worktree's gitdir names the repository's common dir (objects, refs,
+ * config): git needs it, read-only, wherever it lives. */
+static void bind_commondir(struct a3s_strvec *binds, const char *gitdir) {
+    char file[PATH_MAX], line[PATH_MAX], joined[PATH_MAX * 2 + 2];
+    if (!join(file, sizeof file, gitdir, "commondir"))
+        return;
+    FILE *f = fopen(file, "re");
+    if (!f)
+        return;
+    if (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '/')
+            snprintf(joined, sizeof joined, "%s", line);
+        else
+            snprintf(joined, sizeof joined, "%s/%s", gitdir, line);
+        char *real = realpath(joined, NULL);
+        if (real && is_dir_nofollow(real))
+            push3(binds, "--ro-bind", real, real);
+        free(real);
+    }
+    fclose(f);
+}
+
+/* ---- hard-link aliases --------------------------------------------------
+ * A file under a protected or masked directory that has a second name
+ * elsewhere in the workspace could be written or read through that name.
+ * These walks look for regular files with more than one link; git's object
+ * store is left out (clones share objects through hard links, and objects
+ * are content-addressed, so an altered one is detected by git). */
+
+#define LINK_WALK_BUDGET 50000
+
+struct link_walk {
+    int budget;
+    char found[PATH_MAX];
+};
+
+/* 1 found (walk->found set), 0 none, -1 over budget. */
+static int linked_file_at(int at, const char *path, bool is_git, struct link_walk *w, int depth) {
+    DIR *d = NULL;
+    int fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0)
+        d = fdopendir(fd);
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (--w->budget < 0) {
+            rc = -1;
+            break;
+        }
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        char sub[PATH_MAX];
+        if (!join(sub, sizeof sub, path, e->d_name))
+            continue;
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+            snprintf(w->found, sizeof w->found, "%s", sub);
+            rc = 1;
+        } else if (S_ISDIR(st.st_mode) && depth < 64 &&
+                   !(is_git && depth == 0 && !strcmp(e->d_name, "objects"))) {
+            int cfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (cfd >= 0) {
+                rc = linked_file_at(cfd, sub, is_git, w, depth + 1);
+                close(cfd);
+            }
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Refuses the run if the directory holds a file with another name. */
+static int refuse_linked_files(const char *dir, bool is_git, const char *what, a3s_error *err) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return A3S_OK;
+    struct link_walk w = {.budget = LINK_WALK_BUDGET};
+    int rc = linked_file_at(fd, dir, is_git, &w, 0);
+    close(fd);
+    if (rc > 0)
+        return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                        "%s has extra hard links; another name could reach this %s file",
+                        w.found, what);
+    if (rc < 0)
+        return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                        "%s holds more than %d entries: too many to check for hard links", dir,
+                        LINK_WALK_BUDGET);
+    return A3S_OK;
 }
 
 /* Protected top-level names: read-only binds, placeholders where missing. */
@@ -478,6 +662,10 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                           "%s has %lu hard links; another name could write to this protected "
                           "file",
                           path, (unsigned long)st.st_nlink);
+        } else if (S_ISDIR(st.st_mode) &&
+                   (rc = refuse_linked_files(path, eq_nocase(e->d_name, ".git"), "protected",
+                                             err)) != A3S_OK) {
+            break;
         } else {
             push3(binds, "--ro-bind", path, path);
             /* a worktree or submodule: .git is a file naming the real gitdir */
@@ -493,8 +681,10 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                     else
                         snprintf(joined, sizeof joined, "%s", g);
                     char *real = realpath(joined, NULL);
-                    if (real && is_dir_nofollow(real))
+                    if (real && is_dir_nofollow(real)) {
                         push3(binds, "--ro-bind", real, real);
+                        bind_commondir(binds, real);
+                    }
                     free(real);
                 }
                 if (f)
@@ -527,8 +717,9 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                                 path);
             if (made >= 0) {
                 char tagged[PATH_MAX + 64];
-                snprintf(tagged, sizeof tagged, "%c%lu:%lu:%s", kind ? 'f' : 'd',
-                         (unsigned long)st.st_dev, (unsigned long)st.st_ino, path);
+                snprintf(tagged, sizeof tagged, "%c%lu:%lu:%lld.%09ld:%s", kind ? 'f' : 'd',
+                         (unsigned long)st.st_dev, (unsigned long)st.st_ino,
+                         (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec, path);
                 a3s_strvec_push(&p->placeholders, tagged);
                 if (!*journal)
                     *journal = open_journal(sb, p->journal, sizeof p->journal);
@@ -583,6 +774,9 @@ static int mask_credentials(a3s_sandbox *sb, struct plan *p, struct a3s_strvec *
                           (unsigned long)st.st_nlink);
             break;
         }
+        if (S_ISDIR(st.st_mode) &&
+            (rc = refuse_linked_files(path, false, "credential", err)) != A3S_OK)
+            break;
         push3(binds, "--ro-bind", S_ISDIR(st.st_mode) ? p->mask_dir : p->mask_file, path);
         a3s_strvec_push(&p->masks, path);
     }
@@ -768,7 +962,8 @@ static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p
                   host_secrets[i]);
     }
     push3(a, "--bind", sb->workspace, sb->workspace);
-    recover_journals(sb);
+    recover_journals(sb, p->lock_fd);
+    flock(p->lock_fd, LOCK_SH); /* back to shared for the run */
     FILE *journal = NULL;
     rc = protect_names(sb, p, a, &journal, err);
     if (journal)
@@ -789,11 +984,20 @@ static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p
 }
 
 /* Removes placeholders that are still the untouched objects we created. */
-static void remove_placeholders(struct plan *p) {
+static void remove_placeholders(const a3s_sandbox *sb, struct plan *p) {
+    if (p->placeholders.len && !alone(p->lock_fd)) {
+        /* another run is using them: leave them to whoever is last */
+        char done[PATH_MAX + 8];
+        snprintf(done, sizeof done, "%s.done", p->journal);
+        if (p->journal[0])
+            rename(p->journal, done);
+        return;
+    }
     for (size_t i = 0; i < p->placeholders.len; i++)
-        remove_placeholder(p->placeholders.items[i]);
+        remove_placeholder(sb, p->placeholders.items[i]);
     if (p->journal[0])
         unlink(p->journal);
+    recover_journals(sb, p->lock_fd); /* and what earlier concurrent runs left */
 }
 
 /* ---- running -------------------------------------------------------------- */
@@ -853,6 +1057,7 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
     }
     struct plan p;
     memset(&p, 0, sizeof p);
+    p.lock_fd = (sb->flags & A3S_SANDBOX_PROCESS_HOST) ? -1 : lock_workspace(sb);
     a3s_error plan_err = {0};
     int rc = build_plan(sb, o, &p, status[1], lifeline[0], &plan_err);
     a3s_process_result *result = NULL;
@@ -871,7 +1076,9 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
             /* the init enforces the timeout; this is the backstop behind it */
             .timeout_ms = (o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS) +
                           (o->kill_grace_ms ? o->kill_grace_ms : 2000) + 3000,
-            .kill_grace_ms = 500,
+            /* longer than the init's own grace, so that on cancel the init (which
+             * knows every descendant) does the killing, not the runner */
+            .kill_grace_ms = (o->kill_grace_ms ? o->kill_grace_ms : 2000) + 1000,
             .max_output_bytes = o->max_output_bytes,
             .keep_fds = keep,
             .keep_fd_count = 2,
@@ -892,7 +1099,9 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
     read_status(status[0], st, sizeof st);
     close(status[0]);
     close(lifeline[1]); /* only now: the run is over */
-    remove_placeholders(&p);
+    remove_placeholders(sb, &p);
+    if (p.lock_fd >= 0)
+        close(p.lock_fd);
     if (p.run_dir[0])
         remove_tree(p.run_dir);
 

@@ -249,6 +249,7 @@ static const struct denied plain_denied[] = {
 #ifdef SYS_clone3
     D(clone3, ENOSYS),
 #endif
+    {"openat2", 437, ENOSYS},
 };
 
 #define NDENIED (sizeof plain_denied / sizeof plain_denied[0])
@@ -263,6 +264,25 @@ static uint32_t expected_uniform(uint32_t nr, uint64_t arg) {
         return ERR(EAFNOSUPPORT); /* family 0 (AF_UNSPEC) or 0xffffffff */
     if (nr == SYS_clone)
         return arg ? ERR(EPERM) : ALLOW; /* all ones holds every CLONE_NEW* */
+    /* calls that take a file mode: all ones holds the set-id bits */
+    static const uint32_t mode_calls[] = {
+#ifdef SYS_chmod
+        SYS_chmod,
+#endif
+#ifdef SYS_creat
+        SYS_creat,
+#endif
+#ifdef SYS_open
+        SYS_open,
+#endif
+#ifdef SYS_mknod
+        SYS_mknod,
+#endif
+        SYS_fchmod, SYS_fchmodat, 452 /* fchmodat2 */, SYS_openat, SYS_mknodat,
+    };
+    for (size_t i = 0; i < sizeof mode_calls / sizeof mode_calls[0]; i++)
+        if (nr == mode_calls[i])
+            return arg ? ERR(EPERM) : ALLOW;
     /* ioctl cmd 0 / 0xffffffff, personality 0 / query: allowed */
     return ALLOW;
 }
@@ -282,6 +302,24 @@ struct tcase {
      CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID)
 
 static const struct tcase cases[] = {
+    /* no set-id bit through any call that takes a mode */
+    C("fchmod 0755", SYS_fchmod, ALLOW, 3, 0755),
+    C("fchmod 04755", SYS_fchmod, ERR(EPERM), 3, 04755),
+    C("fchmod 02755", SYS_fchmod, ERR(EPERM), 3, 02755),
+    C("fchmod 04755 in the high word only", SYS_fchmod, ALLOW, 3, HI(04755)),
+    C("fchmodat 0644", SYS_fchmodat, ALLOW, (uint64_t)AT_FDCWD, 0x1000, 0644),
+    C("fchmodat 06755", SYS_fchmodat, ERR(EPERM), (uint64_t)AT_FDCWD, 0x1000, 06755),
+    C("fchmodat2 04711", 452, ERR(EPERM), (uint64_t)AT_FDCWD, 0x1000, 04711, 0),
+    C("openat O_CREAT 0644", SYS_openat, ALLOW, (uint64_t)AT_FDCWD, 0x1000, O_CREAT, 0644),
+    C("openat O_CREAT 04755", SYS_openat, ERR(EPERM), (uint64_t)AT_FDCWD, 0x1000, O_CREAT, 04755),
+    C("mknodat S_IFREG|04755", SYS_mknodat, ERR(EPERM), (uint64_t)AT_FDCWD, 0x1000,
+      S_IFREG | 04755, 0),
+    C("mknodat S_IFIFO|0644", SYS_mknodat, ALLOW, (uint64_t)AT_FDCWD, 0x1000, S_IFIFO | 0644, 0),
+#ifdef SYS_chmod
+    C("chmod 4755", SYS_chmod, ERR(EPERM), 0x1000, 04755),
+    C("chmod 755", SYS_chmod, ALLOW, 0x1000, 0755),
+#endif
+    C("openat2 (mode unreadable)", 437, ERR(ENOSYS), (uint64_t)AT_FDCWD, 0x1000, 0x2000, 24),
     /* ordinary calls stay allowed */
     C("read", SYS_read, ALLOW, 0, 0, 16),
     C("write", SYS_write, ALLOW, 1, 0, 16),

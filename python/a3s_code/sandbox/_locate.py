@@ -19,19 +19,37 @@ def init_path() -> str | None:
     return str(candidate) if os.access(candidate, os.X_OK) else None
 
 
+def _trusted(path: str, workspace: str | None) -> bool:
+    """A bubblewrap we may run: owned by root, not writable by others, outside the workspace."""
+    try:
+        st = os.stat(path)
+        parent = os.stat(os.path.dirname(path))
+    except OSError:
+        return False
+    if st.st_uid != 0 or st.st_mode & 0o022 or parent.st_uid != 0 or parent.st_mode & 0o022:
+        return False
+    if workspace:
+        root = os.path.realpath(workspace) + os.sep
+        if (path + os.sep).startswith(root):
+            return False
+    return True
+
+
 def find_bwrap(workspace: str | None = None) -> str | None:
-    """The system bubblewrap: fixed system paths first, never one inside the workspace."""
+    """The system bubblewrap: fixed system paths first, then PATH, never one a repository ships.
+
+    A candidate must be root-owned in a root-owned directory that others
+    cannot write, and must not lie inside the workspace; nothing else is
+    ever executed, not even for ``--version``.
+    """
     found = [c for c in SYSTEM_BWRAP if os.access(c, os.X_OK)]
     which = shutil.which("bwrap")
     if which:
         found.append(which)
     for candidate in found:
         real = os.path.realpath(candidate)
-        if not os.path.isabs(real):
-            continue
-        if workspace and (real + os.sep).startswith(os.path.realpath(workspace) + os.sep):
-            continue  # a repository must not be able to supply its own "bubblewrap"
-        return real
+        if os.path.isabs(real) and _trusted(real, workspace):
+            return real
     return None
 
 

@@ -197,15 +197,18 @@ class NativeBashSandbox(_CoreSandbox):
         self._bwrap = bwrap
 
     @classmethod
-    def probe(cls, bwrap: str | None = None) -> str | None:
+    def probe(cls, bwrap: str | None = None, workspace: str | None = None) -> str | None:
         """None if the boundary works on this machine, else the reason it does not.
 
         It runs a self-test through the real boundary once per process (per
         bubblewrap binary) and caches the verdict.
         """
-        bwrap = bwrap or find_bwrap()
+        bwrap = bwrap or find_bwrap(workspace)
         if bwrap is None:
-            return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+            return (
+                "bubblewrap (bwrap) is not installed as a root-owned system program: "
+                "apt-get install bubblewrap"
+            )
         init = init_path() or ""
         key = (bwrap, init)
         with cls._probe_lock:

@@ -84,7 +84,7 @@ def select_sandbox(
     if os.path.islink(path) or not os.path.isdir(path):
         raise SandboxArgumentError(f"workspace {path} must be an existing directory, not a symlink")
     if sys.platform.startswith("linux"):
-        cause = NativeBashSandbox.probe()
+        cause = NativeBashSandbox.probe(workspace=path)
         if cause is None:
             return NativeBashSandbox(path)
     else:

@@ -1,0 +1,291 @@
+"""Hostile timing and signal cases: timeouts, TERM-ignoring commands, signal deaths, cancel.
+
+Also `a3s-code exec`, which must exit with the command's own status (124 on
+timeout) and must not orphan the command when it is itself terminated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
+
+BACKENDS = ["native", "process-host"]
+
+
+def _marker() -> str:
+    return f"424.{random.randint(100000, 999999)}"
+
+
+def _processes_with(token: str) -> list[tuple[int, str]]:
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if token.encode() in cmdline:
+            found.append((int(entry), cmdline.replace(b"\0", b" ").decode(errors="replace")))
+    return found
+
+
+def _sleeping(token: str) -> bool:
+    """Whether a `sleep TOKEN...` process itself runs (not merely a command line naming it)."""
+    needle = b"sleep\0" + token.encode()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if f.read().startswith(needle):
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def _survivors(token: str, within_s: float = 1.5) -> list[tuple[int, str]]:
+    deadline = time.monotonic() + within_s
+    while (left := _processes_with(token)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
+
+
+@pytest.fixture
+def marker():
+    m = _marker()
+    yield m
+    for pid, _ in _processes_with(m):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+def _sandbox(ws, backend: str):
+    if backend == "native":
+        sb = select_sandbox(ws)
+        assert isinstance(sb, NativeBashSandbox), f"the native boundary is unavailable: {sb!r}"
+        return sb
+    return ProcessHostBashSandbox(ws)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_timeout_gives_124_and_timed_out(workspace, marker, backend) -> None:
+    sb = _sandbox(workspace, backend)
+    out = sb.exec(f"echo before; sleep {marker}; echo AFTER", timeout_ms=500)
+    assert out.exit_code == 124, out
+    assert out.timed_out and not out.cancelled, out
+    assert out.stdout == "before\n", out
+    assert 450 <= out.duration_ms < 4_000, out
+    assert _survivors(marker) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_term_trapping_command_is_killed_after_the_grace_period(workspace, marker, backend) -> None:
+    sb = _sandbox(workspace, backend)
+    timeout_ms, grace_ms = 400, 700
+    out = sb.exec(
+        f"trap 'echo got-term' TERM; sleep {marker} & while :; do sleep 0.05; done",
+        timeout_ms=timeout_ms,
+        kill_grace_ms=grace_ms,
+    )
+    assert out.exit_code == 124 and out.timed_out, out
+    assert "got-term" in out.stdout, f"SIGTERM was never delivered: {out}"
+    # it survived the TERM, so only the KILL after the grace period ended it
+    assert out.duration_ms >= timeout_ms + grace_ms - 100, out
+    assert out.duration_ms < timeout_ms + grace_ms + 3_000, out
+    assert _survivors(marker) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_term_ignoring_tree_is_killed(workspace, marker, backend) -> None:
+    sb = _sandbox(workspace, backend)
+    out = sb.exec(
+        f"trap '' TERM INT HUP; sleep {marker} & sleep {marker}1",
+        timeout_ms=300,
+        kill_grace_ms=300,
+    )
+    assert out.exit_code == 124 and out.timed_out, out
+    assert out.duration_ms < 4_000, out
+    assert _survivors(marker) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("signo", [1, 2, 6, 9, 11, 13, 15])
+def test_exit_code_is_128_plus_the_signal(workspace, backend, signo) -> None:
+    sb = _sandbox(workspace, backend)
+    out = sb.exec(f"ulimit -c 0; kill -{signo} $$; echo SURVIVED", timeout_ms=10_000)
+    assert out.exit_code == 128 + signo, out
+    assert not out.timed_out and "SURVIVED" not in out.stdout, out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_signal_death_of_an_exec_d_program(workspace, backend) -> None:
+    sb = _sandbox(workspace, backend)
+    out = sb.exec(
+        "exec /usr/bin/python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGQUIT)'",
+        timeout_ms=10_000,
+    )
+    assert out.exit_code == 128 + signal.SIGQUIT, out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("ignore_term", [False, True], ids=["plain", "ignores-term"])
+def test_cancel_returns_promptly(workspace, marker, backend, ignore_term) -> None:
+    sb = _sandbox(workspace, backend)
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    prefix = "trap '' TERM; " if ignore_term else ""
+    t0 = time.monotonic()
+    out = sb.exec(
+        f"{prefix}sleep {marker} & sleep {marker}1",
+        timeout_ms=60_000,
+        kill_grace_ms=500,
+        cancel=cancel,
+    )
+    elapsed = time.monotonic() - t0
+    assert out.cancelled and not out.timed_out, out
+    assert out.exit_code != 0, out
+    assert elapsed < 0.3 + 0.5 + 1.5, f"cancel took {elapsed:.2f} s"
+    left = _survivors(marker)
+    assert left == [], f"processes outlived the cancelled command ({backend}): {left}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cancel_set_before_exec(workspace, marker, backend) -> None:
+    sb = _sandbox(workspace, backend)
+    cancel = threading.Event()
+    cancel.set()
+    out = sb.exec(f"sleep {marker}", timeout_ms=60_000, cancel=cancel)
+    assert out.cancelled, out
+    assert out.duration_ms < 3_000, out
+    assert _survivors(marker) == []
+
+
+# ---- a3s-code exec ----------------------------------------------------------------
+
+
+def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "a3s_code", "exec", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize(
+    "command,code",
+    [("exit 0", 0), ("exit 7", 7), ("exit 255", 255), ("kill -9 $$", 137), ("false", 1)],
+)
+def test_cli_exits_with_the_command_status(workspace, command, code) -> None:
+    r = _cli("--workspace", str(workspace), "--", command)
+    assert r.returncode == code, r
+
+
+def test_cli_exits_124_on_timeout(workspace, marker) -> None:
+    r = _cli("--workspace", str(workspace), "--timeout-ms", "300", "--", f"sleep {marker}")
+    assert r.returncode == 124, r
+    assert "timed out" in r.stderr, r
+    assert _survivors(marker) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_cli_terminated_mid_run_cancels_the_command(workspace, marker, sig) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "a3s_code",
+            "exec",
+            "--workspace",
+            str(workspace),
+            "--",
+            f"touch {workspace}/started; sleep {marker} & sleep {marker}1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while not _sleeping(f"{marker}1"):
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.01)
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        proc.wait(timeout=10)
+        assert time.monotonic() - t0 < 4, "a3s-code exec did not stop promptly"
+        assert proc.returncode != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    assert _survivors(marker) == [], "a3s-code exec orphaned the command"
+
+
+CLI_PROCESS_HOST = """
+import sys
+from a3s_code.sandbox import _locate, _native_runner
+# no boundary here, so the opt-in selects the process host
+_locate.find_bwrap = _native_runner.find_bwrap = lambda workspace=None: None
+from a3s_code.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_cli_on_the_process_host_terminated_mid_run_kills_a_term_ignoring_tree(
+    workspace, marker
+) -> None:
+    env = dict(os.environ, A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX="1")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CLI_PROCESS_HOST,
+            "exec",
+            "--workspace",
+            str(workspace),
+            "--",
+            f"trap '' TERM INT; sleep {marker} & sleep {marker}1",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while not _sleeping(f"{marker}1"):
+            assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+        assert proc.returncode != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stderr = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+    assert "no sandbox" in stderr, f"not the process host: {stderr}"
+    left = _survivors(marker)
+    assert left == [], f"a3s-code exec on the process host orphaned the command: {left}"

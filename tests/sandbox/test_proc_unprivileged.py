@@ -1,0 +1,373 @@
+"""The boundary for a non-root caller: the key hostile checks, run as `nobody`.
+
+The root-owned Python environment is out of nobody's reach, so the C core is
+driven by native/tests/sandbox_driver.c, built here against native/src into a
+world-readable directory together with a copy of a3s-init, and run through
+`setpriv --reuid=65534 --regid=65534 --clear-groups`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import random
+import select
+import shlex
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from a3s_code.sandbox import _locate
+
+REPO = Path(__file__).resolve().parents[2]
+NATIVE = REPO / "native"
+NOBODY = 65534
+PY = "/usr/bin/python3"
+
+
+def _py(script: str) -> str:
+    return f"{PY} -c {shlex.quote(textwrap.dedent(script))}"
+
+
+@dataclass
+class Result:
+    rc: str
+    exit_code: int
+    timed_out: bool
+    setup_failed: bool
+    setup_error: str
+    stdout: str
+    stderr: str
+    raw: bytes
+
+
+def _parse(raw: bytes) -> Result:
+    fields: dict[str, str] = {}
+    rest = raw
+    while rest and not rest.startswith(b"stdout "):
+        line, _, rest = rest.partition(b"\n")
+        key, _, value = line.decode(errors="replace").partition("=")
+        fields[key] = value
+    streams = {}
+    for name in ("stdout", "stderr"):
+        header, _, rest = rest.partition(b"\n")
+        assert header.startswith(name.encode() + b" "), raw[:500]
+        n = int(header.split()[1])
+        streams[name] = rest[:n].decode(errors="replace")
+        rest = rest[n + 1 :]
+    return Result(
+        rc=fields.get("rc", "?"),
+        exit_code=int(fields.get("exit_code", "-1")),
+        timed_out=fields.get("timed_out") == "1",
+        setup_failed=fields.get("setup_failed") == "1",
+        setup_error=fields.get("setup_error", ""),
+        stdout=streams["stdout"],
+        stderr=streams["stderr"],
+        raw=raw,
+    )
+
+
+class Driver:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.bin = root / "sandbox_driver"
+        self.init = root / "a3s-init"
+        self.ws = root / "ws"
+        self.state = root / "state"
+        self.scratch = root / "scratch"
+        self.home = root / "home"
+        bwrap = _locate.find_bwrap()
+        assert bwrap, "bubblewrap is needed"
+        self.bwrap = bwrap
+
+    def argv(self, command: str | None, timeout_ms: int = 20_000, probe: bool = False) -> list:
+        head = [
+            "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            str(self.bin),
+        ]
+        opts = ["--state-dir", str(self.state), "--scratch", str(self.scratch)]
+        if probe:
+            return [*head, "--probe", *opts, str(self.init), self.bwrap, str(self.ws)]
+        timing = ["--timeout-ms", str(timeout_ms), "--grace-ms", "300"]
+        return [*head, *timing, *opts, str(self.init), self.bwrap, str(self.ws), command]
+
+    @property
+    def env(self) -> dict:
+        return {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "LANG": "C.UTF-8"}
+
+    def run(self, command: str, timeout_ms: int = 20_000) -> Result:
+        p = subprocess.run(
+            self.argv(command, timeout_ms),
+            capture_output=True,
+            env=self.env,
+            cwd=self.root,
+            timeout=60,
+        )
+        assert p.returncode == 0, f"driver failed ({p.returncode}): {p.stdout!r} {p.stderr!r}"
+        r = _parse(p.stdout)
+        assert r.rc == "ok", r
+        return r
+
+
+@pytest.fixture(scope="module")
+def driver():
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or shutil.which("setpriv") is None:
+        pytest.fail("cc and setpriv are needed for the unprivileged checks")
+    init = _locate.init_path()
+    assert init, "a3s-init is not built"
+    root = Path(tempfile.mkdtemp(prefix="a3s-unpriv-", dir="/tmp"))
+    try:
+        root.chmod(0o755)
+        sources = sorted(str(p) for p in (NATIVE / "src").glob("*.c"))
+        subprocess.run(
+            [
+                cc,
+                "-std=c11",
+                "-O1",
+                "-w",
+                f"-I{NATIVE / 'include'}",
+                str(NATIVE / "tests" / "sandbox_driver.c"),
+                *sources,
+                "-o",
+                str(root / "sandbox_driver"),
+                "-lpthread",
+            ],
+            check=True,
+        )
+        shutil.copy2(init, root / "a3s-init")
+        for f in ("sandbox_driver", "a3s-init"):
+            (root / f).chmod(0o755)
+        d = Driver(root)
+        for sub in (d.ws, d.state, d.scratch, d.home):
+            sub.mkdir()
+            os.chown(sub, NOBODY, NOBODY)
+            sub.chmod(0o755 if sub == d.ws else 0o700)
+        p = subprocess.run(
+            d.argv(None, probe=True), capture_output=True, env=d.env, cwd=root, timeout=60
+        )
+        assert p.returncode == 0 and b"rc=ok" in p.stdout, (
+            f"the boundary does not start for an unprivileged caller: {p.stdout!r} {p.stderr!r}"
+        )
+        yield d
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _processes_with(token: str) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if token.encode() in cmd:
+                found.append(f"{entry}: {cmd.replace(bytes(1), b' ').decode(errors='replace')}")
+    return found
+
+
+def _sleeping(token: str) -> bool:
+    """Whether a `sleep TOKEN...` process itself runs (not merely a command line naming it)."""
+    needle = b"sleep\0" + token.encode()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if f.read().startswith(needle):
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def _survivors(token: str, within_s: float = 1.5) -> list[str]:
+    deadline = time.monotonic() + within_s
+    while (left := _processes_with(token)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
+
+
+@pytest.fixture
+def marker():
+    m = f"757.{random.randint(100000, 999999)}"
+    yield m
+    for line in _processes_with(m):
+        with contextlib.suppress(OSError):
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+
+
+def test_unprivileged_identity_no_caps_seccomp_mode_2(driver) -> None:
+    r = driver.run(
+        "id -u; grep -E '^(Seccomp|NoNewPrivs|Cap(Inh|Prm|Eff|Bnd|Amb)):' /proc/self/status"
+    )
+    lines = r.stdout.splitlines()
+    assert lines[0] == str(NOBODY), r
+    fields = dict(ln.split(":\t") for ln in lines[1:])
+    assert fields["Seccomp"] == "2" and fields["NoNewPrivs"] == "1", r
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(fields[cap], 16) == 0, f"{cap}={fields[cap]}"
+
+
+@pytest.fixture
+def world_writable_host_dirs():
+    """Host directories nobody could write to outside the sandbox."""
+    made = []
+    for parent in ("/tmp", "/var/tmp", "/dev/shm"):
+        if os.path.isdir(parent):
+            d = Path(tempfile.mkdtemp(prefix="a3s-outside-", dir=parent))
+            d.chmod(0o777)
+            os.chown(d, NOBODY, NOBODY)
+            made.append(d)
+    yield made
+    for d in made:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_unprivileged_write_outside_the_workspace_fails(driver, world_writable_host_dirs) -> None:
+    targets = [str(d / "escaped") for d in world_writable_host_dirs]
+    targets += ["/escaped", "/etc/escaped", "/usr/escaped", str(driver.root / "escaped")]
+    inside = driver.ws / "inside"
+    command = "; ".join(f"echo x > {shlex.quote(t)} 2>/dev/null" for t in targets)
+    r = driver.run(f"{command}; echo x > {shlex.quote(str(inside))}; echo done")
+    assert r.exit_code == 0 and r.stdout == "done\n", r
+    assert inside.exists() and inside.stat().st_uid == NOBODY, "the workspace is not writable"
+    for t in targets:
+        assert not os.path.exists(t), f"the sandbox wrote {t} on the host"
+    inside.unlink()
+
+
+def test_unprivileged_network_listener_and_egress_fail(driver) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as canary:
+        canary.bind(("127.0.0.1", 0))
+        canary.listen(16)
+        port = canary.getsockname()[1]
+        r = driver.run(
+            _py(f"""
+                import socket
+                s = socket.socket()
+                try:
+                    s.listen(1); print("LISTENING")
+                except OSError as e:
+                    print("listen", e.errno)
+                c = socket.socket()
+                c.settimeout(2)
+                try:
+                    c.connect(("127.0.0.1", {port})); print("CONNECTED")
+                except OSError as e:
+                    print("connect", e.errno)
+            """)
+            + "; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"
+        )
+        lines = r.stdout.splitlines()
+        assert lines[0] == f"listen {errno.EPERM}", r
+        assert lines[1].startswith("connect ") and "CONNECTED" not in r.stdout, r
+        assert lines[2:] == ["lo"], f"interfaces: {lines[2:]}"
+        canary.setblocking(False)
+        assert not select.select([canary], [], [], 0.3)[0], "the host canary was reached"
+
+
+def test_unprivileged_af_unix_fails_and_host_socket_unreached(driver) -> None:
+    path = driver.ws / "agent.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as agent:
+        agent.bind(str(path))
+        agent.listen(4)
+        path.chmod(0o777)  # nobody could connect to it on the host
+        r = driver.run(
+            _py(f"""
+                import socket
+                for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                    try:
+                        s = socket.socket(socket.AF_UNIX, kind)
+                        s.connect({str(path)!r}); print("CONNECTED")
+                    except OSError as e:
+                        print("errno", e.errno)
+            """)
+        )
+        assert r.stdout.split() == ["errno", str(errno.EAFNOSUPPORT)] * 2, r
+        agent.setblocking(False)
+        assert not select.select([agent], [], [], 0.3)[0], "the host socket was reached"
+    path.unlink()
+
+
+def test_unprivileged_unshare_fails(driver) -> None:
+    r = driver.run("unshare -r true; echo status=$?; unshare -n true; echo status=$?")
+    assert "status=0" not in r.stdout, r
+
+
+def test_unprivileged_placeholders_are_cleaned_up(driver) -> None:
+    before = sorted(os.listdir(driver.ws))
+    r = driver.run("ls -A; test -d .git && test -f .bashrc && echo protected")
+    assert "protected" in r.stdout, f"placeholders were not in place during the run: {r}"
+    assert sorted(os.listdir(driver.ws)) == before, "placeholders were left in the workspace"
+    assert [f for f in os.listdir(driver.state) if f.endswith(".journal")] == []
+
+
+def test_unprivileged_scratch_run_directory_is_removed(driver) -> None:
+    for leftover in os.listdir(driver.scratch):  # earlier tests' runs are not this test's subject
+        shutil.rmtree(driver.scratch / leftover)
+    r = driver.run("echo private > $HOME/note; echo $HOME")
+    home = r.stdout.strip()
+    assert home.startswith(str(driver.scratch) + "/"), r
+    left = {d: sorted(os.listdir(driver.scratch / d)) for d in os.listdir(driver.scratch)}
+    assert left == {}, f"the run directory of an unprivileged caller was left behind: {left}"
+
+
+def test_unprivileged_background_children_are_killed(driver, marker) -> None:
+    r = driver.run(
+        f"sleep {marker}1 & setsid sleep {marker}2 & ( ( sleep {marker}3 & ) & ); "
+        f"nohup sleep {marker}4 >/dev/null 2>&1 & echo started"
+    )
+    assert r.exit_code == 0 and "started" in r.stdout, r
+    assert _survivors(marker) == []
+
+
+def test_unprivileged_timeout_and_term_ignoring_tree(driver, marker) -> None:
+    r = driver.run(f"trap '' TERM; sleep {marker} & sleep {marker}1", timeout_ms=300)
+    assert r.exit_code == 124 and r.timed_out, r
+    assert _survivors(marker) == []
+
+
+def test_unprivileged_host_processes_are_invisible(driver) -> None:
+    r = driver.run(f"kill -0 {os.getpid()} 2>&1; echo kill=$?; ls /proc | grep -c '^[0-9]'")
+    lines = r.stdout.splitlines()
+    assert "kill=1" in lines, f"a host process was reachable: {r}"
+    assert int(lines[-1]) <= 4, f"{lines[-1]} processes visible"
+
+
+def test_unprivileged_caller_killed_mid_run_leaves_nothing(driver, marker) -> None:
+    proc = subprocess.Popen(
+        driver.argv(f"sleep {marker}1 & setsid sleep {marker}2 & sleep {marker}3", 60_000),
+        env=driver.env,
+        cwd=driver.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 15
+    while not _sleeping(f"{marker}3"):
+        assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait()
+    assert _survivors(marker) == [], "killing the unprivileged caller left processes alive"
+
+
+def test_driver_source_is_world_readable_build(driver) -> None:
+    """The driver really runs as nobody (guards the other checks against a setpriv no-op)."""
+    mode = driver.bin.stat().st_mode
+    assert mode & stat.S_IXOTH
+    r = driver.run("id -u; id -g; cat /proc/self/uid_map")
+    assert r.stdout.splitlines()[:2] == [str(NOBODY), str(NOBODY)], r
