@@ -225,28 +225,35 @@ static bool make_dirs(const char *path) {
     return (mkdir(buf, 0700) == 0 || errno == EEXIST) && is_dir_nofollow(buf);
 }
 
-/* Where placeholder journals live: somewhere that survives the caller. */
+/* Where placeholder journals live: somewhere that survives the caller and
+ * that no command can write, i.e. never inside the workspace. */
 static char *choose_state_dir(const char *given, const struct a3s_strvec *env,
-                              const char *fallback) {
-    char buf[PATH_MAX];
+                              const char *fallback, const char *workspace) {
     const char *xdg = env_get(env, "XDG_STATE_HOME");
     const char *home = env_get(env, "HOME");
-    if (given)
-        snprintf(buf, sizeof buf, "%s", given);
-    else if (xdg && xdg[0] == '/')
-        snprintf(buf, sizeof buf, "%s/a3s-code", xdg);
-    else if (home && home[0] == '/' && strcmp(home, "/") != 0)
-        snprintf(buf, sizeof buf, "%s/.local/state/a3s-code", home);
-    else
-        snprintf(buf, sizeof buf, "%s/a3s-code-state-%d", fallback, (int)getuid());
-    if (!make_dirs(buf)) {
-        if (given)
-            return NULL;
-        snprintf(buf, sizeof buf, "%s/a3s-code-state-%d", fallback, (int)getuid());
-        if (!make_dirs(buf))
-            return NULL;
+    char candidates[6][PATH_MAX];
+    int n = 0;
+    if (given) {
+        snprintf(candidates[n++], PATH_MAX, "%s", given);
+    } else {
+        if (xdg && xdg[0] == '/')
+            snprintf(candidates[n++], PATH_MAX, "%s/a3s-code", xdg);
+        if (home && home[0] == '/' && strcmp(home, "/") != 0)
+            snprintf(candidates[n++], PATH_MAX, "%s/.local/state/a3s-code", home);
+        static const char *const shared[] = {NULL, "/var/tmp", "/tmp", "/dev/shm"};
+        for (size_t i = 0; i < COUNT(shared); i++)
+            snprintf(candidates[n++], PATH_MAX, "%s/a3s-code-state-%d",
+                     shared[i] ? shared[i] : fallback, (int)getuid());
     }
-    return realpath(buf, NULL);
+    for (int i = 0; i < n; i++) {
+        if (!make_dirs(candidates[i]))
+            continue;
+        char *real = realpath(candidates[i], NULL);
+        if (real && !path_is_under(real, workspace))
+            return real;
+        free(real);
+    }
+    return NULL;
 }
 
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err) {
@@ -311,21 +318,13 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3
         return a3s_fail(err, A3S_E_INVALID, errno, 0, "scratch parent %s: %s", tmp,
                         strerror(errno));
     }
-    sb->state_dir = choose_state_dir(cfg->state_dir, &sb->host_env, sb->scratch_parent);
-    if (sb->state_dir && path_is_under(sb->state_dir, sb->workspace)) {
-        /* a command could forge journals there: keep them out of its reach */
-        free(sb->state_dir);
-        char alt[PATH_MAX];
-        snprintf(alt, sizeof alt, "%s/a3s-code-state-%d", sb->scratch_parent, (int)getuid());
-        sb->state_dir = make_dirs(alt) ? realpath(alt, NULL) : NULL;
-        if (sb->state_dir && path_is_under(sb->state_dir, sb->workspace)) {
-            free(sb->state_dir);
-            sb->state_dir = NULL;
-        }
-    }
+    sb->state_dir =
+        choose_state_dir(cfg->state_dir, &sb->host_env, sb->scratch_parent, sb->workspace);
     if (!sb->state_dir) {
         a3s_sandbox_free(sb);
-        return a3s_fail(err, A3S_E_INVALID, errno, 0, "no usable state directory for journals");
+        return a3s_fail(err, A3S_E_INVALID, errno, 0,
+                        "no usable state directory for placeholder journals outside the "
+                        "workspace");
     }
     uint64_t h = 1469598103934665603ull;
     for (const char *c = sb->workspace; *c; c++)

@@ -1,7 +1,9 @@
 /* _native.c - CPython glue over the a3s C ABI (limited API, abi3, 3.10+).
  *
  * Nothing but argument conversion and error mapping lives here: every
- * decision is made in native/src or in the Python package. Errors from the C
+ * decision is made in native/src or in the Python package. The one exception
+ * is canonical_json, a faster twin of the Python reference encoder in
+ * policy/_subject.py (which stays the specification and the fallback). Errors from the C
  * core are raised as _native.NativeError(status_name, message, detail,
  * sys_errno); the package maps them to its own exception tree.
  */
@@ -628,12 +630,391 @@ static PyObject *py_path_normalize(PyObject *mod, PyObject *arg) {
     return result;
 }
 
+/* ---- canonical_json ----------------------------------------------------- */
+
+/* canonical_json(value) -> str: the fast path of a3s_code.policy._subject's
+ * canonical_json, byte for byte the text of its Python reference (_encode):
+ * compact, keys sorted by code point, only '"', '\\' and controls escaped,
+ * numbers as ECMAScript prints them (docs/policy.md "The argument string").
+ *
+ * Only exact dict (with exact str keys), list and tuple, str (subclasses
+ * too: json prints their characters), None, bool, int (subclasses too: the
+ * reference prints int.__repr__) and exact float are encoded here. Anything
+ * else raises TypeError, nesting deeper than CJ_MAX_DEPTH raises ValueError
+ * and a lone surrogate raises UnicodeEncodeError (via PyUnicode_AsUTF8AndSize);
+ * the Python caller then falls back to the reference, which decides what such
+ * a value gives (text, or PolicyError). No Python code runs during the walk. */
+
+#define CJ_MAX_DEPTH 1000
+#define CJ_STACK_BUF 1024
+#define CJ_STACK_KEYS 16
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+    char stack[CJ_STACK_BUF];
+} cj_buf;
+
+static int cj_grow(cj_buf *b, size_t extra) {
+    size_t cap = b->cap;
+    if (extra > (size_t)PY_SSIZE_T_MAX - b->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    while (cap - b->len < extra)
+        cap = cap < (size_t)PY_SSIZE_T_MAX / 2 ? cap * 2 : (size_t)PY_SSIZE_T_MAX;
+    char *data = b->data == b->stack ? PyMem_Malloc(cap) : PyMem_Realloc(b->data, cap);
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (b->data == b->stack)
+        memcpy(data, b->stack, b->len);
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static int cj_put(cj_buf *b, const char *s, size_t n) {
+    if (b->cap - b->len < n && cj_grow(b, n) < 0)
+        return -1;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+#define CJ_PUT_LIT(b, lit) cj_put((b), (lit), sizeof(lit) - 1)
+
+/* What json.encoder.encode_basestring writes after a '\\' for a byte, 0 for
+ * a byte copied as is ('u' is \u00xx, lower-case hex). UTF-8 lead and
+ * continuation bytes are all >= 0x80, so they are copied unchanged. */
+static const char cj_escape[256] = {
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f', 'r', 'u', 'u',
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
+    0,   0,   '"', 0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   '\\',
+};
+
+static int cj_string(cj_buf *b, const char *s, Py_ssize_t n) {
+    static const char hex[] = "0123456789abcdef";
+    /* Most strings need no escape: reserve for the plain case up front. */
+    if (b->cap - b->len < (size_t)n + 2 && cj_grow(b, (size_t)n + 2) < 0)
+        return -1;
+    b->data[b->len++] = '"';
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char e = cj_escape[c];
+        if (!e)
+            continue;
+        char esc[6] = {'\\', e, '0', '0', hex[c >> 4], hex[c & 15]};
+        if (cj_put(b, s + start, (size_t)(i - start)) < 0 ||
+            cj_put(b, esc, e == 'u' ? 6 : 2) < 0)
+            return -1;
+        start = i + 1;
+    }
+    if (cj_put(b, s + start, (size_t)(n - start)) < 0)
+        return -1;
+    return cj_put(b, "\"", 1);
+}
+
+static int cj_str_object(cj_buf *b, PyObject *v) {
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(v, &n); /* fails on a lone surrogate */
+    return s ? cj_string(b, s, n) : -1;
+}
+
+static int cj_decimal(cj_buf *b, long long x) {
+    char tmp[24];
+    char *p = tmp + sizeof tmp;
+    unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0)
+        *--p = '-';
+    return cj_put(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+/* int.__repr__: a subclass (IntEnum, ...) prints as the plain int it is. */
+static int cj_int(cj_buf *b, PyObject *v) {
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (!overflow)
+        return cj_decimal(b, x);
+    /* PyNumber_Index returns an exact int and calls no __index__ on an int. */
+    PyObject *exact = PyNumber_Index(v);
+    if (!exact)
+        return -1;
+    PyObject *text = PyObject_Str(exact); /* ValueError past sys.get_int_max_str_digits() */
+    Py_DECREF(exact);
+    if (!text)
+        return -1;
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(text, &n);
+    int rc = s ? cj_put(b, s, (size_t)n) : -1;
+    Py_DECREF(text);
+    return rc;
+}
+
+/* ECMAScript Number::toString, as _subject._number prints it. */
+static int cj_float(cj_buf *b, double x) {
+    if (x != x)
+        return CJ_PUT_LIT(b, "NaN");
+    if (x == 0)
+        return CJ_PUT_LIT(b, "0"); /* -0.0 too */
+    double ax = x < 0 ? -x : x;
+    if (ax > 1.7976931348623157e308)
+        return x > 0 ? CJ_PUT_LIT(b, "Infinity") : CJ_PUT_LIT(b, "-Infinity");
+    /* An integral value below 2**53: its shortest round-trip digits are its
+     * own digits, so ECMAScript prints the integer. */
+    if (ax < 9007199254740992.0 && (double)(long long)x == x)
+        return cj_decimal(b, (long long)x);
+    /* Shortest round-trip digits, as repr() gives them: "1.5", "0.0001",
+     * "1e-07", "1.2345e+16" (never a sign: ax > 0). */
+    char *r = PyOS_double_to_string(ax, 'r', 0, 0, NULL);
+    if (!r)
+        return -1;
+    char all[40];
+    int nd = 0, point = -1, exp10 = 0, bad = 0;
+    for (const char *p = r; *p; p++) {
+        if (*p >= '0' && *p <= '9') {
+            if (nd == (int)sizeof all) {
+                bad = 1;
+                break;
+            }
+            all[nd++] = *p;
+        } else if (*p == '.') {
+            point = nd;
+        } else if (*p == 'e' || *p == 'E') {
+            int neg = p[1] == '-';
+            for (p += (p[1] == '-' || p[1] == '+') ? 2 : 1; *p >= '0' && *p <= '9'; p++)
+                exp10 = exp10 * 10 + (*p - '0');
+            if (neg)
+                exp10 = -exp10;
+            break;
+        } else {
+            bad = 1;
+            break;
+        }
+    }
+    PyMem_Free(r);
+    if (bad || nd == 0) {
+        PyErr_SetString(PyExc_ValueError, "canonical_json: unexpected float repr");
+        return -1;
+    }
+    /* value = 0.<digits> * 10**n, digits without leading or trailing zeros */
+    int n = (point < 0 ? nd : point) + exp10;
+    const char *d = all;
+    while (nd > 0 && *d == '0') {
+        d++;
+        nd--;
+        n--;
+    }
+    while (nd > 0 && d[nd - 1] == '0')
+        nd--;
+    int k = nd;
+    char out[64];
+    size_t o = 0;
+    if (x < 0)
+        out[o++] = '-';
+    if (k <= n && n <= 21) {
+        memcpy(out + o, d, (size_t)k);
+        o += (size_t)k;
+        memset(out + o, '0', (size_t)(n - k));
+        o += (size_t)(n - k);
+    } else if (0 < n && n <= 21) {
+        memcpy(out + o, d, (size_t)n);
+        o += (size_t)n;
+        out[o++] = '.';
+        memcpy(out + o, d + n, (size_t)(k - n));
+        o += (size_t)(k - n);
+    } else if (-6 < n && n <= 0) {
+        out[o++] = '0';
+        out[o++] = '.';
+        memset(out + o, '0', (size_t)-n);
+        o += (size_t)-n;
+        memcpy(out + o, d, (size_t)k);
+        o += (size_t)k;
+    } else {
+        out[o++] = d[0];
+        if (k > 1) {
+            out[o++] = '.';
+            memcpy(out + o, d + 1, (size_t)(k - 1));
+            o += (size_t)(k - 1);
+        }
+        int e = n - 1;
+        out[o++] = 'e';
+        out[o++] = e > 0 ? '+' : '-';
+        if (e < 0)
+            e = -e;
+        char tmp[8];
+        int t = 0;
+        do {
+            tmp[t++] = (char)('0' + e % 10);
+            e /= 10;
+        } while (e);
+        while (t)
+            out[o++] = tmp[--t];
+    }
+    return cj_put(b, out, o);
+}
+
+typedef struct {
+    const char *s; /* the key's UTF-8, owned by key */
+    Py_ssize_t n;
+    PyObject *key, *value; /* strong references */
+} cj_entry;
+
+/* UTF-8 byte order is code point order (what sorted() gives for str keys). */
+static int cj_compare(const void *pa, const void *pb) {
+    const cj_entry *a = pa, *b = pb;
+    Py_ssize_t n = a->n < b->n ? a->n : b->n;
+    int c = memcmp(a->s, b->s, (size_t)n);
+    return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+static int cj_encode(cj_buf *b, PyObject *v, int depth);
+
+static int cj_dict(cj_buf *b, PyObject *v, int depth) {
+    Py_ssize_t size = PyDict_Size(v);
+    if (size == 0)
+        return CJ_PUT_LIT(b, "{}");
+    cj_entry stack[CJ_STACK_KEYS];
+    cj_entry *e = size <= CJ_STACK_KEYS ? stack : PyMem_Malloc((size_t)size * sizeof *e);
+    if (!e) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = -1;
+    Py_ssize_t n = 0, pos = 0;
+    PyObject *key, *value;
+    while (n < size && PyDict_Next(v, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key)) {
+            PyErr_Format(PyExc_TypeError, "canonical_json: %s key",
+                         PyUnicode_Check(key) ? "str subclass" : "non-string");
+            goto done;
+        }
+        Py_INCREF(key);
+        Py_INCREF(value);
+        e[n].key = key;
+        e[n].value = value;
+        n++;
+        e[n - 1].s = PyUnicode_AsUTF8AndSize(key, &e[n - 1].n);
+        if (!e[n - 1].s)
+            goto done;
+    }
+    if (n < 8) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            cj_entry t = e[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && cj_compare(&t, &e[j - 1]) < 0; j--)
+                e[j] = e[j - 1];
+            e[j] = t;
+        }
+    } else {
+        qsort(e, (size_t)n, sizeof *e, cj_compare);
+    }
+    if (cj_put(b, "{", 1) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((i && cj_put(b, ",", 1) < 0) || cj_string(b, e[i].s, e[i].n) < 0 ||
+            cj_put(b, ":", 1) < 0 || cj_encode(b, e[i].value, depth + 1) < 0)
+            goto done;
+    }
+    rc = cj_put(b, "}", 1);
+done:
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_DECREF(e[i].key);
+        Py_DECREF(e[i].value);
+    }
+    if (e != stack)
+        PyMem_Free(e);
+    return rc;
+}
+
+static int cj_sequence(cj_buf *b, PyObject *v, int depth, int is_list) {
+    if (cj_put(b, "[", 1) < 0)
+        return -1;
+    for (Py_ssize_t i = 0;; i++) {
+        /* The size is read each time: no Python code runs here, but the list
+         * stays memory-safe even if a finalizer shrank it. */
+        Py_ssize_t size = is_list ? PyList_Size(v) : PyTuple_Size(v);
+        if (size < 0)
+            return -1;
+        if (i >= size)
+            break;
+        PyObject *item = is_list ? PyList_GetItem(v, i) : PyTuple_GetItem(v, i);
+        if (!item)
+            return -1;
+        Py_INCREF(item);
+        int rc = (i && cj_put(b, ",", 1) < 0) ? -1 : cj_encode(b, item, depth + 1);
+        Py_DECREF(item);
+        if (rc < 0)
+            return -1;
+    }
+    return cj_put(b, "]", 1);
+}
+
+static int cj_encode(cj_buf *b, PyObject *v, int depth) {
+    /* The reference's order: str, None, True, False, int, float, Mapping, list/tuple. */
+    if (PyUnicode_Check(v))
+        return cj_str_object(b, v);
+    if (v == Py_None)
+        return CJ_PUT_LIT(b, "null");
+    if (v == Py_True)
+        return CJ_PUT_LIT(b, "true");
+    if (v == Py_False)
+        return CJ_PUT_LIT(b, "false");
+    if (PyLong_Check(v))
+        return cj_int(b, v);
+    if (PyFloat_CheckExact(v)) {
+        double x = PyFloat_AsDouble(v);
+        if (x == -1.0 && PyErr_Occurred())
+            return -1;
+        return cj_float(b, x);
+    }
+    int is_dict = PyDict_CheckExact(v), is_list = PyList_CheckExact(v);
+    if (is_dict || is_list || PyTuple_CheckExact(v)) {
+        if (depth >= CJ_MAX_DEPTH) {
+            PyErr_SetString(PyExc_ValueError, "canonical_json: nested too deeply");
+            return -1;
+        }
+        return is_dict ? cj_dict(b, v, depth) : cj_sequence(b, v, depth, is_list);
+    }
+    PyErr_Format(PyExc_TypeError, "canonical_json: %s value needs the Python encoder",
+                 PyFloat_Check(v) ? "float subclass" : "unsupported");
+    return -1;
+}
+
+/* canonical_json(value) -> str */
+static PyObject *py_canonical_json(PyObject *mod, PyObject *value) {
+    (void)mod;
+    cj_buf b;
+    b.data = b.stack;
+    b.len = 0;
+    b.cap = sizeof b.stack;
+    PyObject *result = NULL;
+    if (cj_encode(&b, value, 0) == 0)
+        result = PyUnicode_DecodeUTF8(b.data, (Py_ssize_t)b.len, NULL);
+    if (b.data != b.stack)
+        PyMem_Free(b.data);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"version", py_version, METH_NOARGS, "version() -> dict: the C library's version."},
     {"abi_version", py_abi_version, METH_NOARGS, "abi_version() -> int."},
     {"features", py_features, METH_NOARGS, "features() -> dict: what the kernel offers."},
     {"status_name", py_status_name, METH_O, "status_name(code) -> str."},
     {"path_normalize", py_path_normalize, METH_O, "path_normalize(path) -> str."},
+    {"canonical_json", py_canonical_json, METH_O,
+     "canonical_json(value) -> str: compact JSON, keys sorted, ECMAScript numbers."},
     {NULL, NULL, 0, NULL},
 };
 

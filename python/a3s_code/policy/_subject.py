@@ -111,25 +111,13 @@ def _encode(value: Any, out: list[str]) -> None:
         )
 
 
-# One encoder, built once: json.dumps with these options would build a new one per call.
-_FAST_ENCODER = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False
-)
-_PLAIN_SCALARS = (str, int, bool, type(None))
-
-
-def _plain(value: Any, depth: int = 0) -> bool:
-    """True if json's own encoder prints `value` canonically: no floats, only str keys."""
-    kind = type(value)
-    if kind in _PLAIN_SCALARS:
-        return True
-    if depth > 200:
-        return False
-    if kind is dict:
-        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
-    if kind is list:
-        return all(_plain(v, depth + 1) for v in value)
-    return False
+def _reference_json(value: Any) -> str:
+    out: list[str] = []
+    try:
+        _encode(value, out)
+    except RecursionError:
+        raise PolicyError("tool arguments are nested too deeply") from None
+    return "".join(out)
 
 
 def canonical_json(value: Any) -> str:
@@ -139,16 +127,19 @@ def canonical_json(value: Any) -> str:
     ``1e-7`` is ``1e-7``), because Node cannot tell 1.0 from 1; NaN and
     Infinity, which JSON lacks, are the bare words. Node and Go reproduce
     exactly this text.
+
+    _encode above is the specification; the C extension prints the same
+    text for the common values (dicts with str keys, lists, tuples, str,
+    int, float, bool, None) and raises TypeError or ValueError for anything
+    else (another Mapping, a float subclass, a lone surrogate, nesting
+    deeper than 1000), which _encode then prints or rejects.
     """
-    if _plain(value):
-        text: str = _FAST_ENCODER.encode(value)
-        return text
-    out: list[str] = []
     try:
-        _encode(value, out)
-    except RecursionError:
-        raise PolicyError("tool arguments are nested too deeply") from None
-    return "".join(out)
+        text: str = _native.canonical_json(value)
+        return text
+    except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
+        pass
+    return _reference_json(value)
 
 
 def _text(value: Any) -> str:
