@@ -252,6 +252,10 @@ static int visit(struct walk *w, struct node *n, int fd, const struct stat *st, 
                             sizeof w->path);
         int cfd = openat(fd, c->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd < 0) {
+            if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+                return a3s_fail(w->err, A3S_E_REFUSED, errno, 0,
+                                "cannot open %s/%s to check it for credential files: %s",
+                                w->path, c->name, strerror(errno));
             c->fresh = false; /* vanished or replaced: re-read its parent next time */
             n->fresh = false;
             continue;

@@ -52,6 +52,8 @@ struct a3s_glob {
     /* prefilters: a literal run every match contains, and a trailing '**' */
     unsigned char *needle;
     size_t needle_len;
+    unsigned char required[8]; /* distinct literal bytes every match contains */
+    size_t nrequired;
     bool tail_any; /* the last token is '**': once its state is live, the rest matches */
 };
 
@@ -77,41 +79,25 @@ static bool contains(const unsigned char *hay, size_t n, const unsigned char *ne
 static bool bit_test(const uint64_t *v, size_t i) { return (v[i / 64] >> (i % 64)) & 1u; }
 static void bit_set(uint64_t *v, size_t i) { v[i / 64] |= (uint64_t)1 << (i % 64); }
 
-/* dst = (a & b) << 1 across words. */
-static void and_shift1(uint64_t *dst, const uint64_t *a, const uint64_t *b, size_t nw) {
-    uint64_t carry = 0;
-    for (size_t w = 0; w < nw; w++) {
-        uint64_t x = a[w] & b[w];
-        dst[w] = (x << 1) | carry;
-        carry = x >> 63;
-    }
-}
-
-/* dst = (a & b) << 2 across words. */
-static void and_shift2(uint64_t *dst, const uint64_t *a, const uint64_t *b, size_t nw) {
-    uint64_t carry = 0;
-    for (size_t w = 0; w < nw; w++) {
-        uint64_t x = a[w] & b[w];
-        dst[w] = (x << 2) | carry;
-        carry = x >> 62;
-    }
-}
-
-/* Adds the targets of the forward epsilon edges until nothing changes. */
-static void closure(const a3s_glob *g, uint64_t *set, uint64_t *tmp, uint64_t *tmp2) {
-    for (;;) {
-        and_shift1(tmp, set, g->eps, g->nwords);
-        and_shift2(tmp2, set, g->eps2, g->nwords);
-        bool grew = false;
-        for (size_t w = 0; w < g->nwords; w++) {
-            uint64_t add = (tmp[w] | tmp2[w]) & ~set[w];
+/* Adds the targets of the forward epsilon edges (one and two tokens ahead)
+ * until nothing changes: one fused pass over the words per round, and the
+ * tokenizer keeps epsilon chains at most two long, so it ends after two
+ * rounds and a check. */
+static void closure(const a3s_glob *g, uint64_t *set) {
+    const size_t nw = g->nwords;
+    for (bool grew = true; grew;) {
+        grew = false;
+        uint64_t c1 = 0, c2 = 0;
+        for (size_t w = 0; w < nw; w++) {
+            uint64_t e1 = set[w] & g->eps[w], e2 = set[w] & g->eps2[w];
+            uint64_t add = ((e1 << 1) | c1 | (e2 << 2) | c2) & ~set[w];
+            c1 = e1 >> 63;
+            c2 = e2 >> 62;
             if (add) {
                 set[w] |= add;
                 grew = true;
             }
         }
-        if (!grew)
-            return;
     }
 }
 
@@ -255,6 +241,17 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
         g->needle = dup_bytes(bytes + best_at, best, false);
         g->needle_len = g->needle ? best : 0;
     }
+    /* each distinct literal byte must occur too: one memchr each, which turns
+     * away *a*a*...*b over a long run of a before any state is simulated */
+    if (!g->fold_case) {
+        bool seen[256] = {false};
+        for (size_t i = first_wild; i <= last_wild && g->nrequired < sizeof g->required; i++) {
+            if (kinds[i] == TOK_LIT && !seen[bytes[i]]) {
+                seen[bytes[i]] = true;
+                g->required[g->nrequired++] = bytes[i];
+            }
+        }
+    }
     g->tail_any = kinds[ntok - 1] == TOK_GLOBSTAR;
     g->literal = dup_bytes(bytes, first_wild, false);
     g->literal_len = first_wild;
@@ -384,51 +381,57 @@ static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     size_t nw = g->nwords;
     if (nw == 1)
         return nfa_match1(g, s, n);
-    uint64_t stack[5 * STACK_WORDS];
-    uint64_t *heap = NULL, *cur = stack, *next, *tmp, *t2, *t3;
+    uint64_t stack[2 * STACK_WORDS];
+    uint64_t *heap = NULL, *cur = stack, *next;
     if (nw > STACK_WORDS) {
-        heap = malloc(5 * nw * sizeof(uint64_t));
+        heap = malloc(2 * nw * sizeof(uint64_t));
         if (!heap)
             return A3S_E_NOMEM;
         cur = heap;
     }
     next = cur + nw;
-    tmp = next + nw;
-    t2 = tmp + nw;
-    t3 = t2 + nw;
 
     /* The literal prefix was compared by the caller: start after it. */
     memset(cur, 0, nw * sizeof(uint64_t));
     bit_set(cur, g->literal_len);
-    closure(g, cur, tmp, t3);
-    int result = 0;
+    closure(g, cur);
+    const size_t tail_bit = g->ntok - 1;
     size_t i = g->literal_len;
+    int result = -1;
     for (; i < n; i++) {
+        if (g->tail_any && bit_test(cur, tail_bit)) {
+            result = 1;
+            break;
+        }
         unsigned char c = s[i];
         const uint64_t *lit = g->class_masks + (size_t)g->byte_class[c] * nw;
-        and_shift1(next, cur, lit, nw);
-        if (c == '/') {
-            and_shift1(t2, cur, g->gslash, nw);
-            for (size_t w = 0; w < nw; w++)
-                next[w] |= t2[w] | (cur[w] & g->star_any[w]);
-        } else {
-            for (size_t w = 0; w < nw; w++)
-                next[w] |= cur[w] & (g->star_any[w] | g->star_noslash[w]);
+        uint64_t carry = 0, carry_gs = 0, live = 0;
+        /* one fused pass: literal advances, star loops, and '**'+'/' exits */
+        for (size_t w = 0; w < nw; w++) {
+            uint64_t adv = cur[w] & lit[w];
+            uint64_t x = (adv << 1) | carry;
+            carry = adv >> 63;
+            if (c == '/') {
+                uint64_t gs = cur[w] & g->gslash[w];
+                x |= (gs << 1) | carry_gs | (cur[w] & g->star_any[w]);
+                carry_gs = gs >> 63;
+            } else {
+                x |= cur[w] & (g->star_any[w] | g->star_noslash[w]);
+            }
+            next[w] = x;
+            live |= x;
         }
-        closure(g, next, tmp, t3);
-        uint64_t any = 0;
-        for (size_t w = 0; w < nw; w++)
-            any |= next[w];
+        if (!live) {
+            result = 0;
+            break;
+        }
+        closure(g, next);
         uint64_t *swap = cur;
         cur = next;
         next = swap;
-        if (!any || (g->tail_any && bit_test(cur, g->ntok - 1)))
-            break;
     }
-    if (i >= n)
+    if (result < 0)
         result = bit_test(cur, g->ntok);
-    else if (g->tail_any && bit_test(cur, g->ntok - 1))
-        result = 1;
     free(heap);
     return result;
 }
@@ -447,8 +450,12 @@ A3S_API int a3s_glob_match(const a3s_glob *g, const char *subject, size_t n) {
     if (n < g->min_len || !bytes_equal(s, g->literal, g->literal_len, g->fold_case) ||
         !bytes_equal(s + n - g->suffix_len, g->suffix, g->suffix_len, g->fold_case))
         return 0;
-    if (g->needle_len &&
-        !contains(s + g->literal_len, n - g->literal_len - g->suffix_len, g->needle, g->needle_len))
+    const unsigned char *mid = s + g->literal_len;
+    size_t mid_len = n - g->literal_len - g->suffix_len;
+    for (size_t i = g->nrequired; i-- > 0;) /* last first: often the rarest */
+        if (!memchr(mid, g->required[i], mid_len))
+            return 0;
+    if (g->needle_len && !contains(mid, mid_len, g->needle, g->needle_len))
         return 0;
     return nfa_match(g, s, n);
 }

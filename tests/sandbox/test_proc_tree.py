@@ -115,7 +115,9 @@ ESCAPES = {
     "nohup": "nohup {s} >/dev/null 2>&1 & echo started",
     "double-fork": "( ( {s} & ) & ); echo started",
     "new-process-group": "set -m; {s} & echo started",
-    "stopped": "{s} & kill -STOP $!; echo started",
+    "stopped": (
+        "{s} & until pgrep -f '^{s}' >/dev/null; do sleep 0.01; done; kill -STOP $!; echo started"
+    ),
     "ignores-term-hup-int": "( trap '' TERM HUP INT; {s} ) & echo started",
     "daemon-closes-stdio": "( exec </dev/null >&- 2>&-; setsid {s} & ) & echo started",
     "python-daemon": (

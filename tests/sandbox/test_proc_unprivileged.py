@@ -329,7 +329,8 @@ def test_unprivileged_scratch_run_directory_is_removed(driver) -> None:
 def test_unprivileged_background_children_are_killed(driver, marker) -> None:
     r = driver.run(
         f"sleep {marker}1 & setsid sleep {marker}2 & ( ( sleep {marker}3 & ) & ); "
-        f"nohup sleep {marker}4 >/dev/null 2>&1 & echo started"
+        f"nohup sleep {marker}4 >/dev/null 2>&1 & echo started; "
+        f"until [ $(pgrep -fc '^sleep {marker}') = 4 ]; do sleep 0.01; done"
     )
     assert r.exit_code == 0 and "started" in r.stdout, r
     assert _survivors(marker) == []

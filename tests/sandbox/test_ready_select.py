@@ -13,10 +13,12 @@ import contextlib
 import os
 import random
 import shlex
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -54,12 +56,16 @@ def workspace(tmp_path):
 
 
 @pytest.fixture
-def no_bwrap(monkeypatch, tmp_path):
-    """No bubblewrap anywhere: not at the fixed system paths, not on PATH."""
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
+def no_bwrap(monkeypatch):
+    """No bubblewrap anywhere the locator looks: not at the fixed system paths,
+    not on PATH; every other program stays on PATH (the process host needs them)."""
+    real_which = _locate.shutil.which
+
+    def which(name, *args, **kwargs):
+        return None if os.path.basename(name) == "bwrap" else real_which(name, *args, **kwargs)
+
     monkeypatch.setattr(_locate, "SYSTEM_BWRAP", ())
-    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(_locate.shutil, "which", which)
     assert _locate.find_bwrap() is None
 
 
@@ -90,6 +96,14 @@ def _assert_unavailable(sb, ws: Path, cause_words: tuple[str, ...]) -> SandboxUn
 
 
 def test_no_bwrap_gives_the_error_only_handle(workspace, no_bwrap) -> None:
+    _assert_unavailable(select_sandbox(workspace), workspace, ("bubblewrap",))
+
+
+def test_no_bwrap_on_path_gives_the_error_only_handle(workspace, monkeypatch, tmp_path) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setattr(_locate, "SYSTEM_BWRAP", ())
+    monkeypatch.setenv("PATH", str(empty))
     _assert_unavailable(select_sandbox(workspace), workspace, ("bubblewrap",))
 
 
@@ -186,7 +200,8 @@ def test_opted_in_process_host_still_kills_background_children(workspace, no_bwr
     try:
         out = sb.exec(
             f"sleep {m}1 & setsid sleep {m}2 & ( ( sleep {m}3 & ) & ); "
-            f"nohup sleep {m}4 >/dev/null 2>&1 & echo started",
+            f"nohup sleep {m}4 >/dev/null 2>&1 & echo started; "
+            f"until [ $(pgrep -fc '^sleep {m}') = 4 ]; do sleep 0.01; done",
             timeout_ms=20_000,
         )
         assert out.exit_code == 0 and out.sandboxed is False, out
@@ -273,10 +288,39 @@ def test_init_that_exits_1_fails_the_probe(workspace, tmp_path, monkeypatch) -> 
     assert "did not start" in exc.cause or "self-test" in exc.cause or "exit" in exc.cause, exc
 
 
-def test_init_without_the_filter_fails_the_probe(workspace, tmp_path, monkeypatch) -> None:
+# Trees the sandbox covers with a private tmpfs, and host places it sees read-only.
+MASKED_TREES = ("/tmp", "/var/tmp", "/run", "/home", "/root", "/dev", "/proc")
+VISIBLE_BASES = ("/var/lib", "/opt", "/srv", "/var/cache", "/usr/local")
+
+
+@pytest.fixture
+def visible_real_init():
+    """The real a3s-init at a path the sandbox can see (the package may live in a masked tree)."""
+    real = os.path.realpath(REAL_INIT)
+    if not any(real == t or real.startswith(t + "/") for t in MASKED_TREES):
+        yield real
+        return
+    for base in VISIBLE_BASES:
+        if os.path.isdir(base) and os.access(base, os.W_OK):
+            d = tempfile.mkdtemp(prefix="a3s-real-init-", dir=base)
+            break
+    else:
+        pytest.skip("no host directory visible inside the sandbox to put a3s-init in")
+    try:
+        os.chmod(d, 0o755)
+        copy = os.path.join(d, "a3s-init")
+        shutil.copy2(REAL_INIT, copy)
+        yield copy
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_init_without_the_filter_fails_the_probe(
+    workspace, tmp_path, monkeypatch, visible_real_init
+) -> None:
     """An init that starts the command but applies neither seccomp nor Landlock:
     the self-test, run through it, must notice and refuse the boundary."""
-    real = shlex.quote(REAL_INIT)
+    real = shlex.quote(visible_real_init)
     body = f"""
         if [ "$1" = "--probe" ]; then exec {real} --probe; fi
         fd=

@@ -7,6 +7,7 @@ native boundary does and does not promise.
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
 from ._output import CommandOutput
 from ._protocol import BashSandbox
+from ._seatbelt import PythonProcessHostBashSandbox, SeatbeltBashSandbox, seatbelt_probe
 from ._select import ENV_OPT_IN, UnavailableBashSandbox, process_host_opted_in, select_sandbox
 
 __all__ = [
@@ -15,7 +16,10 @@ __all__ = [
     "CommandOutput",
     "NativeBashSandbox",
     "ProcessHostBashSandbox",
+    "PythonProcessHostBashSandbox",
+    "SeatbeltBashSandbox",
     "UnavailableBashSandbox",
     "process_host_opted_in",
+    "seatbelt_probe",
     "select_sandbox",
 ]

@@ -18,7 +18,7 @@ class BashSandbox(Protocol):
 
     @property
     def backend(self) -> str:
-        """A short name: "bwrap", "process-host", "unavailable", or the host's own."""
+        """A short name: "bwrap", "seatbelt", "process-host", "unavailable", or the host's own."""
         ...
 
     @property

@@ -11,14 +11,15 @@ no network and no Unix-socket connections. In SBPL the *last* rule that
 matches an operation decides it, so the profile goes from broad to narrow
 and ends with the denials that must win.
 
-Differences from Linux that a Seatbelt profile cannot close, and that
-docs/security.md should list: there is no pid namespace or subreaper, so a
-descendant that leaves the command's process group (``setsid``, a
-double-fork) outlives it, still inside the sandbox; the host ``/tmp`` is
-readable (not writable); rules match paths, so a hard link that already
-exists is an alias (protected and credential files with extra links refuse
-the run, like on Linux) and renaming the directories around a masked file is
-refused for the run.
+Differences from Linux that a profile cannot close (docs/security.md should
+list them): there is no pid namespace or subreaper, so a descendant that
+leaves the command's process group (``setsid``, ``setpgid``) outlives it,
+still inside the sandbox; the host's ``/tmp`` and per-user temporary
+directory stay readable (not writable); rules match paths, so hard links
+that already exist would be aliases: protected and credential files with
+extra links refuse the run, as on Linux, and the directories above a masked
+file cannot be renamed during the run. Missing protected names get no
+placeholder: creating them is denied by path, in any ASCII case.
 
 The environment follows native/src/env.c (ported below with identical lists)
 and credential files are found with the rules of native/src/credscan.c.
@@ -27,6 +28,7 @@ and credential files are found with the rules of native/src/credscan.c.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import posixpath
 import re
@@ -171,6 +173,9 @@ IOCTL_DEVICES = (
     "/dev/dtracehelper",
 )
 
+# What reading a file covers: its data and metadata, mapping it as code, running it.
+READ = "file-read* file-map-executable process-exec*"
+
 # ---- SBPL text ------------------------------------------------------------------------
 
 
@@ -222,15 +227,10 @@ def _ancestors(path: str) -> list[str]:
 
 
 def _case_regex(name: str) -> str:
-    """A regex for name in any case; no backslash or quote, so it is a plain SBPL string.
-
-    "s" also matches U+017F (long s), which APFS case folding equates with it.
-    """
+    """A regex for name in any (ASCII) case, without backslashes or quotes: a plain string."""
     out = []
     for ch in name:
-        if ch == "s" or ch == "S":
-            out.append("(s|S|\u017f)")
-        elif ch.isascii() and ch.isalpha():
+        if ch.isascii() and ch.isalpha():
             out.append(f"[{ch.lower()}{ch.upper()}]")
         elif ch == ".":
             out.append("[.]")
@@ -383,7 +383,7 @@ def seatbelt_profile(
         "",
         "; ---- processes: the command's own, and read-only kernel information",
         "(allow process-fork)",
-        "(allow process-exec)",
+        "; (running a program is reading it: process-exec* follows the file-read* rules below)",
         "; signals and process information only within this sandbox (the command's own tree)",
         "(deny process-info*)",
         "(allow process-info* (target same-sandbox))",
@@ -412,10 +412,10 @@ def seatbelt_profile(
         "(allow file-read* file-write* file-ioctl",
         '  (require-all (regex "^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))',
         "",
-        "; ---- reading: everything except the homes",
-        "(allow file-read*)",
+        "; ---- reading (and mapping and running): everything except the homes",
+        f"(allow {READ})",
     ]
-    out += _rule("deny", "file-read*", _filters("subpath", homes), "the homes, masked whole")
+    out += _rule("deny", READ, _filters("subpath", homes), "the homes, masked whole")
     out += _rule(
         "allow",
         "file-read-metadata",
@@ -424,13 +424,13 @@ def seatbelt_profile(
     )
     out += _rule(
         "allow",
-        "file-read*",
+        READ,
         _filters("subpath", [*roots, *outside]),
         "toolchain roots under a home (and a worktree's real gitdir), read-only",
     )
     out += _rule(
         "allow",
-        "file-read*",
+        READ,
         _filters("subpath", writable),
         "the workspace and the scratch directory",
     )
@@ -451,10 +451,14 @@ def seatbelt_profile(
         "(deny file-link file-clone)",
     ]
     out += _rule("allow", "file-link file-clone", _filters("subpath", writable))
+    out += [
+        "; a directory clones with everything beneath it, masked files included: never",
+        "(deny file-clone (vnode-type DIRECTORY))",
+    ]
     out += [""]
     out += _rule(
         "deny",
-        "file-read* file-write* file-link file-clone",
+        f"{READ} file-write* file-link file-clone",
         _filters("subpath", stores),
         "---- credential stores: never readable nor writable, whatever the rules above allow",
     )
@@ -480,7 +484,7 @@ def seatbelt_profile(
     out += [""]
     out += _rule(
         "deny",
-        "file-read* file-write* file-link file-clone",
+        f"{READ} file-write* file-link file-clone",
         _filters("subpath", masked),
         "---- credential files inside the workspace: neither readable nor writable",
     )
@@ -810,9 +814,9 @@ SKIP_DIRS = (".git", "node_modules", "target", ".venv", "__pycache__")
 _CRED_FILES = frozenset(_lower(n) for n in CRED_FILES)
 _CRED_DIRS = frozenset(_lower(n) for n in CRED_DIRS)
 _CRED_PAIRS = frozenset((_lower(d), _lower(n)) for d, n in CRED_PAIRS)
-_SKIP_DIRS = frozenset(_lower(n) for n in SKIP_DIRS)
 _RACY_NS = 2_000_000_000
-_MAX_DEPTH = 128
+_MAX_DEPTH = 1024
+_MAX_PATH = 4096
 
 
 def is_credential(dirname: str | None, name: str, is_dir: bool) -> bool:
@@ -830,6 +834,11 @@ class _Refused(Exception):
     """The run is refused (exit 125 with this message), as A3S_E_REFUSED on Linux."""
 
 
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # vanished, or replaced by a non-directory
+
+
 class _Node:
     __slots__ = ("children", "creds", "ctime", "dev", "fresh", "ino", "mtime")
 
@@ -843,9 +852,14 @@ class _Node:
 class CredentialScan:
     """Finds the credential entries of a workspace, re-reading only changed directories.
 
-    A directory whose (dev, inode, mtime, ctime) did not change still has the
-    same entries; one modified within two seconds of the scan that read it is
-    read again next time. Not thread-safe: the sandbox serializes runs.
+    A port of native/src/credscan.c: a directory whose (dev, inode, mtime,
+    ctime) did not change still has the same entries; one modified within two
+    seconds of the scan that read it is read again next time. Directories are
+    opened relative to their parent (no symlink is followed, no path-length
+    limit is hit before ours). A tree nested deeper than 1024 levels, a path
+    longer than 4096 bytes, or more than ``max_dirs`` directories refuse the
+    run rather than leave part of the workspace unchecked. Not thread-safe:
+    the sandbox serializes runs.
     """
 
     def __init__(self, root: str, *, max_dirs: int = MAX_SCAN_DIRS) -> None:
@@ -855,73 +869,98 @@ class CredentialScan:
 
     def run(self) -> list[tuple[str, str]]:
         """Every credential entry under the root: (tag, absolute path), tag f, d or l."""
+        started = time.time_ns()
         found: list[tuple[str, str]] = []
-        budget = [self.max_dirs]
         try:
-            st = os.lstat(self.root)
+            fd = os.open(self.root, _DIR_FLAGS | _NOFOLLOW)
         except OSError as exc:
             raise _Refused(f"cannot open the workspace {self.root}: {exc.strerror}") from None
-        if not stat.S_ISDIR(st.st_mode):
-            raise _Refused(f"the workspace {self.root} is gone or is no longer a directory")
-        self._visit(self._top, self.root, None, st, 0, time.time_ns(), found, budget)
+        budget = self.max_dirs
+        # depth-first, each frame holding its directory open: (node, fd, path, children left)
+        stack: list[tuple[_Node, int, str, int, list[str]]] = []
+        try:
+            names = self._enter(self._top, fd, self.root, None, started, found)
+        except BaseException:
+            os.close(fd)
+            raise
+        stack.append((self._top, fd, self.root, 0, names))
+        try:
+            while stack:
+                node, dfd, path, depth, pending = stack[-1]
+                if not pending:
+                    os.close(dfd)
+                    stack.pop()
+                    continue
+                name = pending.pop()
+                child = node.children[name]
+                child_path = f"{path}/{name}"
+                if len(os.fsencode(child_path)) >= _MAX_PATH:
+                    raise _Refused(
+                        f"a path in the workspace is longer than {_MAX_PATH} bytes: it cannot be "
+                        "checked for credential files"
+                    )
+                try:
+                    cfd = os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=dfd)
+                except OSError as exc:
+                    if exc.errno not in _GONE:
+                        raise _Refused(
+                            f"credential scan: cannot open the directory {child_path}: "
+                            f"{exc.strerror}"
+                        ) from None
+                    child.fresh = False  # vanished or replaced: re-read its parent next time
+                    node.fresh = False
+                    continue
+                budget -= 1
+                if budget < 0:
+                    os.close(cfd)
+                    raise _Refused(
+                        f"the workspace has more than {self.max_dirs} directories to scan for "
+                        "credential files; choose a smaller workspace"
+                    )
+                try:
+                    child_names = self._enter(child, cfd, child_path, name, started, found)
+                except BaseException:
+                    os.close(cfd)
+                    raise
+                if child_names and depth + 1 >= _MAX_DEPTH:
+                    os.close(cfd)
+                    raise _Refused(
+                        f"the workspace nests directories deeper than {_MAX_DEPTH} levels (at "
+                        f"{child_path}): it cannot be checked for credential files"
+                    )
+                stack.append((child, cfd, child_path, depth + 1, child_names))
+        finally:
+            for _node, dfd, *_rest in stack:
+                os.close(dfd)
         return found
 
-    def _visit(
+    def _enter(
         self,
         node: _Node,
+        fd: int,
         path: str,
         dirname: str | None,
-        st: os.stat_result,
-        depth: int,
         started: int,
         found: list[tuple[str, str]],
-        budget: list[int],
-    ) -> None:
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise _Refused(
-                f"the workspace has more than {self.max_dirs} directories to scan for credential "
-                "files; choose a smaller workspace"
-            )
-        same = node.fresh and (node.dev, node.ino, node.mtime, node.ctime) == (
-            st.st_dev,
-            st.st_ino,
-            st.st_mtime_ns,
-            st.st_ctime_ns,
-        )
-        if not same:
-            self._reread(node, path, dirname)
-            node.dev, node.ino, node.mtime, node.ctime = (
-                st.st_dev,
-                st.st_ino,
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-            )
+    ) -> list[str]:
+        """Visits one directory (open as fd); returns its subdirectories to visit, last first."""
+        st = os.fstat(fd)
+        meta = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        if not (node.fresh and (node.dev, node.ino, node.mtime, node.ctime) == meta):
+            self._reread(node, fd, path, dirname)
+            node.dev, node.ino, node.mtime, node.ctime = meta
         # trust these entries next time only if the directory is not "racy"
         node.fresh = started - node.mtime > _RACY_NS and started - node.ctime > _RACY_NS
         found.extend((tag, f"{path}/{name}") for tag, name in node.creds)
-        if depth >= _MAX_DEPTH:
-            return
-        for name in sorted(node.children):
-            child = node.children[name]
-            child_path = f"{path}/{name}"
-            try:
-                cst = os.lstat(child_path)
-            except OSError:
-                cst = None
-            if cst is None or not stat.S_ISDIR(cst.st_mode):
-                child.fresh = False  # vanished or replaced: re-read its parent next time
-                node.fresh = False
-                continue
-            self._visit(child, child_path, name, cst, depth + 1, started, found, budget)
+        return sorted(node.children, reverse=True)
 
     @staticmethod
-    def _reread(node: _Node, path: str, dirname: str | None) -> None:
+    def _reread(node: _Node, fd: int, path: str, dirname: str | None) -> None:
         old = node.children
         node.children = {}
         node.creds = []
         try:
-            with os.scandir(path) as entries:
+            with os.scandir(fd) as entries:
                 for entry in entries:
                     name = entry.name
                     try:
@@ -929,19 +968,87 @@ class CredentialScan:
                         is_dir = not is_link and entry.is_dir(follow_symlinks=False)
                     except OSError:
                         continue
-                    # a symlink is a credential under either reading of its name
+                    # a symlink may stand for a credential file or directory: test both
                     if is_credential(dirname, name, is_dir) or (
                         is_link and is_credential(dirname, name, True)
                     ):
                         node.creds.append(("d" if is_dir else "l" if is_link else "f", name))
                         continue  # a masked directory is not scanned further
-                    if not is_dir or _lower(name) in _SKIP_DIRS:
+                    if not is_dir or name in SKIP_DIRS:
                         continue
                     node.children[name] = old.get(name) or _Node()
         except OSError as exc:
             raise _Refused(
                 f"credential scan: cannot read the directory {path}: {exc.strerror}"
             ) from None
+
+
+LINK_WALK_BUDGET = 50_000
+
+
+def _linked_file(directory: str, is_git: bool) -> str | None:
+    """The first regular file with extra hard links under directory (sandbox_linux.c).
+
+    A file under a protected or masked directory that has a second name
+    elsewhere could be written or read through that name. Git's object store
+    is left out (clones share objects through hard links, and objects are
+    content-addressed). Raises _Refused past LINK_WALK_BUDGET entries.
+    """
+    try:
+        top = os.open(directory, _DIR_FLAGS | _NOFOLLOW)
+    except OSError:
+        return None
+    budget = LINK_WALK_BUDGET
+    # depth-first; each frame holds its directory open: (fd, path, depth, names left)
+    stack: list[tuple[int, str, int, list[str]]] = []
+    try:
+        stack.append((top, directory, 0, _listdir(top)))
+        while stack:
+            fd, path, depth, pending = stack[-1]
+            if not pending:
+                os.close(fd)
+                stack.pop()
+                continue
+            name = pending.pop()
+            budget -= 1
+            if budget < 0:
+                raise _Refused(
+                    f"{directory} holds more than {LINK_WALK_BUDGET} entries: too many to check "
+                    "for hard links"
+                )
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            sub = f"{path}/{name}"
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                return sub
+            if not stat.S_ISDIR(st.st_mode) or depth >= 64:
+                continue
+            if is_git and depth == 0 and name == "objects":
+                continue
+            try:
+                cfd = os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+            except OSError:
+                continue
+            stack.append((cfd, sub, depth + 1, _listdir(cfd)))
+    finally:
+        for fd, *_rest in stack:
+            os.close(fd)
+    return None
+
+
+def _listdir(fd: int) -> list[str]:
+    try:
+        return sorted(os.listdir(fd), reverse=True)
+    except OSError:
+        return []
+
+
+def _refuse_linked_files(directory: str, is_git: bool, what: str) -> None:
+    found = _linked_file(directory, is_git)
+    if found is not None:
+        raise _Refused(f"{found} has extra hard links; another name could reach this {what} file")
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -1188,7 +1295,7 @@ class SeatbeltBashSandbox(_PyHostBase):
         try:
             run_dir, home = self._new_run_dir()
             child_env = build_env(self._host_env, extra, home)
-            profile = self.profile(run_dir)
+            profile = self._build_profile(run_dir)
             ready_r, ready_w = _pipe_above_stdio()
             os.set_blocking(ready_r, False)
             # bash reads BASH_ENV before the command: the byte says the sandbox is in place
@@ -1214,8 +1321,10 @@ class SeatbeltBashSandbox(_PyHostBase):
                 started = False
         except _Refused as exc:
             return self._failure(str(exc))
+        except RuntimeError as exc:  # the runner cannot work in this process (SIGCHLD ignored)
+            raise SandboxUnavailable(str(exc), workspace=self._workspace, cause=str(exc)) from None
         except OSError as exc:
-            return self._failure(f"cannot start {self._sandbox_exec}: {exc}")
+            return self._failure(f"the sandbox could not start: {exc}")
         finally:
             for fd in (ready_r, ready_w):
                 if fd >= 0:
@@ -1231,7 +1340,7 @@ class SeatbeltBashSandbox(_PyHostBase):
             )
         return raw.to_output(backend=self._backend, sandboxed=True)
 
-    def profile(self, scratch: str) -> str:
+    def _build_profile(self, scratch: str) -> str:
         """The profile a command would run under now, with ``scratch`` as its scratch dir.
 
         Raises _Refused when the workspace must not run commands (a
@@ -1283,12 +1392,18 @@ class SeatbeltBashSandbox(_PyHostBase):
                     f"{path} has {st.st_nlink} hard links; another name could write to this "
                     "protected file"
                 )
+            if stat.S_ISDIR(st.st_mode):
+                _refuse_linked_files(path, _lower(name) == ".git", "protected")
             if path not in paths:
                 paths.append(path)  # a case variant on disk
             if stat.S_ISREG(st.st_mode) and _lower(name) == ".git":
+                # a worktree or submodule: the real gitdir, and the repository's common dir
+                # (objects, refs, config) that git needs, wherever they live: read-only
                 gitdir = _worktree_gitdir(ws, path)
-                if gitdir is not None and gitdir not in paths:
-                    paths.append(gitdir)
+                if gitdir is not None:
+                    for extra in (gitdir, _commondir(gitdir)):
+                        if extra is not None and extra not in paths:
+                            paths.append(extra)
         return paths
 
     def _masked_paths(self, found: list[tuple[str, str]]) -> list[str]:
@@ -1315,6 +1430,8 @@ class SeatbeltBashSandbox(_PyHostBase):
                 raise _Refused(
                     f"credential file {path} has {st.st_nlink} hard links; an alias could expose it"
                 )
+            if stat.S_ISDIR(st.st_mode):
+                _refuse_linked_files(path, False, "credential")
             masked.append(path)
         return list(dict.fromkeys(masked))
 
@@ -1330,6 +1447,20 @@ class SeatbeltBashSandbox(_PyHostBase):
             if os.path.isdir(real) and not os.path.islink(real):
                 roots.append(_canonical(real))
         return list(dict.fromkeys(roots))
+
+
+def _commondir(gitdir: str) -> str | None:
+    """The common dir a worktree's gitdir names in its ``commondir`` file, if a directory."""
+    try:
+        with open(os.path.join(gitdir, "commondir"), "rb") as f:
+            line = f.readline(4096)
+    except OSError:
+        return None
+    target = os.fsdecode(line.rstrip(b"\r\n"))
+    if not target or "\0" in target:
+        return None
+    real = _canonical(target if target.startswith("/") else os.path.join(gitdir, target))
+    return real if os.path.isdir(real) and not os.path.islink(real) else None
 
 
 def _pipe_above_stdio() -> tuple[int, int]:
@@ -1415,6 +1546,8 @@ class PythonProcessHostBashSandbox(_PyHostBase):
             )
         except _Refused as exc:
             return self._failure(str(exc))
+        except RuntimeError as exc:  # the runner cannot work in this process (SIGCHLD ignored)
+            raise SandboxUnavailable(str(exc), workspace=self._workspace, cause=str(exc)) from None
         except OSError as exc:
             return self._failure(f"cannot start {self._bash}: {exc}")
         finally:

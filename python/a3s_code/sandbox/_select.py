@@ -11,6 +11,7 @@ from .._errors import SandboxArgumentError, SandboxUnavailable
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
 from ._output import CommandOutput
 from ._protocol import BashSandbox
+from ._seatbelt import PythonProcessHostBashSandbox, SeatbeltBashSandbox, seatbelt_probe
 
 ENV_OPT_IN = "A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX"
 _TRUE = {"1", "true", "yes", "on"}
@@ -40,9 +41,14 @@ class UnavailableBashSandbox:
         max_output_bytes: int = 102_400,
         cancel: Any = None,
     ) -> CommandOutput:
+        fix = (
+            "Check that /usr/bin/sandbox-exec runs"
+            if sys.platform == "darwin"
+            else "Install bubblewrap and enable user namespaces"
+        )
         raise SandboxUnavailable(
-            f"bash is unavailable for workspace {self.workspace}: {self.cause}. Install "
-            "bubblewrap and enable user namespaces, or, only inside an outer container or VM, "
+            f"bash is unavailable for workspace {self.workspace}: {self.cause}. {fix}, or, "
+            "only inside an outer container or VM, "
             f"opt in to the process host ({ENV_OPT_IN}=1)",
             workspace=self.workspace,
             cause=self.cause,
@@ -87,8 +93,14 @@ def select_sandbox(
         cause = NativeBashSandbox.probe(workspace=path)
         if cause is None:
             return NativeBashSandbox(path)
+    elif sys.platform == "darwin":
+        cause = seatbelt_probe()
+        if cause is None:
+            return SeatbeltBashSandbox(path)
     else:
         cause = f"the native sandbox is not supported on this platform ({sys.platform})"
     if allow_process_host_sandbox or process_host_opted_in():
+        if sys.platform == "darwin":
+            return PythonProcessHostBashSandbox(path)
         return ProcessHostBashSandbox(path)
     return UnavailableBashSandbox(path, cause)
