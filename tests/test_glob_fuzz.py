@@ -41,7 +41,7 @@ def test_pattern_matches_itself_with_stars_filled(pattern: bytes) -> None:
         (b"*a" * 40 + b"b", b"a" * 10_000),
         (b"**a" * 40 + b"b", b"a" * 65_536),
         (b"**/" * 200 + b"x", b"a/" * 30_000),
-        (b"*" + b"a*" * 3000, b"a" * 2999),
+        (b"*" + b"a*" * 2000, b"a" * 1999),
     ],
     ids=["star-a", "globstar-a", "dirs-chain", "long-pattern"],
 )
@@ -68,3 +68,21 @@ def test_multiword_patterns_match_their_own_expansion(pattern: bytes) -> None:
     if pattern.endswith(b":*") or pattern == b"*":
         return
     assert Glob(pattern).match(subject) is reference_match(pattern, subject)
+
+
+dfa_subjects = st.lists(SUBJECT_BYTES, min_size=260, max_size=400).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=long_patterns, subject=dfa_subjects)
+def test_lazy_dfa_matches_reference(pattern: bytes, subject: bytes) -> None:
+    """Wide patterns against subjects of 256 bytes and more run on the lazy DFA."""
+    assert Glob(pattern).match(subject) is reference_match(pattern, subject)
+
+
+@pytest.mark.parametrize("stars", [64, 500, 2040])
+def test_lazy_dfa_on_long_runs(stars: int) -> None:
+    pattern = b"*a" * stars + b"*"
+    assert Glob(pattern).match(b"a" * 65_536) is True
+    assert Glob(pattern).match(b"a" * (stars - 1)) is False
+    assert Glob(pattern + b"/b").match(b"a" * 65_536 + b"/b") is True

@@ -531,7 +531,7 @@ def bench_baselines(
 
 def pathological_cases() -> list[tuple[str, str, str, str]]:
     """(group, label, pattern, subject name)."""
-    chain_limit = (65536 - 5) // 3  # "**/" * k + "**b**" at the 64 KiB pattern limit
+    chain_limit = (4096 - 5) // 3  # "**/" * k + "**b**" at the 4 KiB pattern limit
     shapes = [
         ("*a*a*a*a*a*a*a*a*b", "*a x8 *b (literal suffix)"),
         ("*a*a*a*a*a*a*a*a*b*", "*a x8 *b* (no literal suffix)"),
@@ -545,12 +545,12 @@ def pathological_cases() -> list[tuple[str, str, str, str]]:
         ("**/" * 8 + "**b**", "**/ x8 **b**"),
         ("**/a" * 64 + "**/b", "**/a x64 **/b"),
         ("**/" * 64 + "**b**", "**/ x64 **b**"),
-        ("**/" * 1000 + "**b**", "**/ x1000 **b** (3 KiB)"),
-        ("**/" * chain_limit + "**b**", f"**/ x{chain_limit} **b** (64 KiB limit)"),
+        ("**/" * chain_limit + "**b**", f"**/ x{chain_limit} **b** (4 KiB limit)"),
     ]
     limits = [
         ("*a" * 2000 + "*b*", "*a x2000 *b* (4 KiB)"),
-        ("*a" * 32767 + "*", "*a x32767 * (64 KiB limit)"),
+        ("*a" * 2047 + "*", "*a x2047 * (4 KiB limit, matches)"),
+        ("**a" * 1364 + "**", "**a x1364 ** (4 KiB limit, matches)"),
     ]
     cases = []
     for pattern, label in shapes:

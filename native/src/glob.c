@@ -42,7 +42,8 @@ struct a3s_glob {
     size_t min_len; /* number of literal tokens: no match is shorter */
     size_t ntok;
     size_t nwords;
-    uint8_t byte_class[256]; /* byte -> row of class_masks (row 0: no literal) */
+    uint16_t byte_class[256]; /* byte -> row of class_masks (row 0: no literal) */
+    size_t nclasses;
     uint64_t *class_masks;   /* [nclasses][nwords] tokens that are this literal */
     uint64_t *star_any;      /* tokens looping on every byte */
     uint64_t *star_noslash;  /* tokens looping on bytes other than '/' */
@@ -182,11 +183,12 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
     for (size_t i = 0; i < ntok; i++) {
         if (kinds[i] != TOK_LIT || g->byte_class[bytes[i]])
             continue;
-        g->byte_class[bytes[i]] = (uint8_t)nclasses;
+        g->byte_class[bytes[i]] = (uint16_t)nclasses;
         if (g->fold_case && bytes[i] >= 'a' && bytes[i] <= 'z')
-            g->byte_class[bytes[i] - ('a' - 'A')] = (uint8_t)nclasses;
+            g->byte_class[bytes[i] - ('a' - 'A')] = (uint16_t)nclasses;
         nclasses++;
     }
+    g->nclasses = nclasses;
     g->class_masks = calloc(nclasses * nw, sizeof(uint64_t));
     g->star_any = calloc(nw, sizeof(uint64_t));
     g->star_noslash = calloc(nw, sizeof(uint64_t));
@@ -377,10 +379,178 @@ static int nfa_match1(const a3s_glob *g, const unsigned char *s, size_t n) {
     return (cur >> g->ntok) & 1;
 }
 
+/* One step of the multi-word NFA: next = the states after reading c from
+ * cur, closed under epsilon edges. Returns whether any state is live. */
+static bool step_words(const a3s_glob *g, const uint64_t *cur, unsigned char c, uint64_t *next) {
+    const size_t nw = g->nwords;
+    const uint64_t *lit = g->class_masks + (size_t)g->byte_class[c] * nw;
+    uint64_t carry = 0, carry_gs = 0, live = 0;
+    /* one fused pass: literal advances, star loops, and '**'+'/' exits */
+    for (size_t w = 0; w < nw; w++) {
+        uint64_t adv = cur[w] & lit[w];
+        uint64_t x = (adv << 1) | carry;
+        carry = adv >> 63;
+        if (c == '/') {
+            uint64_t gs = cur[w] & g->gslash[w];
+            x |= (gs << 1) | carry_gs | (cur[w] & g->star_any[w]);
+            carry_gs = gs >> 63;
+        } else {
+            x |= cur[w] & (g->star_any[w] | g->star_noslash[w]);
+        }
+        next[w] = x;
+        live |= x;
+    }
+    if (live)
+        closure(g, next);
+    return live != 0;
+}
+
+/* ---- lazy DFA ---------------------------------------------------------------
+ * Wide patterns against long subjects: the NFA costs O(words) per byte, and
+ * the sets it visits repeat (a run of the same byte saturates them). Each
+ * distinct set becomes a DFA state the first time it is reached, with its
+ * transitions filled in on use; a byte then costs one table lookup. The
+ * cache is per call (a compiled glob stays read-only, so threads may share
+ * it), bounded, and flushed when full, which keeps the NFA's linear bound. */
+
+#define DFA_MAX_BYTES (2u << 20)
+#define DFA_MIN_SUBJECT 256 /* shorter subjects are not worth the set-up */
+
+struct dfa {
+    size_t nw, ncls, n, cap, tcap;
+    uint16_t cls[256];
+    uint64_t *sets;  /* [cap][nw] */
+    int32_t *trans;  /* [cap][ncls], -1: not computed */
+    int32_t *table;  /* open addressing over state ids, -1: empty */
+};
+
+static uint64_t hash_set(const uint64_t *v, size_t nw) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < nw; i++)
+        h = (h ^ v[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static void dfa_flush(struct dfa *d) {
+    d->n = 0;
+    memset(d->table, 0xff, d->tcap * sizeof *d->table);
+}
+
+/* The id of set v, adding it if new; -1 when the cache is full. */
+static int32_t dfa_state(struct dfa *d, const uint64_t *v) {
+    size_t mask = d->tcap - 1;
+    for (size_t slot = hash_set(v, d->nw) & mask;; slot = (slot + 1) & mask) {
+        int32_t id = d->table[slot];
+        if (id < 0) {
+            if (d->n == d->cap)
+                return -1;
+            id = (int32_t)d->n++;
+            memcpy(d->sets + (size_t)id * d->nw, v, d->nw * sizeof *v);
+            memset(d->trans + (size_t)id * d->ncls, 0xff, d->ncls * sizeof *d->trans);
+            d->table[slot] = id;
+            return id;
+        }
+        if (!memcmp(d->sets + (size_t)id * d->nw, v, d->nw * sizeof *v))
+            return id;
+    }
+}
+
+static bool dfa_init(struct dfa *d, const a3s_glob *g, size_t n) {
+    memset(d, 0, sizeof *d);
+    d->nw = g->nwords;
+    d->ncls = g->nclasses + 1; /* + '/' when it is not a literal */
+    for (int c = 0; c < 256; c++)
+        d->cls[c] = g->byte_class[c];
+    if (d->cls['/'] == 0)
+        d->cls['/'] = (uint16_t)g->nclasses;
+    size_t per_state = d->nw * sizeof(uint64_t) + d->ncls * sizeof(int32_t) + 2 * sizeof(int32_t);
+    d->cap = DFA_MAX_BYTES / per_state;
+    if (d->cap > n + 2)
+        d->cap = n + 2;
+    if (d->cap < 4)
+        return false;
+    for (d->tcap = 16; d->tcap < 2 * d->cap; d->tcap *= 2) {
+    }
+    d->sets = malloc(d->cap * d->nw * sizeof(uint64_t));
+    d->trans = malloc(d->cap * d->ncls * sizeof(int32_t));
+    d->table = malloc(d->tcap * sizeof(int32_t));
+    if (!d->sets || !d->trans || !d->table) {
+        free(d->sets);
+        free(d->trans);
+        free(d->table);
+        return false;
+    }
+    dfa_flush(d);
+    return true;
+}
+
+static void dfa_free(struct dfa *d) {
+    free(d->sets);
+    free(d->trans);
+    free(d->table);
+}
+
+/* 1 match, 0 none, negative: no memory (the caller then runs the NFA). */
+static int dfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
+    struct dfa d;
+    if (!dfa_init(&d, g, n))
+        return A3S_E_NOMEM;
+    const size_t nw = d.nw;
+    uint64_t stack[2 * STACK_WORDS];
+    uint64_t *heap = NULL, *cur = stack, *next;
+    if (nw > STACK_WORDS) {
+        heap = malloc(2 * nw * sizeof(uint64_t));
+        if (!heap) {
+            dfa_free(&d);
+            return A3S_E_NOMEM;
+        }
+        cur = heap;
+    }
+    next = cur + nw;
+    memset(cur, 0, nw * sizeof(uint64_t));
+    bit_set(cur, g->literal_len);
+    closure(g, cur);
+    int32_t state = dfa_state(&d, cur);
+    int result = -1;
+    for (size_t i = g->literal_len; i < n; i++) {
+        const uint64_t *set = d.sets + (size_t)state * nw;
+        if (g->tail_any && bit_test(set, g->ntok - 1)) {
+            result = 1;
+            break;
+        }
+        size_t k = d.cls[s[i]];
+        int32_t to = d.trans[(size_t)state * d.ncls + k];
+        if (to < 0) {
+            if (!step_words(g, set, s[i], next)) {
+                result = 0;
+                break;
+            }
+            to = dfa_state(&d, next);
+            if (to < 0) { /* full: start over from this set */
+                dfa_flush(&d);
+                to = dfa_state(&d, next);
+            } else {
+                d.trans[(size_t)state * d.ncls + k] = to;
+            }
+        }
+        state = to;
+    }
+    if (result < 0)
+        result = bit_test(d.sets + (size_t)state * nw, g->ntok);
+    free(heap);
+    dfa_free(&d);
+    return result;
+}
+
 static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     size_t nw = g->nwords;
     if (nw == 1)
         return nfa_match1(g, s, n);
+    if (n - g->literal_len >= DFA_MIN_SUBJECT) {
+        int r = dfa_match(g, s, n);
+        if (r >= 0)
+            return r;
+    }
     uint64_t stack[2 * STACK_WORDS];
     uint64_t *heap = NULL, *cur = stack, *next;
     if (nw > STACK_WORDS) {
@@ -403,29 +573,10 @@ static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
             result = 1;
             break;
         }
-        unsigned char c = s[i];
-        const uint64_t *lit = g->class_masks + (size_t)g->byte_class[c] * nw;
-        uint64_t carry = 0, carry_gs = 0, live = 0;
-        /* one fused pass: literal advances, star loops, and '**'+'/' exits */
-        for (size_t w = 0; w < nw; w++) {
-            uint64_t adv = cur[w] & lit[w];
-            uint64_t x = (adv << 1) | carry;
-            carry = adv >> 63;
-            if (c == '/') {
-                uint64_t gs = cur[w] & g->gslash[w];
-                x |= (gs << 1) | carry_gs | (cur[w] & g->star_any[w]);
-                carry_gs = gs >> 63;
-            } else {
-                x |= cur[w] & (g->star_any[w] | g->star_noslash[w]);
-            }
-            next[w] = x;
-            live |= x;
-        }
-        if (!live) {
+        if (!step_words(g, cur, s[i], next)) {
             result = 0;
             break;
         }
-        closure(g, next);
         uint64_t *swap = cur;
         cur = next;
         next = swap;

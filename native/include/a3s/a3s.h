@@ -130,13 +130,16 @@ A3S_API const char *a3s_status_name(int code);
  *   ** then /  (written together) empty, or any run of bytes ending in '/'.
  *   \*         a literal '*'. Any other byte, '\' included, is literal.
  * Matching is of the whole subject, case-sensitive, and runs in
- * O(len(pattern) * len(subject) / 64) time with no recursion.
+ * O(len(pattern) * len(subject) / 64) time with no recursion; literal
+ * prefilters (prefix, suffix, required bytes and runs) turn most
+ * non-matches away first, and a per-call lazy DFA makes long subjects
+ * cost about one table lookup per byte.
  */
 
 /* Flags for a3s_glob_compile. */
 #define A3S_GLOB_TOOL_NAME (1ull << 0) /* tool-name globs: ASCII case-insensitive, '*' crosses '/' */
 
-#define A3S_GLOB_MAX_PATTERN 65536 /* bytes */
+#define A3S_GLOB_MAX_PATTERN 4096 /* bytes: far above any real rule, and it bounds the worst case */
 
 typedef struct a3s_glob a3s_glob;
 
@@ -173,7 +176,7 @@ A3S_API void a3s_glob_free(a3s_glob *glob);
 #define A3S_RULE_REWRITTEN (1ull << 3)  /* grep/glob/bm25 rewritten to search */
 #define A3S_RULE_PREFIX (1ull << 4)     /* pattern ends in ":*" */
 
-#define A3S_RULE_MAX_LENGTH 65536 /* bytes */
+#define A3S_RULE_MAX_LENGTH 4096 /* bytes */
 
 typedef struct a3s_ruleset a3s_ruleset;
 
