@@ -250,6 +250,23 @@ static int visit(struct walk *w, struct node *n, int fd, const struct stat *st, 
                             "a path in the workspace is longer than %zu bytes: it cannot be "
                             "checked for credential files",
                             sizeof w->path);
+        /* a cached leaf directory whose metadata did not change needs one
+         * fstatat and no open: its entries, and so its credentials, are known */
+        struct stat cst;
+        if (c->fresh && c->nchildren == 0 &&
+            fstatat(fd, c->name, &cst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(cst.st_mode) &&
+            c->dev == cst.st_dev && c->ino == cst.st_ino && c->mtime_ns == ns(cst.st_mtim) &&
+            c->ctime_ns == ns(cst.st_ctim)) {
+            c->fresh = w->started - c->mtime_ns > RACY_NS && w->started - c->ctime_ns > RACY_NS;
+            if (c->creds.len) {
+                w->path[len] = '/';
+                memcpy(w->path + len + 1, c->name, nl + 1);
+                for (size_t k = 0; k < c->creds.len; k++)
+                    report(w, len + 1 + nl, c->creds.items[k]);
+                w->path[len] = '\0';
+            }
+            continue;
+        }
         int cfd = openat(fd, c->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd < 0) {
             if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
@@ -260,7 +277,6 @@ static int visit(struct walk *w, struct node *n, int fd, const struct stat *st, 
             n->fresh = false;
             continue;
         }
-        struct stat cst;
         if (fstat(cfd, &cst) == 0) {
             w->path[len] = '/';
             memcpy(w->path + len + 1, c->name, nl + 1);

@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +51,8 @@ static const char *const PROTECTED_FILES[] = {".gitmodules", ".mcp.json",     ".
                                               ".bashrc",     ".bash_profile", ".zshrc",
                                               ".zprofile",   ".profile"};
 /* Kernel interfaces under /proc a root caller could write through. */
-static const char *const PROC_READONLY[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
-                                            "/proc/bus", "/proc/fs"};
+/* (bubblewrap already makes /proc/irq and /proc/bus read-only itself) */
+static const char *const PROC_READONLY[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/fs"};
 /* Toolchain roots re-exposed (read-only) when they live under a masked home. */
 static const char *const TOOLCHAIN_VARS[] = {
     "CARGO_HOME", "RUSTUP_HOME", "GOPATH",    "GOROOT",      "NVM_DIR",    "JAVA_HOME",
@@ -76,6 +77,7 @@ struct a3s_sandbox {
     struct a3s_strvec host_env;
     struct a3s_credscan *creds;
     pthread_mutex_t lock; /* serializes the credential cache */
+    atomic_bool swept;    /* dead callers' run dirs removed once per handle */
 };
 
 /* One run's plan: everything decided before bubblewrap starts. */
@@ -467,8 +469,10 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
     closedir(d);
 }
 
-static void recover_journals(const a3s_sandbox *sb, int lock_fd) {
-    recover_run_dirs(sb);
+static void recover_journals(a3s_sandbox *sb, int lock_fd) {
+    /* run dirs of dead callers: once per handle, the scratch parent can be big */
+    if (!atomic_exchange(&sb->swept, true))
+        recover_run_dirs(sb);
     if (!alone(lock_fd))
         return; /* another run may rely on what those journals name */
     DIR *d = opendir(sb->state_dir);
@@ -793,6 +797,11 @@ static bool is_home_secret(const char *path, const char *home) {
     return false;
 }
 
+static int by_length(const void *a, const void *b) {
+    size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+    return la < lb ? -1 : la > lb;
+}
+
 /* Homes are masked whole; toolchains under them come back read-only. */
 static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *args) {
     const char *homes[3] = {"/home", "/root", env_get(&sb->host_env, "HOME")};
@@ -829,14 +838,18 @@ static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec 
             a3s_strvec_push_n(&roots, path, n);
         path += n + (end ? 1 : 0);
     }
+    /* shortest first, so a root is exposed before anything inside it */
+    if (roots.len > 1)
+        qsort(roots.items, roots.len, sizeof *roots.items, by_length);
     const char *home = env_get(&sb->host_env, "HOME");
+    struct a3s_strvec exposed = {0};
     for (size_t i = 0; i < roots.len; i++) {
         char *real = realpath(roots.items[i], NULL);
         if (!real || !is_dir_nofollow(real)) {
             free(real);
             continue;
         }
-        bool under = false, secret = false;
+        bool under = false, secret = false, dup = false;
         for (size_t j = 0; j < masked.len; j++) {
             if (path_is_under(real, masked.items[j])) {
                 under = true;
@@ -847,8 +860,12 @@ static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec 
             secret = is_home_secret(real, masked.items[j]);
         if (home && home[0] == '/')
             secret |= is_home_secret(real, home);
-        if (under && !secret && !path_is_under(real, sb->workspace)) {
+        /* a root inside one already exposed adds nothing but a mount */
+        for (size_t j = 0; j < exposed.len && !dup; j++)
+            dup = path_is_under(real, exposed.items[j]);
+        if (under && !secret && !dup && !path_is_under(real, sb->workspace)) {
             push3(args, "--ro-bind", real, real);
+            a3s_strvec_push(&exposed, real);
             /* cargo keeps its registry token inside CARGO_HOME */
             static const char *const inner[] = {"credentials", "credentials.toml"};
             for (size_t k = 0; k < COUNT(inner); k++) {
@@ -861,6 +878,7 @@ static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec 
         }
         free(real);
     }
+    a3s_strvec_free(&exposed);
     a3s_strvec_free(&roots);
     a3s_strvec_free(&masked);
 }
@@ -983,7 +1001,7 @@ static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p
 }
 
 /* Removes placeholders that are still the untouched objects we created. */
-static void remove_placeholders(const a3s_sandbox *sb, struct plan *p) {
+static void remove_placeholders(a3s_sandbox *sb, struct plan *p) {
     if (p->placeholders.len && !alone(p->lock_fd)) {
         /* another run is using them: leave them to whoever is last */
         char done[PATH_MAX + 8];
