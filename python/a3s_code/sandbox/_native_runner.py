@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from .. import _native
 from .._errors import NativeCoreError, SandboxArgumentError, SandboxError, SandboxUnavailable
+from ._args import check_exec_args
 from ._locate import MIN_BWRAP, bwrap_version, find_bwrap, init_path
 from ._output import CommandOutput
 
@@ -36,12 +37,6 @@ def _env_entries(env: Mapping[str, str] | None) -> list[str]:
             raise SandboxArgumentError(f"environment variable {key} contains a NUL byte")
         entries.append(f"{key}={value}")
     return entries
-
-
-def _positive(name: str, value: int, upper: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= upper:
-        raise SandboxArgumentError(f"{name} must be an integer from 1 to {upper}, not {value!r}")
-    return value
 
 
 def _raise_native(exc: Any, workspace: str) -> None:
@@ -117,13 +112,7 @@ class _CoreSandbox:
         cancel: Any = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` and returns its output (never raises for the command's fate)."""
-        if not isinstance(command, str):
-            raise SandboxArgumentError(f"command must be a string, not {type(command).__name__}")
-        if "\0" in command:
-            raise SandboxArgumentError("the command contains a NUL byte")
-        _positive("timeout_ms", timeout_ms, 24 * 3600 * 1000)
-        _positive("max_output_bytes", max_output_bytes, 1 << 30)
-        _positive("kill_grace_ms", kill_grace_ms, 600_000)
+        check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
         entries = _env_entries(env)
         bridge = _CancelBridge(cancel) if cancel is not None else None
         try:

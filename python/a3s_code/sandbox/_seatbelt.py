@@ -42,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
+from ._args import check_exec_args
 from ._output import CommandOutput
 from ._pyrunner import RunResult, run_bounded
 
@@ -1078,24 +1079,6 @@ def _canonical(path: str) -> str:
     return found if found.startswith("/") and posixpath.normpath(found) == found else real
 
 
-def _positive(name: str, value: int, upper: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= upper:
-        raise SandboxArgumentError(f"{name} must be an integer from 1 to {upper}, not {value!r}")
-    return value
-
-
-def _check_exec_args(
-    command: str, timeout_ms: int, max_output_bytes: int, kill_grace_ms: int
-) -> None:
-    if not isinstance(command, str):
-        raise SandboxArgumentError(f"command must be a string, not {type(command).__name__}")
-    if "\0" in command:
-        raise SandboxArgumentError("the command contains a NUL byte")
-    _positive("timeout_ms", timeout_ms, 24 * 3600 * 1000)
-    _positive("max_output_bytes", max_output_bytes, 1 << 30)
-    _positive("kill_grace_ms", kill_grace_ms, 600_000)
-
-
 def _extra_env(env: Mapping[str, str] | None) -> dict[str, str]:
     extra: dict[str, str] = {}
     for name, value in (env or {}).items():
@@ -1288,7 +1271,7 @@ class SeatbeltBashSandbox(_PyHostBase):
         cancel: Any = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` under the profile (never raises for the command's fate)."""
-        _check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
+        check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
         extra = _extra_env(env)
         run_dir = ""
         ready_r = ready_w = -1
@@ -1526,7 +1509,7 @@ class PythonProcessHostBashSandbox(_PyHostBase):
         cancel: Any = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` unconfined (never raises for the command's fate)."""
-        _check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
+        check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
         extra = _extra_env(env)
         run_dir = ""
         try:
