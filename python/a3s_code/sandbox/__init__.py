@@ -7,7 +7,6 @@ native boundary does and does not promise.
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
 from ._output import CommandOutput
 from ._protocol import BashSandbox
-from ._seatbelt import PythonProcessHostBashSandbox, SeatbeltBashSandbox, seatbelt_probe
 from ._select import ENV_OPT_IN, UnavailableBashSandbox, process_host_opted_in, select_sandbox
 
 __all__ = [
@@ -23,3 +22,15 @@ __all__ = [
     "seatbelt_probe",
     "select_sandbox",
 ]
+
+
+_MACOS = {"PythonProcessHostBashSandbox", "SeatbeltBashSandbox", "seatbelt_probe"}
+
+
+def __getattr__(name: str) -> object:
+    """The macOS backends load on first use: Linux hosts never pay for them."""
+    if name in _MACOS:
+        from . import _seatbelt
+
+        return getattr(_seatbelt, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

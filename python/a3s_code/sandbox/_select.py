@@ -11,7 +11,6 @@ from .._errors import SandboxArgumentError, SandboxUnavailable
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
 from ._output import CommandOutput
 from ._protocol import BashSandbox
-from ._seatbelt import PythonProcessHostBashSandbox, SeatbeltBashSandbox, seatbelt_probe
 
 ENV_OPT_IN = "A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX"
 _TRUE = {"1", "true", "yes", "on"}
@@ -94,6 +93,8 @@ def select_sandbox(
         if cause is None:
             return NativeBashSandbox(path)
     elif sys.platform == "darwin":
+        from ._seatbelt import SeatbeltBashSandbox, seatbelt_probe
+
         cause = seatbelt_probe()
         if cause is None:
             return SeatbeltBashSandbox(path)
@@ -101,6 +102,8 @@ def select_sandbox(
         cause = f"the native sandbox is not supported on this platform ({sys.platform})"
     if allow_process_host_sandbox or process_host_opted_in():
         if sys.platform == "darwin":
+            from ._seatbelt import PythonProcessHostBashSandbox
+
             return PythonProcessHostBashSandbox(path)
         return ProcessHostBashSandbox(path)
     return UnavailableBashSandbox(path, cause)
