@@ -3,11 +3,15 @@
  * The sandbox masks credential files (.env*, .netrc, agent auth files ...)
  * anywhere in the workspace. Reading a 100,000-file tree before every
  * command would cost more than the sandbox itself, so the scan keeps a tree
- * of directories with their inode, mtime and ctime: a directory whose
- * metadata did not change since the last scan still has the same entries,
- * so only its subdirectories are visited (one fstatat each), not its files.
- * A directory modified within RACY_NS of the scan that read it is read
- * again next time (the "racy git" problem: timestamps are coarse).
+ * of the workspace's directories and their credential entries, and learns
+ * what changed in two ways:
+ *  - inotify: every directory read is watched (the watch is added before
+ *    the read, so no change between the two is lost); a directory with no
+ *    event since it was read is current, and costs no system call at all;
+ *  - metadata, where a watch cannot be had (the per-user limit, an inotify
+ *    queue overflow): a directory whose inode, mtime and ctime did not
+ *    change still has the same entries, unless it was modified within
+ *    RACY_NS of the scan that read it (timestamps are coarse).
  */
 #define _GNU_SOURCE
 #include "credscan.h"
@@ -22,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #define RACY_NS 2000000000LL /* two seconds */
@@ -32,17 +37,26 @@ struct node {
     dev_t dev;
     ino_t ino;
     int64_t mtime_ns, ctime_ns;
-    bool fresh; /* metadata trusted: entries below are current */
-    struct node *children;
+    bool read;  /* entries below were read at least once */
+    bool fresh; /* metadata trusted (not racy) */
+    bool dirty; /* an inotify event arrived since the entries were read */
+    int wd;     /* inotify watch, -1 if none */
+    struct node **children;
     size_t nchildren;
-    struct a3s_strvec creds; /* credential entries of this directory: 'f' or 'd' + name */
+    struct a3s_strvec creds; /* credential entries of this directory: 'f'/'d'/'l' + name */
 };
 
 struct a3s_credscan {
     char *root;
-    struct node top;
-    bool have_top;
+    struct node *top;
+    int ifd;               /* inotify instance, -1 if unavailable */
+    struct node **by_wd;   /* watch descriptor -> node */
+    size_t nwd;
 };
+
+#define WATCH_MASK                                                                             \
+    (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |      \
+     IN_ONLYDIR | IN_DONT_FOLLOW)
 
 static const char *const CRED_FILES[] = {".netrc", "_netrc", ".npmrc", ".pypirc",
                                          ".git-credentials", ".claude.json", ".pgpass",
@@ -96,15 +110,39 @@ static bool is_credential(const char *dir, const char *name, bool is_dir) {
     return false;
 }
 
-static void node_clear(struct node *n) {
-    for (size_t i = 0; i < n->nchildren; i++) {
-        node_clear(&n->children[i]);
-        free(n->children[i].name);
+/* Drops n's watch if n still owns it (a moved directory keeps its inode, so
+ * its new node may have been handed the same watch descriptor). */
+static void unwatch(struct a3s_credscan *cs, struct node *n) {
+    if (n->wd >= 0 && (size_t)n->wd < cs->nwd && cs->by_wd[n->wd] == n) {
+        cs->by_wd[n->wd] = NULL;
+        inotify_rm_watch(cs->ifd, n->wd);
     }
+    n->wd = -1;
+}
+
+static void node_free(struct a3s_credscan *cs, struct node *n) {
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->nchildren; i++)
+        node_free(cs, n->children[i]);
+    unwatch(cs, n);
     free(n->children);
-    n->children = NULL;
-    n->nchildren = 0;
     a3s_strvec_free(&n->creds);
+    free(n->name);
+    free(n);
+}
+
+static struct node *node_new(const char *name) {
+    struct node *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    n->wd = -1;
+    n->name = strdup(name ? name : "");
+    if (!n->name) {
+        free(n);
+        return NULL;
+    }
+    return n;
 }
 
 static int64_t ns(struct timespec t) { return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec; }
@@ -115,13 +153,76 @@ static int64_t now_ns(void) {
     return ns(t);
 }
 
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(((const struct node *)a)->name, ((const struct node *)b)->name);
+static int cmp_nodes(const void *a, const void *b) {
+    return strcmp((*(struct node *const *)a)->name, (*(struct node *const *)b)->name);
 }
 
-/* Re-reads the entries of directory fd into n, keeping the caches of
- * subdirectories that are still there. */
-static int reread(struct node *n, int fd, const char *dirname, a3s_error *err) {
+/* Watches n (at path) before its entries are read; false if no watch can be had. */
+static bool watch(struct a3s_credscan *cs, struct node *n, const char *path) {
+    if (cs->ifd < 0 || n->wd >= 0)
+        return n->wd >= 0;
+    int wd = inotify_add_watch(cs->ifd, path, WATCH_MASK);
+    if (wd < 0)
+        return false;
+    if ((size_t)wd >= cs->nwd) {
+        size_t cap = cs->nwd ? cs->nwd : 1024;
+        while (cap <= (size_t)wd)
+            cap *= 2;
+        struct node **grown = realloc(cs->by_wd, cap * sizeof *grown);
+        if (!grown) {
+            inotify_rm_watch(cs->ifd, wd);
+            return false;
+        }
+        memset(grown + cs->nwd, 0, (cap - cs->nwd) * sizeof *grown);
+        cs->by_wd = grown;
+        cs->nwd = cap;
+    }
+    if (cs->by_wd[wd] && cs->by_wd[wd] != n)
+        cs->by_wd[wd]->wd = -1; /* the same directory watched through another node */
+    cs->by_wd[wd] = n;
+    n->wd = wd;
+    return true;
+}
+
+static void mark_all_dirty(struct node *n) {
+    n->dirty = true;
+    for (size_t i = 0; i < n->nchildren; i++)
+        mark_all_dirty(n->children[i]);
+}
+
+/* Applies the queued inotify events: each names a directory whose entries changed. */
+static void drain_events(struct a3s_credscan *cs) {
+    if (cs->ifd < 0)
+        return;
+    char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        ssize_t len = read(cs->ifd, buf, sizeof buf);
+        if (len <= 0)
+            return; /* EAGAIN: nothing more */
+        for (char *p = buf; p < buf + len;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            p += sizeof *ev + ev->len;
+            if (ev->mask & IN_Q_OVERFLOW) {
+                if (cs->top)
+                    mark_all_dirty(cs->top);
+                continue;
+            }
+            if (ev->wd < 0 || (size_t)ev->wd >= cs->nwd || !cs->by_wd[ev->wd])
+                continue;
+            struct node *n = cs->by_wd[ev->wd];
+            n->dirty = true;
+            if (ev->mask & IN_IGNORED) { /* the kernel dropped the watch */
+                cs->by_wd[ev->wd] = NULL;
+                n->wd = -1;
+            }
+        }
+    }
+}
+
+/* Re-reads the entries of the directory open as fd into n, keeping the
+ * nodes (caches and watches) of subdirectories that are still there. */
+static int reread(struct a3s_credscan *cs, struct node *n, int fd, const char *dirname,
+                  a3s_error *err) {
     int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
     if (!d) {
@@ -129,7 +230,7 @@ static int reread(struct node *n, int fd, const char *dirname, a3s_error *err) {
             close(dup);
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "credential scan: cannot read a directory");
     }
-    struct node *old = n->children;
+    struct node **old = n->children;
     size_t nold = n->nchildren;
     n->children = NULL;
     n->nchildren = 0;
@@ -161,48 +262,39 @@ static int reread(struct node *n, int fd, const char *dirname, a3s_error *err) {
             continue;
         if (n->nchildren == cap) {
             cap = cap ? 2 * cap : 8;
-            struct node *c = realloc(n->children, cap * sizeof *c);
+            struct node **c = realloc(n->children, cap * sizeof *c);
             if (!c) {
                 rc = A3S_E_NOMEM;
                 break;
             }
             n->children = c;
         }
-        struct node *child = &n->children[n->nchildren];
-        memset(child, 0, sizeof *child);
-        child->name = strdup(e->d_name);
-        if (!child->name) {
+        struct node *child = NULL;
+        for (size_t i = 0; i < nold && !child; i++) {
+            if (old[i] && !strcmp(old[i]->name, e->d_name)) {
+                child = old[i];
+                old[i] = NULL;
+            }
+        }
+        if (!child && !(child = node_new(e->d_name))) {
             rc = A3S_E_NOMEM;
             break;
         }
-        n->nchildren++;
-        /* keep what we knew about it */
-        for (size_t i = 0; i < nold; i++) {
-            if (old[i].name && !strcmp(old[i].name, child->name)) {
-                free(child->name);
-                *child = old[i];
-                old[i].name = NULL;
-                old[i].children = NULL;
-                old[i].nchildren = 0;
-                old[i].creds = (struct a3s_strvec){0};
-                break;
-            }
-        }
+        n->children[n->nchildren++] = child;
     }
     closedir(d);
-    for (size_t i = 0; i < nold; i++) {
-        node_clear(&old[i]);
-        free(old[i].name);
-    }
+    for (size_t i = 0; i < nold; i++)
+        node_free(cs, old[i]); /* gone: drop their watches too */
     free(old);
     if (rc == A3S_E_NOMEM)
         return a3s_fail(err, rc, 0, 0, "out of memory scanning the workspace");
     if (n->nchildren > 1)
-        qsort(n->children, n->nchildren, sizeof *n->children, cmp_names);
+        qsort(n->children, n->nchildren, sizeof *n->children, cmp_nodes);
     return rc;
 }
 
 struct walk {
+    struct a3s_credscan *cs;
     struct a3s_strvec *found;
     char path[4096];
     int64_t started;
@@ -219,22 +311,50 @@ static void report(struct walk *w, size_t len, const char *tagged) {
         w->found->failed = true;
 }
 
-/* Visits the directory at w->path[0..len) (fd open on it), stat'ed as st. */
-static int visit(struct walk *w, struct node *n, int fd, const struct stat *st, size_t len,
-                 const char *dirname, int depth) {
-    bool same = n->fresh && n->dev == st->st_dev && n->ino == st->st_ino &&
-                n->mtime_ns == ns(st->st_mtim) && n->ctime_ns == ns(st->st_ctim);
-    if (!same) {
-        int rc = reread(n, fd, dirname, w->err);
-        if (rc)
-            return rc;
-        n->dev = st->st_dev;
-        n->ino = st->st_ino;
-        n->mtime_ns = ns(st->st_mtim);
-        n->ctime_ns = ns(st->st_ctim);
+/* Brings node n (the directory at w->path[0..len)) up to date. 1 if it is
+ * still a directory, 0 if it vanished or was replaced, negative on error. */
+static int refresh(struct walk *w, struct node *n, const char *dirname) {
+    /* watched and quiet since it was read: current without a system call */
+    if (n->read && n->wd >= 0 && !n->dirty)
+        return 1;
+    int fd = open(w->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
+            return 0;
+        return a3s_fail(w->err, A3S_E_REFUSED, errno, 0,
+                        "cannot open %s to check it for credential files: %s", w->path,
+                        strerror(errno));
     }
-    /* trust these entries next time only if the directory is not "racy" */
-    n->fresh = w->started - n->mtime_ns > RACY_NS && w->started - n->ctime_ns > RACY_NS;
+    bool watched = watch(w->cs, n, w->path); /* before reading: no change is lost */
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        return 0;
+    }
+    bool same = n->read && !n->dirty && n->fresh && n->dev == st.st_dev && n->ino == st.st_ino &&
+                n->mtime_ns == ns(st.st_mtim) && n->ctime_ns == ns(st.st_ctim);
+    int rc = 1;
+    if (!same) {
+        n->dirty = false;
+        rc = reread(w->cs, n, fd, dirname, w->err);
+        rc = rc == A3S_OK ? 1 : rc;
+        n->read = rc == 1;
+    }
+    n->dev = st.st_dev;
+    n->ino = st.st_ino;
+    n->mtime_ns = ns(st.st_mtim);
+    n->ctime_ns = ns(st.st_ctim);
+    /* without a watch, trust these entries next time only if not "racy" */
+    n->fresh = watched || (w->started - n->mtime_ns > RACY_NS && w->started - n->ctime_ns > RACY_NS);
+    close(fd);
+    return rc;
+}
+
+/* Visits node n at w->path[0..len): refreshes it, reports its credentials, descends. */
+static int visit(struct walk *w, struct node *n, size_t len, const char *dirname, int depth) {
+    int rc = refresh(w, n, dirname);
+    if (rc <= 0)
+        return rc;
     for (size_t i = 0; i < n->creds.len; i++)
         report(w, len, n->creds.items[i]);
     if (depth >= MAX_DEPTH && n->nchildren)
@@ -243,88 +363,64 @@ static int visit(struct walk *w, struct node *n, int fd, const struct stat *st, 
                         "cannot be checked for credential files",
                         MAX_DEPTH, w->path);
     for (size_t i = 0; i < n->nchildren; i++) {
-        struct node *c = &n->children[i];
+        struct node *c = n->children[i];
         size_t nl = strlen(c->name);
         if (len + 1 + nl >= sizeof w->path)
             return a3s_fail(w->err, A3S_E_REFUSED, 0, 0,
                             "a path in the workspace is longer than %zu bytes: it cannot be "
                             "checked for credential files",
                             sizeof w->path);
-        /* a cached leaf directory whose metadata did not change needs one
-         * fstatat and no open: its entries, and so its credentials, are known */
-        struct stat cst;
-        if (c->fresh && c->nchildren == 0 &&
-            fstatat(fd, c->name, &cst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(cst.st_mode) &&
-            c->dev == cst.st_dev && c->ino == cst.st_ino && c->mtime_ns == ns(cst.st_mtim) &&
-            c->ctime_ns == ns(cst.st_ctim)) {
-            c->fresh = w->started - c->mtime_ns > RACY_NS && w->started - c->ctime_ns > RACY_NS;
-            if (c->creds.len) {
-                w->path[len] = '/';
-                memcpy(w->path + len + 1, c->name, nl + 1);
-                for (size_t k = 0; k < c->creds.len; k++)
-                    report(w, len + 1 + nl, c->creds.items[k]);
-                w->path[len] = '\0';
-            }
-            continue;
-        }
-        int cfd = openat(fd, c->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (cfd < 0) {
-            if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
-                return a3s_fail(w->err, A3S_E_REFUSED, errno, 0,
-                                "cannot open %s/%s to check it for credential files: %s",
-                                w->path, c->name, strerror(errno));
-            c->fresh = false; /* vanished or replaced: re-read its parent next time */
+        w->path[len] = '/';
+        memcpy(w->path + len + 1, c->name, nl + 1);
+        rc = visit(w, c, len + 1 + nl, c->name, depth + 1);
+        w->path[len] = '\0';
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            n->dirty = true; /* a child vanished: read this directory again next time */
             n->fresh = false;
-            continue;
         }
-        if (fstat(cfd, &cst) == 0) {
-            w->path[len] = '/';
-            memcpy(w->path + len + 1, c->name, nl + 1);
-            int rc = visit(w, c, cfd, &cst, len + 1 + nl, c->name, depth + 1);
-            w->path[len] = '\0';
-            if (rc) {
-                close(cfd);
-                return rc;
-            }
-        }
-        close(cfd);
     }
-    return A3S_OK;
+    return 1;
 }
 
 int a3s_credscan_new(const char *root, struct a3s_credscan **out, a3s_error *err) {
     struct a3s_credscan *cs = calloc(1, sizeof *cs);
-    if (!cs || !(cs->root = strdup(root))) {
+    if (!cs || !(cs->root = strdup(root)) || !(cs->top = node_new(""))) {
+        if (cs)
+            free(cs->root);
         free(cs);
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     }
+    cs->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     *out = cs;
     return A3S_OK;
 }
 
 int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_error *err) {
-    struct walk w = {.found = found, .started = now_ns(), .err = err};
+    struct walk w = {.cs = cs, .found = found, .started = now_ns(), .err = err};
     size_t len = strlen(cs->root);
     if (len >= sizeof w.path)
         return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "workspace path too long");
     memcpy(w.path, cs->root, len + 1);
-    int fd = open(cs->root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot open the workspace %s: %s",
-                        cs->root, strerror(errno));
-    struct stat st;
-    int rc = fstat(fd, &st) == 0 ? visit(&w, &cs->top, fd, &st, len, NULL, 0)
-                                 : a3s_fail(err, A3S_E_SYSTEM, errno, 0, "fstat workspace");
-    close(fd);
-    if (rc == A3S_OK && found->failed)
-        rc = a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory listing credential files");
-    return rc;
+    drain_events(cs);
+    int rc = visit(&w, cs->top, len, NULL, 0);
+    if (rc == 0)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot open the workspace %s", cs->root);
+    if (rc < 0)
+        return rc;
+    if (found->failed)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory listing credential files");
+    return A3S_OK;
 }
 
 void a3s_credscan_free(struct a3s_credscan *cs) {
     if (!cs)
         return;
-    node_clear(&cs->top);
+    node_free(cs, cs->top);
+    if (cs->ifd >= 0)
+        close(cs->ifd);
+    free(cs->by_wd);
     free(cs->root);
     free(cs);
 }

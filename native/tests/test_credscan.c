@@ -110,6 +110,38 @@ int main(void) {
     scan(cs, &out);
     CHECK(found(&out, 'f', "a/b/c/.pypirc"), "racy directory re-read");
 
+    /* moves: a directory keeps its inode (and its inotify watch) when renamed */
+    mkd("m1");
+    mkd("m1/inner");
+    touch("m1/inner/.env");
+    mkd("m2");
+    scan(cs, &out);
+    CHECK(found(&out, 'f', "m1/inner/.env"), "before the move");
+    char from[512], to[512];
+    snprintf(from, sizeof from, "%s/m1/inner", root);
+    snprintf(to, sizeof to, "%s/m2/inner", root);
+    CHECK(rename(from, to) == 0, "rename");
+    scan(cs, &out);
+    CHECK(found(&out, 'f', "m2/inner/.env") && !found(&out, 'f', "m1/inner/.env"),
+          "a moved directory's credentials are found at the new place only");
+    touch("m2/inner/.netrc"); /* a change inside the moved (re-watched) directory */
+    scan(cs, &out);
+    CHECK(found(&out, 'f', "m2/inner/.netrc"), "changes after a move are still seen");
+    snprintf(from, sizeof from, "%s/m2/inner/.netrc", root);
+    snprintf(to, sizeof to, "%s/m2/inner/plain", root);
+    CHECK(rename(from, to) == 0, "rename a file away from a credential name");
+    snprintf(from, sizeof from, "%s/m2/inner/x", root);
+    touch("m2/inner/x");
+    snprintf(to, sizeof to, "%s/m2/inner/.pgpass", root);
+    CHECK(rename(from, to) == 0, "rename a file onto a credential name");
+    scan(cs, &out);
+    CHECK(!found(&out, 'f', "m2/inner/.netrc") && found(&out, 'f', "m2/inner/.pgpass"),
+          "renames in and out of credential names");
+    for (int i = 0; i < 3; i++)
+        scan(cs, &out); /* quiet runs: nothing changes, nothing is lost */
+    CHECK(found(&out, 'f', "m2/inner/.env") && found(&out, 'f', "a/b/c/.npmrc"),
+          "quiet runs keep every credential");
+
     a3s_strvec_free(&out);
     a3s_credscan_free(cs);
     char cmd[300];
