@@ -511,16 +511,21 @@ static void rule_socketpair(struct prog *p) {
     ((uint32_t)(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |    \
                 CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME))
 
-static void rule_clone(struct prog *p) {
-#ifdef SYS_clone
-    rule_begin(p, SYS_clone);
-    load_arg_low(p, 0);
-    jump(p, BPF_JSET, CLONE_NEW_ANY, L_DENY, L_ALLOW);
+/* EPERM when the low word of argument `arg` has any bit of `mask`. */
+static void rule_deny_bits(struct prog *p, uint32_t nr, unsigned arg, uint32_t mask) {
+    rule_begin(p, nr);
+    load_arg_low(p, arg);
+    jump(p, BPF_JSET, mask, L_DENY, L_ALLOW);
     here(p, L_DENY);
     ret(p, RET_ERRNO(EPERM));
     here(p, L_ALLOW);
     ret(p, RET_ALLOW);
     rule_end(p);
+}
+
+static void rule_clone(struct prog *p) {
+#ifdef SYS_clone
+    rule_deny_bits(p, SYS_clone, 0, CLONE_NEW_ANY);
 #else
     (void)p;
 #endif
@@ -590,14 +595,7 @@ static void rule_personality(struct prog *p) {
 #define SETID_BITS ((uint32_t)(S_ISUID | S_ISGID))
 
 static void rule_setid(struct prog *p, uint32_t nr, unsigned mode_arg) {
-    rule_begin(p, nr);
-    load_arg_low(p, mode_arg);
-    jump(p, BPF_JSET, SETID_BITS, L_DENY, L_ALLOW);
-    here(p, L_DENY);
-    ret(p, RET_ERRNO(EPERM));
-    here(p, L_ALLOW);
-    ret(p, RET_ALLOW);
-    rule_end(p);
+    rule_deny_bits(p, nr, mode_arg, SETID_BITS);
 }
 
 static void rules_setid(struct prog *p) {
