@@ -188,3 +188,21 @@ def fs_run(sb: _CoreSandbox, command: str, *, timeout_ms: int = 30_000) -> Comma
 def fs() -> SimpleNamespace:
     """The file-system suite's helpers: snapshot, diff, run, rmtree."""
     return SimpleNamespace(snapshot=fs_snapshot, diff=fs_diff, run=fs_run, rmtree=_fs_force_rmtree)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace directory (the process and network suites' fixture)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    """A unique process marker; whatever still carries it at teardown is killed."""
+    from hostprocs import kill_marked, new_marker
+
+    m = new_marker()
+    yield m
+    kill_marked(m)

@@ -33,13 +33,6 @@ def _py(script: str) -> str:
     return f"{PY} -c {shlex.quote(textwrap.dedent(script))}"
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
 def _native_sandbox(ws):
     sb = select_sandbox(ws)
     assert isinstance(sb, NativeBashSandbox), f"the native boundary is unavailable here: {sb!r}"

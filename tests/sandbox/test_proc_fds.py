@@ -15,29 +15,13 @@ import shlex
 import textwrap
 
 import pytest
-
-from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
+from hostprocs import sandbox_for
 
 PY = "/usr/bin/python3"
 
 
 def _py(script: str) -> str:
     return f"{PY} -c {shlex.quote(textwrap.dedent(script))}"
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-def _sandbox(ws, backend: str):
-    if backend == "native":
-        sb = select_sandbox(ws)
-        assert isinstance(sb, NativeBashSandbox), f"the native boundary is unavailable: {sb!r}"
-        return sb
-    return ProcessHostBashSandbox(ws)
 
 
 # the fds of the command's own bash ($$), listed by a child that adds none to it
@@ -55,7 +39,7 @@ def _fds(listing: str) -> dict[int, str]:
 
 @pytest.mark.parametrize("backend", ["native", "process-host"])
 def test_command_starts_with_only_stdio(workspace, backend) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     out = sb.exec(LIST_FDS, timeout_ms=20_000)
     fds = _fds(out.stdout)
     assert sorted(fds) == [0, 1, 2], f"the command inherited extra fds: {out.stdout}"
@@ -77,7 +61,7 @@ def test_host_fds_marked_inheritable_do_not_reach_the_command(workspace, tmp_pat
     try:
         for fd in leaked:
             os.set_inheritable(fd, True)
-        sb = _sandbox(workspace, backend)
+        sb = sandbox_for(workspace, backend)
         probe = _py(f"""
             import os
             for fd in {leaked!r}:
@@ -110,7 +94,7 @@ def test_host_fds_marked_inheritable_do_not_reach_the_command(workspace, tmp_pat
 def test_command_cannot_forge_the_init_status(workspace) -> None:
     """The status pipe tells the caller 'timed out' or 'setup failed': the
     command must not be able to write to it (fds 3..64 are all closed)."""
-    sb = _sandbox(workspace, "native")
+    sb = sandbox_for(workspace, "native")
     out = sb.exec(
         # each attempt in a subshell whose stderr is already /dev/null, so that
         # bash keeps no saved copy of stderr on a high fd
@@ -124,7 +108,7 @@ def test_command_cannot_forge_the_init_status(workspace) -> None:
 
 @pytest.mark.parametrize("backend", ["native", "process-host"])
 def test_no_controlling_terminal(workspace, backend) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     out = sb.exec(
         "tty; echo tty=$?; (exec 3<>/dev/tty) 2>/dev/null && echo OPENED-TTY; "
         "ps -o sid=,pgid=,tty= -p $$",

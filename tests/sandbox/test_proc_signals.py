@@ -6,9 +6,7 @@ timeout) and must not orphan the command when it is itself terminated.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -16,91 +14,23 @@ import threading
 import time
 
 import pytest
-
-from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
-
-BACKENDS = ["native", "process-host"]
-
-
-def _marker() -> str:
-    return f"424.{random.randint(100000, 999999)}"
-
-
-def _processes_with(token: str) -> list[tuple[int, str]]:
-    me = os.getpid()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if token.encode() in cmdline:
-            found.append((int(entry), cmdline.replace(b"\0", b" ").decode(errors="replace")))
-    return found
-
-
-def _sleeping(token: str) -> bool:
-    """Whether a `sleep TOKEN...` process itself runs (not merely a command line naming it)."""
-    needle = b"sleep\0" + token.encode()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if f.read().startswith(needle):
-                        return True
-            except OSError:
-                continue
-    return False
-
-
-def _survivors(token: str, within_s: float = 1.5) -> list[tuple[int, str]]:
-    deadline = time.monotonic() + within_s
-    while (left := _processes_with(token)) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return left
-
-
-@pytest.fixture
-def marker():
-    m = _marker()
-    yield m
-    for pid, _ in _processes_with(m):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-def _sandbox(ws, backend: str):
-    if backend == "native":
-        sb = select_sandbox(ws)
-        assert isinstance(sb, NativeBashSandbox), f"the native boundary is unavailable: {sb!r}"
-        return sb
-    return ProcessHostBashSandbox(ws)
+from hostprocs import BACKENDS, sandbox_for, sleeping, survivors
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_timeout_gives_124_and_timed_out(workspace, marker, backend) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     out = sb.exec(f"echo before; sleep {marker}; echo AFTER", timeout_ms=500)
     assert out.exit_code == 124, out
     assert out.timed_out and not out.cancelled, out
     assert out.stdout == "before\n", out
     assert 450 <= out.duration_ms < 4_000, out
-    assert _survivors(marker) == []
+    assert survivors(marker) == []
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_term_trapping_command_is_killed_after_the_grace_period(workspace, marker, backend) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     timeout_ms, grace_ms = 400, 700
     out = sb.exec(
         f"trap 'echo got-term' TERM; sleep {marker} & while :; do sleep 0.05; done",
@@ -112,12 +42,12 @@ def test_term_trapping_command_is_killed_after_the_grace_period(workspace, marke
     # it survived the TERM, so only the KILL after the grace period ended it
     assert out.duration_ms >= timeout_ms + grace_ms - 100, out
     assert out.duration_ms < timeout_ms + grace_ms + 3_000, out
-    assert _survivors(marker) == []
+    assert survivors(marker) == []
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_term_ignoring_tree_is_killed(workspace, marker, backend) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     out = sb.exec(
         f"trap '' TERM INT HUP; sleep {marker} & sleep {marker}1",
         timeout_ms=300,
@@ -125,13 +55,13 @@ def test_term_ignoring_tree_is_killed(workspace, marker, backend) -> None:
     )
     assert out.exit_code == 124 and out.timed_out, out
     assert out.duration_ms < 4_000, out
-    assert _survivors(marker) == []
+    assert survivors(marker) == []
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("signo", [1, 2, 6, 9, 11, 13, 15])
 def test_exit_code_is_128_plus_the_signal(workspace, backend, signo) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     out = sb.exec(f"ulimit -c 0; kill -{signo} $$; echo SURVIVED", timeout_ms=10_000)
     assert out.exit_code == 128 + signo, out
     assert not out.timed_out and "SURVIVED" not in out.stdout, out
@@ -139,7 +69,7 @@ def test_exit_code_is_128_plus_the_signal(workspace, backend, signo) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_signal_death_of_an_exec_d_program(workspace, backend) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     out = sb.exec(
         "exec /usr/bin/python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGQUIT)'",
         timeout_ms=10_000,
@@ -150,7 +80,7 @@ def test_signal_death_of_an_exec_d_program(workspace, backend) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("ignore_term", [False, True], ids=["plain", "ignores-term"])
 def test_cancel_returns_promptly(workspace, marker, backend, ignore_term) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     prefix = "trap '' TERM; " if ignore_term else ""
@@ -165,19 +95,19 @@ def test_cancel_returns_promptly(workspace, marker, backend, ignore_term) -> Non
     assert out.cancelled and not out.timed_out, out
     assert out.exit_code != 0, out
     assert elapsed < 0.3 + 0.5 + 1.5, f"cancel took {elapsed:.2f} s"
-    left = _survivors(marker)
+    left = survivors(marker)
     assert left == [], f"processes outlived the cancelled command ({backend}): {left}"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cancel_set_before_exec(workspace, marker, backend) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     cancel = threading.Event()
     cancel.set()
     out = sb.exec(f"sleep {marker}", timeout_ms=60_000, cancel=cancel)
     assert out.cancelled, out
     assert out.duration_ms < 3_000, out
-    assert _survivors(marker) == []
+    assert survivors(marker) == []
 
 
 # ---- a3s-code exec ----------------------------------------------------------------
@@ -206,7 +136,7 @@ def test_cli_exits_124_on_timeout(workspace, marker) -> None:
     r = _cli("--workspace", str(workspace), "--timeout-ms", "300", "--", f"sleep {marker}")
     assert r.returncode == 124, r
     assert "timed out" in r.stderr, r
-    assert _survivors(marker) == []
+    assert survivors(marker) == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -227,7 +157,7 @@ def test_cli_terminated_mid_run_cancels_the_command(workspace, marker, sig) -> N
     )
     try:
         deadline = time.monotonic() + 15
-        while not _sleeping(f"{marker}1"):
+        while not sleeping(f"{marker}1"):
             assert time.monotonic() < deadline, "the command never started"
             time.sleep(0.01)
         t0 = time.monotonic()
@@ -240,7 +170,7 @@ def test_cli_terminated_mid_run_cancels_the_command(workspace, marker, sig) -> N
             proc.kill()
             proc.wait()
         proc.stderr.close()
-    assert _survivors(marker) == [], "a3s-code exec orphaned the command"
+    assert survivors(marker) == [], "a3s-code exec orphaned the command"
 
 
 CLI_PROCESS_HOST = """
@@ -274,7 +204,7 @@ def test_cli_on_the_process_host_terminated_mid_run_kills_a_term_ignoring_tree(
     )
     try:
         deadline = time.monotonic() + 15
-        while not _sleeping(f"{marker}1"):
+        while not sleeping(f"{marker}1"):
             assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
             time.sleep(0.01)
         proc.send_signal(signal.SIGTERM)
@@ -287,5 +217,5 @@ def test_cli_on_the_process_host_terminated_mid_run_kills_a_term_ignoring_tree(
         stderr = proc.stderr.read().decode(errors="replace")
         proc.stderr.close()
     assert "no sandbox" in stderr, f"not the process host: {stderr}"
-    left = _survivors(marker)
+    left = survivors(marker)
     assert left == [], f"a3s-code exec on the process host orphaned the command: {left}"

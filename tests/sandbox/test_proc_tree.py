@@ -21,55 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
-
-GONE_WITHIN_S = 1.5
-
-
-def _marker() -> str:
-    return f"313.{random.randint(100000, 999999)}"
-
-
-def _processes_with(token: str) -> list[tuple[int, str]]:
-    """Host processes whose command line contains token (zombies have none)."""
-    me = os.getpid()
-    needle = token.encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if needle in cmdline:
-            found.append((int(entry), cmdline.replace(b"\0", b" ").decode(errors="replace")))
-    return found
-
-
-def _sleeping(token: str) -> bool:
-    """Whether a `sleep TOKEN...` process itself runs (not merely a command line naming it)."""
-    needle = b"sleep\0" + token.encode()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if f.read().startswith(needle):
-                        return True
-            except OSError:
-                continue
-    return False
-
-
-def _survivors(token: str, within_s: float = GONE_WITHIN_S) -> list[tuple[int, str]]:
-    deadline = time.monotonic() + within_s
-    while True:
-        left = _processes_with(token)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.02)
+from hostprocs import BACKENDS, new_marker, processes_with, sandbox_for, sleeping, survivors
 
 
 @pytest.fixture
@@ -78,33 +30,16 @@ def markers():
     made: list[str] = []
 
     def make() -> str:
-        m = _marker()
+        m = new_marker()
         made.append(m)
         return m
 
     yield make
     for m in made:
-        for pid, _ in _processes_with(m):
+        for pid, _ in processes_with(m):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-def _sandbox(ws, backend: str):
-    if backend == "native":
-        sb = select_sandbox(ws)
-        assert isinstance(sb, NativeBashSandbox), f"the native boundary is unavailable: {sb!r}"
-        return sb
-    return ProcessHostBashSandbox(ws)
-
-
-BACKENDS = ["native", "process-host"]
 
 # {s} is a `sleep <marker>` command line
 ESCAPES = {
@@ -144,7 +79,7 @@ def test_no_descendant_outlives_the_command(workspace, markers, backend, escape)
         f"; for i in $(seq 300); do pgrep -f '^sleep {m}' >/dev/null && break; sleep 0.01; done"
         f"; pgrep -f '^sleep {m}' >/dev/null && echo straggler-up"
     )
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     t0 = time.monotonic()
     out = sb.exec(command, timeout_ms=20_000)
     elapsed = time.monotonic() - t0
@@ -153,21 +88,21 @@ def test_no_descendant_outlives_the_command(workspace, markers, backend, escape)
     assert not out.timed_out, out
     # a descendant holding the output pipes must not make exec wait for it
     assert elapsed < 5, f"exec took {elapsed:.1f} s: a descendant held it"
-    left = _survivors(m)
+    left = survivors(m)
     assert left == [], f"{escape} ({backend}): processes outlived the command: {left}"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_descendant_holding_stdout_does_not_hang_exec(workspace, markers, backend) -> None:
     m = markers()
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     out = sb.exec(
         f"sleep {m} & sleep {m}1 >&2 & echo parent-done",
         timeout_ms=30_000,
     )
     assert out.exit_code == 0 and out.stdout == "parent-done\n", out
     assert out.duration_ms < 5_000, out
-    assert _survivors(m) == []
+    assert survivors(m) == []
 
 
 # ---- killing the caller ---------------------------------------------------
@@ -204,7 +139,7 @@ def _kill_and_check(proc: subprocess.Popen, m: str, moment: str) -> None:
     proc.kill()
     proc.wait()
     proc.stdout.close()
-    left = _survivors(m)
+    left = survivors(m)
     assert left == [], f"SIGKILL of the caller {moment} left processes alive: {left}"
 
 
@@ -249,9 +184,9 @@ def test_caller_killed_mid_run_leaves_nothing(workspace, markers, backend) -> No
         assert proc.poll() is None, "the caller died on its own"
         time.sleep(0.01)
     # wait until the stragglers exist, so the check below is meaningful
-    while not _sleeping(m + "5") and time.monotonic() < deadline:
+    while not sleeping(m + "5") and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert _sleeping(m + "1") and _sleeping(m + "5"), "the stragglers never appeared"
+    assert sleeping(m + "1") and sleeping(m + "5"), "the stragglers never appeared"
     time.sleep(0.1)
     _kill_and_check(proc, m, "mid-run")
 
@@ -310,7 +245,7 @@ def _run_mix(sb, m: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_host_process_is_never_changed_by_runs(workspace, markers, backend) -> None:
-    sb = _sandbox(workspace, backend)
+    sb = sandbox_for(workspace, backend)
     # Warm-up with the same mix: Python's first thread makes glibc install its
     # own internal signal handler, which is not the runner's doing.
     _run_mix(sb, markers())
@@ -323,7 +258,7 @@ def test_host_process_is_never_changed_by_runs(workspace, markers, backend) -> N
     assert _status_fields() == before, "signal dispositions, filter or threads of the host changed"
     assert sorted(os.listdir("/proc/self/fd")) == fds_before, "file descriptors leaked"
     assert _children_of_me() == [], "children (or zombies) of the host process were left"
-    assert _survivors(m) == []
+    assert survivors(m) == []
 
 
 def test_sandbox_cannot_see_or_signal_host_processes(workspace, markers) -> None:
@@ -332,7 +267,7 @@ def test_sandbox_cannot_see_or_signal_host_processes(workspace, markers) -> None
     m = markers()
     canary = subprocess.Popen(["sleep", m])
     try:
-        sb = _sandbox(workspace, "native")
+        sb = sandbox_for(workspace, "native")
         pid = canary.pid
         out = sb.exec(
             f"kill -TERM {pid} 2>/dev/null; echo term=$?; kill -KILL {pid} 2>/dev/null; "

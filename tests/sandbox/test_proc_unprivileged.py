@@ -8,14 +8,11 @@ world-readable directory together with a copy of a3s-init, and run through
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import random
 import select
 import shlex
 import shutil
-import signal
 import socket
 import stat
 import subprocess
@@ -26,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hostprocs import sleeping, survivors
 
 from a3s_code.sandbox import _locate
 
@@ -167,49 +165,6 @@ def driver():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _processes_with(token: str) -> list[str]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if token.encode() in cmd:
-                found.append(f"{entry}: {cmd.replace(bytes(1), b' ').decode(errors='replace')}")
-    return found
-
-
-def _sleeping(token: str) -> bool:
-    """Whether a `sleep TOKEN...` process itself runs (not merely a command line naming it)."""
-    needle = b"sleep\0" + token.encode()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if f.read().startswith(needle):
-                        return True
-            except OSError:
-                continue
-    return False
-
-
-def _survivors(token: str, within_s: float = 1.5) -> list[str]:
-    deadline = time.monotonic() + within_s
-    while (left := _processes_with(token)) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return left
-
-
-@pytest.fixture
-def marker():
-    m = f"757.{random.randint(100000, 999999)}"
-    yield m
-    for line in _processes_with(m):
-        with contextlib.suppress(OSError):
-            os.kill(int(line.split(":")[0]), signal.SIGKILL)
-
-
 def test_unprivileged_identity_no_caps_seccomp_mode_2(driver) -> None:
     r = driver.run(
         "id -u; grep -E '^(Seccomp|NoNewPrivs|Cap(Inh|Prm|Eff|Bnd|Amb)):' /proc/self/status"
@@ -333,13 +288,13 @@ def test_unprivileged_background_children_are_killed(driver, marker) -> None:
         f"until [ $(pgrep -fc '^sleep {marker}') = 4 ]; do sleep 0.01; done"
     )
     assert r.exit_code == 0 and "started" in r.stdout, r
-    assert _survivors(marker) == []
+    assert survivors(marker) == []
 
 
 def test_unprivileged_timeout_and_term_ignoring_tree(driver, marker) -> None:
     r = driver.run(f"trap '' TERM; sleep {marker} & sleep {marker}1", timeout_ms=300)
     assert r.exit_code == 124 and r.timed_out, r
-    assert _survivors(marker) == []
+    assert survivors(marker) == []
 
 
 def test_unprivileged_host_processes_are_invisible(driver) -> None:
@@ -358,12 +313,12 @@ def test_unprivileged_caller_killed_mid_run_leaves_nothing(driver, marker) -> No
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 15
-    while not _sleeping(f"{marker}3"):
+    while not sleeping(f"{marker}3"):
         assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
         time.sleep(0.01)
     proc.kill()
     proc.wait()
-    assert _survivors(marker) == [], "killing the unprivileged caller left processes alive"
+    assert survivors(marker) == [], "killing the unprivileged caller left processes alive"
 
 
 def test_driver_source_is_world_readable_build(driver) -> None:

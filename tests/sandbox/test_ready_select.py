@@ -9,12 +9,10 @@ gives the (unsandboxed, but still tree-killing) process host.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -24,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hostprocs import kill_marked, survivors
 
 from a3s_code import _native
 from a3s_code._errors import SandboxUnavailable
@@ -46,13 +45,6 @@ def fresh_probe(monkeypatch):
     """Each case probes for itself; nothing it breaks leaks into the cache of later tests."""
     monkeypatch.setattr(NativeBashSandbox, "_probe_cache", {})
     monkeypatch.delenv(ENV_OPT_IN, raising=False)
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
 
 
 @pytest.fixture
@@ -168,31 +160,6 @@ def test_opt_in_never_downgrades_a_working_boundary(workspace, monkeypatch) -> N
     assert out.sandboxed is True and out.backend == "bwrap", out
 
 
-def _survivors(token: str, within_s: float = 1.5) -> list[str]:
-    me = os.getpid()
-    deadline = time.monotonic() + within_s
-    while True:
-        left = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) != me:
-                try:
-                    cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if token.encode() in cmd:
-                    shown = cmd.replace(bytes(1), b" ").decode(errors="replace")
-                    left.append(f"{entry}: {shown}")
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.02)
-
-
-def _kill_marked(token: str) -> None:
-    for line in _survivors(token, 0):
-        with contextlib.suppress(OSError):
-            os.kill(int(line.split(":")[0]), signal.SIGKILL)
-
-
 def test_opted_in_process_host_still_kills_background_children(workspace, no_bwrap) -> None:
     sb = select_sandbox(workspace, allow_process_host_sandbox=True)
     assert isinstance(sb, ProcessHostBashSandbox)
@@ -206,9 +173,9 @@ def test_opted_in_process_host_still_kills_background_children(workspace, no_bwr
         )
         assert out.exit_code == 0 and out.sandboxed is False, out
         assert out.duration_ms < 5_000, out
-        assert _survivors(m) == [], "the process host left background children alive"
+        assert survivors(m) == [], "the process host left background children alive"
     finally:
-        _kill_marked(m)
+        kill_marked(m)
 
 
 # ---- kernel features missing ----------------------------------------------------------
@@ -349,9 +316,9 @@ def test_hanging_init_fails_the_probe_and_leaves_nothing(workspace, tmp_path, mo
         sb = select_sandbox(workspace)
         assert time.monotonic() - t0 < 10, "the probe did not honour its timeout"
         _assert_unavailable(sb, workspace, ())
-        assert _survivors(m) == [], "the hung probe was left running"
+        assert survivors(m) == [], "the hung probe was left running"
     finally:
-        _kill_marked(m)
+        kill_marked(m)
 
 
 def test_missing_init_gives_the_error_only_handle(workspace, monkeypatch) -> None:
