@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from .. import _native
 from .._errors import NativeCoreError, SandboxArgumentError, SandboxError, SandboxUnavailable
 from ._args import check_exec_args
+from ._base import SandboxBase
 from ._locate import MIN_BWRAP, bwrap_version, find_bwrap, init_path
 from ._output import CommandOutput
 
@@ -79,7 +80,7 @@ class _CancelBridge:
         os.close(self._write)
 
 
-class _CoreSandbox:
+class _CoreSandbox(SandboxBase):
     """Shared plumbing of the two sandboxes the C core runs."""
 
     _backend = "bwrap"
@@ -88,18 +89,6 @@ class _CoreSandbox:
     def __init__(self, workspace: str | os.PathLike[str], *, _handle: Any) -> None:
         self._handle = _handle
         self._workspace = str(_handle.workspace)
-
-    @property
-    def backend(self) -> str:
-        return self._backend
-
-    @property
-    def sandboxed(self) -> bool:
-        return self._sandboxed
-
-    @property
-    def workspace(self) -> str:
-        return self._workspace
 
     def exec(
         self,
@@ -143,9 +132,6 @@ class _CoreSandbox:
             cancelled=raw["cancelled"],
             duration_ms=raw["duration_us"] / 1000.0,
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._workspace!r})"
 
 
 def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:

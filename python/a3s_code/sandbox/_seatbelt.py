@@ -43,6 +43,7 @@ from typing import Any
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
 from ._args import check_exec_args
+from ._base import SandboxBase
 from ._output import CommandOutput
 from ._pyrunner import RunResult, run_bounded
 
@@ -1167,7 +1168,7 @@ def _home_of(host_env: Mapping[str, str]) -> str | None:
 # ---- the sandboxes ---------------------------------------------------------------------------
 
 
-class _PyHostBase:
+class _PyHostBase(SandboxBase):
     """Shared plumbing: workspace checks, run directories, argument validation."""
 
     _backend = "seatbelt"
@@ -1198,21 +1199,6 @@ class _PyHostBase:
         self._workspace = _canonical(path)
         self._host_env = dict(os.environ if host_env is None else host_env)
         self._scratch_parent = _scratch_parent(scratch_parent, self._host_env)
-
-    @property
-    def backend(self) -> str:
-        return self._backend
-
-    @property
-    def sandboxed(self) -> bool:
-        return self._sandboxed
-
-    @property
-    def workspace(self) -> str:
-        return self._workspace
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._workspace!r})"
 
     def _new_run_dir(self) -> tuple[str, str]:
         run_dir = tempfile.mkdtemp(prefix="a3s-run-", dir=self._scratch_parent)
