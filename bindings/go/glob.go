@@ -10,6 +10,11 @@ import (
 	"sync"
 )
 
+// MaxPatternLength is the longest pattern, in bytes, that [CompileGlob]
+// accepts (the C core's A3S_GLOB_MAX_PATTERN): far above any real rule, and it
+// bounds the matcher's worst case.
+const MaxPatternLength = C.A3S_GLOB_MAX_PATTERN
+
 // Glob is a compiled policy glob pattern.
 //
 // The pattern language is the one of rule patterns: "*" alone matches
@@ -28,7 +33,7 @@ type Glob struct {
 // CompileGlob compiles pattern. With toolName set it compiles a tool-name
 // glob: ASCII case-insensitive, and '*' also crosses '/'.
 //
-// A pattern longer than the core's limit (64 KiB) is a *[PolicyError]; any
+// A pattern longer than [MaxPatternLength] is a *[PolicyError]; any
 // other failure is a *[CoreError].
 func CompileGlob(pattern string, toolName bool) (*Glob, error) {
 	var flags C.uint64_t
