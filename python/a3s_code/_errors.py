@@ -7,6 +7,11 @@ attributes each class documents.
     A3SError
     ├── PolicyError            a rule, policy file or call argument is malformed
     │   └── PolicyFileError    a policy file cannot be read or parsed (has .path)
+    ├── WorkspaceError         an in-process file access was refused (has .path)
+    │   ├── PathOutsideWorkspace   the path, or a symlink on it, leaves the workspace
+    │   ├── CredentialBoundaryError  the path is a credential file or store
+    │   ├── HardLinkRefused    a file with extra hard links outside a package store
+    │   └── DestinationExists  a write without overwrite found the file there
     ├── SandboxError           the sandbox could not run a command
     │   ├── SandboxUnavailable no boundary can run here (has .workspace, .cause):
     │   │                      raised by every exec of the error-only handle
@@ -22,12 +27,17 @@ from __future__ import annotations
 
 __all__ = [
     "A3SError",
+    "CredentialBoundaryError",
+    "DestinationExists",
+    "HardLinkRefused",
     "NativeCoreError",
+    "PathOutsideWorkspace",
     "PolicyError",
     "PolicyFileError",
     "SandboxArgumentError",
     "SandboxError",
     "SandboxUnavailable",
+    "WorkspaceError",
 ]
 
 
@@ -52,6 +62,34 @@ class PolicyFileError(PolicyError):
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class WorkspaceError(A3SError):
+    """An in-process file access (read, write, search ...) was refused.
+
+    ``path`` is the path as the caller gave it.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class PathOutsideWorkspace(WorkspaceError):
+    """The path is outside the workspace, or a symlink on its way leads outside."""
+
+
+class CredentialBoundaryError(WorkspaceError):
+    """The path is a credential file or store (``.env``, ``.netrc``, ``~/.ssh`` ...)."""
+
+
+class HardLinkRefused(WorkspaceError):
+    """A regular file with more than one hard link, outside a package or build store,
+    or aliasing a credential file."""
+
+
+class DestinationExists(WorkspaceError):
+    """A write that must not replace a file found one there (before or during the write)."""
 
 
 class SandboxError(A3SError):

@@ -1,0 +1,142 @@
+"""What every tool is and returns: the contract between tools and the invocation kernel.
+
+A tool validates its arguments against its own JSON schema, says which
+workspace paths a call names (the guardrails, the mode matrix and path hooks
+read them), and runs with a :class:`ToolContext` that carries the session's
+workspace boundary and sandbox handle. It never decides whether it may run:
+that is the kernel's job, done before ``run`` is called.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from ..sandbox import BashSandbox
+from ..workspace import Workspace
+
+__all__ = [
+    "CancelToken",
+    "ErrorKind",
+    "MutationRecorder",
+    "Tool",
+    "ToolContext",
+    "ToolKind",
+    "ToolResult",
+]
+
+
+class ErrorKind(str, enum.Enum):
+    """Why a tool call failed, as a stable name a model and a host can branch on."""
+
+    INVALID_ARGUMENT = "InvalidArgument"
+    PERMISSION_DENIED = "PermissionDenied"
+    CREDENTIAL_BOUNDARY = "CredentialBoundary"
+    NOT_FOUND = "NotFound"
+    TIMEOUT = "Timeout"
+    CONFLICT = "Conflict"
+    TOO_LARGE = "TooLarge"
+    BINARY_FILE = "BinaryFile"
+    SANDBOX_UNAVAILABLE = "SandboxUnavailable"
+    NETWORK = "Network"
+    CANCELLED = "Cancelled"
+    IO_ERROR = "IoError"
+    TOOL_FAILED = "ToolFailed"
+    CONFIRMATION_UNAVAILABLE = "ConfirmationUnavailable"
+
+
+class ToolKind(str, enum.Enum):
+    """The row of the mode matrix a tool's calls fall in."""
+
+    READ = "read"  # read, search, ls: inside the workspace, no side effect
+    WRITE = "write"  # write, edit, patch
+    BASH = "bash"
+    GIT = "git"  # read-only git
+    DOWNLOAD = "download"
+    LAUNCH = "launch"  # task, skill, workflow: nested calls are checked one by one
+    EXTERNAL = "external"  # MCP and host tools: their annotations decide
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of one executed tool call.
+
+    ``output`` is what the model sees; ``metadata`` carries structured facts
+    (paths, byte counts, ``sandboxed`` ...); ``error_kind`` is set exactly when
+    ``success`` is False.
+    """
+
+    name: str
+    output: str
+    exit_code: int = 0
+    success: bool = True
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    error_kind: ErrorKind | None = None
+
+    @classmethod
+    def failure(
+        cls, name: str, kind: ErrorKind, message: str, *, exit_code: int = 1, **metadata: Any
+    ) -> ToolResult:
+        """A failed call whose ``output`` is a message the model can act on."""
+        return cls(name, message, exit_code, False, dict(metadata), kind)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "name": self.name,
+            "output": self.output,
+            "exit_code": self.exit_code,
+            "success": self.success,
+            "metadata": dict(self.metadata),
+            "error_kind": None if self.error_kind is None else self.error_kind.value,
+        }
+
+
+class CancelToken(Protocol):
+    def is_set(self) -> bool: ...
+
+
+class MutationRecorder(Protocol):
+    """Receives every change a tool made: the ledger of the verification gate."""
+
+    def record(self, tool: str, path: str, content_digest: str) -> None: ...
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may use: the session's boundary, never more.
+
+    ``escalated`` is set only for a bash call whose ``require_escalated``
+    request was confirmed: it then runs outside the sandbox.
+    """
+
+    workspace: Workspace
+    sandbox: BashSandbox
+    recorder: MutationRecorder | None = None
+    cancel: CancelToken | None = None
+    escalated: bool = False
+    host_sandbox_factory: Callable[[], BashSandbox] | None = None
+
+
+class Tool(ABC):
+    """A session tool. Subclasses set the class attributes and implement ``run``."""
+
+    name: ClassVar[str]
+    kind: ClassVar[ToolKind]
+    description: ClassVar[str]
+    schema: ClassVar[Mapping[str, Any]]  # JSON schema of the arguments, additionalProperties false
+
+    def paths(self, args: Mapping[str, Any]) -> list[str]:
+        """The workspace paths this call names, as given (empty for none)."""
+        return []
+
+    @abstractmethod
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        """Executes an admitted call. Arguments were validated against ``schema``."""
+
+    def model_schema(self) -> dict[str, Any]:
+        """The definition a model sees: name, description, parameters."""
+        return {"name": self.name, "description": self.description, "parameters": dict(self.schema)}

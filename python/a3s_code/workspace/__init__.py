@@ -1,0 +1,21 @@
+"""The credential boundary for the tools that run in the host process.
+
+Every in-process file access (read, write, edit, patch, search, ls, download)
+goes through a :class:`Workspace`: confined to the workspace, walked by file
+descriptor with no symlink leading out, credential files refused, and writes
+made atomic by :class:`AtomicWriter`.
+"""
+
+from ._atomic import AtomicWriter, WriteResult, write_atomic
+from ._credentials import is_package_store, workspace_reason
+from ._workspace import Resolved, Workspace
+
+__all__ = [
+    "AtomicWriter",
+    "Resolved",
+    "Workspace",
+    "WriteResult",
+    "is_package_store",
+    "workspace_reason",
+    "write_atomic",
+]

@@ -1,0 +1,402 @@
+"""The credential boundary for in-process file access: one way in, walked by file descriptor.
+
+The file tools (read, write, edit, patch, search, ls) and the download tool run
+in the host process, outside the bash sandbox, so no mount protects the host
+from them. Every path they touch goes through a :class:`Workspace`:
+
+* the path is normalised lexically and refused if it leaves the workspace
+  (absolute elsewhere, ``..`` past the root, ``~``, Windows drive or UNC forms);
+* it is then walked one component at a time with ``O_NOFOLLOW`` opens relative
+  to the previous directory's descriptor. A symlink on the way is resolved by
+  hand and must stay inside the workspace; the resolved path is checked again.
+  Because every step is an ``openat`` on a descriptor, a symlink swapped in
+  after the check cannot redirect the final open (no time-of-check gap);
+* credential names (``.env*``, ``.netrc``, agent auth files ...) and home
+  credential stores are refused, case-insensitively;
+* a regular file with more than one hard link is refused unless it lies in a
+  package or build store and does not alias a credential file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+
+from .._errors import (
+    CredentialBoundaryError,
+    HardLinkRefused,
+    PathOutsideWorkspace,
+    WorkspaceError,
+)
+from ._credentials import (
+    HOME_STORES,
+    home_directories,
+    home_store_reason,
+    is_package_store,
+    workspace_reason,
+)
+
+__all__ = ["Resolved", "Workspace"]
+
+_MAX_SYMLINK_HOPS = 40
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
+_HOME_FORMS = re.compile(
+    r"^(~[^/]*|\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%)(/|\\|$)", re.IGNORECASE
+)
+# How long a discovered set of credential inodes is trusted before it is rebuilt.
+_INODE_CACHE_SECONDS = 2.0
+_INODE_SCAN_LIMIT = 200_000  # directory entries visited per discovery, at most
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A path after the walk: its components below the root and ``st`` of what is there, or None."""
+
+    parts: tuple[str, ...]
+    st: os.stat_result | None
+
+    @property
+    def relpath(self) -> str:
+        """The workspace-relative path, ``"."`` for the root."""
+        return "/".join(self.parts) or "."
+
+
+class Workspace:
+    """A directory that in-process tools may touch, and the only way they touch it.
+
+    ``credential_boundary=False`` turns off the credential-name and hard-link
+    rules (a host decision, never a model's); the workspace confinement and the
+    symlink rules always apply.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, credential_boundary: bool = True) -> None:
+        given = os.fspath(root)
+        real = os.path.realpath(given)
+        if not os.path.isdir(real):
+            raise WorkspaceError(f"workspace {given!r} is not a directory", path=given)
+        self.root = real
+        self._given_root = os.path.abspath(given)
+        self.credential_boundary = credential_boundary
+        self._homes = home_directories()
+        self._inodes: frozenset[tuple[int, int]] = frozenset()
+        self._inodes_at = -_INODE_CACHE_SECONDS
+
+    def __repr__(self) -> str:
+        return f"Workspace({self.root!r}, credential_boundary={self.credential_boundary})"
+
+    # -- lexical ---------------------------------------------------------------------------
+
+    def parts(self, path: str) -> tuple[str, ...]:
+        """The components of ``path`` below the root, normalised without touching the disk.
+
+        Raises PathOutsideWorkspace for anything that names a place outside,
+        and WorkspaceError for a path no filesystem can hold.
+        """
+        if not isinstance(path, str):
+            raise WorkspaceError(
+                f"a path must be a string, not {type(path).__name__}", path=repr(path)
+            )
+        if "\x00" in path:
+            raise WorkspaceError("a path cannot contain a NUL byte", path=path)
+        if not path.strip():
+            raise WorkspaceError("the path is empty", path=path)
+        if _HOME_FORMS.match(path):
+            raise PathOutsideWorkspace(
+                f"{path!r} names the home directory, outside the workspace", path=path
+            )
+        if _WINDOWS_DRIVE.match(path) or path.startswith(("\\\\", "//")):
+            raise PathOutsideWorkspace(
+                f"{path!r} is a Windows drive or UNC path, outside the workspace", path=path
+            )
+        if os.path.isabs(path):
+            for base in (self.root, self._given_root):
+                rel = _below(os.path.normpath(path), base)
+                if rel is not None:
+                    return _normalise(rel.split("/") if rel else [], path)
+            raise PathOutsideWorkspace(
+                f"{path!r} is outside the workspace {self.root!r}", path=path
+            )
+        return _normalise(path.split("/"), path)
+
+    def relpath(self, path: str) -> str:
+        """``path`` as a normalised workspace-relative path ("." for the root)."""
+        return "/".join(self.parts(path)) or "."
+
+    def credential_reason(self, parts: Sequence[str]) -> str | None:
+        """Why ``parts`` is off limits as a credential, or None (always None with it off)."""
+        if not self.credential_boundary:
+            return None
+        reason = workspace_reason(parts)
+        if reason is None:
+            reason = home_store_reason(os.path.join(self.root, *parts), self._homes)
+        return reason
+
+    # -- walking ---------------------------------------------------------------------------
+
+    @contextmanager
+    def open_parent(
+        self, path: str, *, create: bool = False
+    ) -> Iterator[tuple[int, str, tuple[str, ...]]]:
+        """Yields ``(dirfd, name, parts)`` for ``path``'s parent directory, walked safely.
+
+        A symlink at the final name is resolved too (to a path inside the
+        workspace), so ``name`` is never a symlink at the time of the walk.
+        ``create`` makes missing parent directories (mode 0777 & ~umask).
+        """
+        parts = self.parts(path)
+        if not parts:
+            raise WorkspaceError("the workspace root itself is not a file", path=path)
+        self._check_credentials(parts, path)  # before touching the disk, then again once resolved
+        fd, parts = self._walk(parts, path, create=create, resolve_last=True)
+        try:
+            self._check_credentials(parts, path)
+            yield fd, parts[-1], parts
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def open_dir(self, path: str, *, create: bool = False) -> Iterator[tuple[int, tuple[str, ...]]]:
+        """Yields ``(dirfd, parts)`` of the directory at ``path`` (the root for ``"."``)."""
+        parts = self.parts(path)
+        self._check_credentials(parts, path)
+        fd, parts = self._walk((*parts, ""), path, create=create, resolve_last=False)
+        parts = parts[:-1]
+        try:
+            self._check_credentials(parts, path)
+            yield fd, parts
+        finally:
+            os.close(fd)
+
+    def resolve(self, path: str) -> Resolved:
+        """Walks ``path`` and says what is there, without opening it for reading."""
+        with self.open_parent(path) as (fd, name, parts):
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                st = None
+        return Resolved(parts, st)
+
+    def open_file(
+        self, path: str, flags: int = os.O_RDONLY, mode: int = 0o666
+    ) -> tuple[int, Resolved]:
+        """Opens a regular file in the workspace; returns ``(fd, resolved)``; the caller closes fd.
+
+        The final open has ``O_NOFOLLOW`` and the opened inode is checked (a
+        regular file, the hard-link rule), so nothing swapped in after the
+        walk can be what gets read or written.
+        """
+        with self.open_parent(path) as (dirfd, name, parts):
+            try:
+                fd = os.open(
+                    name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode, dir_fd=dirfd
+                )
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise PathOutsideWorkspace(
+                        f"{path!r} was replaced by a symlink while it was being opened", path=path
+                    ) from None
+                raise
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+                    raise WorkspaceError(f"{path!r} is {kind}", path=path)
+                self.check_links(st, parts, path)
+                os.set_blocking(fd, True)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd, Resolved(parts, st)
+
+    def check_links(self, st: os.stat_result, parts: Sequence[str], path: str) -> None:
+        """Refuses a file with extra hard links outside package stores or aliasing a credential."""
+        if not self.credential_boundary or not stat.S_ISREG(st.st_mode) or st.st_nlink <= 1:
+            return
+        if not is_package_store(parts):
+            raise HardLinkRefused(
+                f"{path!r} has {st.st_nlink} hard links and lies outside a package or build store: "
+                "another name may be a file the tools must not touch",
+                path=path,
+            )
+        if (st.st_dev, st.st_ino) in self.credential_inodes():
+            raise HardLinkRefused(f"{path!r} is a hard link to a credential file", path=path)
+
+    def credential_inodes(self) -> frozenset[tuple[int, int]]:
+        """(device, inode) of every credential file found in the workspace and the home stores.
+
+        Only consulted for hard-linked files inside package stores, and cached
+        for a short while: a full walk per call would cost too much on a large
+        repository.
+        """
+        now = time.monotonic()
+        if now - self._inodes_at >= _INODE_CACHE_SECONDS:
+            self._inodes = frozenset(_discover_credential_inodes(self.root, self._homes))
+            self._inodes_at = now
+        return self._inodes
+
+    def _check_credentials(self, parts: Sequence[str], path: str) -> None:
+        reason = self.credential_reason(parts)
+        if reason is not None:
+            raise CredentialBoundaryError(
+                f"refused {path!r}: {reason}; the credential boundary keeps it from the tools",
+                path=path,
+            )
+
+    def _walk(
+        self, parts: tuple[str, ...], path: str, *, create: bool, resolve_last: bool
+    ) -> tuple[int, tuple[str, ...]]:
+        """Opens the directory holding ``parts[-1]``; returns its fd and the resolved parts."""
+        hops = 0
+        while True:
+            fd = os.open(self.root, _DIR_FLAGS)
+            try:
+                restart = None
+                for i, name in enumerate(parts[:-1]):
+                    try:
+                        nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    except FileNotFoundError:
+                        if not create:
+                            raise
+                        _mkdir_at(name, fd)
+                        nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    except OSError as exc:
+                        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                            raise
+                        target = _readlink(name, fd)
+                        if target is None:
+                            where = "/".join(parts[: i + 1])
+                            raise NotADirectoryError(
+                                errno.ENOTDIR, f"{where!r} is not a directory"
+                            ) from exc
+                        restart = self._follow(parts[:i], target, parts[i + 1 :], path)
+                        break
+                    os.close(fd)
+                    fd = nfd
+                if restart is None and resolve_last and parts[-1]:
+                    target = _readlink(parts[-1], fd)
+                    if target is not None:
+                        restart = self._follow(parts[:-1], target, (), path)
+                if restart is None:
+                    return fd, parts
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+            hops += 1
+            if hops > _MAX_SYMLINK_HOPS:
+                raise WorkspaceError(f"{path!r}: too many levels of symbolic links", path=path)
+            parts = restart + (("",) if not parts[-1] else ())
+
+    def _follow(
+        self, base: tuple[str, ...], target: str, rest: tuple[str, ...], path: str
+    ) -> tuple[str, ...]:
+        """The components after replacing a symlink under ``base`` by its ``target``."""
+        if os.path.isabs(target):
+            rel = _below(os.path.normpath(target), self.root)
+            if rel is None:
+                rel = _below(os.path.normpath(target), self._given_root)
+            if rel is None:
+                raise PathOutsideWorkspace(
+                    f"{path!r} crosses a symlink to {target!r}, outside the workspace", path=path
+                )
+            combined = (rel.split("/") if rel else []) + list(rest)
+        else:
+            combined = list(base) + target.split("/") + list(rest)
+        try:
+            return _normalise(combined, path)
+        except PathOutsideWorkspace:
+            raise PathOutsideWorkspace(
+                f"{path!r} crosses a symlink to {target!r}, which leads outside the workspace",
+                path=path,
+            ) from None
+
+
+def _normalise(components: Sequence[str], path: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for c in components:
+        if c in ("", "."):
+            continue
+        if c == "..":
+            if not out:
+                raise PathOutsideWorkspace(
+                    f"{path!r} climbs out of the workspace with '..'", path=path
+                )
+            out.pop()
+        else:
+            out.append(c)
+    return tuple(out)
+
+
+def _below(path: str, base: str) -> str | None:
+    """``path`` relative to ``base`` ("" for base itself), or None when it is not below it."""
+    if path == base:
+        return ""
+    prefix = base.rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def _readlink(name: str, dirfd: int) -> str | None:
+    try:
+        return os.readlink(name, dir_fd=dirfd)
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.ENOENT):
+            return None
+        raise
+
+
+def _mkdir_at(name: str, dirfd: int) -> None:
+    with suppress(FileExistsError):
+        os.mkdir(name, 0o777, dir_fd=dirfd)
+
+
+def _discover_credential_inodes(root: str, homes: Sequence[str]) -> Iterator[tuple[int, int]]:
+    """Walks the workspace (pruning generated trees) and the home stores for credential files."""
+    budget = _INODE_SCAN_LIMIT
+    skip = {".git", "node_modules", "target", ".venv", "__pycache__"}
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        rel_parts = [] if rel == "." else rel.split(os.sep)
+        dirnames[:] = [d for d in dirnames if d not in skip]
+        for f in filenames:
+            if workspace_reason([*rel_parts, f]) is not None:
+                yield from _inode(os.path.join(dirpath, f))
+        budget -= len(filenames) + len(dirnames)
+        if budget <= 0:
+            break
+    for home in homes:
+        for dirpath, dirnames, filenames in os.walk(home):
+            inside = home_store_reason(dirpath, [home]) is not None
+            if not inside:  # a directory on the way to a store: only the stores below it
+                dirnames[:] = [
+                    d for d in dirnames if _leads_to_store(os.path.join(dirpath, d), home)
+                ]
+            for f in filenames:
+                full = os.path.join(dirpath, f)
+                if inside or home_store_reason(full, [home]) is not None:
+                    yield from _inode(full)
+            budget -= len(filenames) + len(dirnames)
+            if budget <= 0:
+                return
+
+
+def _leads_to_store(path: str, home: str) -> bool:
+    if home_store_reason(path, [home]) is not None:
+        return True
+    rel = os.path.relpath(path, home).casefold() + "/"
+    return any(store.startswith(rel) for store in HOME_STORES)
+
+
+def _inode(path: str) -> Iterator[tuple[int, int]]:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode):
+        yield st.st_dev, st.st_ino
