@@ -22,7 +22,7 @@ nox.options.error_on_missing_interpreters = True
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 CONSTRAINTS = str(ROOT / "ci" / "constraints.txt")
-TEST_DEPS = ["-c", CONSTRAINTS, "pytest", "hypothesis"]
+TEST_DEPS = ["-c", CONSTRAINTS, "pytest", "hypothesis", "cryptography"]
 
 
 def _require(session: nox.Session, tool: str) -> None:

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(bubblewrap gcc g++ make libc6-dev binutils)
+APT_PACKAGES=(bubblewrap gcc g++ make libc6-dev binutils git curl)
 command -v node >/dev/null || APT_PACKAGES+=(nodejs npm libnode-dev)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
 command -v python3 >/dev/null || APT_PACKAGES+=(python3 python3-venv python3-dev)
@@ -22,7 +22,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-for tool in bwrap cc c++ make nm node npm go python3; do
+for tool in bwrap cc c++ make nm git curl node npm go python3; do
   command -v "$tool" >/dev/null || { echo "install-deps: $tool is still missing" >&2; exit 1; }
 done
 

@@ -5,12 +5,44 @@ import a3s_code.policy
 
 EXPECTED = {
     "A3SError",
+    "Agent",
+    "CheckSpec",
+    "ConfirmationPolicy",
+    "ConfirmationRequest",
+    "CredentialBoundaryError",
     "Decision",
+    "DestinationExists",
+    "ErrorKind",
+    "HardLinkRefused",
+    "HookConfig",
+    "HookContext",
+    "HookEvent",
+    "HookMatcher",
+    "HookResult",
+    "InvocationOutcome",
     "LintFinding",
+    "Mode",
     "NativeCoreError",
+    "Origin",
+    "PathOutsideWorkspace",
     "PermissionPolicy",
     "PolicyError",
     "PolicyFileError",
+    "Risk",
+    "SandboxArgumentError",
+    "SandboxError",
+    "SandboxUnavailable",
+    "Session",
+    "SessionClosed",
+    "SessionOptions",
+    "SessionOptionsError",
+    "TerminalConfirmationProvider",
+    "ToolCall",
+    "ToolResult",
+    "TraceEntry",
+    "TurnOutcome",
+    "VerificationReport",
+    "WorkspaceError",
     "__version__",
     "features",
     "native_version",
@@ -39,6 +71,32 @@ def test_policy_exports() -> None:
 
 
 def test_exception_tree() -> None:
+    from a3s_code.download import DownloadError
+    from a3s_code.hitl import ConfirmationPolicyError
+    from a3s_code.hooks import HookError
+    from a3s_code.kernel import RegistrationError
+    from a3s_code.verification import VerificationError
+
+    for cls in (
+        a3s_code.WorkspaceError,
+        a3s_code.SandboxError,
+        a3s_code.SessionOptionsError,
+        a3s_code.SessionClosed,
+        DownloadError,
+        ConfirmationPolicyError,
+        HookError,
+        RegistrationError,
+        VerificationError,
+    ):
+        assert issubclass(cls, a3s_code.A3SError), cls
+    for cls in (
+        a3s_code.PathOutsideWorkspace,
+        a3s_code.CredentialBoundaryError,
+        a3s_code.HardLinkRefused,
+        a3s_code.DestinationExists,
+    ):
+        assert issubclass(cls, a3s_code.WorkspaceError), cls
+    assert issubclass(a3s_code.SandboxUnavailable, a3s_code.SandboxError)
     assert issubclass(a3s_code.PolicyError, a3s_code.A3SError)
     assert issubclass(a3s_code.PolicyError, ValueError)
     assert issubclass(a3s_code.PolicyFileError, a3s_code.PolicyError)

@@ -1,22 +1,78 @@
 """a3s-code: the security kernel that lets a coding agent run tools without hurting the machine.
 
-Everything public is importable from here; modules whose names start with an
-underscore are private and may change without notice.
+The names here are what most hosts need: a session over a workspace, its
+options, the calls and outcomes of its kernel, and the error tree. Subsystems
+are public packages of their own (``a3s_code.sandbox``, ``a3s_code.tools``,
+``a3s_code.workspace``, ``a3s_code.hitl``, ``a3s_code.hooks``,
+``a3s_code.verification``, ``a3s_code.download``, ``a3s_code.guardrail``,
+``a3s_code.kernel``); modules whose names start with an underscore are
+private and may change without notice.
 """
 
 from . import _native
-from ._errors import A3SError, NativeCoreError, PolicyError, PolicyFileError
+from ._errors import (
+    A3SError,
+    CredentialBoundaryError,
+    DestinationExists,
+    HardLinkRefused,
+    NativeCoreError,
+    PathOutsideWorkspace,
+    PolicyError,
+    PolicyFileError,
+    SandboxArgumentError,
+    SandboxError,
+    SandboxUnavailable,
+    WorkspaceError,
+)
 from ._version import __version__, native_version
+from .hitl import ConfirmationPolicy, ConfirmationRequest, Risk, TerminalConfirmationProvider
+from .hooks import HookConfig, HookContext, HookEvent, HookMatcher, HookResult
+from .kernel import InvocationOutcome, Mode, Origin, ToolCall, TraceEntry
 from .policy import Decision, LintFinding, PermissionPolicy
+from .session import Agent, Session, SessionClosed, SessionOptions, SessionOptionsError
+from .tools import ErrorKind, ToolResult
+from .verification import CheckSpec, TurnOutcome, VerificationReport
 
 __all__ = [
     "A3SError",
+    "Agent",
+    "CheckSpec",
+    "ConfirmationPolicy",
+    "ConfirmationRequest",
+    "CredentialBoundaryError",
     "Decision",
+    "DestinationExists",
+    "ErrorKind",
+    "HardLinkRefused",
+    "HookConfig",
+    "HookContext",
+    "HookEvent",
+    "HookMatcher",
+    "HookResult",
+    "InvocationOutcome",
     "LintFinding",
+    "Mode",
     "NativeCoreError",
+    "Origin",
+    "PathOutsideWorkspace",
     "PermissionPolicy",
     "PolicyError",
     "PolicyFileError",
+    "Risk",
+    "SandboxArgumentError",
+    "SandboxError",
+    "SandboxUnavailable",
+    "Session",
+    "SessionClosed",
+    "SessionOptions",
+    "SessionOptionsError",
+    "TerminalConfirmationProvider",
+    "ToolCall",
+    "ToolResult",
+    "TraceEntry",
+    "TurnOutcome",
+    "VerificationReport",
+    "WorkspaceError",
     "__version__",
     "features",
     "native_version",

@@ -2,7 +2,9 @@
 
 Every error a caller can cause is one of these, and its message says what was
 refused and why. Code never parses messages: branch on the type, or on the
-attributes each class documents.
+attributes each class documents. The classes of this module are the shared
+trunk; subsystems add their own leaves in their packages (shown with their
+module).
 
     A3SError
     ├── PolicyError            a rule, policy file or call argument is malformed
@@ -11,13 +13,24 @@ attributes each class documents.
     │   ├── PathOutsideWorkspace   the path, or a symlink on it, leaves the workspace
     │   ├── CredentialBoundaryError  the path is a credential file or store
     │   ├── HardLinkRefused    a file with extra hard links outside a package store
-    │   └── DestinationExists  a write without overwrite found the file there
+    │   ├── DestinationExists  a write without overwrite found the file there
+    │   └── FileChanged        (workspace) the file changed between read and write
     ├── SandboxError           the sandbox could not run a command
     │   ├── SandboxUnavailable no boundary can run here (has .workspace, .cause):
     │   │                      raised by every exec of the error-only handle
     │   └── SandboxArgumentError  a command, variable or option is invalid
+    ├── SessionOptionsError    (session) an unknown, mistyped or invalid session option
+    ├── SessionClosed          (session) a call on a closed session
+    ├── RegistrationError      (kernel) a malformed tool or skill registration
+    ├── ConfirmationPolicyError, ConfirmationRequestError   (hitl)
+    ├── HookError              (hooks) a malformed hook registration
+    ├── VerificationError      (verification) ledger, report, check and waiver errors
+    ├── DownloadError          (download) every refusal and failure of a download
     └── NativeCoreError        the C core failed in a way no input explains
                                (out of memory, a system call); has .status, .errno
+
+Tool calls never raise through the kernel: their failures are ToolResults with
+an ``error_kind`` (a3s_code.tools.ErrorKind).
 
 ``a3s_code._native.NativeError`` never escapes the package: it is mapped to
 one of the above at the call site that knows what the caller was doing.

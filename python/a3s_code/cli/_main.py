@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .._errors import A3SError
-from . import _doctor, _exec, _policy, _version
+from . import _doctor, _exec, _policy, _replay, _version
 
 DESCRIPTION = """\
 a3s-code: the security kernel of a coding agent.
@@ -24,6 +24,7 @@ examples:
   a3s-code exec -- make test
   a3s-code policy check --policy policy.yaml bash '{"command": "cargo test"}'
   a3s-code policy lint policy.yaml
+  a3s-code replay calls.jsonl --workspace . --mode plan --policy policy.yaml
 
 Policy files are YAML or JSON with the keys deny, allow, ask,
 default_decision and enabled; see docs/policy.md."""
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     _doctor.register(commands)
     _exec.register(commands)
     _policy.register(commands)
+    _replay.register(commands)
     return parser
 
 

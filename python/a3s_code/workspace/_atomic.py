@@ -4,7 +4,14 @@ The new content goes to an adjacent temporary file in the same directory
 (opened through the walked directory descriptor), is fsynced, then renamed
 over the destination, and the directory is fsynced. Any failure, cancellation
 or kill before the rename leaves the destination untouched; the temporary
-file is removed on every path that can run code.
+file is removed on every path that can run code. A SIGKILL can leave that one
+temporary file behind (``.<name>.<random>.a3s-tmp``), never a half-written
+destination.
+
+:class:`AtomicBatch` lands several files together (the patch tool): every
+new content is written and fsynced first, then the files are renamed into
+place one by one; if a rename fails, the ones already done are put back from
+the originals it kept (hard links named ``.<name>.<random>.a3s-orig``).
 """
 
 from __future__ import annotations
@@ -20,9 +27,18 @@ from types import TracebackType
 from .._errors import DestinationExists, WorkspaceError
 from ._workspace import Workspace
 
-__all__ = ["AtomicWriter", "WriteResult", "write_atomic"]
+__all__ = ["AtomicBatch", "AtomicWriter", "FileChanged", "WriteResult", "write_atomic"]
 
 _TEMP_SUFFIX = ".a3s-tmp"
+_ORIG_SUFFIX = ".a3s-orig"
+
+
+class FileChanged(WorkspaceError):
+    """The file changed between the read a new content was computed from and the write.
+
+    Raised when ``expect`` (the ``stat`` of that read) no longer describes the
+    file: another process wrote it meanwhile, and writing would lose its change.
+    """
 
 
 @dataclass(frozen=True)
@@ -40,7 +56,10 @@ class AtomicWriter:
     ``overwrite=False`` refuses an existing destination up front *and* at the
     commit, even if the file appeared while the content was being written.
     An existing file's permission bits (minus set-id bits) and, for a root
-    caller, its owner are kept.
+    caller, its owner are kept. ``expect`` (the ``stat`` of the file the new
+    content was computed from) makes the write fail with :class:`FileChanged`
+    if the destination is no longer that file, checked on entry and again
+    just before the rename.
 
         with AtomicWriter(ws, "out/report.txt", overwrite=True) as w:
             w.write(b"...")
@@ -54,11 +73,13 @@ class AtomicWriter:
         *,
         overwrite: bool = True,
         create_parents: bool = True,
+        expect: os.stat_result | None = None,
     ) -> None:
         self.workspace = workspace
         self.path = path
         self.overwrite = overwrite
         self.create_parents = create_parents
+        self.expect = expect
         self._stack = contextlib.ExitStack()
         self._dirfd = -1
         self._name = ""
@@ -85,6 +106,7 @@ class AtomicWriter:
                     )
                 if stat.S_ISREG(self._existing.st_mode):
                     self.workspace.check_links(self._existing, self._parts, self.path)
+            self._check_expected(self._existing)
             self._open_temp()
         except BaseException:
             self._stack.close()
@@ -105,8 +127,26 @@ class AtomicWriter:
 
     def commit(self) -> WriteResult:
         """Makes the new content durable and puts it in place; returns what happened."""
+        self.prepare()
+        overwritten = False
+        if self.overwrite:
+            current = _lstat(self._name, self._dirfd)
+            self._check_expected(current)
+            overwritten = current is not None
+            os.rename(self._temp, self._name, src_dir_fd=self._dirfd, dst_dir_fd=self._dirfd)
+        else:
+            self._link_no_clobber()
+        self._temp = ""
+        self._committed = True
+        self.sync_dir()
+        return WriteResult("/".join(self._parts), self._written, overwritten)
+
+    def prepare(self) -> None:
+        """Gives the temporary file the kept mode and owner, fsyncs and closes it (idempotent)."""
         if self._fd < 0:
-            raise WorkspaceError("the writer is not open", path=self.path)
+            if not self._temp:
+                raise WorkspaceError("the writer is not open", path=self.path)
+            return
         existing = self._existing
         if existing is not None and stat.S_ISREG(existing.st_mode):
             os.fchmod(self._fd, stat.S_IMODE(existing.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
@@ -116,30 +156,34 @@ class AtomicWriter:
         os.fsync(self._fd)
         os.close(self._fd)
         self._fd = -1
-        overwritten = False
-        if self.overwrite:
-            overwritten = _lstat(self._name, self._dirfd) is not None
-            os.rename(self._temp, self._name, src_dir_fd=self._dirfd, dst_dir_fd=self._dirfd)
-        else:
-            try:  # link() never replaces: the no-clobber commit even if the name appeared meanwhile
-                os.link(
-                    self._temp,
-                    self._name,
-                    src_dir_fd=self._dirfd,
-                    dst_dir_fd=self._dirfd,
-                    follow_symlinks=False,
-                )
-            except FileExistsError:
-                raise DestinationExists(
-                    f"{self.path!r} appeared while it was being written; it was left as it is",
-                    path=self.path,
-                ) from None
-            os.unlink(self._temp, dir_fd=self._dirfd)
-        self._temp = ""
-        self._committed = True
+
+    def sync_dir(self) -> None:
+        """fsyncs the destination's directory, where the filesystem allows it."""
         with contextlib.suppress(OSError):  # some filesystems cannot fsync a directory
             os.fsync(self._dirfd)
-        return WriteResult("/".join(self._parts), self._written, overwritten)
+
+    def _link_no_clobber(self) -> None:
+        try:  # link() never replaces: the no-clobber commit even if the name appeared meanwhile
+            os.link(
+                self._temp,
+                self._name,
+                src_dir_fd=self._dirfd,
+                dst_dir_fd=self._dirfd,
+                follow_symlinks=False,
+            )
+        except FileExistsError:
+            raise DestinationExists(
+                f"{self.path!r} appeared while it was being written; it was left as it is",
+                path=self.path,
+            ) from None
+        os.unlink(self._temp, dir_fd=self._dirfd)
+
+    def _check_expected(self, current: os.stat_result | None) -> None:
+        if self.expect is not None and not same_file_state(self.expect, current):
+            raise FileChanged(
+                f"{self.path!r} changed since it was read; read it again and redo the change",
+                path=self.path,
+            )
 
     def abort(self) -> None:
         """Drops the temporary file; the destination is untouched."""
@@ -164,11 +208,9 @@ class AtomicWriter:
             self._stack.close()
 
     def _open_temp(self) -> None:
-        stem = self._name[:200]
-        for _ in range(16):
-            temp = f".{stem}.{secrets.token_hex(6)}{_TEMP_SUFFIX}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        for temp in _adjacent_names(self._name, _TEMP_SUFFIX):
             try:
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
                 self._fd = os.open(temp, flags, 0o666, dir_fd=self._dirfd)
             except FileExistsError:
                 continue
@@ -184,13 +226,212 @@ def write_atomic(
     *,
     overwrite: bool = True,
     create_parents: bool = True,
+    expect: os.stat_result | None = None,
 ) -> WriteResult:
     """Writes ``data`` to ``path`` under ``workspace`` atomically (see :class:`AtomicWriter`)."""
     with AtomicWriter(
-        workspace, path, overwrite=overwrite, create_parents=create_parents
+        workspace, path, overwrite=overwrite, create_parents=create_parents, expect=expect
     ) as writer:
         writer.write(data)
         return writer.commit()
+
+
+class _Deletion:
+    """A staged removal: the walked parent directory, held open until the batch ends."""
+
+    def __init__(self, dirfd: int, name: str, parts: tuple[str, ...], path: str) -> None:
+        self.dirfd = dirfd
+        self.name = name
+        self.parts = parts
+        self.path = path
+        self.expect: os.stat_result | None = None
+        self.kept = ""  # the original's name after the removal, until the batch ends
+
+
+@dataclass(frozen=True)
+class BatchChange:
+    """One file a committed batch changed: its relative path and what happened to it."""
+
+    relpath: str
+    action: str  # "created", "replaced" or "deleted"
+    bytes: int
+
+
+class AtomicBatch:
+    """Several file changes that land together or not at all; use as a context manager.
+
+    Stage every change first (:meth:`write`, :meth:`delete`): new contents go
+    to fsynced temporary files, deletions hold their directory open. Nothing
+    is visible until :meth:`commit`, which re-checks each file, keeps each
+    original under a hard link, renames everything into place, and, if any
+    step fails, puts the originals back before re-raising. Leaving the block
+    without a commit drops everything staged.
+
+    A SIGKILL in the middle of the renames cannot run the restore: then each
+    file is whole (old or new), the originals stay as ``.<name>.<random>.a3s-orig``
+    next to them, and some files may be new while others are still old.
+    """
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self._stack = contextlib.ExitStack()
+        self._order: list[AtomicWriter | _Deletion] = []
+        self._committed = False
+
+    def __enter__(self) -> AtomicBatch:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stack.close()
+
+    def write(
+        self, path: str, data: bytes, *, expect: os.stat_result | None = None, create: bool = False
+    ) -> None:
+        """Stages ``data`` for ``path``; ``create`` requires that no file is there."""
+        writer = AtomicWriter(
+            self.workspace, path, overwrite=not create, create_parents=True, expect=expect
+        )
+        self._stack.enter_context(writer)
+        writer.write(data)
+        writer.prepare()
+        self._order.append(writer)
+
+    def delete(self, path: str, *, expect: os.stat_result | None = None) -> None:
+        """Stages the removal of the regular file at ``path``."""
+        dirfd, name, parts = self._stack.enter_context(self.workspace.open_parent(path))
+        st = _lstat(name, dirfd)
+        if st is None:
+            raise FileNotFoundError(errno.ENOENT, f"{path!r} does not exist", path)
+        if not stat.S_ISREG(st.st_mode):
+            raise WorkspaceError(f"{path!r} is not a regular file", path=path)
+        self.workspace.check_links(st, parts, path)
+        deletion = _Deletion(dirfd, name, parts, path)
+        deletion.expect = st if expect is None else expect
+        if not same_file_state(deletion.expect, st):
+            raise FileChanged(f"{path!r} changed since it was read", path=path)
+        self._order.append(deletion)
+
+    def commit(self) -> list[BatchChange]:
+        """Puts every staged change in place, or none of them; returns what changed."""
+        if self._committed:
+            raise WorkspaceError("the batch was already committed", path="")
+        done: list[tuple[AtomicWriter | _Deletion, str]] = []
+        kept: dict[int, str] = {}  # writer id -> kept original's name
+        try:
+            for item in self._order:  # check all, then keep the originals, then rename
+                if isinstance(item, AtomicWriter):
+                    current = _lstat(item._name, item._dirfd)
+                    if item.overwrite:
+                        item._check_expected(current)
+                    elif current is not None:
+                        raise DestinationExists(
+                            f"{item.path!r} appeared meanwhile; the patch was not applied",
+                            path=item.path,
+                        )
+                else:
+                    current = _lstat(item.name, item.dirfd)
+                    if item.expect is None or not same_file_state(item.expect, current):
+                        raise FileChanged(
+                            f"{item.path!r} changed since it was read", path=item.path
+                        )
+            for item in self._order:
+                if not isinstance(item, AtomicWriter) or not item.overwrite:
+                    continue
+                if _lstat(item._name, item._dirfd) is not None:
+                    kept[id(item)] = _keep(item._name, item._dirfd)
+            for item in self._order:
+                if isinstance(item, AtomicWriter):
+                    if item.overwrite:
+                        os.rename(
+                            item._temp, item._name, src_dir_fd=item._dirfd, dst_dir_fd=item._dirfd
+                        )
+                    else:
+                        item._link_no_clobber()
+                    item._temp = ""
+                    item._committed = True
+                    done.append((item, kept.get(id(item), "")))
+                else:
+                    item.kept = _free_name(item.name, item.dirfd, _ORIG_SUFFIX)
+                    os.rename(item.name, item.kept, src_dir_fd=item.dirfd, dst_dir_fd=item.dirfd)
+                    done.append((item, item.kept))
+        except BaseException:
+            for item, original in reversed(done):
+                _undo(item, original)
+            for item in self._order:
+                if isinstance(item, AtomicWriter) and id(item) in kept and item._temp:
+                    with contextlib.suppress(OSError):
+                        os.unlink(kept[id(item)], dir_fd=item._dirfd)
+            raise
+        self._committed = True
+        changes = []
+        for item, original in done:
+            if original:
+                dirfd = item._dirfd if isinstance(item, AtomicWriter) else item.dirfd
+                with contextlib.suppress(OSError):
+                    os.unlink(original, dir_fd=dirfd)
+            if isinstance(item, AtomicWriter):
+                item.sync_dir()
+                action = "replaced" if original else "created"
+                changes.append(BatchChange("/".join(item._parts), action, item.bytes_written))
+            else:
+                with contextlib.suppress(OSError):
+                    os.fsync(item.dirfd)
+                changes.append(BatchChange("/".join(item.parts), "deleted", 0))
+        return changes
+
+
+def _undo(item: AtomicWriter | _Deletion, original: str) -> None:
+    """Puts back what one committed step of a batch replaced (best effort: the step's own error
+    is the one raised)."""
+    with contextlib.suppress(OSError):
+        if isinstance(item, _Deletion):
+            os.rename(original, item.name, src_dir_fd=item.dirfd, dst_dir_fd=item.dirfd)
+        elif original:
+            os.rename(original, item._name, src_dir_fd=item._dirfd, dst_dir_fd=item._dirfd)
+        else:
+            os.unlink(item._name, dir_fd=item._dirfd)
+
+
+def _keep(name: str, dirfd: int) -> str:
+    """Hard-links the original ``name`` to a free adjacent name and returns that name."""
+    for kept in _adjacent_names(name, _ORIG_SUFFIX):
+        try:
+            os.link(name, kept, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
+        except FileExistsError:
+            continue
+        return kept
+    raise OSError(errno.EEXIST, f"no free name to keep the original of {name!r}")
+
+
+def _free_name(name: str, dirfd: int, suffix: str) -> str:
+    for candidate in _adjacent_names(name, suffix):
+        if _lstat(candidate, dirfd) is None:
+            return candidate
+    raise OSError(errno.EEXIST, f"no free name next to {name!r}")
+
+
+def _adjacent_names(name: str, suffix: str) -> list[str]:
+    """Sixteen random hidden names next to ``name`` (bounded so a long name still fits)."""
+    stem = name[:200]
+    return [f".{stem}.{secrets.token_hex(6)}{suffix}" for _ in range(16)]
+
+
+def same_file_state(expect: os.stat_result, current: os.stat_result | None) -> bool:
+    """Whether ``current`` is still the file ``expect`` described: same inode, size and times."""
+    if current is None:
+        return False
+    return (
+        expect.st_dev == current.st_dev
+        and expect.st_ino == current.st_ino
+        and expect.st_size == current.st_size
+        and expect.st_mtime_ns == current.st_mtime_ns
+        and expect.st_ctime_ns == current.st_ctime_ns
+    )
 
 
 def _lstat(name: str, dirfd: int) -> os.stat_result | None:

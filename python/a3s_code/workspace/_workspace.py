@@ -42,7 +42,7 @@ from ._credentials import (
     workspace_reason,
 )
 
-__all__ = ["Resolved", "Workspace"]
+__all__ = ["Resolved", "WalkDir", "Workspace"]
 
 _MAX_SYMLINK_HOPS = 40
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -53,6 +53,7 @@ _HOME_FORMS = re.compile(
 # How long a discovered set of credential inodes is trusted before it is rebuilt.
 _INODE_CACHE_SECONDS = 2.0
 _INODE_SCAN_LIMIT = 200_000  # directory entries visited per discovery, at most
+_MAX_WALK_DEPTH = 128  # directories nested deeper are not descended (and each level holds an fd)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,29 @@ class Resolved:
     @property
     def relpath(self) -> str:
         """The workspace-relative path, ``"."`` for the root."""
+        return "/".join(self.parts) or "."
+
+
+@dataclass
+class WalkDir:
+    """One directory of :meth:`Workspace.walk`, listed through its descriptor.
+
+    ``fd`` is open only until the walk resumes. Remove names from ``dirs`` to
+    keep the walk out of them. ``links`` are symlinks, never followed by the
+    walk: open them by path through the workspace, which refuses those that
+    leave it. ``omitted`` counts the credential entries left out (never named).
+    """
+
+    parts: tuple[str, ...]
+    fd: int
+    dirs: list[str]
+    files: list[str]
+    links: list[str]
+    omitted: int
+
+    @property
+    def relpath(self) -> str:
+        """The workspace-relative path of this directory, ``"."`` for the root."""
         return "/".join(self.parts) or "."
 
 
@@ -84,7 +108,8 @@ class Workspace:
         self.root = real
         self._given_root = os.path.abspath(given)
         self.credential_boundary = credential_boundary
-        self._homes = home_directories()
+        self._all_homes = home_directories()  # hard-link aliases may point into any of them
+        self._homes = [h for h in self._all_homes if _stores_reachable(self.root, h)]
         self._inodes: frozenset[tuple[int, int]] = frozenset()
         self._inodes_at = -_INODE_CACHE_SECONDS
 
@@ -193,27 +218,88 @@ class Workspace:
         walk can be what gets read or written.
         """
         with self.open_parent(path) as (dirfd, name, parts):
-            try:
-                fd = os.open(
-                    name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode, dir_fd=dirfd
-                )
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    raise PathOutsideWorkspace(
-                        f"{path!r} was replaced by a symlink while it was being opened", path=path
-                    ) from None
-                raise
-            try:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode):
-                    kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-                    raise WorkspaceError(f"{path!r} is {kind}", path=path)
-                self.check_links(st, parts, path)
-                os.set_blocking(fd, True)
-            except BaseException:
-                os.close(fd)
-                raise
+            fd, st = self._open_final(dirfd, name, parts, path, flags, mode)
         return fd, Resolved(parts, st)
+
+    def open_entry(self, dirfd: int, parts: tuple[str, ...]) -> tuple[int, os.stat_result]:
+        """Opens the regular file ``parts[-1]`` for reading in a directory :meth:`walk` yielded.
+
+        ``dirfd`` is the walked directory of ``parts[:-1]``. The same rules as
+        :meth:`open_file` apply: credential names, ``O_NOFOLLOW``, a regular
+        file, the hard-link rule.
+        """
+        path = "/".join(parts)
+        self._check_credentials(parts, path)
+        return self._open_final(dirfd, parts[-1], parts, path, os.O_RDONLY, 0)
+
+    def walk(self, path: str = ".") -> Iterator[WalkDir]:
+        """Walks the tree at ``path`` top-down, by descriptor, names sorted, without following
+        symlinks, leaving out credential entries (counted in ``omitted``).
+
+        Each subdirectory is opened with ``O_NOFOLLOW`` relative to its
+        parent's descriptor, so a directory swapped for a symlink during the
+        walk is skipped, never followed out of the workspace. Closing the
+        generator early closes every descriptor.
+        """
+        with self.open_dir(path) as (fd, parts):
+            yield from self._walk_tree(fd, parts, 0)
+
+    def _walk_tree(self, fd: int, parts: tuple[str, ...], depth: int) -> Iterator[WalkDir]:
+        step = WalkDir(parts, fd, [], [], [], 0)
+        with os.scandir(fd) as entries:
+            listed = sorted(entries, key=lambda e: e.name)
+        for entry in listed:
+            if self.credential_reason((*parts, entry.name)) is not None:
+                step.omitted += 1
+            elif entry.is_symlink():
+                step.links.append(entry.name)
+            elif entry.is_dir(follow_symlinks=False):
+                step.dirs.append(entry.name)
+            elif entry.is_file(follow_symlinks=False):
+                step.files.append(entry.name)
+        yield step
+        if depth >= _MAX_WALK_DEPTH:
+            return
+        for name in list(step.dirs):
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError:  # gone, or swapped for a symlink or a file since the listing
+                continue
+            try:
+                yield from self._walk_tree(child, (*parts, name), depth + 1)
+            finally:
+                os.close(child)
+
+    def _open_final(
+        self,
+        dirfd: int,
+        name: str,
+        parts: Sequence[str],
+        path: str,
+        flags: int,
+        mode: int,
+    ) -> tuple[int, os.stat_result]:
+        try:
+            fd = os.open(
+                name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode, dir_fd=dirfd
+            )
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise PathOutsideWorkspace(
+                    f"{path!r} was replaced by a symlink while it was being opened", path=path
+                ) from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+                raise WorkspaceError(f"{path!r} is {kind}", path=path)
+            self.check_links(st, parts, path)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st
 
     def check_links(self, st: os.stat_result, parts: Sequence[str], path: str) -> None:
         """Refuses a file with extra hard links outside package stores or aliasing a credential."""
@@ -237,7 +323,7 @@ class Workspace:
         """
         now = time.monotonic()
         if now - self._inodes_at >= _INODE_CACHE_SECONDS:
-            self._inodes = frozenset(_discover_credential_inodes(self.root, self._homes))
+            self._inodes = frozenset(_discover_credential_inodes(self.root, self._all_homes))
             self._inodes_at = now
         return self._inodes
 
@@ -316,6 +402,22 @@ class Workspace:
                 f"{path!r} crosses a symlink to {target!r}, which leads outside the workspace",
                 path=path,
             ) from None
+
+
+def _stores_reachable(root: str, home: str) -> bool:
+    """Whether a path below ``root`` can lie in a credential store of ``home``.
+
+    Only when the root is the home, above it, or inside it on the way to a
+    store (``~/.config`` holds ``~/.config/gh``); a project under ``~/src``
+    never reaches one, and its paths then skip the home check.
+    """
+    if _below(home, root) is not None:
+        return True
+    rel = _below(root, home)
+    if rel is None:
+        return False
+    first = rel.split("/", 1)[0].casefold()
+    return any(store.split("/", 1)[0] == first for store in HOME_STORES)
 
 
 def _normalise(components: Sequence[str], path: str) -> tuple[str, ...]:

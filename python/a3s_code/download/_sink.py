@@ -1,0 +1,167 @@
+"""Where the bytes go: the workspace's atomic temporary file, written by descriptor.
+
+:class:`TempFile` is :class:`~a3s_code.workspace.AtomicWriter` (walk with
+``O_NOFOLLOW``, credential boundary, adjacent temporary file, fsync, rename or
+no-clobber link, directory fsync) plus the three things a download needs that
+the writer does not expose yet: the descriptor for positional writes, the
+resolved path (to refuse a destination reached through a symlink), and a
+second, read-only descriptor on the same inode to hash ranged parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+from collections.abc import Callable
+
+from ..workspace import AtomicWriter
+from ._deadline import Deadline
+from ._errors import DestinationRejected, WriteError
+
+__all__ = ["StreamSink", "TempFile", "TrailingHash", "write_at"]
+
+HASH_CHUNK = 1 << 20
+
+
+class TempFile(AtomicWriter):
+    """The download's temporary file (see the module docstring)."""
+
+    # These read AtomicWriter's private state; a public accessor there would remove them.
+    def fileno(self) -> int:
+        return self._fd
+
+    @property
+    def resolved_parts(self) -> tuple[str, ...]:
+        """The destination's components after the walk (symlinks inside resolved)."""
+        return self._parts
+
+    def open_reader(self) -> int:
+        """A read-only descriptor on the temporary file, checked to be the same inode."""
+        fd = os.open(self._temp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dirfd)
+        ours, theirs = os.fstat(self._fd), os.fstat(fd)
+        if (ours.st_dev, ours.st_ino) != (theirs.st_dev, theirs.st_ino) or not stat.S_ISREG(
+            theirs.st_mode
+        ):
+            os.close(fd)
+            raise DestinationRejected(
+                f"the temporary file of {self.path!r} was replaced during the download",
+                path=self.path,
+                reason="invalid",
+            )
+        return fd
+
+
+def write_at(fd: int, view: memoryview, offset: int | None, path: str) -> None:
+    """Writes all of ``view`` (at ``offset``, or at the file position when None)."""
+    try:
+        while view:
+            n = os.write(fd, view) if offset is None else os.pwrite(fd, view, offset)
+            view = view[n:]
+            if offset is not None:
+                offset += n
+    except OSError as exc:
+        raise WriteError(
+            f"writing the download of {path!r} failed: {exc.strerror or exc}", errno=exc.errno or 0
+        ) from None
+
+
+class StreamSink:
+    """Appends body bytes to the file and tells the hasher how far the file is written."""
+
+    def __init__(self, fd: int, path: str, written: Callable[[], None]) -> None:
+        self.fd = fd
+        self.path = path
+        self.written = written
+        self.count = 0
+
+    def __call__(self, view: memoryview) -> None:
+        write_at(self.fd, view, None, self.path)
+        self.count += len(view)
+        self.written()
+
+
+class TrailingHash:
+    """SHA-256 of the temporary file from offset 0, computed in its own thread just behind
+    the writers, by reading back what they wrote (from the page cache).
+
+    Hashing runs on another core while the connection keeps receiving (hashlib
+    and the reads release the GIL), so a download with a digest is not slower
+    than one without; and the digest is of the bytes in the file that will be
+    committed. ``frontier()`` says up to which offset the file is complete.
+
+        hasher = TrailingHash(temp.open_reader())
+        try:
+            hasher.start(frontier)  # writers call hasher.poke() after each write
+            ...
+            digest = hasher.digest(total, deadline)
+        finally:
+            hasher.close()
+    """
+
+    def __init__(self, reader_fd: int) -> None:
+        self._fd = reader_fd
+        self._frontier: Callable[[], int] = lambda: 0
+        self._hash = hashlib.sha256()
+        self._pos = 0
+        self._goal: int | None = None
+        self._stop = False
+        self._error: BaseException | None = None
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="a3s-download-hash", daemon=True)
+
+    def start(self, frontier: Callable[[], int]) -> None:
+        self._frontier = frontier
+        self._thread.start()
+
+    def poke(self) -> None:
+        """More bytes are in the file."""
+        self._wake.set()
+
+    def digest(self, total: int, deadline: Deadline) -> str:
+        """The hex digest once ``total`` bytes are hashed; raises what the thread hit."""
+        self._goal = total
+        self._wake.set()
+        while self._thread.is_alive():
+            self._thread.join(deadline.slice())
+        if self._error is not None:
+            raise self._error
+        return self._hash.hexdigest()
+
+    def close(self) -> None:
+        """Stops the thread (on success it has already ended) and closes the reader."""
+        self._stop = True
+        self._wake.set()
+        if self._thread.ident is not None:
+            self._thread.join()
+        os.close(self._fd)
+
+    def _run(self) -> None:
+        buf = bytearray(HASH_CHUNK)
+        view = memoryview(buf)
+        try:
+            while not self._stop:
+                self._wake.clear()
+                end = self._frontier()
+                if end > self._pos:
+                    n = _pread_into(self._fd, view[: min(end - self._pos, HASH_CHUNK)], self._pos)
+                    if n <= 0:
+                        raise WriteError("the temporary file is shorter than what was written")
+                    self._hash.update(view[:n])
+                    self._pos += n
+                elif self._goal is not None and self._pos >= self._goal:
+                    return
+                else:
+                    self._wake.wait(0.25)
+        except BaseException as exc:  # handed to digest()
+            self._error = exc
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    """``preadv`` into a reused buffer where the platform has it, else ``pread`` and a copy."""
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, [view], offset)
+    data = os.pread(fd, len(view), offset)
+    view[: len(data)] = data
+    return len(data)

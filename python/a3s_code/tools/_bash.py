@@ -1,0 +1,266 @@
+"""The bash tool: a command through the session's sandbox, and the escalation fields it carries.
+
+The tool never decides whether a command may leave the sandbox: the kernel
+reads the request with :func:`parse_sandbox_permissions`, asks the host, and
+sets ``ToolContext.escalated`` only for a confirmed ``require_escalated``
+call. Only then does the command run on the process host.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .._errors import SandboxUnavailable
+from ..sandbox import BashSandbox, CommandOutput
+from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
+from ._failure import ToolError
+from ._schema import ArgumentError
+
+__all__ = ["BashTool", "NetworkGrantRequest", "SandboxRequest", "parse_sandbox_permissions"]
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_OUTPUT_BYTES = 102_400  # per stream, head and tail kept
+MODES = ("use_default", "require_escalated", "request_network_grant")
+_GRANT_FIELDS = ("host", "port", "reason")
+_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+
+
+@dataclass(frozen=True)
+class NetworkGrantRequest(Mapping[str, Any]):
+    """One host:port a bash call asks to reach; ``reason`` is the model's words, for the host.
+
+    Also a read-only mapping (``grant["host"]``, ``grant.get("port")``), the
+    shape of the ``network_grant`` argument it was parsed from.
+    """
+
+    host: str
+    port: int
+    reason: str = ""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _GRANT_FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_GRANT_FIELDS)
+
+    def __len__(self) -> int:
+        return len(_GRANT_FIELDS)
+
+
+@dataclass(frozen=True)
+class SandboxRequest:
+    """What a bash call asks of the sandbox, validated.
+
+    ``mode`` is one of "use_default", "require_escalated" (run outside the
+    sandbox, after the host confirms; ``justification`` says why) or
+    "request_network_grant" (``network_grant`` says where to).
+    """
+
+    mode: str
+    justification: str | None = None
+    network_grant: NetworkGrantRequest | None = None
+
+    @property
+    def escalation(self) -> bool:
+        return self.mode == "require_escalated"
+
+
+def parse_sandbox_permissions(args: Mapping[str, Any]) -> SandboxRequest:
+    """The sandbox request of a bash call; raises ArgumentError when it is malformed.
+
+    require_escalated needs a non-blank justification; request_network_grant
+    needs a network_grant with a valid host and port; network_grant with any
+    other mode, or any other mode name, is an error.
+    """
+    mode = args.get("sandbox_permissions", "use_default")
+    if mode not in MODES:
+        raise ArgumentError(
+            f"sandbox_permissions must be one of {', '.join(map(repr, MODES))}, not {mode!r}"
+        )
+    justification = args.get("justification")
+    if justification is not None and not isinstance(justification, str):
+        raise ArgumentError("justification must be a string")
+    grant = args.get("network_grant")
+    if mode == "require_escalated" and not (justification and justification.strip()):
+        raise ArgumentError(
+            "sandbox_permissions='require_escalated' needs a justification: say why the "
+            "command cannot run inside the sandbox"
+        )
+    if grant is not None and mode != "request_network_grant":
+        raise ArgumentError(
+            "network_grant is only valid with sandbox_permissions='request_network_grant'"
+        )
+    if mode == "request_network_grant":
+        if not isinstance(grant, Mapping):
+            raise ArgumentError(
+                "sandbox_permissions='request_network_grant' needs network_grant: "
+                "{host, port, reason?}"
+            )
+        return SandboxRequest(mode, _clean(justification), _grant(grant))
+    return SandboxRequest(mode, _clean(justification))
+
+
+def _clean(text: str | None) -> str | None:
+    return text.strip() if text and text.strip() else None
+
+
+def _grant(grant: Mapping[str, Any]) -> NetworkGrantRequest:
+    unknown = sorted(set(grant) - {"host", "port", "reason"})
+    if unknown:
+        raise ArgumentError(f"network_grant: unknown field(s) {', '.join(map(repr, unknown))}")
+    host, port, reason = grant.get("host"), grant.get("port"), grant.get("reason", "")
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        raise ArgumentError(f"network_grant.port must be an integer from 1 to 65535, not {port!r}")
+    if not isinstance(reason, str):
+        raise ArgumentError("network_grant.reason must be a string")
+    return NetworkGrantRequest(_host(host), port, reason.strip())
+
+
+def _host(host: Any) -> str:
+    """A DNS name or an IP address, lower-cased; wildcards, ports and URLs are refused."""
+    if not isinstance(host, str) or not host:
+        raise ArgumentError("network_grant.host must be a non-empty string")
+    literal = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        return str(ipaddress.ip_address(literal))
+    except ValueError:
+        pass
+    name = host.lower().removesuffix(".")
+    labels = name.split(".")
+    if len(name) > 253 or not all(_LABEL.match(label) for label in labels):
+        raise ArgumentError(
+            f"network_grant.host {host!r} is not a host name or IP address "
+            "(no scheme, port, path or wildcard)"
+        )
+    if labels[-1].isdigit():
+        raise ArgumentError(f"network_grant.host {host!r} is neither a valid name nor an IP")
+    return name
+
+
+class BashTool(Tool):
+    name: ClassVar[str] = "bash"
+    kind: ClassVar[ToolKind] = ToolKind.BASH
+    description: ClassVar[str] = (
+        "Run a bash command in the workspace, inside the session's sandbox: the workspace is "
+        "writable, the rest of the machine read-only or hidden, credential files masked, no "
+        "network. `timeout` is in milliseconds "
+        f"(default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS}). Output shows stdout, then "
+        "stderr, then the exit code; long output keeps its head and tail. If a command truly "
+        "cannot work in the sandbox, set sandbox_permissions='require_escalated' with a "
+        "justification (a human must approve), or 'request_network_grant' with network_grant "
+        "{host, port, reason} to reach one host."
+    )
+    schema: ClassVar[Mapping[str, Any]] = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["command"],
+        "properties": {
+            "command": {"type": "string", "minLength": 1, "maxLength": 100_000},
+            "timeout": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT_MS,
+                "description": f"Milliseconds before the command is killed "
+                f"(default {DEFAULT_TIMEOUT_MS}).",
+            },
+            "sandbox_permissions": {"type": "string", "enum": list(MODES)},
+            "justification": {"type": "string", "maxLength": 2000},
+            "network_grant": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["host", "port"],
+                "properties": {
+                    "host": {"type": "string", "minLength": 1, "maxLength": 255},
+                    "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                    "reason": {"type": "string", "maxLength": 2000},
+                },
+            },
+        },
+    }
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        parse_sandbox_permissions(args)  # malformed requests fail here too, not only in the kernel
+        timeout_ms = args.get("timeout", DEFAULT_TIMEOUT_MS)
+        sandbox = _sandbox_for(ctx)
+        try:
+            out = sandbox.exec(
+                args["command"],
+                timeout_ms=timeout_ms,
+                max_output_bytes=MAX_OUTPUT_BYTES,
+                cancel=ctx.cancel,
+            )
+        except SandboxUnavailable as exc:
+            raise ToolError(
+                ErrorKind.SANDBOX_UNAVAILABLE,
+                f"{exc}",
+                sandboxed=False,
+                backend=getattr(sandbox, "backend", "unknown"),
+            ) from None
+        return result_of(self.name, out, timeout_ms, escalated=ctx.escalated)
+
+
+def _sandbox_for(ctx: ToolContext) -> BashSandbox:
+    if not ctx.escalated:
+        return ctx.sandbox
+    if ctx.host_sandbox_factory is None:
+        raise ToolError(
+            ErrorKind.SANDBOX_UNAVAILABLE,
+            "the escalated command was approved, but this session has no process-host runner "
+            "to run it outside the sandbox; it did not run",
+            sandboxed=False,
+        )
+    return ctx.host_sandbox_factory()
+
+
+def format_output(out: CommandOutput, timeout_ms: int) -> str:
+    """stdout, stderr and the exit status as the model reads them."""
+    parts = []
+    if out.stdout:
+        parts.append(out.stdout.rstrip("\n"))
+    if out.stderr:
+        parts.append("[stderr]\n" + out.stderr.rstrip("\n"))
+    if out.setup_error:
+        parts.append(f"[the sandbox could not start the command: {out.setup_error}]")
+    if out.timed_out:
+        parts.append(f"[timed out after {timeout_ms} ms; the command and its children were killed]")
+    if out.cancelled:
+        parts.append("[cancelled; the command and its children were killed]")
+    if out.truncated:
+        parts.append(
+            f"[output truncated: {out.total_bytes} bytes in total; the head and the tail of each "
+            "stream are shown]"
+        )
+    parts.append(f"[exit code {out.exit_code}]")
+    return "\n".join(parts)
+
+
+def result_of(name: str, out: CommandOutput, timeout_ms: int, *, escalated: bool) -> ToolResult:
+    """The ToolResult of one finished command."""
+    metadata = {
+        "exit_code": out.exit_code,
+        "timed_out": out.timed_out,
+        "truncated": out.truncated,
+        "total_bytes": out.total_bytes,
+        "sandboxed": out.sandboxed and not escalated,
+        "backend": out.backend,
+        "cancelled": out.cancelled,
+        "duration_ms": out.duration_ms,
+    }
+    text = format_output(out, timeout_ms)
+    kind: ErrorKind | None = None
+    if out.setup_error:
+        kind = ErrorKind.SANDBOX_UNAVAILABLE
+    elif out.timed_out:
+        kind = ErrorKind.TIMEOUT
+    elif out.cancelled:
+        kind = ErrorKind.CANCELLED
+    elif out.exit_code != 0:
+        kind = ErrorKind.TOOL_FAILED
+    return ToolResult(name, text, out.exit_code, kind is None, metadata, kind)

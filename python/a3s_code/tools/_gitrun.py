@@ -1,0 +1,188 @@
+"""Running git on the host, read-only and defanged: the only way the git tool starts git.
+
+Nothing in the repository's configuration may make git run a program:
+fsmonitor, hooks, external diff, textconv and clean/smudge filters are
+switched off on the command line (which wins over every configuration
+file), system and global configuration are not read, the environment is
+minimal, no lock is taken, no network protocol is allowed, and discovery
+stops at the workspace root (a repository above it is never used).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+
+from ..workspace import Workspace
+from ._base import ErrorKind
+from ._failure import ToolError
+
+__all__ = ["GitOutput", "git_available", "run_git"]
+
+TIMEOUT_S = 30.0
+_SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_CONFIG = (
+    "core.fsmonitor=",
+    "core.hooksPath=/dev/null",
+    "diff.external=",
+    "protocol.allow=never",
+    "core.pager=cat",
+    "core.quotePath=false",
+    "core.sshCommand=false",
+    "color.ui=false",
+    "log.showSignature=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "submodule.recurse=false",
+    "credential.helper=",
+)
+_MAX_STDERR = 8192
+
+
+@dataclass(frozen=True)
+class GitOutput:
+    stdout: bytes
+    stderr: str
+    returncode: int
+    complete: bool  # False when the read stopped at the byte limit
+
+
+def git_available() -> str | None:
+    """The git executable on the safe PATH, or None."""
+    return shutil.which("git", path=_SAFE_PATH)
+
+
+def run_git(
+    ws: Workspace, args: list[str], *, limit: int | None = None, deadline: float | None = None
+) -> GitOutput:
+    """Runs ``git <defanged config> args`` in the workspace root; reads at most ``limit`` bytes.
+
+    Past ``limit`` git is stopped and ``complete`` is False. Past the deadline
+    (TIMEOUT_S from now by default) it is killed and a Timeout ToolError raised.
+    """
+    git = git_available()
+    if git is None:
+        raise ToolError(ErrorKind.TOOL_FAILED, "git is not installed on this machine")
+    deadline = deadline if deadline is not None else time.monotonic() + TIMEOUT_S
+    argv = [git]
+    for setting in _CONFIG:
+        argv += ["-c", setting]
+    argv += args
+    proc = subprocess.Popen(
+        argv,
+        cwd=ws.root,
+        env=_environment(ws, _filter_overrides(ws, git)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group: a kill reaches whatever it started
+        close_fds=True,
+    )
+    out = bytearray()
+    err = bytearray()
+    complete = True
+    try:
+        with selectors.DefaultSelector() as sel:
+            assert proc.stdout is not None and proc.stderr is not None
+            sel.register(proc.stdout, selectors.EVENT_READ, out)
+            sel.register(proc.stderr, selectors.EVENT_READ, err)
+            while sel.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ToolError(
+                        ErrorKind.TIMEOUT,
+                        f"git {args[0]} took longer than {TIMEOUT_S:.0f} s and was stopped",
+                    )
+                for key, _ in sel.select(remaining):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        continue
+                    buf: bytearray = key.data
+                    if buf is err:
+                        if len(err) < _MAX_STDERR:
+                            err += chunk[: _MAX_STDERR - len(err)]
+                        continue
+                    out += chunk
+                    if limit is not None and len(out) > limit:
+                        complete = False
+                        del out[limit:]
+                        sel.unregister(proc.stdout)
+                        _kill(proc)
+                        sel.unregister(proc.stderr)
+                        break
+        returncode = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except BaseException:
+        _kill(proc)
+        raise
+    finally:
+        if proc.stdout:
+            proc.stdout.close()
+        if proc.stderr:
+            proc.stderr.close()
+    return GitOutput(bytes(out), err.decode("utf-8", "replace"), returncode, complete)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _environment(ws: Workspace, extra: dict[str, str]) -> dict[str, str]:
+    """A minimal environment: no inherited GIT_DIR, GIT_CONFIG_*, pager, editor or askpass."""
+    env = {
+        "PATH": _SAFE_PATH,
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "/bin/false",
+        "SSH_ASKPASS": "/bin/false",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_LITERAL_PATHSPECS": "1",
+        "GIT_NO_LAZY_FETCH": "1",
+        "GIT_CEILING_DIRECTORIES": os.path.dirname(ws.root),
+    }
+    env.update(extra)
+    return env
+
+
+def _filter_overrides(ws: Workspace, git: str) -> dict[str, str]:
+    """Configuration (as GIT_CONFIG_KEY_n/VALUE_n) that empties every clean/smudge filter the
+    repository defines, so status and diff never run one."""
+    proc = subprocess.run(
+        [git, "config", "-z", "--get-regexp", r"^filter\."],
+        cwd=ws.root,
+        env=_environment(ws, {}),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    names: list[str] = []
+    for entry in proc.stdout.split(b"\0"):
+        key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        if key.startswith("filter.") and key.count(".") >= 2:
+            name = key[len("filter.") : key.rindex(".")]
+            if name not in names:
+                names.append(name)
+    pairs = []
+    for name in names:
+        for item, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            pairs.append((f"filter.{name}.{item}", value))
+    env = {"GIT_CONFIG_COUNT": str(len(pairs))}
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env

@@ -1,0 +1,143 @@
+"""Sessions over the real boundary, and ``a3s-code replay`` on a real transcript."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from kernelkit import CountingProvider
+
+from a3s_code.kernel import Mode, ToolCall
+from a3s_code.policy import Decision
+from a3s_code.session import Agent, SessionOptions
+
+
+@pytest.fixture
+def session(workspace):
+    s = Agent().session(workspace, SessionOptions(confirmation_provider=CountingProvider(True)))
+    yield s
+    s.close()
+
+
+def test_the_session_binds_the_native_sandbox(session):
+    assert session.sandbox.backend == "bwrap" and session.sandbox.sandboxed
+
+
+def test_model_bash_runs_in_the_sandbox(session, workspace):
+    out = session.invoke(ToolCall("c1", "bash", {"command": "echo hi > out.txt && cat out.txt"}))
+    assert out.decision is Decision.ALLOW and out.executed and out.result.success
+    assert "hi" in out.result.output and out.result.metadata["sandboxed"] is True
+    assert (workspace / "out.txt").read_text() == "hi\n"
+    # the boundary, not the kernel, stops this one: the workspace is the only writable place
+    escape = session.invoke(
+        ToolCall("c2", "bash", {"command": "echo x > /tmp/../etc/a3s-test-escape"})
+    )
+    assert escape.executed and not escape.result.success
+
+
+def test_write_edit_read_through_the_kernel(session, workspace):
+    assert session.invoke(
+        ToolCall("w", "write", {"file_path": "src/m.py", "content": "x = 1\n"})
+    ).executed
+    assert session.invoke(
+        ToolCall("e", "edit", {"file_path": "src/m.py", "old_string": "1", "new_string": "2"})
+    ).executed
+    out = session.invoke(ToolCall("r", "read", {"file_path": "src/m.py"}))
+    assert "x = 2" in out.result.output
+
+
+def test_credential_files_stay_out_of_reach_even_for_the_host(session, workspace):
+    (workspace / ".env").write_text("TOKEN=hunter2\n")
+    out = session.invoke(ToolCall("r", "read", {"file_path": ".env"}))
+    assert out.executed and not out.result.success and "hunter2" not in out.result.output
+    direct = session.tool("read", {"file_path": ".env"})
+    assert not direct.success and direct.error_kind.value == "CredentialBoundary"
+    bash = session.bash("cat .env")
+    assert "hunter2" not in bash.output
+
+
+def test_plan_mode_session_reads_but_never_mutates(workspace):
+    with Agent().session(workspace, SessionOptions(mode=Mode.PLAN)) as s:
+        assert s.invoke(ToolCall("r", "read", {"file_path": "a.txt"})).executed
+        for name, args in [
+            ("bash", {"command": "touch x"}),
+            ("write", {"file_path": "x", "content": ""}),
+        ]:
+            assert s.invoke(ToolCall(name, name, args)).decision is Decision.DENY
+    assert not (workspace / "x").exists()
+
+
+def _replay(tmp_path, workspace, lines, *extra, stdin=""):
+    transcript = tmp_path / "calls.jsonl"
+    transcript.write_text("\n".join(lines) + "\n")
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "a3s_code",
+            "replay",
+            str(transcript),
+            "--workspace",
+            str(workspace),
+            *extra,
+        ],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+CALLS = [
+    json.dumps({"id": "r1", "name": "read", "args": {"file_path": "a.txt"}}),
+    json.dumps({"id": "b1", "name": "bash", "args": {"command": "echo from-bash > made.txt"}}),
+    json.dumps({"id": "p1", "name": "write", "args": {"file_path": ".mcp.json", "content": "{}"}}),
+    "# comments and blank lines are skipped",
+    "",
+    json.dumps({"id": "x1", "name": "bash", "args": {"command": "sudo reboot"}}),
+]
+
+
+def test_replay_plan_mode_json(tmp_path, workspace):
+    proc = _replay(tmp_path, workspace, CALLS, "--mode", "plan", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["call_id"], r["decision"]) for r in rows] == [
+        ("r1", "allow"),
+        ("b1", "deny"),
+        ("p1", "deny"),
+        ("x1", "deny"),
+    ]
+    assert rows[0]["result"]["success"] and "alpha" in rows[0]["result"]["output"]
+    assert all(r["trace"] for r in rows)
+    assert not (workspace / "made.txt").exists()
+
+
+def test_replay_default_mode_asks_and_yes_to_approves(tmp_path, workspace):
+    proc = _replay(tmp_path, workspace, CALLS, "--mode", "default", "--yes-to", "p1")
+    assert proc.returncode == 0, proc.stderr
+    assert (workspace / "made.txt").read_text() == "from-bash\n"
+    assert (workspace / ".mcp.json").read_text() == "{}"
+    assert "approved by --yes-to" in proc.stderr
+    assert "guardrail" in proc.stdout and "x1" in proc.stdout
+
+
+def test_replay_rejects_an_unanswered_confirmation(tmp_path, workspace):
+    proc = _replay(tmp_path, workspace, CALLS[2:3], "--mode", "default", "--json", stdin="")
+    row = json.loads(proc.stdout.splitlines()[0])
+    assert row["decision"] == "ask" and row["approved"] is False and not row["executed"]
+    assert not (workspace / ".mcp.json").exists()
+
+
+def test_replay_reports_bad_lines_and_goes_on(tmp_path, workspace):
+    lines = [
+        "{not json",
+        json.dumps([1, 2]),
+        json.dumps({"id": "r", "name": "read", "args": {"file_path": "a.txt"}}),
+    ]
+    proc = _replay(tmp_path, workspace, lines, "--mode", "auto", "--json")
+    assert proc.returncode == 1
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert "error" in rows[0] and "error" in rows[1] and rows[2]["decision"] == "allow"

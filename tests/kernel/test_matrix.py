@@ -1,0 +1,134 @@
+"""Every cell of the mode matrix, through a real session, plus the policy combination rule."""
+
+from __future__ import annotations
+
+import pytest
+from kernelkit import CountingProvider, HostBoundary
+
+from a3s_code.kernel import MODE_MATRIX, MatrixRow, Mode, Origin, ToolCall
+from a3s_code.policy import Decision, PermissionPolicy
+from a3s_code.tools import ErrorKind
+
+ALLOW, DENY, ASK = Decision.ALLOW, Decision.DENY, Decision.ASK
+
+
+def _register_externals(session):
+    session.register_tool("launcher", lambda a: "launched", {"type": "object"}, launch=True)
+    session.register_tool("lookup", lambda a: "found", {"type": "object"}, {"readOnlyHint": True})
+    session.register_tool("mutate", lambda a: "done", {"type": "object"})
+
+
+# One call per row; the boundary flag picks the sandboxed or the unsandboxed bash row.
+ROW_CALLS = {
+    MatrixRow.READ: ("read", {"file_path": "a.txt"}, True),
+    MatrixRow.WRITE: ("write", {"file_path": "b.txt", "content": "x"}, True),
+    MatrixRow.WRITE_PROTECTED: ("write", {"file_path": ".mcp.json", "content": "{}"}, True),
+    MatrixRow.BASH_SANDBOXED: ("bash", {"command": "echo hi"}, True),
+    MatrixRow.BASH_UNSANDBOXED: ("bash", {"command": "echo hi"}, False),
+    MatrixRow.BASH_ESCALATION: (
+        "bash",
+        {
+            "command": "echo hi",
+            "sandbox_permissions": "request_network_grant",
+            "network_grant": {"host": "example.com", "port": 443},
+        },
+        True,
+    ),
+    MatrixRow.GIT_READ: ("git", {"command": "status"}, True),
+    MatrixRow.DOWNLOAD: ("download", {"url": "https://example.com/x.tar.gz"}, True),
+    MatrixRow.LAUNCH: ("launcher", {}, True),
+    MatrixRow.MCP_READ_ONLY: ("lookup", {}, True),
+    MatrixRow.MCP_SIDE_EFFECT: ("mutate", {}, True),
+    MatrixRow.UNKNOWN: ("no_such_tool", {}, True),
+}
+
+
+def test_every_row_has_a_call():
+    assert set(ROW_CALLS) == set(MatrixRow)
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("row", list(MatrixRow))
+def test_matrix_cell(make_session, row, mode):
+    name, args, sandboxed = ROW_CALLS[row]
+    provider = CountingProvider(False)  # reject, so nothing that asks runs
+    session = make_session(
+        mode=mode, boundary=HostBoundary(sandboxed), confirmation_provider=provider
+    )
+    _register_externals(session)
+    outcome = session.invoke(ToolCall("c1", name, args), Origin.MODEL)
+    expected = MODE_MATRIX[row][list(Mode).index(mode)]
+    assert outcome.decision is expected, outcome.trace
+    assert bool(provider.requests) == (expected is ASK)
+    if expected is DENY:
+        assert not outcome.executed
+    if expected is ASK:
+        assert outcome.approved is False and not outcome.executed
+    assert any(t.stage == "mode_policy" for t in outcome.trace)
+
+
+def test_auto_never_asks_and_plan_never_mutates():
+    for row, (_default, plan, auto) in MODE_MATRIX.items():
+        assert auto is not ASK, row
+        mutating = row not in (MatrixRow.READ, MatrixRow.GIT_READ, MatrixRow.MCP_READ_ONLY)
+        assert (plan is DENY) == mutating, row
+
+
+def test_protected_names_in_any_case_and_below_git(make_session):
+    session = make_session(confirmation_provider=CountingProvider(False))
+    for path in (
+        ".git/config",
+        ".GIT/hooks/pre-commit",
+        ".Mcp.json",
+        ".vscode/settings.json",
+        ".bashrc",
+    ):
+        outcome = session.invoke(ToolCall(path, "write", {"file_path": path, "content": "x"}))
+        assert outcome.decision is ASK, path
+
+
+def test_policy_deny_beats_an_allow_cell(make_session):
+    policy = PermissionPolicy(deny=["bash(rm:*)"], default_decision="allow")
+    session = make_session(permission_policy=policy)
+    out = session.invoke(ToolCall("c", "bash", {"command": "rm -f a.txt"}))
+    assert out.decision is DENY and "bash(rm:*)" in str(out.trace)
+
+
+def test_policy_ask_raises_an_allow_cell(make_session):
+    provider = CountingProvider(True)
+    policy = PermissionPolicy(ask=["write(*.txt)"], default_decision="allow")
+    session = make_session(permission_policy=policy, confirmation_provider=provider)
+    out = session.invoke(ToolCall("c", "write", {"file_path": "b.txt", "content": "x"}))
+    assert out.decision is ASK and out.approved is True and out.executed
+    assert "write(*.txt)" in provider.requests[0].reason
+
+
+def test_policy_default_applies_when_no_rule_matches(make_session):
+    session = make_session(permission_policy=PermissionPolicy(default_decision="ask"))
+    out = session.invoke(ToolCall("c", "read", {"file_path": "a.txt"}))
+    assert out.decision is DENY and out.error_kind is ErrorKind.CONFIRMATION_UNAVAILABLE
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [(Mode.DEFAULT, ALLOW), (Mode.PLAN, DENY), (Mode.AUTO, DENY)]
+)
+def test_an_allow_rule_lowers_a_mode_ask_only_in_default(make_session, mode, expected):
+    policy = PermissionPolicy(allow=["download(artifacts/**)"], default_decision="allow")
+    session = make_session(mode=mode, permission_policy=policy)
+    args = {"url": "https://localhost/x", "file_path": "artifacts/x"}  # refused before any DNS
+    out = session.invoke(ToolCall("c", "download", args))
+    assert out.decision is expected, out.trace
+
+
+def test_an_allow_rule_never_waives_an_escalation(make_session):
+    provider = CountingProvider(False)
+    policy = PermissionPolicy(allow=["bash"], default_decision="allow")
+    session = make_session(permission_policy=policy, confirmation_provider=provider)
+    args = {
+        "command": "ls",
+        "sandbox_permissions": "require_escalated",
+        "justification": "needs host",
+    }
+    out = session.invoke(ToolCall("c", "bash", args))
+    assert out.decision is ASK and out.approved is False
+    assert any(t.stage == "escalation" for t in out.trace)

@@ -1,0 +1,33 @@
+"""Fixtures of the tool suites: a real workspace on disk, a context, a recording ledger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from toolkit import FakeSandbox, Recorder
+
+from a3s_code.tools import ToolContext
+from a3s_code.workspace import Workspace
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "ws"
+    r.mkdir()
+    return r
+
+
+@pytest.fixture
+def ws(root: Path) -> Workspace:
+    return Workspace(root)
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def ctx(ws: Workspace, recorder: Recorder) -> ToolContext:
+    return ToolContext(workspace=ws, sandbox=FakeSandbox(), recorder=recorder)

@@ -1,0 +1,66 @@
+"""Helpers of the tool suites (tests/tools): a recording ledger, a fake sandbox, file helpers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from a3s_code.sandbox import CommandOutput
+from a3s_code.tools import ToolContext, ToolResult, run_tool
+from a3s_code.tools._base import Tool
+
+
+class Recorder:
+    """A mutation ledger that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, str, str]] = []
+
+    def record(self, tool: str, path: str, content_digest: str) -> None:
+        self.entries.append((tool, path, content_digest))
+
+
+class FakeSandbox:
+    """A BashSandbox that returns a canned CommandOutput (or raises) and remembers the calls."""
+
+    backend = "fake"
+    sandboxed = True
+
+    def __init__(self, output: CommandOutput | None = None, error: Exception | None = None):
+        self.output = output or CommandOutput("", "", 0, False, False, 0, True, "fake")
+        self.error = error
+        self.calls: list[dict[str, Any]] = []
+
+    def exec(self, command: str, **kwargs: Any) -> CommandOutput:
+        self.calls.append({"command": command, **kwargs})
+        if self.error is not None:
+            raise self.error
+        return self.output
+
+
+def call(tool: Tool, ctx: ToolContext, **args: Any) -> ToolResult:
+    """Runs one call the way the kernel does, and checks the result contract."""
+    result = run_tool(tool, args, ctx)
+    assert result.success == (result.error_kind is None)
+    assert isinstance(result.metadata, Mapping)
+    return result
+
+
+def put(root: Path, rel: str, content: str | bytes = "x\n") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        path.write_text(content)
+    else:
+        path.write_bytes(content)
+    return path
+
+
+def temps(root: Path) -> list[str]:
+    """Leftover temporary or kept-original files anywhere under root."""
+    found = []
+    for dirpath, _dirs, files in os.walk(root):
+        found += [os.path.join(dirpath, f) for f in files if f.endswith((".a3s-tmp", ".a3s-orig"))]
+    return found
