@@ -339,8 +339,8 @@ static void close_all(int *fds, size_t n) {
 /* Reads one request; anything but a well-formed one ends the sandbox. */
 static uint16_t receive(uint8_t **buf, size_t *len, int fds[2], size_t *nfds) {
     int rc = a3s_msg_recv(cfg_g->control_fd, buf, len, fds, 2, nfds, RECV_TIMEOUT_MS);
-    uint16_t type;
-    uint32_t total;
+    uint16_t type = 0;
+    uint32_t total = 0;
     if (rc != 0 || a3s_msg_header(*buf, *len, &type, &total, NULL) != A3S_OK)
         shut_down();
     return type;
@@ -593,6 +593,8 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         run_one(program, ll, filter, sfd, &m, fds[0], fds[1], &d);
         a3s_msg_exec_free(&m);
         bool clean = restore_trees(cfg) & remove_ipc();
+        if (!clean)
+            d.flags |= A3S_DONE_CLOSING;
         send_done(&d);
         if (!clean)
             shut_down(); /* the host starts a fresh sandbox for the next command */

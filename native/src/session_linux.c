@@ -417,7 +417,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
         int stray[1];
         int got = a3s_msg_recv(s->ctl, &buf, &len, stray, 0, &nfds, MSG_TIMEOUT_MS);
         uint16_t type = 0;
-        uint32_t total;
+        uint32_t total = 0;
         if (got == 0 && a3s_msg_header(buf, len, &type, &total, NULL) == A3S_OK &&
             type == A3S_MSG_READY) {
             free(buf);
@@ -631,7 +631,7 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
     *out = outcome(&x);
     a3s_capture_release(&x.out);
     a3s_capture_release(&x.err);
-    if (x.dead)
+    if (x.dead || (x.done && (x.d.flags & A3S_DONE_CLOSING)))
         stop_locked(sb);
     return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
 }

@@ -57,6 +57,8 @@ enum a3s_msg_type {
 #define A3S_DONE_TIMED_OUT (1u << 0)    /* the timeout fired; the tree was stopped */
 #define A3S_DONE_CANCELLED (1u << 1)    /* a CANCEL arrived first; the tree was stopped */
 #define A3S_DONE_SETUP_FAILED (1u << 2) /* the command never ran; message says why */
+#define A3S_DONE_CLOSING (1u << 3)      /* the init ends after this: the next command needs a
+                                           new sandbox (it could not clean up) */
 
 /* A decoded EXEC. Every pointer is into one allocation owned by the
  * struct (release with a3s_msg_exec_free); strings are NUL-terminated. */

@@ -179,8 +179,8 @@ void a3s_msg_exec_free(struct a3s_msg_exec *m) {
 
 int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out, a3s_error *err) {
     memset(out, 0, sizeof *out);
-    uint16_t type;
-    uint32_t total;
+    uint16_t type = 0;
+    uint32_t total = 0;
     int rc = a3s_msg_header(buf, len, &type, &total, err);
     if (rc)
         return rc;
@@ -280,8 +280,8 @@ size_t a3s_msg_encode_done(const struct a3s_msg_done *d, uint8_t *buf, size_t ca
 
 int a3s_msg_decode_done(const uint8_t *buf, size_t len, struct a3s_msg_done *out, a3s_error *err) {
     memset(out, 0, sizeof *out);
-    uint16_t type;
-    uint32_t total;
+    uint16_t type = 0;
+    uint32_t total = 0;
     int rc = a3s_msg_header(buf, len, &type, &total, err);
     if (rc)
         return rc;
@@ -292,7 +292,8 @@ int a3s_msg_decode_done(const uint8_t *buf, size_t len, struct a3s_msg_done *out
     size_t n;
     if (!take(&r, 12, &fixed) || !take_string(&r, &msg, &n) || r.left != 0)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "malformed done message");
-    uint32_t known = A3S_DONE_TIMED_OUT | A3S_DONE_CANCELLED | A3S_DONE_SETUP_FAILED;
+    uint32_t known =
+        A3S_DONE_TIMED_OUT | A3S_DONE_CANCELLED | A3S_DONE_SETUP_FAILED | A3S_DONE_CLOSING;
     out->exit_code = (int32_t)get32(fixed);
     out->flags = get32(fixed + 4);
     out->pid = (int32_t)get32(fixed + 8);
@@ -431,8 +432,8 @@ int a3s_msg_recv(int fd, uint8_t **out, size_t *len, int *fds, size_t maxfds, si
         *nfds = 0;
         return n == 0 ? 1 : (int)n;
     }
-    uint16_t type;
-    uint32_t total;
+    uint16_t type = 0;
+    uint32_t total = 0;
     if (a3s_msg_header(first, (size_t)n, &type, &total, NULL) != A3S_OK ||
         (size_t)n > total) {
         free(first);
