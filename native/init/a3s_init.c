@@ -16,8 +16,8 @@
  * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N]
  *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock]
  *                 -- PROGRAM [ARG]...
- *        a3s-init --mode server --control-fd N --lifeline-fd N [--rw PATH]...
- *                 [--clean PATH]... [--no-landlock] -- PROGRAM [ARG]...
+ *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
+ *                 [--rw PATH]... [--clean PATH]... [--no-landlock] -- PROGRAM [ARG]...
  * The status fd receives "R" once the command runs, "E<message>" if setting it
  * up failed (the init then exits 125), and "T" if it timed out (exit 124).
  * In server mode each request's command is appended to PROGRAM [ARG]...
@@ -109,6 +109,7 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
     *cfg = (struct config){.status_fd = -1,
                            .lifeline_fd = -1,
                            .control_fd = -1,
+                           .host_pidfd = -1,
                            .grace_ms = 2000,
                            .landlock = true};
     bool mode_set = false;
@@ -133,6 +134,8 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             mode_set = true;
         } else if (strcmp(a, "--control-fd") == 0) {
             cfg->control_fd = parse_fd(v, a);
+        } else if (strcmp(a, "--host-pidfd") == 0) {
+            cfg->host_pidfd = parse_fd(v, a);
         } else if (strcmp(a, "--status-fd") == 0) {
             cfg->status_fd = parse_fd(v, a);
         } else if (strcmp(a, "--lifeline-fd") == 0) {
@@ -388,6 +391,7 @@ int main(int argc, char **argv) {
     set_cloexec(cfg.status_fd);
     set_cloexec(cfg.lifeline_fd);
     set_cloexec(cfg.control_fd);
+    set_cloexec(cfg.host_pidfd);
 
     /* Nobody may ptrace or read the memory of the supervisor. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
@@ -406,8 +410,9 @@ int main(int argc, char **argv) {
         die(&cfg, "prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
     }
     if (cfg.lifeline_fd >= 0) {
-        struct pollfd p = {.fd = cfg.lifeline_fd, .events = POLLIN};
-        if (poll(&p, 1, 0) > 0)
+        struct pollfd p[2] = {{.fd = cfg.lifeline_fd, .events = POLLIN},
+                              {.fd = cfg.host_pidfd, .events = POLLIN}};
+        if (poll(p, 2, 0) > 0)
             die(&cfg, "the caller is already gone");
     }
 

@@ -21,6 +21,7 @@ struct config {
     int status_fd;
     int lifeline_fd;
     int control_fd; /* server mode: the control socket */
+    int host_pidfd; /* server mode: a pidfd of the caller, readable once it has exited */
     uint64_t timeout_ms;
     uint64_t grace_ms;
     const char *rw[MAX_RW];

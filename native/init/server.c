@@ -17,8 +17,12 @@
  * If the cleanup cannot finish (a tree too deep to remove, a directory made
  * unremovable), the init reports DONE and exits: the host starts a fresh
  * sandbox for the next command. Whatever goes wrong with the host (the
- * control socket closes, a malformed request, the lifeline breaks), the
- * init kills everything and exits.
+ * control socket closes, a malformed request, the lifeline breaks, the
+ * caller's pidfd says it has exited), the init kills everything and exits.
+ * The pidfd matters because the sandbox outlives single commands: a child
+ * the caller forked without exec (a multiprocessing worker) holds copies of
+ * the lifeline's write end and of the control socket, but not the caller's
+ * life.
  */
 #define _GNU_SOURCE
 #include "init.h"
@@ -471,18 +475,19 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         tfd = m->timeout_ms ? arm_timer(m->timeout_ms) : -1;
         uint64_t grace = m->grace_ms ? m->grace_ms : 2000;
         while (!reaped) {
-            struct pollfd p[4] = {
+            struct pollfd p[5] = {
                 {.fd = sfd, .events = POLLIN},
                 {.fd = tfd, .events = POLLIN},
                 {.fd = cfg->control_fd, .events = POLLIN},
                 {.fd = cfg->lifeline_fd, .events = POLLIN},
+                {.fd = cfg->host_pidfd, .events = POLLIN},
             };
-            if (poll(p, 4, -1) < 0) {
+            if (poll(p, 5, -1) < 0) {
                 if (errno == EINTR)
                     continue;
                 shut_down();
             }
-            if (p[3].revents)
+            if (p[3].revents || p[4].revents)
                 shut_down(); /* the caller is gone */
             if (p[2].revents & POLLIN) {
                 uint8_t *buf;
@@ -554,18 +559,19 @@ _Noreturn void serve(const struct config *cfg, const char *program,
     dup2(devnull, 2);
 
     for (;;) {
-        struct pollfd p[3] = {
+        struct pollfd p[4] = {
             {.fd = cfg->control_fd, .events = POLLIN},
             {.fd = cfg->lifeline_fd, .events = POLLIN},
             {.fd = sfd, .events = POLLIN},
+            {.fd = cfg->host_pidfd, .events = POLLIN},
         };
-        if (poll(p, 3, -1) < 0) {
+        if (poll(p, 4, -1) < 0) {
             if (errno == EINTR)
                 continue;
             shut_down();
         }
-        if (p[1].revents)
-            shut_down();
+        if (p[1].revents || p[3].revents)
+            shut_down(); /* the caller is gone */
         if (p[2].revents & POLLIN) {
             int st;
             bool reaped = false;

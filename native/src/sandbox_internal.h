@@ -37,7 +37,8 @@ struct a3s_sandbox {
     int wake[2];                  /* a3s_sandbox_stop interrupts a running exec through it */
     atomic_uint_fast64_t starts;  /* long-lived sandboxes started */
     atomic_int session_pid;       /* host pid of its bubblewrap, 0 if none */
-    atomic_bool one_shot_only;    /* the kernel cannot follow a detached sandbox (no pidfd) */
+    atomic_bool one_shot_only;    /* no pidfd, or the long-lived sandbox keeps failing to start */
+    unsigned start_failures;      /* in a row (under session_lock) */
 };
 
 /* What a plan assumed about one host path when the sandbox was built. */
@@ -79,11 +80,12 @@ struct plan {
 };
 
 /* The fds the init gets: one-shot runs pass status_fd and lifeline_fd, a
- * long-lived sandbox control_fd and lifeline_fd (the others -1). */
+ * long-lived sandbox control_fd, lifeline_fd and host_pidfd (the others -1). */
 struct plan_fds {
     int status_fd;
     int lifeline_fd;
     int control_fd;
+    int host_pidfd; /* long-lived: a pidfd of the caller, so a forked copy cannot keep it up */
 };
 
 /* Builds the plan for `o` (NULL for a long-lived sandbox). A3S_E_REFUSED or

@@ -971,6 +971,7 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
     a3s_strvec_push(a, p->server ? "server" : sandbox ? "sandbox" : "host");
     if (p->server) {
         push_num(a, "--control-fd", (uint64_t)fds->control_fd);
+        push_num(a, "--host-pidfd", (uint64_t)fds->host_pidfd);
     } else {
         push_num(a, "--status-fd", (uint64_t)fds->status_fd);
         push_num(a, "--timeout-ms", o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
@@ -1368,7 +1369,8 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     struct plan p;
     memset(&p, 0, sizeof p);
     a3s_error plan_err = {0};
-    struct plan_fds fds = {.status_fd = status[1], .lifeline_fd = lifeline[0], .control_fd = -1};
+    struct plan_fds fds = {
+        .status_fd = status[1], .lifeline_fd = lifeline[0], .control_fd = -1, .host_pidfd = -1};
     int rc = a3s_plan_build(sb, o, &p, &fds, &plan_err);
     a3s_process_result *result = NULL;
     bool launched = false;
@@ -1451,7 +1453,7 @@ static int probe_once(a3s_sandbox *sb, uint64_t timeout_ms, bool session, a3s_er
         rc = a3s_session_exec(sb, &o, &r, err);
         pthread_mutex_unlock(&sb->session_lock);
         if (rc == 1)
-            return a3s_ok(err); /* no long-lived sandbox here: commands run one-shot */
+            return a3s_ok(err); /* it did not come up: commands run one-shot, tested above */
     } else {
         rc = exec_one_shot(sb, &o, &r, err);
     }

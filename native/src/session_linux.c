@@ -64,6 +64,7 @@
 #define MSG_TIMEOUT_MS 5000    /* between the packets of one message; room to send */
 #define STOP_WAIT_MS 2000      /* for the sandbox to go after SHUTDOWN, then after SIGKILL */
 #define BACKSTOP_MS 3000       /* past timeout + grace, the init is presumed stuck */
+#define MAX_START_FAILURES 3   /* starts in a row that fail before a handle goes one-shot */
 
 struct a3s_session {
     pid_t owner;  /* the process that started it: a forked copy must not drive it */
@@ -147,7 +148,7 @@ static bool readable(int fd, int timeout_ms) {
  * inherits, starts it with a raw clone (no atfork handlers), reports its
  * pid and waits until the caller has a pidfd on it: until then the pid
  * cannot be reused, since it is our unreaped child at worst. */
-static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int keep[2],
+static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int keep[3],
                                    int report, int go) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -159,13 +160,14 @@ static _Noreturn void intermediate(char *const *argv, int devnull, int out, cons
     if (setsid() < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
         chdir("/") < 0)
         goto fail;
-    /* everything but stdio and the two fds for the init is closed at exec */
+    /* everything but stdio and the three fds for the init is closed at exec */
     if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0) {
         for (int fd = 3; fd < 65536; fd++)
             fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
-    if (fcntl(keep[0], F_SETFD, 0) < 0 || fcntl(keep[1], F_SETFD, 0) < 0)
-        goto fail;
+    for (int i = 0; i < 3; i++)
+        if (fcntl(keep[i], F_SETFD, 0) < 0)
+            goto fail;
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -193,7 +195,7 @@ fail:
 
 /* Starts argv[0] detached; s->pid and s->pidfd on success. 1 when this
  * kernel has no pidfd_open (the caller then runs one-shot). */
-static int spawn(struct a3s_session *s, char *const *argv, const int keep[2], int out,
+static int spawn(struct a3s_session *s, char *const *argv, const int keep[3], int out,
                  a3s_error *err) {
     int report[2] = {-1, -1}, go[2] = {-1, -1};
     int devnull = above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -325,6 +327,7 @@ static void start_message(int fd, char *out, size_t cap) {
 /* Why a start or a run could not happen: the command's result is then 125. */
 struct failure {
     uint64_t flags; /* A3S_RESULT_SETUP_FAILED, or _CANCELLED for a cancel during the start */
+    bool fallback;  /* the plan held but the sandbox did not come up: try one-shot */
     char message[A3S_MSG_TEXT_MAX];
 };
 
@@ -341,7 +344,15 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
     s->plan.lock_fd = s->plan.link_ifd = -1;
     int sp[2] = {-1, -1}, life[2] = {-1, -1}, out[2] = {-1, -1};
     int rc = A3S_OK;
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0 ||
+    /* the init also watches this process itself: no pidfd, no long-lived sandbox */
+    int self = above_stdio((int)syscall(SYS_pidfd_open, getpid(), 0));
+    if (self < 0) {
+        free(s);
+        atomic_store(&sb->one_shot_only, true);
+        return 1;
+    }
+    if (fcntl(self, F_SETFD, FD_CLOEXEC) < 0 ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0 ||
         (sp[0] = above_stdio(sp[0])) < 0 || (sp[1] = above_stdio(sp[1])) < 0 ||
         pipe_above(life, 0) < 0 || pipe_above(out, 0) < 0 || set_nonblock(out[0]) < 0) {
         int e = errno;
@@ -350,22 +361,26 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
             close_fd(&life[i]);
             close_fd(&out[i]);
         }
+        close_fd(&self);
         free(s);
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot start the sandbox: %s", strerror(e));
     }
     s->ctl = sp[0];
     s->lifeline = life[1];
     s->errfd = out[0];
-    struct plan_fds fds = {.status_fd = -1, .lifeline_fd = life[0], .control_fd = sp[1]};
+    struct plan_fds fds = {
+        .status_fd = -1, .lifeline_fd = life[0], .control_fd = sp[1], .host_pidfd = self};
     a3s_error perr = {0};
     rc = a3s_plan_build(sb, NULL, &s->plan, &fds, &perr);
-    if (rc == A3S_OK) {
-        int keep[2] = {sp[1], life[0]};
+    bool planned = rc == A3S_OK;
+    if (planned) {
+        int keep[3] = {sp[1], life[0], self};
         rc = spawn(s, s->plan.argv.items, keep, out[1], &perr);
     }
     close(sp[1]);
     close(life[0]);
     close(out[1]);
+    close(self);
     if (rc != A3S_OK) {
         session_end(sb, s);
         if (rc == 1) {
@@ -378,6 +393,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
             return rc;
         }
         f->flags = A3S_RESULT_SETUP_FAILED;
+        f->fallback = planned;
         snprintf(f->message, sizeof f->message, "%s", perr.message);
         return A3S_OK;
     }
@@ -404,6 +420,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
             continue;
         if (n <= 0) {
             f->flags = A3S_RESULT_SETUP_FAILED;
+            f->fallback = true;
             snprintf(f->message, sizeof f->message, "the sandbox did not start within %llu ms",
                      (unsigned long long)budget);
             break;
@@ -426,6 +443,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
         }
         struct a3s_msg_done d;
         f->flags = A3S_RESULT_SETUP_FAILED;
+        f->fallback = true;
         if (got == 0 && type == A3S_MSG_DONE && a3s_msg_decode_done(buf, len, &d, NULL) == A3S_OK)
             snprintf(f->message, sizeof f->message, "%s", d.message);
         else
@@ -649,6 +667,15 @@ int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_res
         int rc = session_start(sb, o, &f, err);
         if (rc != A3S_OK)
             return rc;
+        if (f.fallback) {
+            /* The plan held, but the long-lived sandbox did not come up (bubblewrap
+             * or the init failed): this command runs one-shot, whose own failure,
+             * if the boundary cannot start at all, is the 125 the caller gets.
+             * After a few in a row, the handle stops trying. */
+            if (++sb->start_failures >= MAX_START_FAILURES)
+                atomic_store(&sb->one_shot_only, true);
+            return 1;
+        }
         if (f.flags) {
             bool cancelled = f.flags & A3S_RESULT_CANCELLED;
             *out = a3s_process_result_synthetic(cancelled ? 124 : 125, f.flags,
@@ -656,6 +683,7 @@ int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_res
             return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
         }
         s = sb->session;
+        sb->start_failures = 0;
     }
     return run_command(sb, s, o, out, err);
 }

@@ -195,6 +195,47 @@ def test_caller_killed_while_its_sandbox_idles(workspace, tmp_path, monkeypatch)
     assert present(workspace) == []
 
 
+FORKING_CALLER = textwrap.dedent(
+    """
+    import os, sys, time
+    from a3s_code.sandbox import NativeBashSandbox
+    sb = NativeBashSandbox(sys.argv[1], reuse=True)
+    sb.exec("true")
+    if os.fork() == 0:  # a worker forked without exec: it holds copies of every fd
+        time.sleep(60)
+        os._exit(0)
+    print(sb._handle.info()["pid"], flush=True)
+    sys.stdin.readline()
+    """
+)
+
+
+def test_caller_killed_while_a_forked_worker_lives_on(workspace) -> None:
+    """The worker inherited the lifeline's write end and the control socket; the
+    sandbox must still die with the caller (the init watches the caller's pidfd)."""
+    caller = subprocess.Popen(
+        [sys.executable, "-c", FORKING_CALLER, str(workspace)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    worker = None
+    try:
+        bwrap = int(caller.stdout.readline())
+        kids = Path(f"/proc/{caller.pid}/task/{caller.pid}/children").read_text().split()
+        worker = next(int(k) for k in kids if int(k) != bwrap)
+        caller.kill()
+        caller.wait()
+        assert alive(worker), "the forked worker is gone: the test proves nothing"
+        assert wait_gone(bwrap), "the sandbox outlived its caller, kept up by a forked worker"
+    finally:
+        caller.kill()
+        caller.wait()
+        caller.stdin.close()
+        caller.stdout.close()
+        if worker:
+            os.kill(worker, signal.SIGKILL)
+
+
 def test_host_process_keeps_no_child_between_commands(sb) -> None:
     run(sb, "true")
     me = str(os.getpid())

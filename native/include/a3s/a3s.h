@@ -411,9 +411,12 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
  *    one-shot runs). It runs one command at a time: a call that finds it
  *    busy runs one-shot instead of waiting. The sandbox is not a child of
  *    the calling process (a detached bubblewrap followed through a pidfd;
- *    kernels without pidfd_open run everything one-shot) and dies with it
- *    through the init's lifeline. a3s_sandbox_stop and a3s_sandbox_free end
- *    it and remove its placeholders.
+ *    kernels without pidfd_open run everything one-shot) and dies with it:
+ *    its init watches a lifeline pipe and a pidfd of the caller. If it does
+ *    not come up (bubblewrap or the init fails), the command runs one-shot,
+ *    and after three failed starts in a row the handle stays one-shot.
+ *    a3s_sandbox_stop and a3s_sandbox_free end it and remove its
+ *    placeholders. A child forked from the caller never uses or stops it.
  */
 
 typedef struct a3s_sandbox a3s_sandbox;
