@@ -189,6 +189,72 @@ static bool snapshot_root(const char *root) {
     return ok;
 }
 
+/* ---- the mounts at start ---------------------------------------------------- */
+
+/* A bind mount is detached in this namespace when the host unlinks or
+ * renames over its mount point: a protection would be gone. The host checks
+ * the objects it bound before each command, but an inode number reused at
+ * once (ext4 does) can fool it; the mount table cannot be fooled. */
+#define MAX_MOUNTS 8192
+
+static int *mount_ids;
+static size_t nmounts;
+
+static int by_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The mount ids of /proc/self/mountinfo, sorted, into *out (malloc). */
+static bool read_mounts(int **out, size_t *n) {
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return false;
+    size_t cap = 128, k = 0;
+    int *ids = malloc(cap * sizeof *ids);
+    char line[8192];
+    bool ok = ids != NULL;
+    while (ok && fgets(line, sizeof line, f)) {
+        bool whole = strchr(line, '\n') != NULL;
+        int id;
+        if (sscanf(line, "%d", &id) == 1) {
+            if (k == cap) {
+                int *grown = k < MAX_MOUNTS ? realloc(ids, (cap *= 2) * sizeof *ids) : NULL;
+                if (!grown) {
+                    ok = false;
+                    break;
+                }
+                ids = grown;
+            }
+            ids[k++] = id;
+        }
+        while (!whole && fgets(line, sizeof line, f)) /* the rest of a long line */
+            whole = strchr(line, '\n') != NULL;
+    }
+    fclose(f);
+    if (!ok) {
+        free(ids);
+        return false;
+    }
+    qsort(ids, k, sizeof *ids, by_int);
+    *out = ids;
+    *n = k;
+    return true;
+}
+
+/* Whether every mount the sandbox started with is still there. */
+static bool mounts_intact(void) {
+    int *now;
+    size_t n;
+    if (!read_mounts(&now, &n))
+        return false;
+    bool ok = true;
+    for (size_t i = 0; ok && i < nmounts; i++)
+        ok = bsearch(&mount_ids[i], now, n, sizeof *now, by_int) != NULL;
+    free(now);
+    return ok;
+}
+
 /* ---- putting the trees back ----------------------------------------------- */
 
 /* Removes name (a whole tree) from dfd without leaving device dev or
@@ -550,6 +616,8 @@ _Noreturn void serve(const struct config *cfg, const char *program,
             die(cfg, "cannot record the state of %s (more than %d entries?)", cfg->clean[i],
                 MAX_ENTRIES);
     qsort(snap, nsnap, sizeof *snap, by_path);
+    if (!read_mounts(&mount_ids, &nmounts))
+        die(cfg, "cannot read /proc/self/mountinfo");
     uint8_t ready[A3S_MSG_HEADER];
     if (a3s_msg_send(cfg->control_fd, ready, a3s_msg_encode_empty(A3S_MSG_READY, ready), NULL, 0,
                      SEND_TIMEOUT_MS) < 0)
@@ -596,6 +664,15 @@ _Noreturn void serve(const struct config *cfg, const char *program,
             shut_down(); /* SHUTDOWN, or a malformed request */
         free(buf);
         struct a3s_msg_done d = {0};
+        if (!mounts_intact()) {
+            close_all(fds, nfds);
+            d.exit_code = EXIT_SETUP;
+            d.flags = A3S_DONE_SETUP_FAILED | A3S_DONE_STALE | A3S_DONE_CLOSING;
+            snprintf(d.message, sizeof d.message,
+                     "a mount of the sandbox is gone: its mount point was replaced on the host");
+            send_done(&d);
+            shut_down();
+        }
         run_one(program, ll, filter, sfd, &m, fds[0], fds[1], &d);
         a3s_msg_exec_free(&m);
         bool clean = restore_trees(cfg) & remove_ipc();

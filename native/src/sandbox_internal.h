@@ -51,6 +51,7 @@ struct a3s_watch {
     ino_t ino;
     nlink_t nlink; /* regular files: a new hard link counts */
     struct timespec ctime;
+    char *target; /* symlinks: where it points (the inode number may be reused at once) */
 };
 
 /* One run's plan: everything decided before bubblewrap starts. */

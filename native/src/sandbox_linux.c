@@ -350,8 +350,10 @@ static void plan_free(struct plan *p) {
     a3s_strvec_free(&p->names);
     a3s_strvec_free(&p->link_dirs);
     a3s_strvec_free(&p->extra);
-    for (size_t i = 0; i < p->nwatch; i++)
+    for (size_t i = 0; i < p->nwatch; i++) {
         free(p->watch[i].path);
+        free(p->watch[i].target);
+    }
     free(p->watch);
     p->watch = NULL;
     p->nwatch = 0;
@@ -1029,6 +1031,14 @@ static bool is_placeholder(const struct plan *p, const char *path) {
     return false;
 }
 
+/* readlink into a new string; "" if it cannot be read. */
+static char *link_target(const char *path) {
+    char buf[PATH_MAX];
+    ssize_t n = readlink(path, buf, sizeof buf - 1);
+    buf[n < 0 ? 0 : n] = '\0';
+    return strdup(buf);
+}
+
 static void watch_one(struct a3s_watch *w, const char *path, bool ctime_too) {
     struct stat st;
     memset(w, 0, sizeof *w);
@@ -1041,6 +1051,8 @@ static void watch_one(struct a3s_watch *w, const char *path, bool ctime_too) {
         w->ino = st.st_ino;
         w->nlink = S_ISREG(st.st_mode) ? st.st_nlink : 0;
         w->ctime = st.st_ctim;
+        if (S_ISLNK(st.st_mode))
+            w->target = link_target(path);
     }
 }
 
@@ -1231,6 +1243,13 @@ static bool watch_holds(const struct a3s_watch *w) {
         return false;
     if (S_ISREG(st.st_mode) && st.st_nlink != w->nlink)
         return false;
+    if (S_ISLNK(st.st_mode)) {
+        char *now = link_target(w->path);
+        bool same = now && w->target && !strcmp(now, w->target);
+        free(now);
+        if (!same)
+            return false;
+    }
     return !w->ctime_too || same_time(st.st_ctim, w->ctime);
 }
 

@@ -460,6 +460,9 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
 
 /* ---- one command ---------------------------------------------------------------- */
 
+static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                        a3s_error *err);
+
 struct exchange {
     struct a3s_capture out, err;
     bool done, dead, forced, cancel_sent;
@@ -614,6 +617,7 @@ static a3s_process_result *outcome(struct exchange *x) {
                                        "the sandbox ended while running the command");
 }
 
+/* 2 when the init refused the command because its mounts changed. */
 static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_options *o,
                        a3s_process_result **out, a3s_error *err) {
     int po[2] = {-1, -1}, pe[2] = {-1, -1};
@@ -646,6 +650,13 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
         return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     }
     exchange(sb, s, o, &x);
+    if (x.done && (x.d.flags & A3S_DONE_STALE)) {
+        /* not run: the init found a mount of its sandbox gone */
+        a3s_capture_release(&x.out);
+        a3s_capture_release(&x.err);
+        stop_locked(sb);
+        return 2;
+    }
     *out = outcome(&x);
     a3s_capture_release(&x.out);
     a3s_capture_release(&x.err);
@@ -657,6 +668,23 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
 /* Called with sb->session_lock held. 1: run it one-shot instead. */
 int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                      a3s_error *err) {
+    /* a sandbox the init itself finds stale did not run the command: once
+     * more in a new one (a host changing the workspace that fast twice in a
+     * row gets a 125) */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int rc = exec_attempt(sb, o, out, err);
+        if (rc != 2)
+            return rc;
+    }
+    *out = a3s_process_result_synthetic(
+        125, A3S_RESULT_SETUP_FAILED,
+        "the workspace kept changing under the sandbox: a mount point was replaced twice");
+    return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+}
+
+/* One try: 0 (a result), 1 (run it one-shot), 2 (stale: try again), or an error. */
+static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                        a3s_error *err) {
     struct a3s_session *s = sb->session;
     if (s && (s->owner != getpid() || !alive(s) || !a3s_plan_current(sb, &s->plan))) {
         stop_locked(sb);

@@ -59,6 +59,8 @@ enum a3s_msg_type {
 #define A3S_DONE_SETUP_FAILED (1u << 2) /* the command never ran; message says why */
 #define A3S_DONE_CLOSING (1u << 3)      /* the init ends after this: the next command needs a
                                            new sandbox (it could not clean up) */
+#define A3S_DONE_STALE (1u << 4)        /* not run: a mount of the sandbox is gone (the host
+                                           replaced its mount point); run it in a new one */
 
 /* A decoded EXEC. Every pointer is into one allocation owned by the
  * struct (release with a3s_msg_exec_free); strings are NUL-terminated. */

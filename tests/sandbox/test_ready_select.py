@@ -319,9 +319,10 @@ def test_init_whose_server_mode_fails_falls_back_to_one_shot(
         exec {real} "$@"
     """
     _use_init(monkeypatch, _fake_init(tmp_path, body))
+    monkeypatch.setattr(NativeBashSandbox, "_default_reuse", True)
     sb = select_sandbox(workspace)
     assert isinstance(sb, NativeBashSandbox) and sb.reuse, sb
-    for i in range(4):
+    for _ in range(4):
         out = sb.exec("grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status; echo $HOME")
         assert out.exit_code == 0 and "Seccomp:\t2" in out.stdout, out
         assert not out.stdout.splitlines()[-1].startswith("/run/a3s/"), out

@@ -88,6 +88,27 @@ def test_protected_file_replaced_by_an_atomic_save_stays_read_only(sb, ws, name)
     assert starts(sb) == 2
 
 
+@pytest.mark.parametrize("rel", [".gitmodules", ".env"])
+def test_file_deleted_and_made_again_with_the_same_inode_number(sb, ws, rel) -> None:
+    """ext4 hands a freed inode number straight back, so the new file can look like the
+    old one to the host (same device, inode, type, link count); its bind is detached all
+    the same. The init sees the mount gone and the command runs in a rebuilt sandbox."""
+    path = ws / rel
+    path.write_text(f"TOKEN={secret()}\n")
+    run(sb, "true")
+    before = os.lstat(path).st_ino
+    path.unlink()
+    new = secret()
+    path.write_text(f"TOKEN={new}\n")
+    reused = os.lstat(path).st_ino == before
+    out = run(sb, f"cat {rel}; echo 'echo evil' >> {rel} 2>/dev/null; echo attempted")
+    assert "attempted" in out.stdout, out
+    assert path.read_text() == f"TOKEN={new}\n", f"written through (inode reused: {reused})"
+    if rel == ".env":
+        assert new not in out.stdout, f"the new credential was readable (inode reused: {reused})"
+    assert starts(sb) == 2
+
+
 @pytest.mark.parametrize("name", [".bashrc", ".git", ".mcp.json", ".vscode"])
 def test_placeholder_removed_on_the_host_is_put_back(sb, ws, name) -> None:
     run(sb, "true")
