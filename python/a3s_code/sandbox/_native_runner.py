@@ -200,7 +200,9 @@ class NativeBashSandbox(_CoreSandbox):
     of its own rather than waiting. ``reuse=False`` starts one bubblewrap
     per command. Use it as a context manager, or call :meth:`close`, to stop
     the long-lived sandbox (it is also stopped when the object is collected
-    and at interpreter exit).
+    and at interpreter exit): until then the read-only placeholders of
+    missing protected names (``.bashrc``, ``.mcp.json`` ...) stay in the
+    workspace, where host tools such as ``git status`` see them.
 
     Construct it through :func:`select_sandbox`, which probes first; building
     one directly skips the readiness probe (call :meth:`probe` yourself).
