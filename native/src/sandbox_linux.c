@@ -1453,7 +1453,8 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     return a3s_ok(err);
 }
 
-/* The self-test through one path: one-shot, or the long-lived sandbox. */
+/* The self-test through one path: one-shot, or the long-lived sandbox (1
+ * when that did not come up: the caller then tests the one-shot path). */
 static int probe_once(a3s_sandbox *sb, uint64_t timeout_ms, bool session, a3s_error *err) {
     bool host = sb->flags & A3S_SANDBOX_PROCESS_HOST;
     const char *cmd = host ? "exit 0" : "exec " INIT_INSIDE " --probe";
@@ -1472,7 +1473,7 @@ static int probe_once(a3s_sandbox *sb, uint64_t timeout_ms, bool session, a3s_er
         rc = a3s_session_exec(sb, &o, &r, err);
         pthread_mutex_unlock(&sb->session_lock);
         if (rc == 1)
-            return a3s_ok(err); /* it did not come up: commands run one-shot, tested above */
+            return 1;
     } else {
         rc = exec_one_shot(sb, &o, &r, err);
     }
@@ -1501,11 +1502,14 @@ static int probe_once(a3s_sandbox *sb, uint64_t timeout_ms, bool session, a3s_er
 A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *err) {
     if (!sb)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_probe: NULL sandbox");
-    int rc = probe_once(sb, timeout_ms, false, err);
-    /* a reusing handle runs commands through the init's server mode too */
-    if (rc == A3S_OK && (sb->flags & A3S_SANDBOX_REUSE) &&
-        !(sb->flags & A3S_SANDBOX_PROCESS_HOST) && !atomic_load(&sb->one_shot_only))
+    /* a reusing handle runs its commands in the long-lived sandbox: test that;
+     * if it does not come up, commands run one-shot: test that instead */
+    int rc = 1;
+    if ((sb->flags & A3S_SANDBOX_REUSE) && !(sb->flags & A3S_SANDBOX_PROCESS_HOST) &&
+        !atomic_load(&sb->one_shot_only))
         rc = probe_once(sb, timeout_ms, true, err);
+    if (rc == 1)
+        rc = probe_once(sb, timeout_ms, false, err);
     return rc;
 }
 

@@ -264,9 +264,50 @@ static bool alive(const struct a3s_session *s) {
     return rc == 0;
 }
 
+static pid_t parent_of(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    int ppid = -1;
+    char state;
+    if (!end || sscanf(end + 1, " %c %d", &state, &ppid) != 2)
+        return -1;
+    return (pid_t)ppid;
+}
+
+/* Kills the sandbox: its PID 1 (whose death takes the whole namespace) and
+ * bubblewrap. The real init also dies with bubblewrap (its parent-death
+ * signal), but an init that is not ours, or is stuck, must not survive a
+ * stop. The init is found as bubblewrap's child and followed by a pidfd; it
+ * is only signalled once it is known to be that child while bubblewrap still
+ * lives (so its pid cannot have been reused). */
 static void kill_now(struct a3s_session *s) {
-    if (s->pidfd >= 0)
-        syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+    if (s->pidfd < 0)
+        return;
+    if (!readable(s->pidfd, 0)) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)s->pid, (int)s->pid);
+        FILE *f = fopen(path, "re");
+        int child;
+        while (f && fscanf(f, "%d", &child) == 1) {
+            int cfd = (int)syscall(SYS_pidfd_open, child, 0);
+            if (cfd >= 0 && parent_of(child) == s->pid && !readable(s->pidfd, 0))
+                syscall(SYS_pidfd_send_signal, cfd, SIGKILL, NULL, 0);
+            if (cfd >= 0)
+                close(cfd);
+        }
+        if (f)
+            fclose(f);
+    }
+    syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
 }
 
 /* Ends the sandbox and releases its plan. A copy inherited through fork
@@ -419,8 +460,8 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
+            /* no one-shot retry: the same init would hang there too */
             f->flags = A3S_RESULT_SETUP_FAILED;
-            f->fallback = true;
             snprintf(f->message, sizeof f->message, "the sandbox did not start within %llu ms",
                      (unsigned long long)budget);
             break;

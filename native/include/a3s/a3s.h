@@ -414,7 +414,8 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
  *    kernels without pidfd_open run everything one-shot) and dies with it:
  *    its init watches a lifeline pipe and a pidfd of the caller. If it does
  *    not come up (bubblewrap or the init fails), the command runs one-shot,
- *    and after three failed starts in a row the handle stays one-shot.
+ *    and after three failed starts in a row the handle stays one-shot (a
+ *    start that hangs past the command's time is a 125 instead).
  *    a3s_sandbox_stop and a3s_sandbox_free end it and remove its
  *    placeholders. A child forked from the caller never uses or stops it.
  */
@@ -480,10 +481,11 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *opts,
 
 /* Runs a self-test through the real boundary (no capabilities, NoNewPrivs,
  * seccomp filter mode, no write outside the workspace, no AF_UNIX socket,
- * no listen, no network, no host PIDs) within timeout_ms (0: 10000), in a
- * one-shot sandbox and, for a handle with A3S_SANDBOX_REUSE, then also in
- * its long-lived sandbox (which it leaves running). A3S_OK if every check
- * passed, else A3S_E_UNSUPPORTED with the first failure in the message. */
+ * no listen, no network, no host PIDs) within timeout_ms (0: 10000), the
+ * way the handle runs commands: for A3S_SANDBOX_REUSE in its long-lived
+ * sandbox (which it leaves running), or one-shot if that does not come up;
+ * else one-shot. A3S_OK if every check passed, else A3S_E_UNSUPPORTED with
+ * the first failure in the message. */
 A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *err);
 
 /* The canonical workspace path the handle is bound to (owned by sb). */
