@@ -14,9 +14,11 @@ ROOT = Path(__file__).parent
 CORE = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "native" / "src").glob("*.c"))
 INIT_SOURCES = [
     "native/init/a3s_init.c",
+    "native/init/server.c",
     "native/src/error.c",
     "native/src/landlock_linux.c",
     "native/src/seccomp_linux.c",
+    "native/src/session_msg_linux.c",
 ]
 
 if sys.platform == "win32":

@@ -3,6 +3,10 @@
 
     python bench/sandbox/breakdown.py [--quick] [--json OUT]
 
+It profiles the one-shot path (``reuse=False``: one bubblewrap per command),
+which is where the time of a sandbox start goes; the long-lived sandbox pays
+it once, and appears among the API variants for comparison.
+
 Nothing in the implementation is changed or instrumented; four views:
 
 1. **Timeline** of a few execs from syscall tracepoints (``perf record``):
@@ -123,8 +127,8 @@ def report_calls(view: dict[str, Any]) -> None:
 def api_variants(reps: int, ws_empty: Path, ws_full: Path) -> dict[str, Any]:
     init, bwrap = init_path(), find_bwrap()
     assert init and bwrap
-    sb_empty = NativeBashSandbox(ws_empty)
-    sb_full = NativeBashSandbox(ws_full)
+    sb_empty = NativeBashSandbox(ws_empty, reuse=False)
+    sb_full = NativeBashSandbox(ws_full, reuse=False)
     durations: dict[str, list[float]] = {}
 
     def raw(name: str, handle: Any) -> Callable[[], None]:
@@ -150,6 +154,7 @@ def api_variants(reps: int, ws_empty: Path, ws_full: Path) -> dict[str, Any]:
 
     home = os.environ.get("HOME", "/root")
     fns: dict[str, Callable[[], None]] = {
+        "sb.exec, long-lived sandbox (reuse=True)": api(NativeBashSandbox(ws_full, reuse=True)),
         "sb.exec, 15 placeholders": api(sb_empty),
         "handle.exec, 15 placeholders": raw("handle.exec, 15 placeholders", sb_empty._handle),
         "sb.exec, all names present": api(sb_full),
@@ -491,7 +496,7 @@ RSS_FORK = r"""
 import json, shutil, statistics, subprocess, sys, time
 from a3s_code.sandbox import NativeBashSandbox
 ws, n = sys.argv[1], int(sys.argv[2])
-sb = NativeBashSandbox(ws)
+sb = NativeBashSandbox(ws, reuse=False)
 true = shutil.which("true") or "/bin/true"
 def med(fn):
     fn()
@@ -537,7 +542,7 @@ def rss_fork(reps: int, ws: Path) -> dict[str, dict[str, float]]:
 
 def flood_hosts(nbytes: int, reps: int, ws: Path) -> dict[str, Series]:
     """The same flood through the sandbox and through the process host (same capture loop)."""
-    sb, host = NativeBashSandbox(ws), ProcessHostBashSandbox(ws)
+    sb, host = NativeBashSandbox(ws, reuse=False), ProcessHostBashSandbox(ws)
     cmd = f"head -c {nbytes} /dev/zero"
     return measure_paired(
         {
@@ -585,7 +590,7 @@ def run(quick: bool, tmp: Path, large: dict[str, Any] | None = None) -> dict[str
     out["api_deltas"] = report_api(api)
 
     section("Profile 4. The sandbox's bwrap command line replayed, minus one group at a time")
-    argv, env = capture_bwrap(NativeBashSandbox(ws_full))
+    argv, env = capture_bwrap(NativeBashSandbox(ws_full, reuse=False))
     rep = replay_variants(argv, env, ws_full, tmp)
     try:
         rs = measure_paired(rep["variants"], reps)

@@ -597,7 +597,7 @@ def driver(workspace: str, n: int, pidfile: str) -> int:
     from a3s_code.sandbox import NativeBashSandbox
 
     Path(pidfile).write_text(str(os.getpid()))
-    sb = NativeBashSandbox(workspace)
+    sb = NativeBashSandbox(workspace, reuse=False)  # the one-shot phases
     for _ in range(2):
         sb.exec("true")
     time.sleep(0.05)

@@ -6,7 +6,9 @@
  * exits with the command's status; when PID 1 exits the kernel kills every
  * process left in the namespace. In host mode (the opted-in process host) it
  * is a child subreaper that runs the command unconfined but still takes every
- * descendant down with it.
+ * descendant down with it. In server mode (server.c) it is PID 1 of a
+ * long-lived sandbox and runs one command after another, each as a fresh
+ * child, on requests from the host's control socket.
  *
  * It watches a lifeline pipe whose write end only the caller holds: when the
  * caller dies, at any moment, the read end hangs up and everything is killed.
@@ -14,12 +16,15 @@
  * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N]
  *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock]
  *                 -- PROGRAM [ARG]...
+ *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
+ *                 [--rw PATH]... [--clean PATH]... [--no-landlock] -- PROGRAM [ARG]...
  * The status fd receives "R" once the command runs, "E<message>" if setting it
  * up failed (the init then exits 125), and "T" if it timed out (exit 124).
+ * In server mode each request's command is appended to PROGRAM [ARG]...
  */
 #define _GNU_SOURCE
-#include "../src/landlock_linux.h"
-#include "../src/seccomp_linux.h"
+#include "init.h"
+#include "../src/session_msg.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -47,22 +52,6 @@
 
 extern char **environ;
 
-#define EXIT_SETUP 125
-#define EXIT_TIMEOUT 124
-#define MAX_RW 64
-
-struct config {
-    bool sandbox; /* false: host mode */
-    int status_fd;
-    int lifeline_fd;
-    uint64_t timeout_ms;
-    uint64_t grace_ms;
-    const char *rw[MAX_RW];
-    size_t nrw;
-    bool landlock;
-    char **argv; /* the command */
-};
-
 static void status_write(int fd, const char *text, size_t len) {
     while (fd >= 0 && len > 0) {
         ssize_t n = write(fd, text, len);
@@ -75,8 +64,9 @@ static void status_write(int fd, const char *text, size_t len) {
     }
 }
 
-/* Reports a setup failure on stderr and the status fd, then exits 125. */
-static _Noreturn void die(const struct config *cfg, const char *fmt, ...) {
+/* Reports a setup failure on stderr and the status fd (in server mode: a
+ * DONE with the message on the control socket), then exits 125. */
+_Noreturn void die(const struct config *cfg, const char *fmt, ...) {
     char msg[512];
     msg[0] = 'E';
     va_list ap;
@@ -86,6 +76,13 @@ static _Noreturn void die(const struct config *cfg, const char *fmt, ...) {
     size_t len = n < 0 ? 1 : (size_t)n + 1 < sizeof msg ? (size_t)n + 1 : sizeof msg - 1;
     if (cfg)
         status_write(cfg->status_fd, msg, len);
+    if (cfg && cfg->control_fd >= 0) {
+        struct a3s_msg_done d = {.exit_code = EXIT_SETUP, .flags = A3S_DONE_SETUP_FAILED};
+        snprintf(d.message, sizeof d.message, "%.*s", (int)(len - 1), msg + 1);
+        uint8_t buf[A3S_MSG_HEADER + 16 + A3S_MSG_TEXT_MAX];
+        size_t dlen = a3s_msg_encode_done(&d, buf, sizeof buf);
+        a3s_msg_send(cfg->control_fd, buf, dlen, NULL, 0, 1000);
+    }
     fprintf(stderr, "a3s-init: sandbox setup failed: %.*s\n", (int)(len - 1), msg + 1);
     if (cfg && cfg->sandbox)
         kill(-1, SIGKILL); /* PID 1: nothing may outlive a failed setup */
@@ -109,7 +106,12 @@ static int parse_fd(const char *s, const char *what) {
 }
 
 static void parse_args(int argc, char **argv, struct config *cfg) {
-    *cfg = (struct config){.status_fd = -1, .lifeline_fd = -1, .grace_ms = 2000, .landlock = true};
+    *cfg = (struct config){.status_fd = -1,
+                           .lifeline_fd = -1,
+                           .control_fd = -1,
+                           .host_pidfd = -1,
+                           .grace_ms = 2000,
+                           .landlock = true};
     bool mode_set = false;
     int i = 1;
     for (; i < argc; i++) {
@@ -125,10 +127,15 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
         if (!v)
             die(NULL, "option %s needs a value", a);
         if (strcmp(a, "--mode") == 0) {
-            if (strcmp(v, "sandbox") != 0 && strcmp(v, "host") != 0)
-                die(NULL, "--mode must be sandbox or host, not '%s'", v);
-            cfg->sandbox = strcmp(v, "sandbox") == 0;
+            if (strcmp(v, "sandbox") != 0 && strcmp(v, "host") != 0 && strcmp(v, "server") != 0)
+                die(NULL, "--mode must be sandbox, host or server, not '%s'", v);
+            cfg->sandbox = strcmp(v, "host") != 0;
+            cfg->server = strcmp(v, "server") == 0;
             mode_set = true;
+        } else if (strcmp(a, "--control-fd") == 0) {
+            cfg->control_fd = parse_fd(v, a);
+        } else if (strcmp(a, "--host-pidfd") == 0) {
+            cfg->host_pidfd = parse_fd(v, a);
         } else if (strcmp(a, "--status-fd") == 0) {
             cfg->status_fd = parse_fd(v, a);
         } else if (strcmp(a, "--lifeline-fd") == 0) {
@@ -141,6 +148,10 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             if (cfg->nrw == MAX_RW)
                 die(NULL, "too many --rw paths (limit %d)", MAX_RW);
             cfg->rw[cfg->nrw++] = v;
+        } else if (strcmp(a, "--clean") == 0) {
+            if (cfg->nclean == MAX_CLEAN)
+                die(NULL, "too many --clean paths (limit %d)", MAX_CLEAN);
+            cfg->clean[cfg->nclean++] = v;
         } else {
             die(NULL, "unknown option '%s'", a);
         }
@@ -148,13 +159,15 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
     }
     if (!mode_set)
         die(NULL, "--mode is required");
+    if (cfg->server && (cfg->control_fd < 0 || cfg->lifeline_fd < 0))
+        die(NULL, "server mode needs --control-fd and --lifeline-fd");
     if (i >= argc)
         die(cfg, "no command given after --");
     cfg->argv = argv + i;
 }
 
 /* Our own fds must not leak into the command. */
-static void set_cloexec(int fd) {
+void set_cloexec(int fd) {
     if (fd >= 0) {
         int flags = fcntl(fd, F_GETFD);
         if (flags >= 0)
@@ -162,7 +175,7 @@ static void set_cloexec(int fd) {
     }
 }
 
-static bool has_capabilities(void) {
+bool has_capabilities(void) {
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof data);
@@ -175,7 +188,7 @@ static bool has_capabilities(void) {
 }
 
 /* execvp's PATH search, done before fork so the child only calls execve. */
-static bool resolve_program(const char *name, char out[PATH_MAX]) {
+bool resolve_program(const char *name, char out[PATH_MAX]) {
     if (strchr(name, '/')) {
         if (strlen(name) >= PATH_MAX)
             return false;
@@ -200,15 +213,8 @@ static bool resolve_program(const char *name, char out[PATH_MAX]) {
     return false;
 }
 
-struct exec_failure {
-    int err;
-    char step[32];
-};
-
 /* In the forked child: only async-signal-safe calls from here to execve. */
-static _Noreturn void run_command(const struct config *cfg, const char *program,
-                                  const struct a3s_landlock *ll,
-                                  const struct a3s_seccomp_program *filter, int report_fd) {
+_Noreturn void run_child(const struct child_spec *c) {
     struct exec_failure f = {0};
     sigset_t none;
     sigemptyset(&none);
@@ -218,9 +224,15 @@ static _Noreturn void run_command(const struct config *cfg, const char *program,
     for (int sig = 1; sig < NSIG; sig++)
         sigaction(sig, &dfl, NULL);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    const struct a3s_landlock *ll = c->ll;
+    const struct a3s_seccomp_program *filter = c->filter;
     if (setsid() < 0) {
         f.err = errno;
         memcpy(f.step, "setsid", 7);
+    } else if ((c->in >= 0 && dup2(c->in, 0) < 0) || (c->out >= 0 && dup2(c->out, 1) < 0) ||
+               (c->err >= 0 && dup2(c->err, 2) < 0)) {
+        f.err = errno;
+        memcpy(f.step, "dup2", 5);
     } else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         f.err = errno;
         memcpy(f.step, "no_new_privs", 13);
@@ -229,11 +241,11 @@ static _Noreturn void run_command(const struct config *cfg, const char *program,
     } else if (filter && (f.err = -a3s_seccomp_install(filter)) != 0) {
         memcpy(f.step, "seccomp", 8);
     } else {
-        execve(program, cfg->argv, environ);
+        execve(c->program, c->argv, c->envp);
         f.err = errno;
         memcpy(f.step, "execve", 7);
     }
-    ssize_t ignored = write(report_fd, &f, sizeof f);
+    ssize_t ignored = write(c->report_fd, &f, sizeof f);
     (void)ignored;
     _exit(127);
 }
@@ -275,7 +287,7 @@ static void reap_everything(const struct config *cfg, pid_t child) {
     }
 }
 
-static int status_of(int wstatus) {
+int status_of(int wstatus) {
     if (WIFEXITED(wstatus))
         return WEXITSTATUS(wstatus);
     if (WIFSIGNALED(wstatus))
@@ -291,7 +303,7 @@ static _Noreturn void finish(const struct config *cfg, pid_t child, int code) {
     _exit(code);
 }
 
-static int arm_timer(uint64_t ms) {
+int arm_timer(uint64_t ms) {
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -378,6 +390,8 @@ int main(int argc, char **argv) {
     parse_args(argc, argv, &cfg);
     set_cloexec(cfg.status_fd);
     set_cloexec(cfg.lifeline_fd);
+    set_cloexec(cfg.control_fd);
+    set_cloexec(cfg.host_pidfd);
 
     /* Nobody may ptrace or read the memory of the supervisor. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
@@ -396,8 +410,9 @@ int main(int argc, char **argv) {
         die(&cfg, "prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
     }
     if (cfg.lifeline_fd >= 0) {
-        struct pollfd p = {.fd = cfg.lifeline_fd, .events = POLLIN};
-        if (poll(&p, 1, 0) > 0)
+        struct pollfd p[2] = {{.fd = cfg.lifeline_fd, .events = POLLIN},
+                              {.fd = cfg.host_pidfd, .events = POLLIN}};
+        if (poll(p, 2, 0) > 0)
             die(&cfg, "the caller is already gone");
     }
 
@@ -429,6 +444,8 @@ int main(int argc, char **argv) {
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0)
         die(&cfg, "signalfd: %s", strerror(errno));
+    if (cfg.server)
+        serve(&cfg, program, &ll, &filter, sfd); /* never returns */
 
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)
@@ -438,8 +455,18 @@ int main(int argc, char **argv) {
         die(&cfg, "fork: %s", strerror(errno));
     if (child == 0) {
         close(report[0]);
-        run_command(&cfg, program, cfg.sandbox ? &ll : NULL, cfg.sandbox ? &filter : NULL,
-                    report[1]);
+        struct child_spec spec = {
+            .program = program,
+            .argv = cfg.argv,
+            .envp = environ,
+            .in = -1,
+            .out = -1,
+            .err = -1,
+            .ll = cfg.sandbox ? &ll : NULL,
+            .filter = cfg.sandbox ? &filter : NULL,
+            .report_fd = report[1],
+        };
+        run_child(&spec);
     }
     close(report[1]);
     struct exec_failure f;

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "process_internal.h"
 
 #if defined(__linux__)
 
@@ -32,7 +33,7 @@
 #endif
 
 #define KNOWN_FLAGS (A3S_PROCESS_CANCEL_FD | A3S_PROCESS_PORTABLE)
-#define READ_CHUNK 65536
+#define READ_CHUNK A3S_CAPTURE_CHUNK
 #define WAIT_POLL_MS 10        /* waitid polling period without a pidfd */
 #define BRUTE_FD_LIMIT 1048576 /* last-resort CLOEXEC sweep stops here */
 #define EXIT_CHILD_FAILED 127  /* only seen if the error pipe report is lost */
@@ -170,17 +171,6 @@ static _Noreturn void child_exec(const struct child_plan *p) {
 
 /* ---- output capture: head + ring-buffer tail --------------------------- */
 
-struct capture {
-    int fd; /* read end; -1 once at EOF or abandoned */
-    size_t head_cap, tail_cap;
-    char *head;
-    size_t head_len, head_alloc;
-    char *tail; /* ring of tail_cap bytes; grown lazily until it first wraps */
-    size_t tail_start, tail_len, tail_alloc;
-    uint64_t total;
-    bool oom; /* storing stopped; reading and counting go on */
-};
-
 static bool grow(char **buf, size_t *alloc, size_t need, size_t cap) {
     if (need <= *alloc)
         return true;
@@ -197,7 +187,7 @@ static bool grow(char **buf, size_t *alloc, size_t need, size_t cap) {
     return true;
 }
 
-static void capture_add(struct capture *c, const char *data, size_t n) {
+static void capture_add(struct a3s_capture *c, const char *data, size_t n) {
     c->total += n;
     if (c->oom)
         return;
@@ -237,7 +227,7 @@ static void capture_add(struct capture *c, const char *data, size_t n) {
 }
 
 /* Turns the head into the final buffer: head [marker] tail, NUL-terminated. */
-static bool capture_finish(struct capture *c, char **data, size_t *len, bool *truncated) {
+static bool capture_finish(struct a3s_capture *c, char **data, size_t *len, bool *truncated) {
     uint64_t kept = c->head_len + c->tail_len;
     char marker[64];
     int mlen = 0;
@@ -264,7 +254,7 @@ static bool capture_finish(struct capture *c, char **data, size_t *len, bool *tr
     return true;
 }
 
-static void capture_release(struct capture *c) {
+void a3s_capture_release(struct a3s_capture *c) {
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -273,8 +263,16 @@ static void capture_release(struct capture *c) {
     c->head = c->tail = NULL;
 }
 
+void a3s_capture_init(struct a3s_capture *c, int fd, uint64_t max_output_bytes) {
+    memset(c, 0, sizeof *c);
+    uint64_t max = max_output_bytes ? max_output_bytes : A3S_PROCESS_DEFAULT_MAX_OUTPUT;
+    c->fd = fd;
+    c->head_cap = (size_t)(max / 2);
+    c->tail_cap = (size_t)(max - max / 2);
+}
+
 /* Reads what is available once; closes the fd at EOF or on a hard error. */
-static void capture_read(struct capture *c, char *buf) {
+void a3s_capture_read(struct a3s_capture *c, char *buf) {
     ssize_t n;
     do
         n = read(c->fd, buf, READ_CHUNK);
@@ -417,7 +415,7 @@ struct run {
     bool exited, killed, stopping;
     uint64_t stop_flag; /* A3S_RESULT_TIMED_OUT or _CANCELLED */
     siginfo_t status;
-    struct capture out, err;
+    struct a3s_capture out, err;
     struct child_report report;
     bool reported;
     char *buf;
@@ -556,9 +554,9 @@ static int supervise(struct run *r, uint64_t start) {
             return -1;
 
         if (idx_out >= 0 && pfd[idx_out].revents)
-            capture_read(&r->out, r->buf);
+            a3s_capture_read(&r->out, r->buf);
         if (idx_err >= 0 && pfd[idx_err].revents)
-            capture_read(&r->err, r->buf);
+            a3s_capture_read(&r->err, r->buf);
         if (idx_rep >= 0 && pfd[idx_rep].revents)
             read_report(r);
         if (idx_cancel >= 0 && pfd[idx_cancel].revents)
@@ -581,8 +579,8 @@ static void run_release(struct run *r) {
     close_fd(&r->report_p[1]);
     close_fd(&r->plan.devnull);
     close_fd(&r->pidfd);
-    capture_release(&r->out);
-    capture_release(&r->err);
+    a3s_capture_release(&r->out);
+    a3s_capture_release(&r->err);
     free(r->plan.argv);
     free(r->plan.envp);
     free(r->buf);
@@ -611,34 +609,49 @@ static int report_failure(const struct run *r, a3s_error *err) {
                     step_name(r->report.step), path, msg);
 }
 
-static int build_result(struct run *r, uint64_t start, a3s_process_result **out, a3s_error *err) {
+a3s_process_result *a3s_process_result_captured(struct a3s_capture *out, struct a3s_capture *err,
+                                                int32_t exit_code, int32_t term_signal,
+                                                uint64_t flags, uint64_t duration_us, int32_t pid,
+                                                const char *setup_error) {
     a3s_process_result *res = calloc(1, sizeof *res);
     bool tout = false, terr = false;
-    if (!res || r->out.oom || r->err.oom ||
-        !capture_finish(&r->out, &res->out, &res->out_len, &tout) ||
-        !capture_finish(&r->err, &res->errout, &res->err_len, &terr)) {
+    if (!res || out->oom || err->oom || !capture_finish(out, &res->out, &res->out_len, &tout) ||
+        !capture_finish(err, &res->errout, &res->err_len, &terr) ||
+        (setup_error && !(res->setup_error = strdup(setup_error)))) {
         a3s_process_result_free(res);
-        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory capturing the output of %s",
-                        r->o->path);
+        return NULL;
     }
-    const siginfo_t *st = &r->status;
-    if (st->si_code == CLD_EXITED) {
-        res->exit_code = st->si_status;
-    } else {
-        res->term_signal = st->si_status;
-        res->exit_code = 128 + st->si_status;
-    }
-    res->flags = r->stop_flag;
-    if (r->stop_flag)
-        res->exit_code = 124;
+    res->exit_code = exit_code;
+    res->term_signal = term_signal;
+    res->flags = flags;
     if (tout)
         res->flags |= A3S_RESULT_STDOUT_TRUNCATED;
     if (terr)
         res->flags |= A3S_RESULT_STDERR_TRUNCATED;
-    res->out_total = r->out.total;
-    res->err_total = r->err.total;
-    res->duration_us = (now_ns() - start) / 1000u;
-    res->pid = (int32_t)r->pid;
+    res->out_total = out->total;
+    res->err_total = err->total;
+    res->duration_us = duration_us;
+    res->pid = pid;
+    return res;
+}
+
+static int build_result(struct run *r, uint64_t start, a3s_process_result **out, a3s_error *err) {
+    const siginfo_t *st = &r->status;
+    int32_t code, sig = 0;
+    if (st->si_code == CLD_EXITED) {
+        code = st->si_status;
+    } else {
+        sig = st->si_status;
+        code = 128 + st->si_status;
+    }
+    if (r->stop_flag)
+        code = 124;
+    a3s_process_result *res = a3s_process_result_captured(
+        &r->out, &r->err, code, sig, r->stop_flag, (now_ns() - start) / 1000u, (int32_t)r->pid,
+        NULL);
+    if (!res)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory capturing the output of %s",
+                        r->o->path);
     *out = res;
     return a3s_ok(err);
 }
@@ -680,15 +693,9 @@ static int prepare(struct run *r, a3s_error *err) {
     p->err_w = r->err_p[1];
     p->report_w = r->report_p[1];
 
-    uint64_t max = o->max_output_bytes ? o->max_output_bytes : A3S_PROCESS_DEFAULT_MAX_OUTPUT;
-    struct capture *caps[2] = {&r->out, &r->err};
-    for (int i = 0; i < 2; i++) {
-        caps[i]->head_cap = (size_t)(max / 2);
-        caps[i]->tail_cap = (size_t)(max - max / 2);
-    }
     /* The captures own the read ends from here on. */
-    r->out.fd = r->out_p[0];
-    r->err.fd = r->err_p[0];
+    a3s_capture_init(&r->out, r->out_p[0], o->max_output_bytes);
+    a3s_capture_init(&r->err, r->err_p[0], o->max_output_bytes);
     r->out_p[0] = r->err_p[0] = -1;
     return A3S_OK;
 }

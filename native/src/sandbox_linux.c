@@ -1,4 +1,4 @@
-/* sandbox_linux.c - the native Linux boundary: plan one bubblewrap run per command.
+/* sandbox_linux.c - the native Linux boundary: plan a bubblewrap sandbox, run one command in it.
  *
  * Layers, outermost first (docs/security.md explains each):
  *   bubblewrap   user, pid, net, ipc, uts and cgroup namespaces, no nested
@@ -12,6 +12,13 @@
  *                the whole tree down when the command or the caller ends.
  * Nothing here falls back to running on the host: every failure is either
  * an error or a result with exit status 125 and a message.
+ *
+ * A plan is either one-shot (one bwrap per command, the init in sandbox
+ * mode) or for a long-lived sandbox (A3S_SANDBOX_REUSE: the init in server
+ * mode runs command after command; session_linux.c). A long-lived plan also
+ * records what it was built over, so that a3s_plan_current can tell, before
+ * each command, whether a host-side change (a replaced protected file, a new
+ * credential file ...) has made it stale.
  */
 #define _GNU_SOURCE
 #include "a3s/a3s.h"
@@ -22,6 +29,7 @@
 #include "env.h"
 #include "internal.h"
 #include "process_internal.h"
+#include "sandbox_internal.h"
 #include "strvec.h"
 
 #include <dirent.h>
@@ -35,14 +43,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 extern char **environ;
 
-#define DEFAULT_TIMEOUT_MS 120000u
+#define DEFAULT_TIMEOUT_MS A3S_DEFAULT_TIMEOUT_MS
 #define MAX_MASKS 4096
-#define INIT_INSIDE "/run/a3s/init"
+#define INIT_INSIDE A3S_INIT_INSIDE
 
 /* Top-level names that stay read-only even though the workspace is writable. */
 static const char *const PROTECTED_DIRS[] = {".git",    ".a3s",    ".agents", ".codex",
@@ -64,35 +73,6 @@ static const char *const HOME_SECRETS[] = {".ssh",   ".gnupg", ".aws",   ".azure
                                            ".docker", ".config", ".netrc", ".password-store"};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-struct a3s_sandbox {
-    uint64_t flags;
-    char *workspace; /* canonical */
-    char *bwrap;
-    char *init;
-    char *bash;
-    char *scratch_parent;
-    char *state_dir;
-    char journal_prefix[96]; /* "placeholders-<workspace hash>-" */
-    struct a3s_strvec host_env;
-    struct a3s_credscan *creds;
-    pthread_mutex_t lock; /* serializes the credential cache */
-    atomic_bool swept;    /* dead callers' run dirs removed once per handle */
-};
-
-/* One run's plan: everything decided before bubblewrap starts. */
-struct plan {
-    struct a3s_strvec argv;
-    struct a3s_strvec env;
-    struct a3s_strvec placeholders; /* 'f'/'d' + path: remove afterwards if untouched */
-    struct a3s_strvec masks;        /* paths masked inside the workspace */
-    char run_dir[PATH_MAX];         /* host dir holding scratch and mask objects */
-    char home[PATH_MAX];            /* the scratch dir: HOME and TMPDIR */
-    char mask_file[PATH_MAX];
-    char mask_dir[PATH_MAX];
-    char journal[PATH_MAX]; /* this run's placeholder journal, "" if none */
-    int lock_fd;            /* the workspace lock, held shared during the run */
-};
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -190,6 +170,12 @@ static char *resolve_bash(void) {
 A3S_API void a3s_sandbox_free(a3s_sandbox *sb) {
     if (!sb)
         return;
+    if (sb->wake[0] >= 0) { /* made with the session lock: the handle was fully set up */
+        a3s_session_stop(sb);
+        close(sb->wake[0]);
+        close(sb->wake[1]);
+        pthread_mutex_destroy(&sb->session_lock);
+    }
     a3s_credscan_free(sb->creds);
     a3s_strvec_free(&sb->host_env);
     free(sb->workspace);
@@ -262,7 +248,7 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3
     if (!cfg || !out || cfg->struct_size < sizeof(a3s_sandbox_config))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: NULL or too small config");
     *out = NULL;
-    uint64_t known = A3S_SANDBOX_PROCESS_HOST | A3S_SANDBOX_NO_LANDLOCK;
+    uint64_t known = A3S_SANDBOX_PROCESS_HOST | A3S_SANDBOX_NO_LANDLOCK | A3S_SANDBOX_REUSE;
     if (cfg->flags & ~known)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: unknown flag bits");
     bool host = cfg->flags & A3S_SANDBOX_PROCESS_HOST;
@@ -288,6 +274,14 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3
     if (!sb)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     pthread_mutex_init(&sb->lock, NULL);
+    sb->wake[0] = sb->wake[1] = -1;
+    if (pipe2(sb->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+        int e = errno;
+        sb->wake[0] = sb->wake[1] = -1;
+        a3s_sandbox_free(sb);
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe2: %s", strerror(e));
+    }
+    pthread_mutex_init(&sb->session_lock, NULL);
     sb->flags = cfg->flags;
     sb->workspace = realpath(cfg->workspace, NULL);
     sb->init = strdup(cfg->init_path);
@@ -352,6 +346,20 @@ static void plan_free(struct plan *p) {
     a3s_strvec_free(&p->env);
     a3s_strvec_free(&p->placeholders);
     a3s_strvec_free(&p->masks);
+    a3s_strvec_free(&p->found);
+    a3s_strvec_free(&p->names);
+    a3s_strvec_free(&p->link_dirs);
+    a3s_strvec_free(&p->extra);
+    for (size_t i = 0; i < p->nwatch; i++) {
+        free(p->watch[i].path);
+        free(p->watch[i].target);
+    }
+    free(p->watch);
+    p->watch = NULL;
+    p->nwatch = 0;
+    if (p->link_ifd >= 0)
+        close(p->link_ifd);
+    p->link_ifd = -1;
 }
 
 /* The private run directory: scratch (HOME, TMPDIR) plus mask objects. */
@@ -559,11 +567,23 @@ static void bind_commondir(struct a3s_strvec *binds, const char *gitdir) {
 
 struct link_walk {
     int budget;
+    int ifd;        /* >= 0: every directory read is watched for new names and links */
+    bool unwatched; /* a watch could not be added */
     char found[PATH_MAX];
 };
 
+/* What makes a walked directory stale: a new name (perhaps a hard link to
+ * a file elsewhere), a changed link count of a file in it (IN_ATTRIB), or
+ * the directory itself going away. */
+#define LINK_WATCH_MASK                                                                          \
+    (IN_ATTRIB | IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR |          \
+     IN_DONT_FOLLOW)
+
 /* 1 found (walk->found set), 0 none, -1 over budget. */
 static int linked_file_at(int at, const char *path, bool is_git, struct link_walk *w, int depth) {
+    /* the watch goes on before the read, so nothing changed in between is missed */
+    if (w->ifd >= 0 && inotify_add_watch(w->ifd, path, LINK_WATCH_MASK) < 0)
+        w->unwatched = true;
     DIR *d = NULL;
     int fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0)
@@ -604,14 +624,26 @@ static int linked_file_at(int at, const char *path, bool is_git, struct link_wal
     return rc;
 }
 
-/* Refuses the run if the directory holds a file with another name. */
-static int refuse_linked_files(const char *dir, bool is_git, const char *what, a3s_error *err) {
+/* Refuses the run if the directory holds a file with another name. For a
+ * long-lived sandbox (p->server), the directory is remembered and every
+ * directory under it watched, so that a link made later is noticed. */
+static int refuse_linked_files(struct plan *p, const char *dir, bool is_git, const char *what,
+                               a3s_error *err) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return A3S_OK;
-    struct link_walk w = {.budget = LINK_WALK_BUDGET};
+    struct link_walk w = {.budget = LINK_WALK_BUDGET, .ifd = p ? p->link_ifd : -1};
+    if (p && p->server) {
+        a3s_strvec_push2(&p->link_dirs, is_git ? "g" : "-", dir);
+        if (p->link_ifd < 0)
+            w.unwatched = true;
+    }
     int rc = linked_file_at(fd, dir, is_git, &w, 0);
     close(fd);
+    if (w.unwatched && p && p->link_ifd >= 0) {
+        close(p->link_ifd); /* an incomplete watch is no watch: walk again at each check */
+        p->link_ifd = -1;
+    }
     if (rc > 0)
         return a3s_fail(err, A3S_E_REFUSED, 0, 0,
                         "%s has extra hard links; another name could reach this %s file",
@@ -623,7 +655,37 @@ static int refuse_linked_files(const char *dir, bool is_git, const char *what, a
     return A3S_OK;
 }
 
-/* Protected top-level names: read-only binds, placeholders where missing. */
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_protected_name(const char *name) {
+    for (size_t i = 0; i < COUNT(PROTECTED_DIRS); i++)
+        if (eq_nocase(name, PROTECTED_DIRS[i]))
+            return true;
+    for (size_t i = 0; i < COUNT(PROTECTED_FILES); i++)
+        if (eq_nocase(name, PROTECTED_FILES[i]))
+            return true;
+    return false;
+}
+
+/* The names at the workspace top level that are protected (any case), sorted. */
+static bool list_protected(const char *workspace, struct a3s_strvec *out) {
+    DIR *d = opendir(workspace);
+    if (!d)
+        return false;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (is_protected_name(e->d_name))
+            a3s_strvec_push(out, e->d_name);
+    closedir(d);
+    if (out->len > 1)
+        qsort(out->items, out->len, sizeof *out->items, by_name);
+    return !out->failed;
+}
+
+/* Protected top-level names: read-only binds, placeholders where missing.
+ * p->names gets every name bound (sorted). */
 static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
                          FILE **journal, a3s_error *err) {
     char path[PATH_MAX];
@@ -666,11 +728,12 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                           "file",
                           path, (unsigned long)st.st_nlink);
         } else if (S_ISDIR(st.st_mode) &&
-                   (rc = refuse_linked_files(path, eq_nocase(e->d_name, ".git"), "protected",
+                   (rc = refuse_linked_files(p, path, eq_nocase(e->d_name, ".git"), "protected",
                                              err)) != A3S_OK) {
             break;
         } else {
             push3(binds, "--ro-bind", path, path);
+            a3s_strvec_push(&p->names, e->d_name);
             /* a worktree or submodule: .git is a file naming the real gitdir */
             if (S_ISREG(st.st_mode) && eq_nocase(e->d_name, ".git")) {
                 FILE *f = fopen(path, "re");
@@ -732,8 +795,11 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                 }
             }
             push3(binds, "--ro-bind", path, path);
+            a3s_strvec_push(&p->names, names[i]);
         }
     }
+    if (p->names.len > 1)
+        qsort(p->names.items, p->names.len, sizeof *p->names.items, by_name);
     return A3S_OK;
 }
 
@@ -778,12 +844,20 @@ static int mask_credentials(a3s_sandbox *sb, struct plan *p, struct a3s_strvec *
             break;
         }
         if (S_ISDIR(st.st_mode) &&
-            (rc = refuse_linked_files(path, false, "credential", err)) != A3S_OK)
+            (rc = refuse_linked_files(p, path, false, "credential", err)) != A3S_OK)
             break;
         push3(binds, "--ro-bind", S_ISDIR(st.st_mode) ? p->mask_dir : p->mask_file, path);
         a3s_strvec_push(&p->masks, path);
     }
-    a3s_strvec_free(&found);
+    if (p->server) {
+        /* whatever becomes of each name (gone, replaced, linked) must be seen */
+        for (size_t i = 0; i < found.len; i++)
+            a3s_strvec_push(&p->extra, found.items[i] + 1);
+        a3s_strvec_free(&p->found);
+        p->found = found;
+    } else {
+        a3s_strvec_free(&found);
+    }
     return rc;
 }
 
@@ -874,6 +948,8 @@ static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec 
                 struct stat st;
                 if (lstat(c, &st) == 0 && S_ISREG(st.st_mode))
                     push3(args, "--ro-bind", p->mask_file, c);
+                if (p->server)
+                    a3s_strvec_push(&p->extra, c);
             }
         }
         free(real);
@@ -891,17 +967,23 @@ static void push_num(struct a3s_strvec *v, const char *opt, uint64_t n) {
 }
 
 static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exec_options *o,
-                      struct a3s_strvec *a, bool sandbox, int status_fd, int lifeline_fd) {
+                      struct a3s_strvec *a, bool sandbox, const struct plan_fds *fds) {
     a3s_strvec_push(a, sandbox ? INIT_INSIDE : sb->init);
     a3s_strvec_push(a, "--mode");
-    a3s_strvec_push(a, sandbox ? "sandbox" : "host");
-    push_num(a, "--status-fd", (uint64_t)status_fd);
-    push_num(a, "--lifeline-fd", (uint64_t)lifeline_fd);
-    push_num(a, "--timeout-ms", o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
-    push_num(a, "--grace-ms", o->kill_grace_ms ? o->kill_grace_ms : 2000);
+    a3s_strvec_push(a, p->server ? "server" : sandbox ? "sandbox" : "host");
+    if (p->server) {
+        push_num(a, "--control-fd", (uint64_t)fds->control_fd);
+        push_num(a, "--host-pidfd", (uint64_t)fds->host_pidfd);
+    } else {
+        push_num(a, "--status-fd", (uint64_t)fds->status_fd);
+        push_num(a, "--timeout-ms", o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
+        push_num(a, "--grace-ms", o->kill_grace_ms ? o->kill_grace_ms : 2000);
+    }
+    push_num(a, "--lifeline-fd", (uint64_t)fds->lifeline_fd);
     if (sandbox) {
         if (sb->flags & A3S_SANDBOX_NO_LANDLOCK)
             a3s_strvec_push(a, "--no-landlock");
+        /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
         for (size_t i = 0; i < COUNT(rw); i++) {
             a3s_strvec_push(a, "--rw");
@@ -909,27 +991,125 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
         }
         a3s_strvec_push(a, "--rw");
         a3s_strvec_push(a, sb->workspace);
-        a3s_strvec_push(a, "--rw");
-        a3s_strvec_push(a, p->home);
+        if (!p->server) {
+            a3s_strvec_push(a, "--rw");
+            a3s_strvec_push(a, p->home);
+        }
+    }
+    if (p->server) {
+        /* the trees the init puts back after every command: each tmpfs, and /dev */
+        for (size_t i = 0; i + 1 < p->argv.len; i++) {
+            if (strcmp(p->argv.items[i], "--tmpfs") != 0)
+                continue;
+            a3s_strvec_push(a, "--clean");
+            a3s_strvec_push(a, p->argv.items[i + 1]);
+        }
+        a3s_strvec_push(a, "--clean");
+        a3s_strvec_push(a, "/dev");
     }
     a3s_strvec_push(a, "--");
     a3s_strvec_push(a, sb->bash);
     a3s_strvec_push(a, "-c");
-    a3s_strvec_push_n(a, o->command, o->command_len);
+    if (!p->server)
+        a3s_strvec_push_n(a, o->command, o->command_len);
 }
 
-static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p, int status_fd,
-                      int lifeline_fd, a3s_error *err) {
+/* A destination bubblewrap mounts over, if it is a host path the plan
+ * relies on (not the sandbox's own /proc, /dev and init). */
+static bool host_destination(const char *path) {
+    return !path_is_under(path, "/proc") && !path_is_under(path, "/dev") &&
+           !path_is_under(path, "/run/a3s");
+}
+
+static bool is_placeholder(const struct plan *p, const char *path) {
+    for (size_t i = 0; i < p->placeholders.len; i++) {
+        const char *tagged = p->placeholders.items[i];
+        const char *at = strchr(tagged, '/');
+        if (at && !strcmp(at, path))
+            return true;
+    }
+    return false;
+}
+
+/* readlink into a new string; "" if it cannot be read. */
+static char *link_target(const char *path) {
+    char buf[PATH_MAX];
+    ssize_t n = readlink(path, buf, sizeof buf - 1);
+    buf[n < 0 ? 0 : n] = '\0';
+    return strdup(buf);
+}
+
+static void watch_one(struct a3s_watch *w, const char *path, bool ctime_too) {
+    struct stat st;
+    memset(w, 0, sizeof *w);
+    w->path = strdup(path);
+    w->ctime_too = ctime_too;
+    if (lstat(path, &st) == 0) {
+        w->exists = true;
+        w->type = st.st_mode & S_IFMT;
+        w->dev = st.st_dev;
+        w->ino = st.st_ino;
+        w->nlink = S_ISREG(st.st_mode) ? st.st_nlink : 0;
+        w->ctime = st.st_ctim;
+        if (S_ISLNK(st.st_mode))
+            w->target = link_target(path);
+    }
+}
+
+/* Records the state of every host path the long-lived sandbox was built
+ * over: the bind and tmpfs destinations, and the extra paths. */
+static int record_watch(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
+    size_t cap = p->argv.len + p->extra.len;
+    p->watch = calloc(cap ? cap : 1, sizeof *p->watch);
+    if (!p->watch)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+    char git_file[PATH_MAX];
+    join(git_file, sizeof git_file, sb->workspace, ".git");
+    for (size_t i = 0; i + 1 < p->argv.len; i++) {
+        const char *opt = p->argv.items[i];
+        const char *dst = NULL;
+        if (!strcmp(opt, "--tmpfs"))
+            dst = p->argv.items[i + 1];
+        else if ((!strcmp(opt, "--bind") || !strcmp(opt, "--ro-bind") ||
+                  !strcmp(opt, "--ro-bind-try")) &&
+                 i + 2 < p->argv.len)
+            dst = p->argv.items[i + 2];
+        else if (!strcmp(opt, "--"))
+            break;
+        if (!dst || !host_destination(dst))
+            continue;
+        bool ctime_too = is_placeholder(p, dst) || !strcmp(dst, git_file);
+        watch_one(&p->watch[p->nwatch++], dst, ctime_too);
+    }
+    for (size_t i = 0; i < p->extra.len; i++)
+        watch_one(&p->watch[p->nwatch++], p->extra.items[i], false);
+    for (size_t i = 0; i < p->nwatch; i++)
+        if (!p->watch[i].path)
+            return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+    return A3S_OK;
+}
+
+int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
+                   const struct plan_fds *fds, a3s_error *err) {
     bool sandbox = !(sb->flags & A3S_SANDBOX_PROCESS_HOST);
+    p->server = fds->control_fd >= 0;
+    p->link_ifd = -1;
+    p->lock_fd = -1;
+    if (sandbox)
+        p->lock_fd = lock_workspace(sb);
     struct stat st;
     if (lstat(sb->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
         return a3s_fail(err, A3S_E_REFUSED, 0, 0,
                         "the workspace %s is gone or is no longer a directory", sb->workspace);
+    p->ws_dev = st.st_dev;
+    p->ws_ino = st.st_ino;
+    p->ws_mtime = st.st_mtim; /* before the names are read: a later change is seen */
+    p->ws_ctime = st.st_ctim;
     int rc = make_run_dir(sb, p, err);
     if (rc)
         return rc;
-    const char *const *extra = o->env;
-    if ((rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, extra,
+    if (!p->server &&
+        (rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, o->env,
                             o->envc, p->home, &p->env, err)) != A3S_OK)
         return rc;
     if (!sandbox) {
@@ -945,18 +1125,25 @@ static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p
                 }
             }
         }
-        push_init(sb, p, o, &p->argv, false, status_fd, lifeline_fd);
+        push_init(sb, p, o, &p->argv, false, fds);
         return p->argv.failed || p->env.failed ? a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory")
                                                : A3S_OK;
     }
+    if (p->server)
+        p->link_ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: walk at each check */
 
     struct a3s_strvec *a = &p->argv;
     a3s_strvec_push(a, sb->bwrap);
     static const char *const ns[] = {"--unshare-all", "--unshare-user", "--disable-userns",
                                      "--die-with-parent", "--new-session", "--as-pid-1",
                                      "--cap-drop", "ALL"};
-    for (size_t i = 0; i < COUNT(ns); i++)
+    for (size_t i = 0; i < COUNT(ns); i++) {
+        /* a long-lived sandbox's parent exits at once (it is detached from the
+         * caller's process tree); the lifeline is what ties it to the caller */
+        if (p->server && !strcmp(ns[i], "--die-with-parent"))
+            continue;
         a3s_strvec_push(a, ns[i]);
+    }
     push3(a, "--ro-bind", "/", "/");
     a3s_strvec_push(a, "--dev");
     a3s_strvec_push(a, "/dev");
@@ -977,6 +1164,8 @@ static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p
         if (lstat(host_secrets[i], &st) == 0 && !S_ISLNK(st.st_mode))
             push3(a, "--ro-bind", S_ISDIR(st.st_mode) ? p->mask_dir : p->mask_file,
                   host_secrets[i]);
+        if (p->server) /* e.g. passwd creates /etc/shadow- later */
+            a3s_strvec_push(&p->extra, host_secrets[i]);
     }
     push3(a, "--bind", sb->workspace, sb->workspace);
     recover_journals(sb, p->lock_fd);
@@ -989,13 +1178,17 @@ static int build_plan(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p
         return rc;
     if ((rc = mask_credentials(sb, p, a, err)) != A3S_OK)
         return rc;
-    push3(a, "--bind", p->home, p->home);
+    if (!p->server)
+        push3(a, "--bind", p->home, p->home);
     push3(a, "--ro-bind", sb->init, INIT_INSIDE);
     a3s_strvec_push(a, "--chdir");
     a3s_strvec_push(a, sb->workspace);
     a3s_strvec_push(a, "--");
-    push_init(sb, p, o, a, true, status_fd, lifeline_fd);
-    if (a->failed || p->env.failed || p->placeholders.failed || p->masks.failed)
+    push_init(sb, p, o, a, true, fds);
+    if (p->server && (rc = record_watch(sb, p, err)) != A3S_OK)
+        return rc;
+    if (a->failed || p->env.failed || p->placeholders.failed || p->masks.failed ||
+        p->names.failed || p->extra.failed || p->link_dirs.failed || p->found.failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory planning the sandbox");
     return A3S_OK;
 }
@@ -1015,6 +1208,104 @@ static void remove_placeholders(a3s_sandbox *sb, struct plan *p) {
     if (p->journal[0])
         unlink(p->journal);
     recover_journals(sb, p->lock_fd); /* and what earlier concurrent runs left */
+}
+
+void a3s_plan_release(a3s_sandbox *sb, struct plan *p) {
+    remove_placeholders(sb, p);
+    if (p->lock_fd >= 0)
+        close(p->lock_fd);
+    p->lock_fd = -1;
+    if (p->run_dir[0])
+        remove_tree(p->run_dir);
+    p->run_dir[0] = '\0';
+    plan_free(p);
+}
+
+void a3s_plan_forget(struct plan *p) {
+    if (p->lock_fd >= 0)
+        close(p->lock_fd);
+    p->lock_fd = -1;
+    plan_free(p);
+}
+
+/* ---- is a long-lived sandbox still what its plan says? -------------------- */
+
+static bool same_time(struct timespec a, struct timespec b) {
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+static bool watch_holds(const struct a3s_watch *w) {
+    struct stat st;
+    if (lstat(w->path, &st) < 0)
+        return !w->exists && errno == ENOENT;
+    if (!w->exists || (st.st_mode & S_IFMT) != w->type || st.st_dev != w->dev ||
+        st.st_ino != w->ino)
+        return false;
+    if (S_ISREG(st.st_mode) && st.st_nlink != w->nlink)
+        return false;
+    if (S_ISLNK(st.st_mode)) {
+        char *now = link_target(w->path);
+        bool same = now && w->target && !strcmp(now, w->target);
+        free(now);
+        if (!same)
+            return false;
+    }
+    return !w->ctime_too || same_time(st.st_ctim, w->ctime);
+}
+
+static bool same_strings(const struct a3s_strvec *a, const struct a3s_strvec *b) {
+    if (a->len != b->len || a->failed || b->failed)
+        return false;
+    for (size_t i = 0; i < a->len; i++)
+        if (strcmp(a->items[i], b->items[i]) != 0)
+            return false;
+    return true;
+}
+
+/* No new hard link under a protected or masked directory: nothing arrived
+ * on the watch, or (without one) the walks still find none. */
+static bool links_hold(struct plan *p) {
+    if (p->link_ifd >= 0) {
+        char buf[4096];
+        ssize_t n = read(p->link_ifd, buf, sizeof buf);
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+    for (size_t i = 0; i < p->link_dirs.len; i++) {
+        const char *tagged = p->link_dirs.items[i];
+        if (refuse_linked_files(NULL, tagged + 1, tagged[0] == 'g', "protected", NULL) != A3S_OK)
+            return false;
+    }
+    return true;
+}
+
+bool a3s_plan_current(a3s_sandbox *sb, struct plan *p) {
+    struct stat ws;
+    if (lstat(sb->workspace, &ws) < 0 || !S_ISDIR(ws.st_mode) || ws.st_dev != p->ws_dev ||
+        ws.st_ino != p->ws_ino)
+        return false;
+    for (size_t i = 0; i < p->nwatch; i++)
+        if (!watch_holds(&p->watch[i]))
+            return false;
+    /* a new case variant of a protected name is not bound: the top level
+     * is listed again whenever it changed (a command's own writes included) */
+    if (!same_time(ws.st_mtim, p->ws_mtime) || !same_time(ws.st_ctim, p->ws_ctime)) {
+        struct a3s_strvec names = {0};
+        bool same = list_protected(sb->workspace, &names) && same_strings(&names, &p->names);
+        a3s_strvec_free(&names);
+        if (!same)
+            return false;
+        p->ws_mtime = ws.st_mtim;
+        p->ws_ctime = ws.st_ctim;
+    }
+    if (!links_hold(p))
+        return false;
+    struct a3s_strvec found = {0};
+    pthread_mutex_lock(&sb->lock);
+    int rc = a3s_credscan_run(sb->creds, &found, NULL);
+    pthread_mutex_unlock(&sb->lock);
+    bool same = rc == A3S_OK && same_strings(&found, &p->found);
+    a3s_strvec_free(&found);
+    return same;
 }
 
 /* ---- running -------------------------------------------------------------- */
@@ -1047,6 +1338,9 @@ static void bwrap_message(const a3s_process_result *r, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)n, s);
 }
 
+static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                         a3s_error *err);
+
 A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
                              a3s_process_result **out, a3s_error *err) {
     if (!sb || !o || !out || o->struct_size < sizeof(a3s_exec_options) ||
@@ -1062,7 +1356,26 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
         if (rc)
             return rc;
     }
+    if ((o->flags & A3S_EXEC_CANCEL_FD) && fcntl(o->cancel_fd, F_GETFD) < 0)
+        return a3s_fail(err, A3S_E_INVALID, 0, o->cancel_fd,
+                        "a3s_sandbox_exec: cancel_fd %d is not open", o->cancel_fd);
+    /* The long-lived sandbox runs one command at a time; a caller that
+     * finds it busy runs its command in a sandbox of its own instead of
+     * waiting behind a long command. */
+    if ((sb->flags & A3S_SANDBOX_REUSE) && !(sb->flags & A3S_SANDBOX_PROCESS_HOST) &&
+        !atomic_load(&sb->one_shot_only) && pthread_mutex_trylock(&sb->session_lock) == 0) {
+        int rc = a3s_session_exec(sb, o, out, err);
+        pthread_mutex_unlock(&sb->session_lock);
+        if (rc != 1)
+            return rc;
+        /* 1: no long-lived sandbox on this kernel; one-shot below */
+    }
+    return exec_one_shot(sb, o, out, err);
+}
 
+/* One bubblewrap for this command (the arguments are checked). */
+static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                         a3s_error *err) {
     int status[2] = {-1, -1}, lifeline[2] = {-1, -1};
     if (pipe2(status, O_CLOEXEC) < 0 || pipe2(lifeline, O_CLOEXEC) < 0) {
         int e = errno;
@@ -1074,9 +1387,10 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
     }
     struct plan p;
     memset(&p, 0, sizeof p);
-    p.lock_fd = (sb->flags & A3S_SANDBOX_PROCESS_HOST) ? -1 : lock_workspace(sb);
     a3s_error plan_err = {0};
-    int rc = build_plan(sb, o, &p, status[1], lifeline[0], &plan_err);
+    struct plan_fds fds = {
+        .status_fd = status[1], .lifeline_fd = lifeline[0], .control_fd = -1, .host_pidfd = -1};
+    int rc = a3s_plan_build(sb, o, &p, &fds, &plan_err);
     a3s_process_result *result = NULL;
     bool launched = false;
     if (rc == A3S_OK) {
@@ -1116,11 +1430,7 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
     read_status(status[0], st, sizeof st);
     close(status[0]);
     close(lifeline[1]); /* only now: the run is over */
-    remove_placeholders(sb, &p);
-    if (p.lock_fd >= 0)
-        close(p.lock_fd);
-    if (p.run_dir[0])
-        remove_tree(p.run_dir);
+    a3s_plan_release(sb, &p);
 
     if (launched) {
         if (st[0] != 'R') {
@@ -1135,7 +1445,6 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
             a3s_process_result_override(result, 124, 0, A3S_RESULT_TIMED_OUT, NULL);
         }
     }
-    plan_free(&p);
     if (rc != A3S_OK) {
         a3s_process_result_free(result);
         return rc == A3S_OK ? A3S_E_INVALID : rc;
@@ -1144,9 +1453,9 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
     return a3s_ok(err);
 }
 
-A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *err) {
-    if (!sb)
-        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_probe: NULL sandbox");
+/* The self-test through one path: one-shot, or the long-lived sandbox (1
+ * when that did not come up: the caller then tests the one-shot path). */
+static int probe_once(a3s_sandbox *sb, uint64_t timeout_ms, bool session, a3s_error *err) {
     bool host = sb->flags & A3S_SANDBOX_PROCESS_HOST;
     const char *cmd = host ? "exit 0" : "exec " INIT_INSIDE " --probe";
     a3s_exec_options o = {
@@ -1158,7 +1467,16 @@ A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *e
         .max_output_bytes = 16384,
     };
     a3s_process_result *r = NULL;
-    int rc = a3s_sandbox_exec(sb, &o, &r, err);
+    int rc;
+    if (session) {
+        pthread_mutex_lock(&sb->session_lock);
+        rc = a3s_session_exec(sb, &o, &r, err);
+        pthread_mutex_unlock(&sb->session_lock);
+        if (rc == 1)
+            return 1;
+    } else {
+        rc = exec_one_shot(sb, &o, &r, err);
+    }
     if (rc)
         return rc;
     a3s_process_result_view v = {.struct_size = sizeof v};
@@ -1178,6 +1496,20 @@ A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *e
         rc = a3s_ok(err);
     }
     a3s_process_result_free(r);
+    return rc;
+}
+
+A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *err) {
+    if (!sb)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_probe: NULL sandbox");
+    /* a reusing handle runs its commands in the long-lived sandbox: test that;
+     * if it does not come up, commands run one-shot: test that instead */
+    int rc = 1;
+    if ((sb->flags & A3S_SANDBOX_REUSE) && !(sb->flags & A3S_SANDBOX_PROCESS_HOST) &&
+        !atomic_load(&sb->one_shot_only))
+        rc = probe_once(sb, timeout_ms, true, err);
+    if (rc == 1)
+        rc = probe_once(sb, timeout_ms, false, err);
     return rc;
 }
 

@@ -32,6 +32,19 @@ A3S_API const char *a3s_sandbox_workspace(const a3s_sandbox *sb) {
     return NULL;
 }
 
+A3S_API int a3s_sandbox_stop(a3s_sandbox *sb, a3s_error *err) {
+    (void)sb;
+    return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
+                    "the native sandbox is not supported on this platform");
+}
+
+A3S_API int a3s_sandbox_info_get(const a3s_sandbox *sb, a3s_sandbox_info *out, a3s_error *err) {
+    (void)sb;
+    (void)out;
+    return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
+                    "the native sandbox is not supported on this platform");
+}
+
 A3S_API void a3s_sandbox_free(a3s_sandbox *sb) { (void)sb; }
 #else
 typedef int a3s_sandbox_other_unused; /* ISO C forbids an empty unit */

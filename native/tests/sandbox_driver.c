@@ -5,10 +5,14 @@
  * root-owned Python environment is out of reach, to check that the boundary
  * holds for a non-root caller too.
  *
- * Usage: sandbox_driver [--process-host] [--timeout-ms N] [--grace-ms N]
+ * Usage: sandbox_driver [--process-host] [--reuse] [--timeout-ms N] [--grace-ms N]
  *                       [--max-output N] [--state-dir DIR] [--scratch DIR]
- *                       INIT BWRAP WORKSPACE COMMAND
- *        sandbox_driver --probe INIT BWRAP WORKSPACE
+ *                       INIT BWRAP WORKSPACE COMMAND [COMMAND]...
+ *        sandbox_driver --probe [--reuse] INIT BWRAP WORKSPACE
+ *
+ * Several commands run one after the other through the same handle (with
+ * --reuse: in one long-lived sandbox); a block as below is printed for each,
+ * and with --reuse a last line "starts=N" says how many sandboxes it took.
  *
  * Output (stdout), for a run:
  *   rc=<a3s status name>
@@ -30,9 +34,10 @@
 #include <string.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: sandbox_driver [--process-host] [--timeout-ms N] [--grace-ms N] "
-                    "[--max-output N] [--state-dir DIR] [--scratch DIR] INIT BWRAP WORKSPACE "
-                    "COMMAND\n       sandbox_driver --probe INIT BWRAP WORKSPACE\n");
+    fprintf(stderr, "usage: sandbox_driver [--process-host] [--reuse] [--timeout-ms N] "
+                    "[--grace-ms N] [--max-output N] [--state-dir DIR] [--scratch DIR] INIT "
+                    "BWRAP WORKSPACE COMMAND...\n       sandbox_driver --probe [--reuse] INIT "
+                    "BWRAP WORKSPACE\n");
     return 2;
 }
 
@@ -67,6 +72,10 @@ int main(int argc, char **argv) {
             probe = 1;
             continue;
         }
+        if (strcmp(a, "--reuse") == 0) {
+            cfg.flags |= A3S_SANDBOX_REUSE;
+            continue;
+        }
         if (!v)
             return usage();
         if (strcmp(a, "--timeout-ms") == 0)
@@ -83,7 +92,7 @@ int main(int argc, char **argv) {
             return usage();
         i++;
     }
-    if (argc - i != (probe ? 3 : 4))
+    if (probe ? argc - i != 3 : argc - i < 4)
         return usage();
     cfg.init_path = argv[i];
     cfg.bwrap_path = argv[i + 1];
@@ -101,33 +110,43 @@ int main(int argc, char **argv) {
         printf("rc=%s\nmessage=%s\n", a3s_status_name(rc), rc == A3S_OK ? "" : err.message);
         return rc == A3S_OK ? 0 : 3;
     }
-    o.command = argv[i + 3];
-    o.command_len = strlen(o.command);
-    a3s_process_result *r = NULL;
-    rc = a3s_sandbox_exec(sb, &o, &r, &err);
-    if (rc != A3S_OK) {
-        a3s_sandbox_free(sb);
-        return report_error(rc, &err);
-    }
-    a3s_process_result_view v;
-    memset(&v, 0, sizeof v);
-    v.struct_size = sizeof v;
-    rc = a3s_process_result_get(r, &v, &err);
-    if (rc != A3S_OK) {
+    for (int c = i + 3; c < argc; c++) {
+        o.command = argv[c];
+        o.command_len = strlen(o.command);
+        a3s_process_result *r = NULL;
+        rc = a3s_sandbox_exec(sb, &o, &r, &err);
+        if (rc != A3S_OK) {
+            a3s_sandbox_free(sb);
+            return report_error(rc, &err);
+        }
+        a3s_process_result_view v;
+        memset(&v, 0, sizeof v);
+        v.struct_size = sizeof v;
+        rc = a3s_process_result_get(r, &v, &err);
+        if (rc != A3S_OK) {
+            a3s_process_result_free(r);
+            a3s_sandbox_free(sb);
+            return report_error(rc, &err);
+        }
+        printf("rc=ok\nexit_code=%d\n", (int)v.exit_code);
+        printf("timed_out=%d\n", (v.flags & A3S_RESULT_TIMED_OUT) ? 1 : 0);
+        printf("cancelled=%d\n", (v.flags & A3S_RESULT_CANCELLED) ? 1 : 0);
+        printf("setup_failed=%d\n", (v.flags & A3S_RESULT_SETUP_FAILED) ? 1 : 0);
+        printf("stdout_total=%llu\nstderr_total=%llu\n", (unsigned long long)v.stdout_total,
+               (unsigned long long)v.stderr_total);
+        printf("setup_error=%s\n", v.setup_error ? v.setup_error : "");
+        dump("stdout", v.stdout_data, v.stdout_len);
+        dump("stderr", v.stderr_data, v.stderr_len);
+        fflush(stdout);
         a3s_process_result_free(r);
-        a3s_sandbox_free(sb);
-        return report_error(rc, &err);
     }
-    printf("rc=ok\nexit_code=%d\n", (int)v.exit_code);
-    printf("timed_out=%d\n", (v.flags & A3S_RESULT_TIMED_OUT) ? 1 : 0);
-    printf("cancelled=%d\n", (v.flags & A3S_RESULT_CANCELLED) ? 1 : 0);
-    printf("setup_failed=%d\n", (v.flags & A3S_RESULT_SETUP_FAILED) ? 1 : 0);
-    printf("stdout_total=%llu\nstderr_total=%llu\n", (unsigned long long)v.stdout_total,
-           (unsigned long long)v.stderr_total);
-    printf("setup_error=%s\n", v.setup_error ? v.setup_error : "");
-    dump("stdout", v.stdout_data, v.stdout_len);
-    dump("stderr", v.stderr_data, v.stderr_len);
-    a3s_process_result_free(r);
+    if (cfg.flags & A3S_SANDBOX_REUSE) {
+        a3s_sandbox_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        a3s_sandbox_info_get(sb, &info, NULL);
+        printf("starts=%llu\n", (unsigned long long)info.starts);
+    }
     a3s_sandbox_free(sb);
     return 0;
 }

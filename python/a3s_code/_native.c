@@ -386,12 +386,12 @@ static int string_array(PyObject *seq, char ***out, Py_ssize_t *n) {
 
 static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"workspace", "init", "bwrap", "process_host", "no_landlock",
-                             "scratch_parent", "host_env", NULL};
+                             "scratch_parent", "host_env", "reuse", NULL};
     const char *workspace, *init, *bwrap = NULL, *scratch = NULL;
-    int process_host = 0, no_landlock = 0;
+    int process_host = 0, no_landlock = 0, reuse = 0;
     PyObject *host_env = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzO", kwlist, &workspace, &init, &bwrap,
-                                     &process_host, &no_landlock, &scratch, &host_env))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOp", kwlist, &workspace, &init, &bwrap,
+                                     &process_host, &no_landlock, &scratch, &host_env, &reuse))
         return NULL;
     PyObject *mod = PyType_GetModule(type);
     if (!mod)
@@ -403,7 +403,7 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     a3s_sandbox_config cfg = {
         .struct_size = sizeof cfg,
         .flags = (process_host ? A3S_SANDBOX_PROCESS_HOST : 0) |
-                 (no_landlock ? A3S_SANDBOX_NO_LANDLOCK : 0),
+                 (no_landlock ? A3S_SANDBOX_NO_LANDLOCK : 0) | (reuse ? A3S_SANDBOX_REUSE : 0),
         .workspace = workspace,
         .bwrap_path = bwrap,
         .init_path = init,
@@ -430,7 +430,11 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static void sandbox_dealloc(PyObject *obj) {
     PyTypeObject *type = Py_TYPE(obj);
-    a3s_sandbox_free(((SandboxObject *)obj)->sb);
+    a3s_sandbox *sb = ((SandboxObject *)obj)->sb;
+    /* stopping a long-lived sandbox waits a few ms for it to go */
+    Py_BEGIN_ALLOW_THREADS
+    a3s_sandbox_free(sb);
+    Py_END_ALLOW_THREADS
     freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
     tp_free(obj);
     Py_DECREF(type);
@@ -527,6 +531,33 @@ static PyObject *sandbox_probe(PyObject *obj, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* stop(): ends the long-lived sandbox (a running command is cancelled). */
+static PyObject *sandbox_stop(PyObject *obj, PyObject *unused) {
+    (void)unused;
+    SandboxObject *self = (SandboxObject *)obj;
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_sandbox_stop(self->sb, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    Py_RETURN_NONE;
+}
+
+/* info() -> {"running": bool, "starts": int, "pid": int}. */
+static PyObject *sandbox_info(PyObject *obj, PyObject *unused) {
+    (void)unused;
+    SandboxObject *self = (SandboxObject *)obj;
+    a3s_sandbox_info info = {.struct_size = sizeof info};
+    a3s_error err;
+    if (a3s_sandbox_info_get(self->sb, &info, &err) != A3S_OK)
+        return raise_error(self->native_error, &err);
+    return Py_BuildValue("{s:O,s:K,s:i}", "running",
+                         (info.flags & A3S_SANDBOX_INFO_RUNNING) ? Py_True : Py_False, "starts",
+                         (unsigned long long)info.starts, "pid", (int)info.pid);
+}
+
 static PyObject *sandbox_workspace(PyObject *obj, void *closure) {
     (void)closure;
     return PyUnicode_DecodeFSDefault(a3s_sandbox_workspace(((SandboxObject *)obj)->sb));
@@ -536,6 +567,8 @@ static PyMethodDef sandbox_methods[] = {
     {"exec", sandbox_exec, METH_VARARGS,
      "exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd) -> dict"},
     {"probe", sandbox_probe, METH_O, "probe(timeout_ms): self-test through the boundary."},
+    {"stop", sandbox_stop, METH_NOARGS, "stop(): end the long-lived sandbox, if one runs."},
+    {"info", sandbox_info, METH_NOARGS, "info() -> dict: the long-lived sandbox's state."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -3,6 +3,9 @@
 Each suite keeps its own helpers in its own files; what is here is shared and
 prefixed by the suite that owns it (``fs_`` for the file-system suite,
 tests/sandbox/test_fs_*.py). Add fixtures; do not change someone else's.
+
+Every suite runs against the default, long-lived sandbox (``reuse=True``);
+``A3S_TEST_SANDBOX_REUSE=0`` runs them all one-shot (one bubblewrap per command).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from a3s_code import _native
 from a3s_code.sandbox import CommandOutput, NativeBashSandbox
 from a3s_code.sandbox._locate import find_bwrap, init_path
 from a3s_code.sandbox._native_runner import _CoreSandbox
+
+NativeBashSandbox._default_reuse = os.environ.get("A3S_TEST_SANDBOX_REUSE", "1") != "0"
 
 # ---- file-system suite (test_fs_*.py) -------------------------------------------------------
 
@@ -169,6 +174,7 @@ def fs_sandbox() -> Callable[..., _CoreSandbox]:
             init_path(),
             bwrap=find_bwrap(os.fspath(workspace)),
             no_landlock=True,
+            reuse=NativeBashSandbox._default_reuse,
         )
         return _CoreSandbox(workspace, _handle=handle)
 

@@ -263,7 +263,9 @@ def test_forged_journal_cannot_make_the_host_delete_files(
 
 def test_concurrent_run_cannot_plant_protected_names_when_another_run_ends(ws, fs_sandbox):
     """Run B starts while run A's placeholders exist, so it binds them as if they were
-    real. When A ends and removes them, B must still be unable to create the names."""
+    real. When A ends and removes them, B must still be unable to create the names.
+    (A long-lived sandbox keeps its placeholders until it stops: A's is stopped as soon
+    as its command ends.)"""
     first = fs_sandbox(ws)
     second = fs_sandbox(ws)
     results: dict[str, object] = {}
@@ -273,6 +275,7 @@ def test_concurrent_run_cannot_plant_protected_names_when_another_run_ends(ws, f
         results["a"] = first.exec(
             "until [ -e b-started ]; do sleep 0.02; done; touch a-done", timeout_ms=20_000
         )
+        first.close()
 
     def run_b() -> None:
         results["b"] = second.exec(
@@ -293,6 +296,7 @@ def test_concurrent_run_cannot_plant_protected_names_when_another_run_ends(ws, f
     b.start()
     a.join()
     b.join()
+    second.close()
     assert "ATTEMPTED" in results["b"].stdout, results  # type: ignore[attr-defined]
     planted = [n for n in (".bashrc", ".git", ".mcp.json") if os.path.lexists(ws / n)]
     assert planted == [], f"run B planted {planted} on the host: {results['b']}"

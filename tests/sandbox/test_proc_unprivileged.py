@@ -50,6 +50,19 @@ class Result:
 
 
 def _parse(raw: bytes) -> Result:
+    return _parse_one(raw)[0]
+
+
+def _parse_many(raw: bytes) -> tuple[list[Result], bytes]:
+    """Every result block the driver printed, and what follows them."""
+    results = []
+    while raw.startswith(b"rc="):
+        r, raw = _parse_one(raw)
+        results.append(r)
+    return results, raw
+
+
+def _parse_one(raw: bytes) -> tuple[Result, bytes]:
     fields: dict[str, str] = {}
     rest = raw
     while rest and not rest.startswith(b"stdout "):
@@ -63,7 +76,7 @@ def _parse(raw: bytes) -> Result:
         n = int(header.split()[1])
         streams[name] = rest[:n].decode(errors="replace")
         rest = rest[n + 1 :]
-    return Result(
+    result = Result(
         rc=fields.get("rc", "?"),
         exit_code=int(fields.get("exit_code", "-1")),
         timed_out=fields.get("timed_out") == "1",
@@ -73,6 +86,7 @@ def _parse(raw: bytes) -> Result:
         stderr=streams["stderr"],
         raw=raw,
     )
+    return result, rest
 
 
 class Driver:
@@ -88,7 +102,13 @@ class Driver:
         assert bwrap, "bubblewrap is needed"
         self.bwrap = bwrap
 
-    def argv(self, command: str | None, timeout_ms: int = 20_000, probe: bool = False) -> list:
+    def argv(
+        self,
+        command: str | list[str] | None,
+        timeout_ms: int = 20_000,
+        probe: bool = False,
+        reuse: bool = False,
+    ) -> list:
         head = [
             "setpriv",
             f"--reuid={NOBODY}",
@@ -100,7 +120,10 @@ class Driver:
         if probe:
             return [*head, "--probe", *opts, str(self.init), self.bwrap, str(self.ws)]
         timing = ["--timeout-ms", str(timeout_ms), "--grace-ms", "300"]
-        return [*head, *timing, *opts, str(self.init), self.bwrap, str(self.ws), command]
+        if reuse:
+            timing.insert(0, "--reuse")
+        commands = [command] if isinstance(command, str) else list(command or [])
+        return [*head, *timing, *opts, str(self.init), self.bwrap, str(self.ws), *commands]
 
     @property
     def env(self) -> dict:
@@ -118,6 +141,20 @@ class Driver:
         r = _parse(p.stdout)
         assert r.rc == "ok", r
         return r
+
+    def run_reusing(self, commands: list[str]) -> tuple[list[Result], int]:
+        """The commands one after the other in one long-lived sandbox; (results, starts)."""
+        p = subprocess.run(
+            self.argv(commands, reuse=True),
+            capture_output=True,
+            env=self.env,
+            cwd=self.root,
+            timeout=60,
+        )
+        assert p.returncode == 0, f"driver failed ({p.returncode}): {p.stdout!r} {p.stderr!r}"
+        results, rest = _parse_many(p.stdout)
+        assert len(results) == len(commands) and rest.startswith(b"starts="), p.stdout
+        return results, int(rest.split(b"=")[1])
 
 
 @pytest.fixture(scope="module")
@@ -327,3 +364,54 @@ def test_driver_source_is_world_readable_build(driver) -> None:
     assert mode & stat.S_IXOTH
     r = driver.run("id -u; id -g; cat /proc/self/uid_map")
     assert r.stdout.splitlines()[:2] == [str(NOBODY), str(NOBODY)], r
+
+
+# ---- the long-lived sandbox, for an unprivileged caller ------------------------------------
+
+
+def test_unprivileged_reuse_keeps_the_boundary_and_isolates_commands(driver, marker) -> None:
+    before = sorted(os.listdir(driver.ws))
+    results, starts = driver.run_reusing(
+        [
+            "id -u; grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; echo $HOME; "
+            f"echo left > /tmp/left; setsid sleep {marker} & echo x > /escaped; echo done",
+            "cat /tmp/left 2>/dev/null || echo no-leftover; echo $HOME; "
+            f"pgrep -f '^sleep {marker}' || echo no-process; test -d .git && echo protected; "
+            "echo y > .bashrc 2>/dev/null || echo bashrc-read-only",
+        ]
+    )
+    first, second = results
+    assert starts == 1, "the commands did not share one sandbox"
+    lines = first.stdout.splitlines()
+    assert lines[0] == str(NOBODY) and "Seccomp:\t2" in lines and "NoNewPrivs:\t1" in lines, first
+    assert "CapEff:\t0000000000000000" in lines, first
+    assert first.stdout.rstrip().endswith("done") and not os.path.exists("/escaped"), first
+    out = second.stdout.splitlines()
+    assert out[0] == "no-leftover" and out[1] != lines[4], second
+    assert "no-process" in out and "protected" in out and "bashrc-read-only" in out, second
+    assert survivors(marker) == []
+    # the driver freed its handle: the sandbox, its placeholders and its journal are gone
+    assert sorted(os.listdir(driver.ws)) == before, "placeholders were left in the workspace"
+    assert [f for f in os.listdir(driver.state) if f.endswith(".journal")] == []
+    assert os.listdir(driver.scratch) == [], "the run directory was left behind"
+
+
+def test_unprivileged_reuse_caller_killed_leaves_nothing(driver, marker) -> None:
+    proc = subprocess.Popen(
+        driver.argv(
+            ["true", f"sleep {marker}1 & setsid sleep {marker}2 & sleep {marker}3"],
+            60_000,
+            reuse=True,
+        ),
+        env=driver.env,
+        cwd=driver.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 15
+    while not sleeping(f"{marker}3"):
+        assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait()
+    assert survivors(marker) == [], "killing the unprivileged caller left processes alive"

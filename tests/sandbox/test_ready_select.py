@@ -307,6 +307,30 @@ def test_init_without_the_filter_fails_the_probe(
     assert "FAIL" in exc.cause, exc
 
 
+def test_init_whose_server_mode_fails_falls_back_to_one_shot(
+    workspace, tmp_path, monkeypatch, visible_real_init
+) -> None:
+    """The long-lived sandbox does not come up (its init fails in server mode): commands
+    still run, one-shot, through the same boundary; after a few failed starts the handle
+    stops trying. Never a run outside the boundary."""
+    real = shlex.quote(visible_real_init)
+    body = f"""
+        for a in "$@"; do [ "$a" = server ] && {{ echo 'no server here' >&2; exit 1; }}; done
+        exec {real} "$@"
+    """
+    _use_init(monkeypatch, _fake_init(tmp_path, body))
+    monkeypatch.setattr(NativeBashSandbox, "_default_reuse", True)
+    sb = select_sandbox(workspace)
+    assert isinstance(sb, NativeBashSandbox) and sb.reuse, sb
+    for _ in range(4):
+        out = sb.exec("grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status; echo $HOME")
+        assert out.exit_code == 0 and "Seccomp:\t2" in out.stdout, out
+        assert not out.stdout.splitlines()[-1].startswith("/run/a3s/"), out
+    info = sb._handle.info()
+    assert not info["running"] and info["starts"] == 3, info
+    sb.close()
+
+
 def test_hanging_init_fails_the_probe_and_leaves_nothing(workspace, tmp_path, monkeypatch) -> None:
     m = f"646.{random.randint(100000, 999999)}"
     _use_init(monkeypatch, _fake_init(tmp_path, f"exec /bin/sleep {m}\n"))

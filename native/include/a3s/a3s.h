@@ -350,7 +350,8 @@ typedef struct a3s_process_result_view {
     uint64_t stdout_total;   /* bytes the process wrote to each stream */
     uint64_t stderr_total;
     uint64_t duration_us;    /* from fork to reap */
-    int32_t pid;             /* the child's pid (already reaped); 0 if none was started */
+    int32_t pid;             /* the child's pid (already reaped); 0 if none was started; in a
+                                long-lived sandbox, the command's pid inside the sandbox */
     const char *setup_error; /* NULL, or why a layer above (the sandbox) could not start the
                                 program (with A3S_RESULT_SETUP_FAILED) */
 } a3s_process_result_view;
@@ -389,10 +390,34 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
 /* Sandbox                                                                   */
 /* ------------------------------------------------------------------------ */
 /*
- * The native Linux boundary: one bubblewrap run per command with a3s-init as
- * PID 1 applying Landlock and seccomp (docs/security.md). A sandbox handle is
- * bound to one workspace and keeps a cache of the workspace's credential
+ * The native Linux boundary: bubblewrap with a3s-init as PID 1 applying
+ * Landlock and seccomp to each command (docs/security.md). A sandbox handle
+ * is bound to one workspace and keeps a cache of the workspace's credential
  * files between runs; it may be used from several threads.
+ *
+ * Two ways to run a command, with the same boundary and the same results:
+ *  - one-shot (the default): one bubblewrap per command;
+ *  - long-lived (A3S_SANDBOX_REUSE): the handle keeps one sandbox whose
+ *    init runs each command as a fresh child (a new session, a private
+ *    scratch directory, Landlock and seccomp) and, when it ends, kills every
+ *    process of the sandbox and puts /tmp, /var/tmp, /run, /dev and the
+ *    masked homes back as they were, so commands share nothing but the
+ *    workspace. Before each command the host checks that everything the
+ *    sandbox was built over is still there (the workspace, every protected
+ *    name and placeholder, every masked file, the set of credential files
+ *    and protected names, no new hard link under a protected directory);
+ *    after any host-side change it builds a new sandbox. The placeholders of
+ *    missing protected names live as long as the sandbox (journaled as for
+ *    one-shot runs). It runs one command at a time: a call that finds it
+ *    busy runs one-shot instead of waiting. The sandbox is not a child of
+ *    the calling process (a detached bubblewrap followed through a pidfd;
+ *    kernels without pidfd_open run everything one-shot) and dies with it:
+ *    its init watches a lifeline pipe and a pidfd of the caller. If it does
+ *    not come up (bubblewrap or the init fails), the command runs one-shot,
+ *    and after three failed starts in a row the handle stays one-shot (a
+ *    start that hangs past the command's time is a 125 instead).
+ *    a3s_sandbox_stop and a3s_sandbox_free end it and remove its
+ *    placeholders. A child forked from the caller never uses or stops it.
  */
 
 typedef struct a3s_sandbox a3s_sandbox;
@@ -404,6 +429,9 @@ typedef struct a3s_sandbox a3s_sandbox;
 #define A3S_SANDBOX_PROCESS_HOST (1ull << 0)
 /* Skip the Landlock layer (tests of the other layers; never a default). */
 #define A3S_SANDBOX_NO_LANDLOCK (1ull << 1)
+/* Keep one long-lived sandbox per handle (see above). Ignored with
+ * PROCESS_HOST. */
+#define A3S_SANDBOX_REUSE (1ull << 2)
 
 typedef struct a3s_sandbox_config {
     size_t struct_size;          /* sizeof(a3s_sandbox_config) */
@@ -453,14 +481,42 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *opts,
 
 /* Runs a self-test through the real boundary (no capabilities, NoNewPrivs,
  * seccomp filter mode, no write outside the workspace, no AF_UNIX socket,
- * no listen, no network, no host PIDs) within timeout_ms (0: 10000).
- * A3S_OK if every check passed, else A3S_E_UNSUPPORTED with the first
- * failure in the message. */
+ * no listen, no network, no host PIDs) within timeout_ms (0: 10000), the
+ * way the handle runs commands: for A3S_SANDBOX_REUSE in its long-lived
+ * sandbox (which it leaves running), or one-shot if that does not come up;
+ * else one-shot. A3S_OK if every check passed, else A3S_E_UNSUPPORTED with
+ * the first failure in the message. */
 A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *err);
 
 /* The canonical workspace path the handle is bound to (owned by sb). */
 A3S_API const char *a3s_sandbox_workspace(const a3s_sandbox *sb);
 
+/* Stops the handle's long-lived sandbox, if one runs: a command running in
+ * it is cancelled first (its exec returns with A3S_RESULT_CANCELLED), then
+ * every process of the sandbox is killed, its placeholders are removed
+ * (unless another run over the workspace still relies on them) and its
+ * run directory goes. The handle stays usable: the next exec starts a new
+ * sandbox. A3S_OK also when nothing ran; A3S_E_INVALID for a NULL handle. */
+A3S_API int a3s_sandbox_stop(a3s_sandbox *sb, a3s_error *err);
+
+/* Flags in a3s_sandbox_info.flags. */
+#define A3S_SANDBOX_INFO_RUNNING (1ull << 0) /* a long-lived sandbox is up */
+
+typedef struct a3s_sandbox_info {
+    size_t struct_size; /* in: sizeof(a3s_sandbox_info) */
+    uint64_t flags;     /* out: A3S_SANDBOX_INFO_* */
+    uint64_t starts;    /* out: long-lived sandboxes this handle has started */
+    int32_t pid;        /* out: host pid of the running sandbox's bubblewrap, 0 if none */
+    int32_t reserved;
+} a3s_sandbox_info;
+
+/* The state of the handle's long-lived sandbox (for diagnostics and tests;
+ * it may change as soon as this returns when other threads use the handle).
+ * A3S_E_INVALID if sb or out is NULL or out->struct_size is too small. */
+A3S_API int a3s_sandbox_info_get(const a3s_sandbox *sb, a3s_sandbox_info *out, a3s_error *err);
+
+/* Stops the long-lived sandbox (as a3s_sandbox_stop) and frees the handle.
+ * No other call on sb may be running or follow. */
 A3S_API void a3s_sandbox_free(a3s_sandbox *sb);
 
 #ifdef __cplusplus

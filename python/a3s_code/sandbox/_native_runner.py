@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any, ClassVar
 
 from .. import _native
@@ -80,8 +83,27 @@ class _CancelBridge:
         os.close(self._write)
 
 
+# Handles whose long-lived sandbox must be stopped when the interpreter exits, so its
+# placeholders leave the workspace (after a SIGKILL the next run's journal sweep does it).
+_LIVE: weakref.WeakSet[_CoreSandbox] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for sb in live:
+        sb.close()
+
+
 class _CoreSandbox(SandboxBase):
-    """Shared plumbing of the two sandboxes the C core runs."""
+    """Shared plumbing of the two sandboxes the C core runs.
+
+    ``close()`` (also on leaving a ``with`` block, on garbage collection and
+    at interpreter exit) stops a long-lived sandbox; a later exec starts a
+    new one.
+    """
 
     _backend = "bwrap"
     _sandboxed = True
@@ -89,6 +111,26 @@ class _CoreSandbox(SandboxBase):
     def __init__(self, workspace: str | os.PathLike[str], *, _handle: Any) -> None:
         self._handle = _handle
         self._workspace = str(_handle.workspace)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    def close(self) -> None:
+        """Stops the long-lived sandbox, if one runs, and removes its placeholders.
+
+        A command running in it is cancelled first. The object stays usable.
+        """
+        self._handle.stop()
+
+    def __enter__(self) -> _CoreSandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def exec(
         self,
@@ -151,6 +193,17 @@ def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
 class NativeBashSandbox(_CoreSandbox):
     """The enforced boundary: bubblewrap namespaces, seccomp and Landlock around every command.
 
+    By default (``reuse=True``) the object keeps one long-lived sandbox and
+    runs each command in it as a fresh, fully confined process; the sandbox
+    is rebuilt whenever the workspace changed under it in a way that matters
+    (docs/security.md), and a second concurrent ``exec`` runs in a sandbox
+    of its own rather than waiting. ``reuse=False`` starts one bubblewrap
+    per command. Use it as a context manager, or call :meth:`close`, to stop
+    the long-lived sandbox (it is also stopped when the object is collected
+    and at interpreter exit): until then the read-only placeholders of
+    missing protected names (``.bashrc``, ``.mcp.json`` ...) stay in the
+    workspace, where host tools such as ``git status`` see them.
+
     Construct it through :func:`select_sandbox`, which probes first; building
     one directly skips the readiness probe (call :meth:`probe` yourself).
     """
@@ -159,8 +212,15 @@ class NativeBashSandbox(_CoreSandbox):
     _sandboxed = True
     _probe_cache: ClassVar[dict[tuple[str, str], str | None]] = {}
     _probe_lock = threading.Lock()
+    _default_reuse: ClassVar[bool] = True  # tests flip it to run the suites one-shot
 
-    def __init__(self, workspace: str | os.PathLike[str], *, bwrap: str | None = None) -> None:
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        *,
+        bwrap: str | None = None,
+        reuse: bool | None = None,
+    ) -> None:
         bwrap = bwrap or find_bwrap(os.fspath(workspace))
         if bwrap is None:
             raise SandboxUnavailable(
@@ -168,8 +228,18 @@ class NativeBashSandbox(_CoreSandbox):
                 workspace=str(workspace),
                 cause="bwrap missing",
             )
-        super().__init__(workspace, _handle=_new_handle(workspace, bwrap=bwrap))
+        if reuse is None:
+            reuse = self._default_reuse
+        if not isinstance(reuse, bool):
+            raise SandboxArgumentError("reuse must be True or False")
+        super().__init__(workspace, _handle=_new_handle(workspace, bwrap=bwrap, reuse=reuse))
         self._bwrap = bwrap
+        self._reuse = reuse
+
+    @property
+    def reuse(self) -> bool:
+        """Whether commands run in one long-lived sandbox (else one bubblewrap each)."""
+        return self._reuse
 
     @classmethod
     def probe(cls, bwrap: str | None = None, workspace: str | None = None) -> str | None:
@@ -208,8 +278,12 @@ class NativeBashSandbox(_CoreSandbox):
             return "the kernel has no seccomp filter support"
         probe_dir = tempfile.mkdtemp(prefix="a3s-probe-")
         try:
-            handle = _new_handle(probe_dir, bwrap=bwrap)
-            handle.probe(PROBE_TIMEOUT_MS)
+            # through a long-lived sandbox: the path commands take by default
+            handle = _new_handle(probe_dir, bwrap=bwrap, reuse=True)
+            try:
+                handle.probe(PROBE_TIMEOUT_MS)
+            finally:
+                handle.stop()
         except SandboxError as exc:
             return str(exc)
         except _native.NativeError as exc:

@@ -1,0 +1,685 @@
+/* server.c - a3s-init's server mode: PID 1 of a long-lived sandbox, one command at a time.
+ *
+ * The host starts one sandbox per handle and sends it commands over the
+ * control socket (native/src/session_msg.h). For each EXEC the init forks a
+ * fresh child: a new session and process group, a private scratch
+ * directory (mode 0700, under /run/a3s/scratch) that the request's
+ * environment names as HOME, TMPDIR and XDG_*, NoNewPrivs, Landlock and
+ * seccomp, then execve(bash -c COMMAND) with the stdout and stderr fds that
+ * came with the request. When the command's main process ends, or its
+ * timeout or a CANCEL stops it (TERM to every process of the namespace,
+ * KILL after the grace), every other process of the namespace is killed
+ * and reaped; the writable trees (/tmp, /var/tmp, /run, /dev, the masked
+ * homes) are put back as they were when the sandbox started, SysV IPC
+ * objects are removed, and only then is DONE sent. The next command starts
+ * with nothing of the previous one but what it left in the workspace.
+ *
+ * If the cleanup cannot finish (a tree too deep to remove, a directory made
+ * unremovable), the init reports DONE and exits: the host starts a fresh
+ * sandbox for the next command. Whatever goes wrong with the host (the
+ * control socket closes, a malformed request, the lifeline breaks, the
+ * caller's pidfd says it has exited), the init kills everything and exits.
+ * The pidfd matters because the sandbox outlives single commands: a child
+ * the caller forked without exec (a multiprocessing worker) holds copies of
+ * the lifeline's write end and of the control socket, but not the caller's
+ * life.
+ */
+#define _GNU_SOURCE
+#include "init.h"
+#include "../src/session_msg.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_ENTRIES 8192     /* entries of the clean trees at start */
+#define MAX_DEPTH 128        /* directories nested in a clean tree */
+#define RECV_TIMEOUT_MS 5000 /* between the packets of one message */
+#define SEND_TIMEOUT_MS 5000
+
+/* ---- the state of the writable trees at start ----------------------------- */
+
+struct entry {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    mode_t mode;
+    char *target; /* symlinks */
+    bool seen;
+};
+
+static struct entry *snap;
+static size_t nsnap, capsnap;
+
+static int by_path(const void *a, const void *b) {
+    return strcmp(((const struct entry *)a)->path, ((const struct entry *)b)->path);
+}
+
+static struct entry *find(const char *path) {
+    struct entry key = {.path = (char *)path};
+    return nsnap ? bsearch(&key, snap, nsnap, sizeof *snap, by_path) : NULL;
+}
+
+/* The names in a directory (without . and ..), read before anything in it
+ * changes; NULL-terminated, or NULL if it cannot be read. */
+static char **list_names(int dfd) {
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    rewinddir(d);
+    size_t n = 0, cap = 16;
+    char **names = malloc(cap * sizeof *names);
+    struct dirent *e;
+    while (names && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (n + 1 == cap) {
+            char **grown = realloc(names, (cap *= 2) * sizeof *names);
+            if (!grown)
+                break;
+            names = grown;
+        }
+        if (!(names[n] = strdup(e->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    if (names)
+        names[n] = NULL;
+    return names;
+}
+
+static void free_names(char **names) {
+    for (size_t i = 0; names && names[i]; i++)
+        free(names[i]);
+    free(names);
+}
+
+static bool record(const char *path, const struct stat *st, int dfd, const char *name) {
+    if (nsnap == MAX_ENTRIES)
+        return false;
+    if (nsnap == capsnap) {
+        size_t cap = capsnap ? capsnap * 2 : 64;
+        struct entry *grown = realloc(snap, cap * sizeof *snap);
+        if (!grown)
+            return false;
+        snap = grown;
+        capsnap = cap;
+    }
+    struct entry *e = &snap[nsnap];
+    memset(e, 0, sizeof *e);
+    e->path = strdup(path);
+    e->dev = st->st_dev;
+    e->ino = st->st_ino;
+    e->mode = st->st_mode;
+    if (S_ISLNK(st->st_mode)) {
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(dfd, name, target, sizeof target - 1);
+        if (n < 0)
+            return false;
+        target[n] = '\0';
+        e->target = strdup(target);
+    }
+    if (!e->path || (S_ISLNK(st->st_mode) && !e->target))
+        return false;
+    nsnap++;
+    return true;
+}
+
+/* Records every entry under the directory dfd (path) on device dev. */
+static bool snapshot_dir(int dfd, const char *path, dev_t dev, int depth) {
+    if (depth > MAX_DEPTH)
+        return false;
+    char **names = list_names(dfd);
+    if (!names)
+        return false;
+    bool ok = true;
+    for (size_t i = 0; ok && names[i]; i++) {
+        struct stat st;
+        char sub[PATH_MAX];
+        if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+            continue; /* gone, or another mount: never ours to touch */
+        if (snprintf(sub, sizeof sub, "%s/%s", path, names[i]) >= (int)sizeof sub) {
+            ok = false;
+            break;
+        }
+        ok = record(sub, &st, dfd, names[i]);
+        if (ok && S_ISDIR(st.st_mode)) {
+            int cfd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            ok = cfd >= 0 && snapshot_dir(cfd, sub, dev, depth + 1);
+            if (cfd >= 0)
+                close(cfd);
+        }
+    }
+    free_names(names);
+    return ok;
+}
+
+static bool snapshot_root(const char *root) {
+    struct stat st;
+    if (lstat(root, &st) < 0)
+        return errno == ENOENT; /* not in this sandbox */
+    if (!S_ISDIR(st.st_mode))
+        return false;
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || !record(root, &st, AT_FDCWD, root)) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    bool ok = snapshot_dir(fd, root, st.st_dev, 0);
+    close(fd);
+    return ok;
+}
+
+/* ---- the mounts at start ---------------------------------------------------- */
+
+/* A bind mount is detached in this namespace when the host unlinks or
+ * renames over its mount point: a protection would be gone. The host checks
+ * the objects it bound before each command, but an inode number reused at
+ * once (ext4 does) can fool it; the mount table cannot be fooled. */
+#define MAX_MOUNTS 8192
+
+static int *mount_ids;
+static size_t nmounts;
+
+static int by_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The mount ids of /proc/self/mountinfo, sorted, into *out (malloc). */
+static bool read_mounts(int **out, size_t *n) {
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return false;
+    size_t cap = 128, k = 0;
+    int *ids = malloc(cap * sizeof *ids);
+    char line[8192];
+    bool ok = ids != NULL;
+    while (ok && fgets(line, sizeof line, f)) {
+        bool whole = strchr(line, '\n') != NULL;
+        int id;
+        if (sscanf(line, "%d", &id) == 1) {
+            if (k == cap) {
+                int *grown = k < MAX_MOUNTS ? realloc(ids, (cap *= 2) * sizeof *ids) : NULL;
+                if (!grown) {
+                    ok = false;
+                    break;
+                }
+                ids = grown;
+            }
+            ids[k++] = id;
+        }
+        while (!whole && fgets(line, sizeof line, f)) /* the rest of a long line */
+            whole = strchr(line, '\n') != NULL;
+    }
+    fclose(f);
+    if (!ok) {
+        free(ids);
+        return false;
+    }
+    qsort(ids, k, sizeof *ids, by_int);
+    *out = ids;
+    *n = k;
+    return true;
+}
+
+/* Whether every mount the sandbox started with is still there. */
+static bool mounts_intact(void) {
+    int *now;
+    size_t n;
+    if (!read_mounts(&now, &n))
+        return false;
+    bool ok = true;
+    for (size_t i = 0; ok && i < nmounts; i++)
+        ok = bsearch(&mount_ids[i], now, n, sizeof *now, by_int) != NULL;
+    free(now);
+    return ok;
+}
+
+/* ---- putting the trees back ----------------------------------------------- */
+
+/* Removes name (a whole tree) from dfd without leaving device dev or
+ * following a symlink. */
+static bool remove_at(int dfd, const char *name, dev_t dev, int depth) {
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT;
+    if (st.st_dev != dev)
+        return true; /* a mount point: the command cannot have made it */
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dfd, name, 0) == 0 || errno == ENOENT;
+    if (depth > MAX_DEPTH)
+        return false;
+    fchmodat(dfd, name, 0700, 0); /* a mode-0 directory is unreadable even to its owner */
+    int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (cfd < 0)
+        return false;
+    char **names = list_names(cfd);
+    bool ok = names != NULL;
+    for (size_t i = 0; names && names[i]; i++)
+        ok &= remove_at(cfd, names[i], dev, depth + 1);
+    free_names(names);
+    close(cfd);
+    return unlinkat(dfd, name, AT_REMOVEDIR) == 0 && ok;
+}
+
+static bool restore_dir(int dfd, const char *path, dev_t dev, int depth) {
+    if (depth > MAX_DEPTH)
+        return false;
+    char **names = list_names(dfd);
+    if (!names)
+        return false;
+    bool ok = true;
+    for (size_t i = 0; names[i]; i++) {
+        struct stat st;
+        char sub[PATH_MAX];
+        if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+            continue;
+        struct entry *e = NULL;
+        if (snprintf(sub, sizeof sub, "%s/%s", path, names[i]) < (int)sizeof sub)
+            e = find(sub);
+        if (!e || e->ino != st.st_ino || (e->mode & S_IFMT) != (st.st_mode & S_IFMT)) {
+            ok &= remove_at(dfd, names[i], dev, depth);
+            continue;
+        }
+        e->seen = true;
+        if (!S_ISLNK(st.st_mode) && (st.st_mode & 07777) != (e->mode & 07777))
+            ok &= fchmodat(dfd, names[i], e->mode & 07777, 0) == 0;
+        if (S_ISDIR(st.st_mode)) {
+            int cfd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            ok &= cfd >= 0 && restore_dir(cfd, sub, dev, depth + 1);
+            if (cfd >= 0)
+                close(cfd);
+        }
+    }
+    free_names(names);
+    return ok;
+}
+
+/* Every tree back to its snapshot: what is new is removed, what changed
+ * mode gets it back, what is missing (directories, symlinks) is made again. */
+static bool restore_trees(const struct config *cfg) {
+    bool ok = true;
+    for (size_t i = 0; i < nsnap; i++)
+        snap[i].seen = false;
+    for (size_t r = 0; r < cfg->nclean; r++) {
+        struct entry *root = find(cfg->clean[r]);
+        if (!root)
+            continue;
+        root->seen = true;
+        int fd = open(root->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_ino != root->ino || st.st_dev != root->dev) {
+            ok = false; /* a tmpfs root is a mount point: it cannot have been replaced */
+        } else {
+            if ((st.st_mode & 07777) != (root->mode & 07777))
+                ok &= fchmod(fd, root->mode & 07777) == 0;
+            ok &= restore_dir(fd, root->path, root->dev, 0);
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    /* sorted by path: a parent is made before what it holds */
+    for (size_t i = 0; i < nsnap; i++) {
+        const struct entry *e = &snap[i];
+        if (e->seen)
+            continue;
+        if (S_ISDIR(e->mode))
+            ok &= mkdir(e->path, e->mode & 07777) == 0 && chmod(e->path, e->mode & 07777) == 0;
+        else if (S_ISLNK(e->mode))
+            ok &= symlink(e->target, e->path) == 0;
+        else
+            ok = false; /* a file or node we cannot make again */
+    }
+    return ok;
+}
+
+/* SysV IPC objects live in the sandbox's IPC namespace, not in a process:
+ * without this a command could leave a segment or a queue for the next. */
+static bool remove_ipc(void) {
+    static const char *const tables[] = {"/proc/sysvipc/shm", "/proc/sysvipc/sem",
+                                         "/proc/sysvipc/msg"};
+    bool ok = true;
+    for (int t = 0; t < 3; t++) {
+        FILE *f = fopen(tables[t], "re");
+        if (!f)
+            continue;
+        char line[512];
+        bool header = true;
+        while (fgets(line, sizeof line, f)) {
+            if (header) {
+                header = false;
+                continue;
+            }
+            long key, id;
+            if (sscanf(line, "%ld %ld", &key, &id) != 2)
+                continue;
+            int rc = t == 0   ? shmctl((int)id, IPC_RMID, NULL)
+                     : t == 1 ? semctl((int)id, 0, IPC_RMID)
+                              : msgctl((int)id, IPC_RMID, NULL);
+            ok &= rc == 0 || errno == EINVAL || errno == EIDRM;
+        }
+        fclose(f);
+    }
+    return ok;
+}
+
+/* ---- the control socket ----------------------------------------------------- */
+
+static const struct config *cfg_g;
+static int devnull = -1;
+
+/* Takes everything down: PID 1 exiting makes the kernel kill what is left. */
+static _Noreturn void shut_down(void) {
+    kill(-1, SIGKILL);
+    _exit(0);
+}
+
+static void send_done(const struct a3s_msg_done *d) {
+    uint8_t buf[A3S_MSG_HEADER + 16 + A3S_MSG_TEXT_MAX];
+    size_t n = a3s_msg_encode_done(d, buf, sizeof buf);
+    if (n == 0 || a3s_msg_send(cfg_g->control_fd, buf, n, NULL, 0, SEND_TIMEOUT_MS) < 0)
+        shut_down(); /* the host is gone or stuck */
+}
+
+static void close_all(int *fds, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+/* Reads one request; anything but a well-formed one ends the sandbox. */
+static uint16_t receive(uint8_t **buf, size_t *len, int fds[2], size_t *nfds) {
+    int rc = a3s_msg_recv(cfg_g->control_fd, buf, len, fds, 2, nfds, RECV_TIMEOUT_MS);
+    uint16_t type = 0;
+    uint32_t total = 0;
+    if (rc != 0 || a3s_msg_header(*buf, *len, &type, &total, NULL) != A3S_OK)
+        shut_down();
+    return type;
+}
+
+/* ---- one command -------------------------------------------------------------- */
+
+/* Kills every process but this one and reaps them all; records the
+ * command's status if it was still to be reaped. */
+static void kill_and_reap(pid_t child, int *status, bool *reaped) {
+    for (;;) {
+        kill(-1, SIGKILL);
+        int st;
+        pid_t p = waitpid(-1, &st, 0);
+        if (p < 0 && errno == EINTR)
+            continue;
+        if (p < 0)
+            return; /* ECHILD: nobody is left */
+        if (p == child && !*reaped) {
+            *status = st;
+            *reaped = true;
+        }
+    }
+}
+
+/* Handles what the signalfd holds: reaps children (noting the command's
+ * status) and treats a signal from outside the namespace as a shutdown. */
+static void drain_signals(int sfd, pid_t child, int *status, bool *reaped) {
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo != SIGCHLD) {
+            if (si.ssi_pid == 0)
+                shut_down(); /* sent from the host side: stop */
+            continue;        /* a command signalling PID 1: ignored */
+        }
+        int st;
+        pid_t p;
+        while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (p == child && !*reaped) {
+                *status = st;
+                *reaped = true;
+            }
+        }
+    }
+}
+
+static void fail_setup(struct a3s_msg_done *d, const char *fmt, const char *a, int e) {
+    d->exit_code = EXIT_SETUP;
+    d->flags = A3S_DONE_SETUP_FAILED;
+    snprintf(d->message, sizeof d->message, fmt, a, strerror(e));
+}
+
+static char **command_argv(const struct config *cfg, char *command) {
+    size_t n = 0;
+    while (cfg->argv[n])
+        n++;
+    char **argv = calloc(n + 2, sizeof *argv);
+    if (argv) {
+        memcpy(argv, cfg->argv, n * sizeof *argv);
+        argv[n] = command;
+    }
+    return argv;
+}
+
+/* Runs one command to its end; fills d. out and err are closed here. */
+static void run_one(const char *program, const struct a3s_landlock *ll,
+                    const struct a3s_seccomp_program *filter, int sfd,
+                    const struct a3s_msg_exec *m, int out, int err, struct a3s_msg_done *d) {
+    const struct config *cfg = cfg_g;
+    char scratch[sizeof A3S_SCRATCH_PARENT + A3S_MSG_SCRATCH_MAX + 2];
+    struct stat st;
+    snprintf(scratch, sizeof scratch, "%s/%s", A3S_SCRATCH_PARENT, m->scratch);
+    char **argv = command_argv(cfg, m->command);
+    int report[2] = {-1, -1};
+    pid_t child = -1;
+    if (!argv) {
+        fail_setup(d, "%s: %s", "out of memory", ENOMEM);
+    } else if (mkdir(A3S_SCRATCH_PARENT, 0700) < 0 && errno != EEXIST) {
+        fail_setup(d, "cannot make %s: %s", A3S_SCRATCH_PARENT, errno);
+    } else if (lstat(A3S_SCRATCH_PARENT, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        fail_setup(d, "%s is not a directory: %s", A3S_SCRATCH_PARENT, ENOTDIR);
+    } else if (mkdir(scratch, 0700) < 0) {
+        fail_setup(d, "cannot make the scratch directory %s: %s", scratch, errno);
+    } else if (pipe2(report, O_CLOEXEC) < 0) {
+        fail_setup(d, "%s: %s", "pipe2", errno);
+    } else if ((child = fork()) < 0) {
+        fail_setup(d, "%s: %s", "fork", errno);
+    } else if (child == 0) {
+        close(report[0]);
+        struct child_spec spec = {
+            .program = program,
+            .argv = argv,
+            .envp = m->env,
+            .in = devnull,
+            .out = out,
+            .err = err,
+            .ll = ll,
+            .filter = filter,
+            .report_fd = report[1],
+        };
+        run_child(&spec);
+    }
+    close(out);
+    close(err);
+    if (report[1] >= 0)
+        close(report[1]);
+    int status = 0;
+    bool reaped = false;
+    if (child > 0) {
+        struct exec_failure f;
+        ssize_t n;
+        do
+            n = read(report[0], &f, sizeof f);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof f) {
+            f.step[sizeof f.step - 1] = '\0';
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", f.step, cfg->argv[0]);
+            fail_setup(d, "%s: %s", what, f.err);
+        }
+    }
+    if (report[0] >= 0)
+        close(report[0]);
+
+    bool stopping = false, timed_out = false, cancelled = false;
+    int tfd = -1;
+    if (child > 0 && !(d->flags & A3S_DONE_SETUP_FAILED)) {
+        tfd = m->timeout_ms ? arm_timer(m->timeout_ms) : -1;
+        uint64_t grace = m->grace_ms ? m->grace_ms : 2000;
+        while (!reaped) {
+            struct pollfd p[5] = {
+                {.fd = sfd, .events = POLLIN},
+                {.fd = tfd, .events = POLLIN},
+                {.fd = cfg->control_fd, .events = POLLIN},
+                {.fd = cfg->lifeline_fd, .events = POLLIN},
+                {.fd = cfg->host_pidfd, .events = POLLIN},
+            };
+            if (poll(p, 5, -1) < 0) {
+                if (errno == EINTR)
+                    continue;
+                shut_down();
+            }
+            if (p[3].revents || p[4].revents)
+                shut_down(); /* the caller is gone */
+            if (p[2].revents & POLLIN) {
+                uint8_t *buf;
+                size_t len, nfds;
+                int fds[2];
+                uint16_t type = receive(&buf, &len, fds, &nfds);
+                free(buf);
+                close_all(fds, nfds);
+                if (type != A3S_MSG_CANCEL)
+                    shut_down(); /* SHUTDOWN, or a request out of turn */
+                if (!stopping) {
+                    cancelled = stopping = true;
+                    kill(-1, SIGTERM);
+                    kill(-1, SIGCONT); /* a stopped process would never see the TERM */
+                    if (tfd >= 0)
+                        close(tfd);
+                    tfd = arm_timer(grace);
+                }
+            } else if (p[2].revents) {
+                shut_down();
+            }
+            if (p[1].revents & POLLIN) {
+                if (stopping)
+                    break; /* the grace is over: everything is killed below */
+                timed_out = stopping = true;
+                kill(-1, SIGTERM);
+                kill(-1, SIGCONT);
+                close(tfd);
+                tfd = arm_timer(grace);
+            }
+            if (p[0].revents & POLLIN)
+                drain_signals(sfd, child, &status, &reaped);
+        }
+    }
+    if (tfd >= 0)
+        close(tfd);
+    if (child > 0)
+        kill_and_reap(child, &status, &reaped);
+    if (!(d->flags & A3S_DONE_SETUP_FAILED)) {
+        if (timed_out || cancelled) {
+            d->exit_code = EXIT_TIMEOUT;
+            d->flags = timed_out ? A3S_DONE_TIMED_OUT : A3S_DONE_CANCELLED;
+        } else {
+            d->exit_code = status_of(status);
+        }
+        d->pid = child;
+    }
+    free(argv);
+}
+
+_Noreturn void serve(const struct config *cfg, const char *program,
+                     const struct a3s_landlock *ll, const struct a3s_seccomp_program *filter,
+                     int sfd) {
+    cfg_g = cfg;
+    devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0)
+        die(cfg, "open /dev/null: %s", strerror(errno));
+    for (size_t i = 0; i < cfg->nclean; i++)
+        if (!snapshot_root(cfg->clean[i]))
+            die(cfg, "cannot record the state of %s (more than %d entries?)", cfg->clean[i],
+                MAX_ENTRIES);
+    qsort(snap, nsnap, sizeof *snap, by_path);
+    if (!read_mounts(&mount_ids, &nmounts))
+        die(cfg, "cannot read /proc/self/mountinfo");
+    uint8_t ready[A3S_MSG_HEADER];
+    if (a3s_msg_send(cfg->control_fd, ready, a3s_msg_encode_empty(A3S_MSG_READY, ready), NULL, 0,
+                     SEND_TIMEOUT_MS) < 0)
+        shut_down();
+    /* from here on everything goes over the control socket */
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+
+    for (;;) {
+        struct pollfd p[4] = {
+            {.fd = cfg->control_fd, .events = POLLIN},
+            {.fd = cfg->lifeline_fd, .events = POLLIN},
+            {.fd = sfd, .events = POLLIN},
+            {.fd = cfg->host_pidfd, .events = POLLIN},
+        };
+        if (poll(p, 4, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            shut_down();
+        }
+        if (p[1].revents || p[3].revents)
+            shut_down(); /* the caller is gone */
+        if (p[2].revents & POLLIN) {
+            int st;
+            bool reaped = false;
+            drain_signals(sfd, -1, &st, &reaped);
+        }
+        if (!(p[0].revents & POLLIN)) {
+            if (p[0].revents)
+                shut_down();
+            continue;
+        }
+        uint8_t *buf;
+        size_t len, nfds;
+        int fds[2];
+        uint16_t type = receive(&buf, &len, fds, &nfds);
+        if (type == A3S_MSG_CANCEL) { /* for a command that already ended */
+            free(buf);
+            close_all(fds, nfds);
+            continue;
+        }
+        struct a3s_msg_exec m;
+        if (type != A3S_MSG_EXEC || nfds != 2 || a3s_msg_decode_exec(buf, len, &m, NULL) != A3S_OK)
+            shut_down(); /* SHUTDOWN, or a malformed request */
+        free(buf);
+        struct a3s_msg_done d = {0};
+        if (!mounts_intact()) {
+            close_all(fds, nfds);
+            d.exit_code = EXIT_SETUP;
+            d.flags = A3S_DONE_SETUP_FAILED | A3S_DONE_STALE | A3S_DONE_CLOSING;
+            snprintf(d.message, sizeof d.message,
+                     "a mount of the sandbox is gone: its mount point was replaced on the host");
+            send_done(&d);
+            shut_down();
+        }
+        run_one(program, ll, filter, sfd, &m, fds[0], fds[1], &d);
+        a3s_msg_exec_free(&m);
+        bool clean = restore_trees(cfg) & remove_ipc();
+        if (!clean)
+            d.flags |= A3S_DONE_CLOSING;
+        send_done(&d);
+        if (!clean)
+            shut_down(); /* the host starts a fresh sandbox for the next command */
+    }
+}

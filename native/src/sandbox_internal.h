@@ -1,0 +1,120 @@
+/* sandbox_internal.h - the sandbox handle and its plans, shared by sandbox_linux.c
+ * (planning, one-shot runs) and session_linux.c (the long-lived sandbox). Internal. */
+#ifndef A3S_SANDBOX_INTERNAL_H
+#define A3S_SANDBOX_INTERNAL_H
+
+#include "credscan.h"
+#include "strvec.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define A3S_INIT_INSIDE "/run/a3s/init"
+#define A3S_DEFAULT_TIMEOUT_MS 120000u
+#define A3S_DEFAULT_GRACE_MS 2000u
+
+struct a3s_session; /* session_linux.c */
+
+struct a3s_sandbox {
+    uint64_t flags;
+    char *workspace; /* canonical */
+    char *bwrap;
+    char *init;
+    char *bash;
+    char *scratch_parent;
+    char *state_dir;
+    char journal_prefix[96]; /* "placeholders-<workspace hash>-" */
+    struct a3s_strvec host_env;
+    struct a3s_credscan *creds;
+    pthread_mutex_t lock; /* serializes the credential cache */
+    atomic_bool swept;    /* dead callers' run dirs removed once per handle */
+    /* the long-lived sandbox (A3S_SANDBOX_REUSE) */
+    pthread_mutex_t session_lock; /* held by the one exec using it, and by stop */
+    struct a3s_session *session;  /* NULL when none runs */
+    int wake[2];                  /* a3s_sandbox_stop interrupts a running exec through it */
+    atomic_uint_fast64_t starts;  /* long-lived sandboxes started */
+    atomic_int session_pid;       /* host pid of its bubblewrap, 0 if none */
+    atomic_bool one_shot_only;    /* no pidfd, or the long-lived sandbox keeps failing to start */
+    unsigned start_failures;      /* in a row (under session_lock) */
+};
+
+/* What a plan assumed about one host path when the sandbox was built. */
+struct a3s_watch {
+    char *path;
+    bool exists;
+    bool ctime_too; /* placeholders and a .git file: any change counts */
+    mode_t type;
+    dev_t dev;
+    ino_t ino;
+    nlink_t nlink; /* regular files: a new hard link counts */
+    struct timespec ctime;
+    char *target; /* symlinks: where it points (the inode number may be reused at once) */
+};
+
+/* One run's plan: everything decided before bubblewrap starts. */
+struct plan {
+    bool server;                    /* a long-lived sandbox (init in server mode) */
+    struct a3s_strvec argv;
+    struct a3s_strvec env;          /* one-shot only: a long-lived sandbox gets it per command */
+    struct a3s_strvec placeholders; /* 'f'/'d' + path: remove afterwards if untouched */
+    struct a3s_strvec masks;        /* paths masked inside the workspace */
+    char run_dir[PATH_MAX];         /* host dir holding scratch and mask objects */
+    char home[PATH_MAX];            /* the scratch dir: HOME and TMPDIR (one-shot) */
+    char mask_file[PATH_MAX];
+    char mask_dir[PATH_MAX];
+    char journal[PATH_MAX]; /* this run's placeholder journal, "" if none */
+    int lock_fd;            /* the workspace lock, held shared during the run */
+    /* server plans: what must stay true for the sandbox to stay valid */
+    struct a3s_strvec found;     /* the credential scan's answer */
+    struct a3s_strvec names;     /* protected names at the top level, sorted */
+    struct a3s_strvec link_dirs; /* 'g'/'-' + directory walked for hard links */
+    struct a3s_strvec extra;     /* more paths whose state is watched */
+    struct a3s_watch *watch;
+    size_t nwatch;
+    dev_t ws_dev;
+    ino_t ws_ino;
+    struct timespec ws_mtime, ws_ctime;
+    int link_ifd;         /* inotify over link_dirs; -1: walk them again at each check */
+};
+
+/* The fds the init gets: one-shot runs pass status_fd and lifeline_fd, a
+ * long-lived sandbox control_fd, lifeline_fd and host_pidfd (the others -1). */
+struct plan_fds {
+    int status_fd;
+    int lifeline_fd;
+    int control_fd;
+    int host_pidfd; /* long-lived: a pidfd of the caller, so a forked copy cannot keep it up */
+};
+
+/* Builds the plan for `o` (NULL for a long-lived sandbox). A3S_E_REFUSED or
+ * A3S_E_SYSTEM: the run cannot start (a result of exit 125); other codes are
+ * the caller's errors. The plan must be released with a3s_plan_release
+ * whatever the result. */
+int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
+                   const struct plan_fds *fds, a3s_error *err);
+
+/* After the run: placeholders removed if untouched and no other run relies
+ * on them, the lock dropped, the run directory removed, memory freed. */
+void a3s_plan_release(a3s_sandbox *sb, struct plan *p);
+
+/* For a copy of a plan inherited through fork: frees it and closes its
+ * fds without touching the file system (the placeholders, the journal and
+ * the run directory belong to the process that made them). */
+void a3s_plan_forget(struct plan *p);
+
+/* For a long-lived sandbox, before each command: whether everything the
+ * plan was built over is still there (the workspace, every protected name
+ * and placeholder, every mask target and host secret, the same credential
+ * files and protected names, no new hard link under a protected or masked
+ * directory). false means: stop it and build a new one. */
+bool a3s_plan_current(a3s_sandbox *sb, struct plan *p);
+
+/* session_linux.c */
+int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                     a3s_error *err);
+void a3s_session_stop(a3s_sandbox *sb);
+
+#endif

@@ -1,0 +1,793 @@
+/* session_linux.c - the long-lived sandbox of a handle (A3S_SANDBOX_REUSE).
+ *
+ * One bubblewrap sandbox per handle, built from the same plan as a one-shot
+ * run, with a3s-init as PID 1 in server mode; each command is one request
+ * on a control socket (session_msg.h) and one fork inside, so it costs a
+ * fork, Landlock, seccomp and the exec of bash instead of a new set of
+ * namespaces and a hundred mounts.
+ *
+ *  - Start: the plan is built (placeholders, masks, the workspace lock held
+ *    for the sandbox's lifetime), then bubblewrap is started detached from
+ *    the caller's process tree (an intermediate child starts it and exits),
+ *    so the caller keeps no child between commands and no thread's exit
+ *    can take the sandbox down; a pidfd follows it. The init's lifeline
+ *    pipe, whose write end only the caller holds, ties it to the caller:
+ *    when the caller dies the sandbox dies. The start waits for READY.
+ *  - Before each command: the plan must still be current (a3s_plan_current:
+ *    a host-side edit that replaced a protected file, a placeholder, a mask
+ *    target or the workspace would have detached its bind in the
+ *    sandbox); otherwise the sandbox is stopped and a new one built.
+ *  - A command: stdout and stderr pipes go with the request (SCM_RIGHTS);
+ *    both are drained here with the same head/tail capture as a one-shot
+ *    run while the init runs the command, enforces its timeout, takes every
+ *    process of the namespace down when it ends and cleans up, then reports
+ *    DONE. A cancel becomes a CANCEL request; if the init does not answer
+ *    in time (timeout + grace + 3 s), the sandbox is killed.
+ *  - Stop: SHUTDOWN, the lifeline closed, the pidfd waited on (SIGKILL if
+ *    it lingers), then the placeholders, the lock and the run directory go.
+ *
+ * The handle's session_lock makes it one command at a time; callers that
+ * find it busy run one-shot (sandbox_linux.c).
+ */
+#define _GNU_SOURCE
+#include "a3s/a3s.h"
+
+#if defined(__linux__)
+
+#include "env.h"
+#include "internal.h"
+#include "process_internal.h"
+#include "sandbox_internal.h"
+#include "session_msg.h"
+#include "strvec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#  define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define START_TIMEOUT_MS 30000 /* bubblewrap and the init to READY */
+#define MSG_TIMEOUT_MS 5000    /* between the packets of one message; room to send */
+#define STOP_WAIT_MS 2000      /* for the sandbox to go after SHUTDOWN, then after SIGKILL */
+#define BACKSTOP_MS 3000       /* past timeout + grace, the init is presumed stuck */
+#define MAX_START_FAILURES 3   /* starts in a row that fail before a handle goes one-shot */
+
+struct a3s_session {
+    pid_t owner;  /* the process that started it: a forked copy must not drive it */
+    pid_t pid;    /* bubblewrap; not our child */
+    int pidfd;    /* follows bubblewrap */
+    int ctl;      /* our end of the control socket */
+    int lifeline; /* write end; the init watches the read end */
+    int errfd;    /* bubblewrap's stdout and stderr, read if the start fails */
+    uint64_t seq; /* commands sent */
+    struct plan plan;
+};
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t after_ms(uint64_t now, uint64_t ms) {
+    return ms > (UINT64_MAX - now) / 1000000u ? UINT64_MAX : now + ms * 1000000u;
+}
+
+static int ms_until(uint64_t now, uint64_t at) {
+    if (at <= now)
+        return 0;
+    uint64_t ms = (at - now + 999999u) / 1000000u;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static void close_fd(int *fd) {
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* Moves fd to a number >= 3 (close-on-exec), so the child's dup2 onto
+ * 0-2 cannot clobber it when the host runs with stdio closed. */
+static int above_stdio(int fd) {
+    if (fd < 0 || fd >= 3)
+        return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return moved;
+}
+
+static int pipe_above(int p[2], int flags) {
+    if (pipe2(p, O_CLOEXEC | flags) < 0)
+        return -1;
+    p[0] = above_stdio(p[0]);
+    p[1] = above_stdio(p[1]);
+    if (p[0] < 0 || p[1] < 0) {
+        close_fd(&p[0]);
+        close_fd(&p[1]);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_nonblock(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static bool readable(int fd, int timeout_ms) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int rc;
+    do
+        rc = poll(&p, 1, timeout_ms);
+    while (rc < 0 && errno == EINTR);
+    return rc > 0;
+}
+
+/* ---- starting bubblewrap, detached ------------------------------------------ */
+
+/* In the intermediate child (a fork of a possibly multi-threaded caller):
+ * only async-signal-safe calls. It prepares the process state bubblewrap
+ * inherits, starts it with a raw clone (no atfork handlers), reports its
+ * pid and waits until the caller has a pidfd on it: until then the pid
+ * cannot be reused, since it is our unreaped child at worst. */
+static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int keep[3],
+                                   int report, int go) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            sigaction(s, &dfl, NULL);
+    int32_t msg = -1;
+    if (setsid() < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
+        chdir("/") < 0)
+        goto fail;
+    /* everything but stdio and the three fds for the init is closed at exec */
+    if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0) {
+        for (int fd = 3; fd < 65536; fd++)
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    for (int i = 0; i < 3; i++)
+        if (fcntl(keep[i], F_SETFD, 0) < 0)
+            goto fail;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    char *const empty_env[] = {NULL};
+    long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
+    if (pid == 0) {
+        execve(argv[0], argv, empty_env);
+        _exit(127);
+    }
+    if (pid < 0)
+        goto fail;
+    msg = (int32_t)pid;
+    if (write(report, &msg, sizeof msg) == (ssize_t)sizeof msg) {
+        char c;
+        while (read(go, &c, 1) < 0 && errno == EINTR) {
+        }
+        _exit(0);
+    }
+fail:
+    msg = -errno;
+    if (write(report, &msg, sizeof msg) < 0) {
+    }
+    _exit(1);
+}
+
+/* Starts argv[0] detached; s->pid and s->pidfd on success. 1 when this
+ * kernel has no pidfd_open (the caller then runs one-shot). */
+static int spawn(struct a3s_session *s, char *const *argv, const int keep[3], int out,
+                 a3s_error *err) {
+    int report[2] = {-1, -1}, go[2] = {-1, -1};
+    int devnull = above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
+    if (devnull < 0 || pipe_above(report, 0) < 0 || pipe_above(go, 0) < 0) {
+        int e = errno;
+        close_fd(&devnull);
+        close_fd(&report[0]);
+        close_fd(&report[1]);
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot start the sandbox: %s", strerror(e));
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t mid = fork();
+    if (mid == 0) {
+        close(report[0]);
+        close(go[1]);
+        intermediate(argv, devnull, out, keep, report[1], go[0]);
+    }
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(devnull);
+    close(report[1]);
+    close(go[0]);
+    if (mid < 0) {
+        close(report[0]);
+        close(go[1]);
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "fork: %s", strerror(e));
+    }
+    int32_t msg = 0;
+    ssize_t n;
+    do
+        n = read(report[0], &msg, sizeof msg);
+    while (n < 0 && errno == EINTR);
+    close(report[0]);
+    int rc = A3S_OK;
+    if (n != (ssize_t)sizeof msg || msg <= 0) {
+        e = n == (ssize_t)sizeof msg ? -msg : EIO;
+        rc = a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot start %s: %s", argv[0], strerror(e));
+    } else {
+        s->pid = (pid_t)msg;
+        s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+        s->pidfd = above_stdio(s->pidfd);
+        if (s->pidfd < 0) {
+            kill(s->pid, SIGKILL); /* still the intermediate's child: the pid is ours */
+            s->pid = 0;
+            rc = 1;
+        }
+    }
+    close(go[1]); /* the intermediate exits */
+    int st;
+    while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return rc;
+}
+
+/* ---- lifetime ----------------------------------------------------------------- */
+
+static bool alive(const struct a3s_session *s) {
+    struct pollfd p[2] = {{.fd = s->ctl, .events = POLLIN}, {.fd = s->pidfd, .events = POLLIN}};
+    int rc;
+    do
+        rc = poll(p, 2, 0);
+    while (rc < 0 && errno == EINTR);
+    /* idle, nothing may arrive: a message or a hang-up means the init is gone */
+    return rc == 0;
+}
+
+static pid_t parent_of(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    int ppid = -1;
+    char state;
+    if (!end || sscanf(end + 1, " %c %d", &state, &ppid) != 2)
+        return -1;
+    return (pid_t)ppid;
+}
+
+/* Kills the sandbox: its PID 1 (whose death takes the whole namespace) and
+ * bubblewrap. The real init also dies with bubblewrap (its parent-death
+ * signal), but an init that is not ours, or is stuck, must not survive a
+ * stop. The init is found as bubblewrap's child and followed by a pidfd; it
+ * is only signalled once it is known to be that child while bubblewrap still
+ * lives (so its pid cannot have been reused). */
+static void kill_now(struct a3s_session *s) {
+    if (s->pidfd < 0)
+        return;
+    if (!readable(s->pidfd, 0)) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)s->pid, (int)s->pid);
+        FILE *f = fopen(path, "re");
+        int child;
+        while (f && fscanf(f, "%d", &child) == 1) {
+            int cfd = (int)syscall(SYS_pidfd_open, child, 0);
+            if (cfd >= 0 && parent_of(child) == s->pid && !readable(s->pidfd, 0))
+                syscall(SYS_pidfd_send_signal, cfd, SIGKILL, NULL, 0);
+            if (cfd >= 0)
+                close(cfd);
+        }
+        if (f)
+            fclose(f);
+    }
+    syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+}
+
+/* Ends the sandbox and releases its plan. A copy inherited through fork
+ * only closes its fds: the sandbox, its placeholders and its lock belong
+ * to the process that started it. */
+static void session_end(a3s_sandbox *sb, struct a3s_session *s) {
+    if (s->owner == getpid()) {
+        if (s->ctl >= 0) {
+            uint8_t b[A3S_MSG_HEADER];
+            a3s_msg_send(s->ctl, b, a3s_msg_encode_empty(A3S_MSG_SHUTDOWN, b), NULL, 0, 0);
+        }
+        close_fd(&s->ctl);
+        close_fd(&s->lifeline); /* the init also stops on this alone */
+        if (s->pidfd >= 0 && !readable(s->pidfd, STOP_WAIT_MS)) {
+            kill_now(s);
+            readable(s->pidfd, STOP_WAIT_MS);
+        }
+        a3s_plan_release(sb, &s->plan);
+    } else {
+        a3s_plan_forget(&s->plan); /* nothing of the parent's is removed here */
+    }
+    close_fd(&s->ctl);
+    close_fd(&s->lifeline);
+    close_fd(&s->pidfd);
+    close_fd(&s->errfd);
+    free(s);
+}
+
+static void stop_locked(a3s_sandbox *sb) {
+    struct a3s_session *s = sb->session;
+    if (!s)
+        return;
+    sb->session = NULL;
+    atomic_store(&sb->session_pid, 0);
+    session_end(sb, s);
+}
+
+void a3s_session_stop(a3s_sandbox *sb) {
+    pthread_mutex_lock(&sb->session_lock);
+    stop_locked(sb);
+    pthread_mutex_unlock(&sb->session_lock);
+}
+
+/* The first line bubblewrap (or the init) wrote, for a start that failed. */
+static void start_message(int fd, char *out, size_t cap) {
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    out[0] = '\0';
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    const char *s = strstr(buf, "bwrap: ");
+    if (!s)
+        s = buf;
+    snprintf(out, cap, "%.*s", (int)strcspn(s, "\n"), s);
+}
+
+/* Why a start or a run could not happen: the command's result is then 125. */
+struct failure {
+    uint64_t flags; /* A3S_RESULT_SETUP_FAILED, or _CANCELLED for a cancel during the start */
+    bool fallback;  /* the plan held but the sandbox did not come up: try one-shot */
+    char message[A3S_MSG_TEXT_MAX];
+};
+
+/* Builds and starts a new sandbox and waits for READY. A3S_OK with
+ * sb->session set; A3S_OK with f->flags set when it could not start (or
+ * was cancelled); 1 without pidfd; another code for the caller's errors. */
+static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct failure *f,
+                         a3s_error *err) {
+    struct a3s_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+    s->owner = getpid();
+    s->ctl = s->lifeline = s->pidfd = s->errfd = -1;
+    s->plan.lock_fd = s->plan.link_ifd = -1;
+    int sp[2] = {-1, -1}, life[2] = {-1, -1}, out[2] = {-1, -1};
+    int rc = A3S_OK;
+    /* the init also watches this process itself: no pidfd, no long-lived sandbox */
+    int self = above_stdio((int)syscall(SYS_pidfd_open, getpid(), 0));
+    if (self < 0) {
+        free(s);
+        atomic_store(&sb->one_shot_only, true);
+        return 1;
+    }
+    if (fcntl(self, F_SETFD, FD_CLOEXEC) < 0 ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0 ||
+        (sp[0] = above_stdio(sp[0])) < 0 || (sp[1] = above_stdio(sp[1])) < 0 ||
+        pipe_above(life, 0) < 0 || pipe_above(out, 0) < 0 || set_nonblock(out[0]) < 0) {
+        int e = errno;
+        for (int i = 0; i < 2; i++) {
+            close_fd(&sp[i]);
+            close_fd(&life[i]);
+            close_fd(&out[i]);
+        }
+        close_fd(&self);
+        free(s);
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot start the sandbox: %s", strerror(e));
+    }
+    s->ctl = sp[0];
+    s->lifeline = life[1];
+    s->errfd = out[0];
+    struct plan_fds fds = {
+        .status_fd = -1, .lifeline_fd = life[0], .control_fd = sp[1], .host_pidfd = self};
+    a3s_error perr = {0};
+    rc = a3s_plan_build(sb, NULL, &s->plan, &fds, &perr);
+    bool planned = rc == A3S_OK;
+    if (planned) {
+        int keep[3] = {sp[1], life[0], self};
+        rc = spawn(s, s->plan.argv.items, keep, out[1], &perr);
+    }
+    close(sp[1]);
+    close(life[0]);
+    close(out[1]);
+    close(self);
+    if (rc != A3S_OK) {
+        session_end(sb, s);
+        if (rc == 1) {
+            atomic_store(&sb->one_shot_only, true); /* no pidfd_open on this kernel */
+            return 1;
+        }
+        if (perr.code != A3S_E_REFUSED && perr.code != A3S_E_SYSTEM) {
+            if (err)
+                *err = perr;
+            return rc;
+        }
+        f->flags = A3S_RESULT_SETUP_FAILED;
+        f->fallback = planned;
+        snprintf(f->message, sizeof f->message, "%s", perr.message);
+        return A3S_OK;
+    }
+    atomic_fetch_add(&sb->starts, 1);
+    atomic_store(&sb->session_pid, (int)s->pid);
+
+    /* READY, or why not */
+    bool watch_cancel = (o->flags & A3S_EXEC_CANCEL_FD) != 0;
+    /* no longer than the command itself may take (a hung init must not
+     * hold a short call), nor than START_TIMEOUT_MS */
+    uint64_t budget = (o->timeout_ms ? o->timeout_ms : A3S_DEFAULT_TIMEOUT_MS) +
+                      (o->kill_grace_ms ? o->kill_grace_ms : A3S_DEFAULT_GRACE_MS) + BACKSTOP_MS;
+    if (budget > START_TIMEOUT_MS)
+        budget = START_TIMEOUT_MS;
+    uint64_t deadline = after_ms(now_ns(), budget);
+    for (;;) {
+        struct pollfd p[3] = {
+            {.fd = s->ctl, .events = POLLIN},
+            {.fd = watch_cancel ? o->cancel_fd : -1, .events = POLLIN},
+            {.fd = sb->wake[0], .events = POLLIN},
+        };
+        int n = poll(p, 3, ms_until(now_ns(), deadline));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            /* no one-shot retry: the same init would hang there too */
+            f->flags = A3S_RESULT_SETUP_FAILED;
+            snprintf(f->message, sizeof f->message, "the sandbox did not start within %llu ms",
+                     (unsigned long long)budget);
+            break;
+        }
+        if (p[1].revents || p[2].revents) {
+            f->flags = A3S_RESULT_CANCELLED;
+            break;
+        }
+        uint8_t *buf = NULL;
+        size_t len = 0, nfds = 0;
+        int stray[1];
+        int got = a3s_msg_recv(s->ctl, &buf, &len, stray, 0, &nfds, MSG_TIMEOUT_MS);
+        uint16_t type = 0;
+        uint32_t total = 0;
+        if (got == 0 && a3s_msg_header(buf, len, &type, &total, NULL) == A3S_OK &&
+            type == A3S_MSG_READY) {
+            free(buf);
+            sb->session = s;
+            return A3S_OK;
+        }
+        struct a3s_msg_done d;
+        f->flags = A3S_RESULT_SETUP_FAILED;
+        f->fallback = true;
+        if (got == 0 && type == A3S_MSG_DONE && a3s_msg_decode_done(buf, len, &d, NULL) == A3S_OK)
+            snprintf(f->message, sizeof f->message, "%s", d.message);
+        else
+            start_message(s->errfd, f->message, sizeof f->message);
+        if (!f->message[0])
+            snprintf(f->message, sizeof f->message, "the sandbox did not start");
+        free(buf);
+        break;
+    }
+    atomic_store(&sb->session_pid, 0);
+    session_end(sb, s);
+    return A3S_OK;
+}
+
+/* ---- one command ---------------------------------------------------------------- */
+
+static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                        a3s_error *err);
+
+struct exchange {
+    struct a3s_capture out, err;
+    bool done, dead, forced, cancel_sent;
+    struct a3s_msg_done d;
+    uint64_t start, finished;
+};
+
+/* Sends the request; the pipes' write ends travel with it and are closed
+ * here. 0, or -errno. */
+static int send_request(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_options *o,
+                        int out_w, int err_w, a3s_error *err) {
+    char name[32], home[64];
+    snprintf(name, sizeof name, "c%llu", (unsigned long long)++s->seq);
+    snprintf(home, sizeof home, "%s/%s", A3S_SCRATCH_PARENT, name);
+    struct a3s_strvec env = {0};
+    int rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, o->env,
+                           o->envc, home, &env, err);
+    uint8_t *msg = NULL;
+    size_t len = 0;
+    if (rc == A3S_OK)
+        rc = a3s_msg_encode_exec(o->timeout_ms ? o->timeout_ms : A3S_DEFAULT_TIMEOUT_MS,
+                                 o->kill_grace_ms ? o->kill_grace_ms : A3S_DEFAULT_GRACE_MS,
+                                 o->command, o->command_len, name,
+                                 (const char *const *)env.items, env.len, &msg, &len, err);
+    a3s_strvec_free(&env);
+    if (rc == A3S_OK) {
+        int fds[2] = {out_w, err_w};
+        int sent = a3s_msg_send(s->ctl, msg, len, fds, 2, MSG_TIMEOUT_MS);
+        if (sent < 0)
+            rc = a3s_fail(err, A3S_E_SYSTEM, -sent, 0,
+                          "the sandbox ended before the command could start: %s",
+                          strerror(-sent));
+    }
+    free(msg);
+    close(out_w);
+    close(err_w);
+    return rc;
+}
+
+/* Drains both streams until DONE (and the pipes' end), the init's death,
+ * or the backstop; a cancel or a stop becomes a CANCEL request. */
+static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_options *o,
+                     struct exchange *x) {
+    char *buf = malloc(A3S_CAPTURE_CHUNK);
+    char small[256];
+    if (!buf) { /* drain anyway, keeping nothing */
+        buf = small;
+        x->out.oom = x->err.oom = true;
+    }
+    size_t chunk = buf == small ? sizeof small : A3S_CAPTURE_CHUNK;
+    uint64_t grace = o->kill_grace_ms ? o->kill_grace_ms : A3S_DEFAULT_GRACE_MS;
+    uint64_t timeout = o->timeout_ms ? o->timeout_ms : A3S_DEFAULT_TIMEOUT_MS;
+    uint64_t backstop = after_ms(x->start, timeout + grace + BACKSTOP_MS);
+    uint64_t drain_at = UINT64_MAX;
+    bool watch_cancel = (o->flags & A3S_EXEC_CANCEL_FD) != 0;
+    for (;;) {
+        uint64_t now = now_ns();
+        bool over = x->done || x->dead;
+        if (over && ((x->out.fd < 0 && x->err.fd < 0) || now >= drain_at))
+            break;
+        if (!over && now >= backstop) {
+            kill_now(s); /* the init is stuck: the whole sandbox goes */
+            x->forced = x->dead = true;
+            x->finished = now;
+            drain_at = after_ms(now, A3S_PROCESS_DRAIN_MS);
+            continue;
+        }
+        struct pollfd p[5];
+        int io = -1, ie = -1, ic = -1, ix = -1, iw = -1;
+        nfds_t n = 0;
+        if (x->out.fd >= 0)
+            p[io = (int)n++] = (struct pollfd){x->out.fd, POLLIN, 0};
+        if (x->err.fd >= 0)
+            p[ie = (int)n++] = (struct pollfd){x->err.fd, POLLIN, 0};
+        if (!over) {
+            p[ic = (int)n++] = (struct pollfd){s->ctl, POLLIN, 0};
+            if (!x->cancel_sent) {
+                if (watch_cancel)
+                    p[ix = (int)n++] = (struct pollfd){o->cancel_fd, POLLIN, 0};
+                p[iw = (int)n++] = (struct pollfd){sb->wake[0], POLLIN, 0};
+            }
+        }
+        int rc = poll(p, n, ms_until(now, over ? drain_at : backstop));
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0) {
+            kill_now(s);
+            x->forced = x->dead = true;
+            x->finished = now_ns();
+            drain_at = after_ms(x->finished, A3S_PROCESS_DRAIN_MS);
+            continue;
+        }
+        if (io >= 0 && p[io].revents) {
+            if (chunk == A3S_CAPTURE_CHUNK)
+                a3s_capture_read(&x->out, buf);
+            else if (read(x->out.fd, buf, chunk) <= 0)
+                close_fd(&x->out.fd);
+        }
+        if (ie >= 0 && p[ie].revents) {
+            if (chunk == A3S_CAPTURE_CHUNK)
+                a3s_capture_read(&x->err, buf);
+            else if (read(x->err.fd, buf, chunk) <= 0)
+                close_fd(&x->err.fd);
+        }
+        if ((ix >= 0 && p[ix].revents) || (iw >= 0 && p[iw].revents)) {
+            uint8_t b[A3S_MSG_HEADER];
+            x->cancel_sent = true;
+            if (a3s_msg_send(s->ctl, b, a3s_msg_encode_empty(A3S_MSG_CANCEL, b), NULL, 0,
+                             MSG_TIMEOUT_MS) < 0)
+                kill_now(s);
+            uint64_t by = after_ms(now_ns(), grace + BACKSTOP_MS);
+            if (by < backstop)
+                backstop = by;
+        }
+        if (ic >= 0 && p[ic].revents) {
+            uint8_t *msg = NULL;
+            size_t len = 0, nfds = 0;
+            int stray[1];
+            int got = (p[ic].revents & POLLIN)
+                          ? a3s_msg_recv(s->ctl, &msg, &len, stray, 0, &nfds, MSG_TIMEOUT_MS)
+                          : 1;
+            if (got == 0 && a3s_msg_decode_done(msg, len, &x->d, NULL) == A3S_OK)
+                x->done = true;
+            else
+                x->dead = true; /* the init ended, or said something it should not */
+            free(msg);
+            x->finished = now_ns();
+            drain_at = after_ms(x->finished, A3S_PROCESS_DRAIN_MS);
+        }
+    }
+    if (buf != small)
+        free(buf);
+}
+
+static a3s_process_result *outcome(struct exchange *x) {
+    uint64_t us = (x->finished > x->start ? x->finished - x->start : 0) / 1000u;
+    if (x->done && !(x->d.flags & A3S_DONE_SETUP_FAILED)) {
+        uint64_t flags = ((x->d.flags & A3S_DONE_TIMED_OUT) ? A3S_RESULT_TIMED_OUT : 0) |
+                         ((x->d.flags & A3S_DONE_CANCELLED) ? A3S_RESULT_CANCELLED : 0);
+        return a3s_process_result_captured(&x->out, &x->err, x->d.exit_code, 0, flags, us,
+                                           x->d.pid, NULL);
+    }
+    if (x->done)
+        return a3s_process_result_captured(&x->out, &x->err, 125, 0, A3S_RESULT_SETUP_FAILED,
+                                           us, 0, x->d.message[0] ? x->d.message
+                                                                  : "the command did not start");
+    if (x->forced)
+        return a3s_process_result_captured(
+            &x->out, &x->err, 124, 0, x->cancel_sent ? A3S_RESULT_CANCELLED : A3S_RESULT_TIMED_OUT,
+            us, 0, NULL);
+    return a3s_process_result_captured(&x->out, &x->err, 125, 0, A3S_RESULT_SETUP_FAILED, us, 0,
+                                       "the sandbox ended while running the command");
+}
+
+/* 2 when the init refused the command because its mounts changed. */
+static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_options *o,
+                       a3s_process_result **out, a3s_error *err) {
+    int po[2] = {-1, -1}, pe[2] = {-1, -1};
+    if (pipe_above(po, 0) < 0 || pipe_above(pe, 0) < 0 || set_nonblock(po[0]) < 0 ||
+        set_nonblock(pe[0]) < 0) {
+        int e = errno;
+        close_fd(&po[0]);
+        close_fd(&po[1]);
+        close_fd(&pe[0]);
+        close_fd(&pe[1]);
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe: %s", strerror(e));
+    }
+    struct exchange x;
+    memset(&x, 0, sizeof x);
+    a3s_capture_init(&x.out, po[0], o->max_output_bytes);
+    a3s_capture_init(&x.err, pe[0], o->max_output_bytes);
+    x.start = now_ns();
+    a3s_error serr = {0};
+    int rc = send_request(sb, s, o, po[1], pe[1], &serr);
+    if (rc != A3S_OK) {
+        a3s_capture_release(&x.out);
+        a3s_capture_release(&x.err);
+        if (serr.code != A3S_E_SYSTEM) {
+            if (err)
+                *err = serr; /* e.g. a refused per-call variable */
+            return rc;
+        }
+        stop_locked(sb);
+        *out = a3s_process_result_synthetic(125, A3S_RESULT_SETUP_FAILED, serr.message);
+        return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+    }
+    exchange(sb, s, o, &x);
+    if (x.done && (x.d.flags & A3S_DONE_STALE)) {
+        /* not run: the init found a mount of its sandbox gone */
+        a3s_capture_release(&x.out);
+        a3s_capture_release(&x.err);
+        stop_locked(sb);
+        return 2;
+    }
+    *out = outcome(&x);
+    a3s_capture_release(&x.out);
+    a3s_capture_release(&x.err);
+    if (x.dead || (x.done && (x.d.flags & A3S_DONE_CLOSING)))
+        stop_locked(sb);
+    return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+}
+
+/* Called with sb->session_lock held. 1: run it one-shot instead. */
+int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                     a3s_error *err) {
+    /* a sandbox the init itself finds stale did not run the command: once
+     * more in a new one (a host changing the workspace that fast twice in a
+     * row gets a 125) */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int rc = exec_attempt(sb, o, out, err);
+        if (rc != 2)
+            return rc;
+    }
+    *out = a3s_process_result_synthetic(
+        125, A3S_RESULT_SETUP_FAILED,
+        "the workspace kept changing under the sandbox: a mount point was replaced twice");
+    return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+}
+
+/* One try: 0 (a result), 1 (run it one-shot), 2 (stale: try again), or an error. */
+static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                        a3s_error *err) {
+    struct a3s_session *s = sb->session;
+    if (s && (s->owner != getpid() || !alive(s) || !a3s_plan_current(sb, &s->plan))) {
+        stop_locked(sb);
+        s = NULL;
+    }
+    if (!s) {
+        struct failure f = {0};
+        int rc = session_start(sb, o, &f, err);
+        if (rc != A3S_OK)
+            return rc;
+        if (f.fallback) {
+            /* The plan held, but the long-lived sandbox did not come up (bubblewrap
+             * or the init failed): this command runs one-shot, whose own failure,
+             * if the boundary cannot start at all, is the 125 the caller gets.
+             * After a few in a row, the handle stops trying. */
+            if (++sb->start_failures >= MAX_START_FAILURES)
+                atomic_store(&sb->one_shot_only, true);
+            return 1;
+        }
+        if (f.flags) {
+            bool cancelled = f.flags & A3S_RESULT_CANCELLED;
+            *out = a3s_process_result_synthetic(cancelled ? 124 : 125, f.flags,
+                                                cancelled ? NULL : f.message);
+            return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+        }
+        s = sb->session;
+        sb->start_failures = 0;
+    }
+    return run_command(sb, s, o, out, err);
+}
+
+/* ---- the API ------------------------------------------------------------------- */
+
+A3S_API int a3s_sandbox_stop(a3s_sandbox *sb, a3s_error *err) {
+    if (!sb)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_stop: NULL sandbox");
+    if (pthread_mutex_trylock(&sb->session_lock) != 0) {
+        /* a command is running in it: cancel it, then wait for the lock */
+        ssize_t w = write(sb->wake[1], "x", 1);
+        (void)w;
+        pthread_mutex_lock(&sb->session_lock);
+    }
+    char drain[64];
+    while (read(sb->wake[0], drain, sizeof drain) > 0) {
+    }
+    stop_locked(sb);
+    pthread_mutex_unlock(&sb->session_lock);
+    return a3s_ok(err);
+}
+
+A3S_API int a3s_sandbox_info_get(const a3s_sandbox *sb, a3s_sandbox_info *out, a3s_error *err) {
+    if (!sb || !out || out->struct_size < sizeof(a3s_sandbox_info))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_info_get: NULL or small struct");
+    a3s_sandbox *m = (a3s_sandbox *)sb; /* atomics only: reading does not change the handle */
+    int pid = atomic_load(&m->session_pid);
+    out->flags = pid ? A3S_SANDBOX_INFO_RUNNING : 0;
+    out->starts = (uint64_t)atomic_load(&m->starts);
+    out->pid = pid;
+    out->reserved = 0;
+    return a3s_ok(err);
+}
+
+#else
+typedef int a3s_session_linux_unused; /* ISO C forbids an empty unit */
+#endif

@@ -1,0 +1,219 @@
+/* test_session.c - the long-lived sandbox (A3S_SANDBOX_REUSE) driven from C.
+ *
+ * Mostly here for the sanitizers: the host side of the long-lived sandbox
+ * (start, the exchange of messages, the capture, restarts, stop) runs under
+ * ASan, UBSan and the leak checker. It needs bubblewrap and the a3s-init
+ * built by `make init` (A3S_INIT overrides the path); without them it says
+ * so and passes, since the Python suite is where the boundary is proven.
+ */
+#define _GNU_SOURCE
+#include "a3s/a3s.h"
+#include "check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char workspace[PATH_MAX];
+static char init_path[PATH_MAX];
+static const char *bwrap;
+
+struct run {
+    int rc;
+    int exit_code;
+    uint64_t flags;
+    char out[4096];
+    char err[4096];
+    uint64_t out_total;
+    char setup_error[512];
+};
+
+static struct run exec_cmd(a3s_sandbox *sb, const char *cmd, uint64_t timeout_ms,
+                           uint64_t max_output, const char *const *env, size_t envc,
+                           int cancel_fd) {
+    struct run r;
+    memset(&r, 0, sizeof r);
+    a3s_exec_options o = {
+        .struct_size = sizeof o,
+        .flags = cancel_fd >= 0 ? A3S_EXEC_CANCEL_FD : 0,
+        .command = cmd,
+        .command_len = strlen(cmd),
+        .env = env,
+        .envc = envc,
+        .timeout_ms = timeout_ms,
+        .kill_grace_ms = 200,
+        .max_output_bytes = max_output,
+        .cancel_fd = cancel_fd,
+    };
+    a3s_process_result *res = NULL;
+    a3s_error err;
+    r.rc = a3s_sandbox_exec(sb, &o, &res, &err);
+    if (r.rc != A3S_OK) {
+        snprintf(r.setup_error, sizeof r.setup_error, "%s", err.message);
+        return r;
+    }
+    a3s_process_result_view v = {.struct_size = sizeof v};
+    a3s_process_result_get(res, &v, NULL);
+    r.exit_code = v.exit_code;
+    r.flags = v.flags;
+    r.out_total = v.stdout_total;
+    snprintf(r.out, sizeof r.out, "%.*s", (int)v.stdout_len, v.stdout_data);
+    snprintf(r.err, sizeof r.err, "%.*s", (int)v.stderr_len, v.stderr_data);
+    if (v.setup_error)
+        snprintf(r.setup_error, sizeof r.setup_error, "%s", v.setup_error);
+    a3s_process_result_free(res);
+    return r;
+}
+
+static a3s_sandbox *new_sandbox(const char *ws) {
+    a3s_sandbox_config cfg = {
+        .struct_size = sizeof cfg,
+        .flags = A3S_SANDBOX_REUSE,
+        .workspace = ws,
+        .bwrap_path = bwrap,
+        .init_path = init_path,
+    };
+    a3s_sandbox *sb = NULL;
+    a3s_error err;
+    int rc = a3s_sandbox_new(&cfg, &sb, &err);
+    CHECK(rc == A3S_OK, "a3s_sandbox_new: %s", err.message);
+    return sb;
+}
+
+static a3s_sandbox_info info_of(a3s_sandbox *sb) {
+    a3s_sandbox_info info = {.struct_size = sizeof info};
+    CHECK(a3s_sandbox_info_get(sb, &info, NULL) == A3S_OK, "info");
+    return info;
+}
+
+struct job {
+    a3s_sandbox *sb;
+    int n;
+    struct run r;
+};
+
+static void *concurrent(void *arg) {
+    struct job *j = arg;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "sleep 0.3; echo %d", j->n);
+    j->r = exec_cmd(j->sb, cmd, 10000, 0, NULL, 0, -1);
+    return NULL;
+}
+
+static void test_commands(void) {
+    a3s_sandbox *sb = new_sandbox(workspace);
+    if (!sb)
+        return;
+    struct run r = exec_cmd(sb, "echo out; echo err >&2; exit 3", 10000, 0, NULL, 0, -1);
+    CHECK(r.rc == A3S_OK && r.exit_code == 3 && !strcmp(r.out, "out\n") && !strcmp(r.err, "err\n"),
+          "first: rc %d exit %d out '%s' err '%s' setup '%s'", r.rc, r.exit_code, r.out, r.err,
+          r.setup_error);
+    a3s_sandbox_info info = info_of(sb);
+    CHECK(info.starts == 1 && (info.flags & A3S_SANDBOX_INFO_RUNNING) && info.pid > 0, "info");
+
+    r = exec_cmd(sb, "head -c 100000 /dev/zero | tr '\\0' a", 10000, 64, NULL, 0, -1);
+    CHECK(r.exit_code == 0 && (r.flags & A3S_RESULT_STDOUT_TRUNCATED) && r.out_total == 100000 &&
+              strstr(r.out, "bytes omitted"),
+          "flood: exit %d total %llu", r.exit_code, (unsigned long long)r.out_total);
+
+    r = exec_cmd(sb, "sleep 5", 200, 0, NULL, 0, -1);
+    CHECK(r.exit_code == 124 && (r.flags & A3S_RESULT_TIMED_OUT), "timeout: %d", r.exit_code);
+
+    int cancel[2];
+    CHECK(pipe(cancel) == 0, "pipe");
+    CHECK(write(cancel[1], "x", 1) == 1, "write");
+    r = exec_cmd(sb, "sleep 5", 10000, 0, NULL, 0, cancel[0]);
+    CHECK(r.exit_code == 124 && (r.flags & A3S_RESULT_CANCELLED), "cancel: %d", r.exit_code);
+    close(cancel[0]);
+    close(cancel[1]);
+
+    const char *env[] = {"FOO=bar baz"};
+    r = exec_cmd(sb, "echo \"$FOO|$HOME\"", 10000, 0, env, 1, -1);
+    CHECK(!strncmp(r.out, "bar baz|/run/a3s/scratch/", 25), "env: '%s'", r.out);
+
+    const char *bad[] = {"LD_PRELOAD=/x.so"};
+    r = exec_cmd(sb, "true", 10000, 0, bad, 1, -1);
+    CHECK(r.rc == A3S_E_INVALID, "LD_PRELOAD: rc %d", r.rc);
+
+    r = exec_cmd(sb, "exec /nonexistent/program", 10000, 0, NULL, 0, -1);
+    CHECK(r.exit_code == 127, "a missing program is the command's own failure: %d", r.exit_code);
+    CHECK(info_of(sb).starts == 1, "one sandbox so far");
+
+    /* two at once: one in the long-lived sandbox, one one-shot */
+    struct job a = {.sb = sb, .n = 1}, b = {.sb = sb, .n = 2};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, concurrent, &a);
+    pthread_create(&tb, NULL, concurrent, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK(a.r.exit_code == 0 && !strcmp(a.r.out, "1\n"), "thread a: '%s' %s", a.r.out,
+          a.r.setup_error);
+    CHECK(b.r.exit_code == 0 && !strcmp(b.r.out, "2\n"), "thread b: '%s' %s", b.r.out,
+          b.r.setup_error);
+
+    CHECK(a3s_sandbox_stop(sb, NULL) == A3S_OK, "stop");
+    info = info_of(sb);
+    CHECK(!(info.flags & A3S_SANDBOX_INFO_RUNNING) && info.pid == 0, "stopped");
+    r = exec_cmd(sb, "echo again", 10000, 0, NULL, 0, -1);
+    CHECK(!strcmp(r.out, "again\n") && info_of(sb).starts == 2, "restart: '%s'", r.out);
+
+    /* a host edit that would detach a bind rebuilds the sandbox */
+    char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/.gitmodules", workspace);
+    snprintf(tmp, sizeof tmp, "%s/.gitmodules.new", workspace);
+    CHECK(unlink(path) == 0, "remove the placeholder");
+    FILE *f = fopen(tmp, "w");
+    fputs("saved\n", f);
+    fclose(f);
+    CHECK(rename(tmp, path) == 0, "rename");
+    r = exec_cmd(sb, "echo evil > .gitmodules 2>/dev/null; cat .gitmodules", 10000, 0, NULL, 0,
+                 -1);
+    CHECK(!strcmp(r.out, "saved\n") && info_of(sb).starts == 3, "rebuilt: '%s'", r.out);
+    unlink(path);
+    a3s_sandbox_free(sb);
+}
+
+static void test_refusal(void) {
+    char ws[PATH_MAX + 8], link[PATH_MAX + 16];
+    snprintf(ws, sizeof ws, "%s/refused", workspace);
+    mkdir(ws, 0700);
+    snprintf(link, sizeof link, "%s/.git", ws);
+    CHECK(symlink("/etc", link) == 0, "symlink");
+    a3s_sandbox *sb = new_sandbox(ws);
+    if (!sb)
+        return;
+    struct run r = exec_cmd(sb, "touch ran", 10000, 0, NULL, 0, -1);
+    CHECK(r.exit_code == 125 && (r.flags & A3S_RESULT_SETUP_FAILED) && strstr(r.setup_error, "symlink"),
+          "refused: %d '%s'", r.exit_code, r.setup_error);
+    CHECK(!(info_of(sb).flags & A3S_SANDBOX_INFO_RUNNING), "nothing runs after a refusal");
+    a3s_sandbox_free(sb);
+    unlink(link);
+    rmdir(ws);
+}
+
+int main(void) {
+    static const char *const candidates[] = {"/usr/bin/bwrap", "/bin/bwrap"};
+    for (size_t i = 0; i < 2 && !bwrap; i++)
+        if (access(candidates[i], X_OK) == 0)
+            bwrap = candidates[i];
+    const char *init = getenv("A3S_INIT") ? getenv("A3S_INIT") : "build/a3s-init";
+    if (!bwrap || !realpath(init, init_path)) {
+        printf("test_session: skipped (no bubblewrap or no %s)\n", init);
+        return check_report("test_session");
+    }
+    char tmpl[] = "/tmp/a3s-test-session-XXXXXX";
+    CHECK(mkdtemp(tmpl) != NULL, "mkdtemp");
+    snprintf(workspace, sizeof workspace, "%s", tmpl);
+    test_commands();
+    test_refusal();
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", workspace);
+    CHECK(system(cmd) == 0, "cleanup");
+    return check_report("test_session");
+}
