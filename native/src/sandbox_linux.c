@@ -762,7 +762,11 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
     if (rc)
         return rc;
 
-    /* A missing name gets a read-only placeholder for the run. */
+    /* A missing name gets a read-only placeholder for the run: always an empty
+     * directory, even for a file name, because git lists no empty directory, so
+     * a placeholder never shows up in the host's `git status`, nor is it staged
+     * by `git add -A`, while a long-lived sandbox keeps it (docs/security.md).
+     * Journals of older versions may still name file placeholders ('f'). */
     for (int kind = 0; kind < 2; kind++) {
         const char *const *names = kind ? PROTECTED_FILES : PROTECTED_DIRS;
         size_t n = kind ? COUNT(PROTECTED_FILES) : COUNT(PROTECTED_DIRS);
@@ -770,20 +774,17 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
             if (kind ? present_files[i] : present_dirs[i])
                 continue;
             snprintf(path, sizeof path, "%s/%s", sb->workspace, names[i]);
-            int made = kind ? open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444)
-                            : mkdir(path, 0555);
+            int made = mkdir(path, 0555);
             if (made < 0 && errno != EEXIST)
                 return a3s_fail(err, A3S_E_SYSTEM, errno, 0,
                                 "cannot create a placeholder for %s: %s", path, strerror(errno));
-            if (kind && made >= 0)
-                close(made);
             struct stat st;
             if (lstat(path, &st) < 0 || S_ISLNK(st.st_mode))
                 return a3s_fail(err, A3S_E_REFUSED, 0, 0, "%s changed while being protected",
                                 path);
             if (made >= 0) {
                 char tagged[PATH_MAX + 64];
-                snprintf(tagged, sizeof tagged, "%c%lu:%lu:%lld.%09ld:%s", kind ? 'f' : 'd',
+                snprintf(tagged, sizeof tagged, "d%lu:%lu:%lld.%09ld:%s",
                          (unsigned long)st.st_dev, (unsigned long)st.st_ino,
                          (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec, path);
                 a3s_strvec_push(&p->placeholders, tagged);

@@ -167,7 +167,7 @@ static void test_commands(void) {
     char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/.gitmodules", workspace);
     snprintf(tmp, sizeof tmp, "%s/.gitmodules.new", workspace);
-    CHECK(unlink(path) == 0, "remove the placeholder");
+    CHECK(rmdir(path) == 0, "remove the placeholder (an empty directory)");
     FILE *f = fopen(tmp, "w");
     fputs("saved\n", f);
     fclose(f);

@@ -58,6 +58,29 @@ def test_credential_files_stay_out_of_reach_even_for_the_host(session, workspace
     assert "hunter2" not in bash.output
 
 
+def test_placeholders_stay_out_of_git_and_out_of_the_way_of_protected_writes(session, workspace):
+    subprocess.run(["git", "init", "-q", str(workspace / "repo")], check=True)
+    assert session.invoke(ToolCall("b", "bash", {"command": "true"})).executed
+    # the long-lived sandbox keeps placeholders for the missing names: empty directories
+    assert (workspace / ".gitmodules").is_dir() and not any((workspace / ".gitmodules").iterdir())
+    status = subprocess.run(
+        ["git", "-C", str(workspace), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+        env={"GIT_DIR": str(workspace / "repo/.git"), "GIT_WORK_TREE": str(workspace)},
+    )
+    assert ".gitmodules" not in status.stdout and ".bashrc" not in status.stdout, status.stdout
+    out = session.invoke(ToolCall("w", "write", {"file_path": ".gitmodules", "content": "[x]\n"}))
+    assert out.approved and out.executed and out.result.success, out.result
+    assert (workspace / ".gitmodules").read_text() == "[x]\n"
+    again = session.invoke(
+        ToolCall("b2", "bash", {"command": "echo y >> .gitmodules; cat .gitmodules"})
+    )
+    assert (
+        again.result.output.count("[x]") == 1 and (workspace / ".gitmodules").read_text() == "[x]\n"
+    )
+
+
 def test_plan_mode_session_reads_but_never_mutates(workspace):
     with Agent().session(workspace, SessionOptions(mode=Mode.PLAN)) as s:
         assert s.invoke(ToolCall("r", "read", {"file_path": "a.txt"})).executed

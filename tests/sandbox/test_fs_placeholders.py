@@ -168,11 +168,11 @@ def test_journal_recovery_never_removes_a_placeholder_that_became_real(
     ws, state_dir, fs, fs_sandbox, leaked_scratch
 ):
     _kill_caller_mid_run(ws, state_dir, leaked_scratch)
-    # the same inode, now with content
-    with open(ws / ".bashrc", "a") as f:
-        f.write("export REAL=1\n")
+    # the same inode (placeholders are empty directories, even for file names), now with content
+    os.chmod(ws / ".bashrc", 0o755)
+    (ws / ".bashrc" / "real").write_text("export REAL=1\n")
     # replaced by a new file with content
-    (ws / ".profile").unlink()
+    (ws / ".profile").rmdir()
     (ws / ".profile").write_text("real profile\n")
     # a placeholder directory that now holds a file
     os.chmod(ws / ".idea", 0o755)
@@ -187,7 +187,7 @@ def test_journal_recovery_never_removes_a_placeholder_that_became_real(
     assert _present(ws) == [".bashrc", ".idea", ".profile", ".vscode"]
     for name, snap in kept.items():
         assert fs.diff(snap, fs.snapshot(ws / name)) == [], name
-    assert (ws / ".bashrc").read_text() == "export REAL=1\n"
+    assert (ws / ".bashrc" / "real").read_text() == "export REAL=1\n"
 
 
 def test_journal_recovery_keeps_a_new_empty_file_that_reused_the_placeholder_inode(
@@ -198,7 +198,7 @@ def test_journal_recovery_keeps_a_new_empty_file_that_reused_the_placeholder_ino
     inode, still empty" does not prove the object is still the placeholder we made."""
     _kill_caller_mid_run(ws, state_dir, leaked_scratch)
     old_inode = os.lstat(ws / ".zshrc").st_ino
-    (ws / ".zshrc").unlink()
+    (ws / ".zshrc").rmdir()
     (ws / ".zshrc").touch()
     os.chmod(ws / ".zshrc", 0o644)
     reused = os.lstat(ws / ".zshrc").st_ino == old_inode

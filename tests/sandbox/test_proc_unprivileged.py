@@ -302,7 +302,7 @@ def test_unprivileged_unshare_fails(driver) -> None:
 
 def test_unprivileged_placeholders_are_cleaned_up(driver) -> None:
     before = sorted(os.listdir(driver.ws))
-    r = driver.run("ls -A; test -d .git && test -f .bashrc && echo protected")
+    r = driver.run("ls -A; test -d .git && test -d .bashrc && echo protected")
     assert "protected" in r.stdout, f"placeholders were not in place during the run: {r}"
     assert sorted(os.listdir(driver.ws)) == before, "placeholders were left in the workspace"
     assert [f for f in os.listdir(driver.state) if f.endswith(".journal")] == []

@@ -125,6 +125,7 @@ class InvocationKernel:
         recorder: MutationRecorder | None,
         host_sandbox_factory: Callable[[], BashSandbox],
         bash_observer: Callable[[Callable[[], ToolResult], bool], ToolResult] | None = None,
+        release_placeholders: Callable[[], None] | None = None,
     ) -> None:
         self.session_id = session_id
         self.workspace = workspace
@@ -135,6 +136,7 @@ class InvocationKernel:
         self.recorder = recorder
         self.host_sandbox_factory = host_sandbox_factory
         self.bash_observer = bash_observer
+        self.release_placeholders = release_placeholders
 
     # -- the pipeline -------------------------------------------------------------------
 
@@ -447,6 +449,14 @@ class InvocationKernel:
             host_sandbox_factory=self.host_sandbox_factory,
         )
         tool = s.tool
+        if (
+            tool.kind in (ToolKind.WRITE, ToolKind.DOWNLOAD)
+            and self.release_placeholders is not None
+            and any(is_protected_path(self.workspace, p) for p in s.paths)
+        ):
+            # A long-lived sandbox keeps empty directories at missing protected names;
+            # the write needs the name free, and the next command rebuilds the sandbox.
+            self.release_placeholders()
 
         def run() -> ToolResult:
             return run_tool(tool, s.args, ctx)

@@ -481,7 +481,14 @@ class Session:
             recorder=self._ledger,
             host_sandbox_factory=lambda: ProcessHostBashSandbox(root),
             bash_observer=self._observe_bash,
+            release_placeholders=self._release_placeholders,
         )
+
+    def _release_placeholders(self) -> None:
+        """Stops the session's own long-lived sandbox so its placeholders leave the workspace."""
+        close = getattr(self.sandbox, "close", None)
+        if callable(close) and self.options.sandbox_handle is None:
+            close()
 
 
 class SkillSession:
