@@ -164,3 +164,47 @@ def test_replay_reports_bad_lines_and_goes_on(tmp_path, workspace):
     assert proc.returncode == 1
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert "error" in rows[0] and "error" in rows[1] and rows[2]["decision"] == "allow"
+
+
+def test_the_ledger_books_bash_and_tool_changes_to_the_right_tool(session, workspace):
+    assert session.invoke(ToolCall("b1", "bash", {"command": "echo 1 > by-bash.txt"})).executed
+    assert session.invoke(
+        ToolCall("w1", "write", {"file_path": "by-tool.txt", "content": "2"})
+    ).executed
+    assert session.invoke(ToolCall("b2", "bash", {"command": "echo 3 > by-bash-2.txt"})).executed
+    (workspace / "by-host.txt").write_text("outside the session\n")
+    assert session.invoke(ToolCall("b3", "bash", {"command": "true"})).executed
+    booked = {e.path: e.tool for e in session._ledger.entries()}
+    assert booked == {
+        "by-bash.txt": "bash",
+        "by-tool.txt": "write",
+        "by-bash-2.txt": "bash",
+        "by-host.txt": "bash",
+    }
+    outcome = session.complete_turn("done")
+    assert not outcome.completed and outcome.missing
+    session.waive(session.effect_digest, "reviewed by hand")
+    assert session.complete_turn("done").completed
+
+
+def test_verify_binds_a_report_to_the_effect_and_a_later_change_makes_it_stale(workspace):
+    from a3s_code import CheckSpec
+
+    check = CheckSpec("content", "custom", "grep -q 'answer = 42' src/app.py")
+    options = SessionOptions(verification_checks=(check,), detect_checks=False)
+    with Agent().session(workspace, options) as s:
+        assert s.complete_turn("nothing changed").completed
+        s.invoke(ToolCall("w", "write", {"file_path": "src/app.py", "content": "answer = 41\n"}))
+        failed = s.verify()
+        assert not failed.passed and not s.complete_turn("done").completed
+        s.invoke(
+            ToolCall(
+                "e", "edit", {"file_path": "src/app.py", "old_string": "41", "new_string": "42"}
+            )
+        )
+        report = s.verify()
+        assert report.passed and report.effect_digest == s.effect_digest
+        assert s.complete_turn("done").completed
+        s.invoke(ToolCall("b", "bash", {"command": "echo '# later' >> src/app.py"}))
+        stale = s.complete_turn("done")
+        assert not stale.completed and "stale" in (stale.reason + " ".join(stale.missing)).lower()

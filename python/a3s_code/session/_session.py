@@ -90,6 +90,9 @@ class Session:
         self._confirmations = ConfirmationManager(options.confirmation_policy)
         self._ledger = MutationLedger()
         self._gate = VerificationGate(self._ledger)
+        self._tool_changes = 0  # changes the tools recorded: each one invalidates the bash snapshot
+        self._bash_snapshot: tuple[WorkspaceSnapshot, int] | None = None
+        self._snapshot_lock = threading.Lock()
         self._lock = threading.Lock()
         self._scope = CallScope(
             "session",
@@ -402,14 +405,29 @@ class Session:
         return list(self._gate.new_turn())
 
     def _observe_bash(self, run: Callable[[], ToolResult], escalated: bool) -> ToolResult:
-        """Runs a bash call between two workspace snapshots and records what it changed."""
+        """Runs a bash call between two workspace snapshots and records what it changed.
+
+        The snapshot taken after one bash call serves as the "before" of the
+        next, unless a tool recorded a change in between (it is then taken
+        again, so the tool's change is not booked to bash). A change made
+        outside the session between two bash calls is booked to the second:
+        the turn's effect then covers the workspace as it is, which is what a
+        verification must see. An escalated call (outside the sandbox) can
+        touch the protected names too, so its snapshots include them.
+        """
         skip = () if escalated else None
-        before = self._snapshot(skip)
+        with self._snapshot_lock:
+            cached, self._bash_snapshot = self._bash_snapshot, None
+        fresh = cached is not None and not escalated and cached[1] == self._tool_changes
+        before = cached[0] if fresh and cached is not None else self._snapshot(skip)
         try:
             return run()
         finally:
             after = self._snapshot(skip)
             record_bash_changes(self._ledger, before, after, self.workspace)
+            if not escalated:
+                with self._snapshot_lock:
+                    self._bash_snapshot = (after, self._tool_changes)
 
     def _snapshot(self, skip_top: tuple[str, ...] | None) -> WorkspaceSnapshot:
         if skip_top is None:
@@ -478,7 +496,7 @@ class Session:
             registry=self._registry,
             hooks=self._hooks,
             confirmations=self._confirmations,
-            recorder=self._ledger,
+            recorder=_ToolRecorder(self),
             host_sandbox_factory=lambda: ProcessHostBashSandbox(root),
             bash_observer=self._observe_bash,
             release_placeholders=self._release_placeholders,
@@ -489,6 +507,18 @@ class Session:
         close = getattr(self.sandbox, "close", None)
         if callable(close) and self.options.sandbox_handle is None:
             close()
+
+
+class _ToolRecorder:
+    """Books a tool's change in the ledger and tells the bash observer its snapshot is stale."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def record(self, tool: str, path: str, content_digest: str) -> None:
+        self._session._ledger.record(tool, path, content_digest)
+        with self._session._snapshot_lock:
+            self._session._tool_changes += 1
 
 
 class SkillSession:
