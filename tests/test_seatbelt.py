@@ -412,7 +412,7 @@ def test_only_the_workspace_scratch_and_devices_are_writable(policy: Policy) -> 
         assert policy.create(path) == "deny", path
 
 
-@pytest.mark.parametrize("name", PROTECTED_NAMES)
+@pytest.mark.parametrize("name", sorted(PROTECTED_NAMES))
 def test_each_protected_name_is_read_only_and_cannot_be_created(policy: Policy, name: str) -> None:
     path = f"{WS}/{name}"
     assert f'(literal "{path}")' in policy.text

@@ -54,9 +54,9 @@ except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
 
 import timeline  # noqa: E402
-import workspace  # noqa: E402
 from common import Series, measure, measure_paired, ms, paired_delta, plain, section, table  # noqa: E402
 
+import workspace  # noqa: E402
 from a3s_code import _native  # noqa: E402
 from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox  # noqa: E402
 from a3s_code.sandbox._locate import find_bwrap, init_path  # noqa: E402

@@ -68,9 +68,9 @@ except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
     import a3s_code
 
-import workspace  # noqa: E402
 from common import Series, loadavg, measure, ms, plain, ratio, section, table  # noqa: E402
 
+import workspace  # noqa: E402
 from a3s_code.sandbox import NativeBashSandbox  # noqa: E402
 from a3s_code.sandbox._locate import bwrap_version, find_bwrap  # noqa: E402
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from dlserver import redirect, respond, send_head, serve_file
 
+from a3s_code._redact import is_sensitive_param, redact_query, redact_url
 from a3s_code.download import DownloadError
-from a3s_code.download._redact import is_sensitive_param, redact_query, redact_text
 from a3s_code.tools import ToolContext
 from a3s_code.tools._download import DownloadTool
 
@@ -60,7 +60,7 @@ def test_redact_query_and_text():
     assert redact_query("a=1&sig=x&b&token=") == "a=1&sig=REDACTED&b&token=REDACTED"
     assert redact_query("0123456789abcdef0123") == "REDACTED"  # a bare signature
     raw = "https://u:p@h.example.com/x?sig=abc#frag\n"
-    shown = redact_text(raw)
+    shown = redact_url(raw)
     assert "abc" not in shown and "u:p" not in shown and "frag" not in shown
 
 

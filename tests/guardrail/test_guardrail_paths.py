@@ -211,10 +211,13 @@ def test_protected_names_are_the_documented_set() -> None:
     )
 
 
-def test_protected_names_match_the_sandbox() -> None:
-    from a3s_code.sandbox._seatbelt import PROTECTED_NAMES as SANDBOX_NAMES
+def test_protected_names_are_the_one_list() -> None:
+    from a3s_code import workspace
+    from a3s_code.sandbox import _seatbelt
+    from a3s_code.verification import _snapshot
 
-    assert frozenset(SANDBOX_NAMES) == PROTECTED_NAMES
+    assert PROTECTED_NAMES is workspace.PROTECTED_NAMES
+    assert _seatbelt.PROTECTED_NAMES is _snapshot.PROTECTED_NAMES is workspace.PROTECTED_NAMES
 
 
 @pytest.mark.parametrize(

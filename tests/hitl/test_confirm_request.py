@@ -253,24 +253,24 @@ def test_render_and_operation_never_show_secrets():
         "dXNlcjpwYXNz",
     ):
         assert leaked not in text, leaked
-    assert "<redacted>" in text
+    assert "REDACTED" in text  # the one summary's mark (guardrail and download use it too)
     # the host still gets the real arguments on purpose
     assert request.to_dict()["args"]["api_key"] == "plain-looking-value"
 
 
 def test_operation_summary_is_short_and_single_line():
+    # the one call summary (a3s_code.guardrail.summarize_call) with the longer limit
     op = summarize_operation("write", {"file_path": "src/lib.rs", "content": "x\n" * 100_000})
-    assert op.startswith("write: src/lib.rs content=")
-    assert "(200000 chars)" in op
-    assert len(op) <= 240 and "\n" not in op
+    assert op == "write src/lib.rs (195.3 KiB)"
     op = summarize_operation("bash", {"command": "a" * 5_000_000})
-    assert len(op) <= 240 and "5000000 chars" in op
+    assert len(op) == 240 and op.startswith("bash: aaa") and op.endswith("…")
     op = summarize_operation("read", {"files": [{"path": "a"}, {"path": "b"}, "c", "d", "e"]})
-    assert op == 'read: files=["a", "b", "c", +2 more]'
+    assert op == "read 5 files: a, b, ? +2 more"
     assert summarize_operation("mcp__gh__list", {}) == "mcp__gh__list"
-    assert summarize_operation("ls", {"path": "src", "depth": 2, "hidden": True}) == (
-        "ls: src depth=2 hidden=true"
+    assert summarize_operation("mcp__gh__list", {"repo": "a\nb", "n": 2}) == (
+        "mcp__gh__list: repo=a ⏎ b n=2"
     )
+    assert summarize_operation("ls", {"path": "src", "depth": 2, "hidden": True}) == "ls src"
 
 
 def test_ordinary_text_is_not_redacted():

@@ -229,6 +229,12 @@ def test_a_command_that_changes_nothing_records_nothing(
         "cat src/a.py >/dev/null; ls -la >/dev/null; echo x > .git/config; echo x > .bashrc; true",
     )
     assert ledger.is_empty(), ledger.entries()
+    # the write was refused: what stands there is the sandbox's placeholder (an empty
+    # directory while the long-lived sandbox lives), never the command's file
+    assert not (workspace / ".bashrc").is_file()
+    close = getattr(sandbox, "close", None)
+    if close is not None:
+        close()
     assert not (workspace / ".bashrc").exists()
     assert not (workspace / ".git" / "config").exists()
 

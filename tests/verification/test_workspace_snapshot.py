@@ -19,6 +19,7 @@ from a3s_code.verification import (
     _snapshot,
     record_bash_changes,
 )
+from a3s_code.workspace import PROTECTED_DIRS
 
 
 def take(root: Path, **kwargs: object) -> WorkspaceSnapshot:
@@ -177,11 +178,11 @@ def test_empty_directories_count(workspace: Path) -> None:
     assert changes(before, workspace) == [("empty", "deleted", "directory")]
 
 
-@pytest.mark.parametrize("name", [*PROTECTED_NAMES, ".GIT", ".Git", ".BashRC", ".MCP.json"])
+@pytest.mark.parametrize("name", [*sorted(PROTECTED_NAMES), ".GIT", ".Git", ".BashRC", ".MCP.json"])
 def test_protected_top_level_names_are_skipped(workspace: Path, name: str) -> None:
     before = take(workspace)
     target = workspace / name
-    if name.lower() in (".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea"):
+    if name.lower() in PROTECTED_DIRS:
         target.mkdir()
         (target / "config").write_text("x")
     else:
@@ -203,10 +204,10 @@ def test_protected_names_only_at_the_top(workspace: Path) -> None:
     ]
 
 
-def test_the_list_matches_the_sandbox() -> None:
-    from a3s_code.sandbox import _seatbelt
+def test_the_list_is_the_sandboxs() -> None:
+    from a3s_code import workspace
 
-    assert set(PROTECTED_NAMES) == set(_seatbelt.PROTECTED_NAMES)
+    assert PROTECTED_NAMES is workspace.PROTECTED_NAMES
     src = Path(__file__).resolve().parents[2] / "native" / "src" / "sandbox_linux.c"
     if src.exists():
         text = src.read_text()

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import shutil
-import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
 from .. import _native
 from ..sandbox import NativeBashSandbox
-
-MIN_BWRAP = (0, 8, 0)
-SYSTEM_BWRAP = ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
+from ..sandbox._locate import MIN_BWRAP, bwrap_version, find_bwrap
 
 
 @dataclass
@@ -41,28 +35,6 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     p.set_defaults(run=run)
 
 
-def find_bwrap() -> str | None:
-    """The system bubblewrap: a fixed system path first, never a workspace-relative one."""
-    for candidate in SYSTEM_BWRAP:
-        if os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which("bwrap")
-    return found if found and os.path.isabs(found) else None
-
-
-def bwrap_version(path: str) -> tuple[int, ...] | None:
-    try:
-        out = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=5, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
-    if not match:
-        return None
-    return tuple(int(x or 0) for x in match.groups())
-
-
 def collect() -> list[Check]:
     checks: list[Check] = []
     linux = sys.platform.startswith("linux")
@@ -71,11 +43,17 @@ def collect() -> list[Check]:
             "platform", linux, True, sys.platform, "" if linux else "the native sandbox needs Linux"
         )
     )
-    bwrap = find_bwrap()
+    bwrap = find_bwrap()  # the sandbox's own lookup: only a root-owned bwrap counts
     version = bwrap_version(bwrap) if bwrap else None
     if not bwrap:
         checks.append(
-            Check("bubblewrap", False, True, "not found", "install it: apt-get install bubblewrap")
+            Check(
+                "bubblewrap",
+                False,
+                True,
+                "not found (or not owned by root in a directory only root can write)",
+                "install it: apt-get install bubblewrap",
+            )
         )
     elif version is None or version < MIN_BWRAP:
         shown = ".".join(map(str, version)) if version else "unknown"

@@ -35,7 +35,7 @@ from .._errors import (
     PathOutsideWorkspace,
     WorkspaceError,
 )
-from ..workspace import Workspace
+from ..workspace import AtomicWriter, Workspace
 from ._client import Client, Route
 from ._deadline import CancelToken, Deadline
 from ._errors import (
@@ -63,7 +63,7 @@ from ._net import (
 )
 from ._proxy import parse_proxy
 from ._ranges import RangedDownload, plan_parts, probe_total, strong_etag
-from ._sink import StreamSink, TempFile, TrailingHash
+from ._sink import StreamSink, TrailingHash
 from ._url import Url, join, parse_url
 
 __all__ = [
@@ -193,7 +193,7 @@ class _Job:
         self,
         client: Client,
         headers: HostHeaders,
-        temp: TempFile,
+        temp: AtomicWriter,
         max_bytes: int,
         connections: int,
     ) -> None:
@@ -364,23 +364,23 @@ def _is_hex(text: str) -> bool:
 
 
 @contextlib.contextmanager
-def _destination(ws: Workspace, path: str, overwrite: bool) -> Iterator[TempFile]:
+def _destination(ws: Workspace, path: str, overwrite: bool) -> Iterator[AtomicWriter]:
     """The destination's temporary file; every refusal becomes DestinationRejected.
 
     Leaving the block without a commit (any exception) removes the temporary file.
     """
     _check_destination_text(path)
-    temp = TempFile(ws, path, overwrite=overwrite, create_parents=True)
+    temp = AtomicWriter(ws, path, overwrite=overwrite, create_parents=True)
     try:
         lexical = ws.parts(path)
         temp.__enter__()
     except (WorkspaceError, OSError) as exc:
         raise _refused(exc, path) from None
     try:
-        if temp.resolved_parts != lexical:
+        if temp.parts != lexical:
             raise DestinationRejected(
                 f"the destination {path!r} crosses a symbolic link (it leads to "
-                f"{'/'.join(temp.resolved_parts)!r}); downloads write only to real paths",
+                f"{'/'.join(temp.parts)!r}); downloads write only to real paths",
                 path=path,
                 reason="symlink",
             )

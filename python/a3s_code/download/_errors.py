@@ -21,7 +21,7 @@
         └── WriteError         the file could not be written (disk full, I/O error)
 
 Messages never contain signed query parameters or credentials: every URL in
-them passed through the redaction of ``_redact``. Code branches on the class
+them passed through the redaction of ``a3s_code._redact``. Code branches on the class
 or on the documented attributes, never on the message.
 """
 

@@ -25,6 +25,7 @@ import re
 import threading
 from dataclasses import dataclass
 
+from ..workspace import AtomicWriter
 from ._client import Client, Route
 from ._deadline import Deadline, Stopped
 from ._errors import (
@@ -37,7 +38,7 @@ from ._errors import (
 )
 from ._headers import HostHeaders
 from ._http import Connection, ResponseHead
-from ._sink import TempFile, TrailingHash, write_at
+from ._sink import TrailingHash, write_at
 
 __all__ = [
     "PART_MIN",
@@ -150,7 +151,7 @@ class RangedDownload:
         client: Client,
         route: Route,
         headers: HostHeaders,
-        temp: TempFile,
+        temp: AtomicWriter,
         parts: list[Part],
         total: int,
         etag: str,

@@ -1,56 +1,25 @@
 """Where the bytes go: the workspace's atomic temporary file, written by descriptor.
 
-:class:`TempFile` is :class:`~a3s_code.workspace.AtomicWriter` (walk with
+The file is an :class:`~a3s_code.workspace.AtomicWriter` (walk with
 ``O_NOFOLLOW``, credential boundary, adjacent temporary file, fsync, rename or
-no-clobber link, directory fsync) plus the three things a download needs that
-the writer does not expose yet: the descriptor for positional writes, the
-resolved path (to refuse a destination reached through a symlink), and a
-second, read-only descriptor on the same inode to hash ranged parts.
+no-clobber link, directory fsync); the download writes through its
+``fileno()`` (positionally, for ranged parts) and hashes what landed through a
+second, read-only descriptor from ``open_reader()``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import threading
 from collections.abc import Callable
 
-from ..workspace import AtomicWriter
 from ._deadline import Deadline
-from ._errors import DestinationRejected, WriteError
+from ._errors import WriteError
 
-__all__ = ["StreamSink", "TempFile", "TrailingHash", "write_at"]
+__all__ = ["StreamSink", "TrailingHash", "write_at"]
 
 HASH_CHUNK = 1 << 20
-
-
-class TempFile(AtomicWriter):
-    """The download's temporary file (see the module docstring)."""
-
-    # These read AtomicWriter's private state; a public accessor there would remove them.
-    def fileno(self) -> int:
-        return self._fd
-
-    @property
-    def resolved_parts(self) -> tuple[str, ...]:
-        """The destination's components after the walk (symlinks inside resolved)."""
-        return self._parts
-
-    def open_reader(self) -> int:
-        """A read-only descriptor on the temporary file, checked to be the same inode."""
-        fd = os.open(self._temp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dirfd)
-        ours, theirs = os.fstat(self._fd), os.fstat(fd)
-        if (ours.st_dev, ours.st_ino) != (theirs.st_dev, theirs.st_ino) or not stat.S_ISREG(
-            theirs.st_mode
-        ):
-            os.close(fd)
-            raise DestinationRejected(
-                f"the temporary file of {self.path!r} was replaced during the download",
-                path=self.path,
-                reason="invalid",
-            )
-        return fd
 
 
 def write_at(fd: int, view: memoryview, offset: int | None, path: str) -> None:

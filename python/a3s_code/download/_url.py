@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .._redact import redact_query, redact_url
 from ._errors import UrlRejected
-from ._redact import redact_query, redact_text
 
 __all__ = ["MAX_URL_LENGTH", "Url", "join", "parse_url", "refused_name"]
 
@@ -112,7 +112,7 @@ class Url:
         return f"{self.scheme}://{self.authority}{self.target}"
 
     def redacted(self) -> str:
-        """The URL safe to show: sensitive query values replaced (see ``_redact``)."""
+        """The URL safe to show: sensitive query values replaced (see :mod:`a3s_code._redact`)."""
         path, sep, query = self.target.partition("?")
         return f"{self.scheme}://{self.authority}{path}{sep}{redact_query(query) if sep else ''}"
 
@@ -132,7 +132,7 @@ def parse_url(text: object, *, proxy: bool = False) -> Url:
         raise UrlRejected(f"a {what} must be a string, not {type(text).__name__}")
 
     def fail(why: str) -> UrlRejected:
-        return UrlRejected(f"refused the {what} {redact_text(text)!r}: {why}")
+        return UrlRejected(f"refused the {what} {redact_url(text)!r}: {why}")
 
     if len(text) > MAX_URL_LENGTH:
         raise fail(f"it is longer than {MAX_URL_LENGTH} characters")

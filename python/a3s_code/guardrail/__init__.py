@@ -8,6 +8,8 @@ also names the protected top-level entries (:data:`PROTECTED_NAMES`,
 (:func:`assess_risk`, :func:`summarize_call`). See docs/guardrails.md.
 """
 
+from .._redact import redact
+from .._summary import summarize_call
 from ._command import MAX_NESTING, check_command
 from ._hit import GuardrailHit
 from ._paths import check_path, check_paths
@@ -19,7 +21,6 @@ from ._protected import (
     is_protected_path,
 )
 from ._risk import Risk, assess_risk
-from ._summary import redact, summarize_call
 
 __all__ = [
     "MAX_NESTING",

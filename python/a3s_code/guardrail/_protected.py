@@ -1,9 +1,9 @@
 """Protected names: the top-level entries a write must be confirmed for.
 
-The same names the sandbox binds read-only (docs/security.md): the
-repository and agent configuration directories and the shell start-up files
-that would run code for the user. A write to one of them is a mode-matrix
-row of its own (ask in Default, deny in Plan and Auto).
+The names (:data:`PROTECTED_NAMES`, :func:`is_protected_name`) live in
+:mod:`a3s_code.workspace`, the one list the sandbox and the verification
+snapshot use too; this module adds the path test. A write to one of them is
+a mode-matrix row of its own (ask in Default, deny in Plan and Auto).
 
 A name is compared the way a case-insensitive file system would (``.GIT``,
 ``.Git``), ignoring what HFS+ ignores (zero-width characters) and what
@@ -16,41 +16,24 @@ when it lies inside the workspace.
 from __future__ import annotations
 
 import os
-import unicodedata
 
 from .._errors import WorkspaceError
-from ..workspace import Workspace
+from ..workspace import (
+    PROTECTED_DIRS,
+    PROTECTED_FILES,
+    PROTECTED_NAMES,
+    Workspace,
+    is_protected_name,
+)
 from ._paths import walk_links
 
-__all__ = ["PROTECTED_DIRS", "PROTECTED_FILES", "PROTECTED_NAMES", "is_protected_path"]
-
-PROTECTED_DIRS = (".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea")
-PROTECTED_FILES = (
-    ".gitmodules",
-    ".mcp.json",
-    ".ripgreprc",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-)
-PROTECTED_NAMES = frozenset(PROTECTED_DIRS + PROTECTED_FILES)
-
-
-def _fold(name: str) -> str:
-    """A name as a case-insensitive, normalising file system compares it."""
-    name = unicodedata.normalize("NFC", name)
-    name = "".join(ch for ch in name if unicodedata.category(ch) != "Cf")
-    return name.rstrip(". ").casefold()
-
-
-_FOLDED = frozenset(_fold(n) for n in PROTECTED_NAMES)
-
-
-def is_protected_name(name: str) -> bool:
-    """Whether one path component is a protected name, in any case variant."""
-    return _fold(name) in _FOLDED
+__all__ = [
+    "PROTECTED_DIRS",
+    "PROTECTED_FILES",
+    "PROTECTED_NAMES",
+    "is_protected_name",
+    "is_protected_path",
+]
 
 
 def is_protected_path(workspace: Workspace, path: str) -> bool:

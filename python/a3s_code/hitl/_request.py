@@ -8,10 +8,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .._redact import safe_text
 from ._errors import ConfirmationRequestError
 from ._frozen import freeze, thaw
 from ._policy import check_timeout_ms
-from ._summary import safe_text, summarize_operation, summarize_value
+from ._summary import summarize_operation, summarize_value
 
 __all__ = [
     "ANSWER_KINDS",

@@ -143,13 +143,9 @@ class TerminalConfirmationProvider:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + (1 if newline >= 0 else 0)]
                 return "line", line.decode("utf-8", "replace")
-            if self._eof:
-                return "eof", ""
-            if confirmation.settled:
-                return "settled", ""
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return "timeout", ""
+            stop, remaining = self._stop(confirmation, deadline)
+            if stop:
+                return stop, ""
             try:
                 ready, _, _ = select.select([fd], [], [], min(remaining, _POLL))
             except (OSError, ValueError):
@@ -168,6 +164,15 @@ class TerminalConfirmationProvider:
             else:
                 self._eof = True
 
+    def _stop(self, confirmation: ConfirmationRequest, deadline: float) -> tuple[str, float]:
+        """Why to stop waiting for a line ("eof", "settled", "timeout"), or "" and the time left."""
+        if self._eof:
+            return "eof", 0.0
+        if confirmation.settled:
+            return "settled", 0.0
+        remaining = deadline - time.monotonic()
+        return ("timeout", 0.0) if remaining <= 0 else ("", remaining)
+
     def _read_queued(self, confirmation: ConfirmationRequest, deadline: float) -> tuple[str, str]:
         """The same for a stream without a descriptor: a reader thread feeds a queue."""
         if self._lines is None:
@@ -179,13 +184,9 @@ class TerminalConfirmationProvider:
                 daemon=True,
             ).start()
         while True:
-            if self._eof:
-                return "eof", ""
-            if confirmation.settled:
-                return "settled", ""
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return "timeout", ""
+            stop, remaining = self._stop(confirmation, deadline)
+            if stop:
+                return stop, ""
             try:
                 item = self._lines.get(timeout=min(remaining, _POLL))
             except queue.Empty:

@@ -42,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
+from ..workspace import PROTECTED_DIRS, PROTECTED_FILES, PROTECTED_NAMES
 from ._args import check_exec_args
 from ._base import SandboxBase
 from ._output import CommandOutput
@@ -74,18 +75,9 @@ MAX_PROFILE_BYTES = 512 * 1024  # stays well inside ARG_MAX (1 MiB for argv and 
 
 # ---- the policy's names (kept identical to native/src/sandbox_linux.c) ------------------
 
-PROTECTED_DIRS = (".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea")
-PROTECTED_FILES = (
-    ".gitmodules",
-    ".mcp.json",
-    ".ripgreprc",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-)
-PROTECTED_NAMES = PROTECTED_DIRS + PROTECTED_FILES
+# PROTECTED_DIRS, PROTECTED_FILES and PROTECTED_NAMES come from the workspace layer (one list);
+# the profile names them in this order, so that it is the same text on every run.
+_PROTECTED_ORDER = PROTECTED_DIRS + PROTECTED_FILES
 
 # Toolchain roots re-exposed (read-only) when they live under a masked home.
 TOOLCHAIN_VARS = (
@@ -353,7 +345,7 @@ def seatbelt_profile(
     roots = [_check_path(r, "a toolchain root") for r in toolchain_roots]
     roots = [r for r in dict.fromkeys(roots) if _usable_toolchain_root(r, homes, home, workspace)]
     if protected_paths is None:
-        protected = [posixpath.join(workspace, n) for n in PROTECTED_NAMES]
+        protected = [posixpath.join(workspace, n) for n in _PROTECTED_ORDER]
     else:
         protected = [_check_path(p, "a protected path") for p in protected_paths]
     masked = [_check_path(p, "a masked path") for p in masked_paths]
@@ -475,7 +467,7 @@ def seatbelt_profile(
     variants = [
         f"(require-all (subpath {sbpl_string(ws)}) (regex {sbpl_string(_top_level_regex(ws, n))}))"
         for ws in _forms(workspace)
-        for n in PROTECTED_NAMES
+        for n in _PROTECTED_ORDER
     ]
     out += _rule(
         "deny",
@@ -1338,7 +1330,7 @@ class SeatbeltBashSandbox(_PyHostBase):
     def _protected_paths(self) -> list[str]:
         """The protected names (sandbox_linux.c's protect_names): refusals, variants, gitdir."""
         ws = self._workspace
-        paths = [posixpath.join(ws, n) for n in PROTECTED_NAMES]
+        paths = [posixpath.join(ws, n) for n in _PROTECTED_ORDER]
         dirs = {_lower(n) for n in PROTECTED_DIRS}
         names = {_lower(n) for n in PROTECTED_NAMES}
         try:

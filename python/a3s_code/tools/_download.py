@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 from urllib.parse import unquote
 
+from .._redact import redact_url
 from ..download import (
     AddressRejected,
     Cancelled,
@@ -35,7 +36,6 @@ from ..download import (
 from ..download._headers import HostHeaders
 from ..download._net import Dialer, Resolver, check_ssl_context
 from ..download._proxy import parse_proxy
-from ..download._redact import redact_text
 from ..download._url import parse_url
 from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
 
@@ -165,13 +165,13 @@ class DownloadTool(Tool):
                 self.name,
                 error_kind(exc),
                 str(exc),
-                url=redact_text(url),
+                url=redact_url(url),
                 file_path=path,
                 error=type(exc).__name__,
             )
         except ValueError as exc:  # an argument the schema let through but the library refuses
             return ToolResult.failure(
-                self.name, ErrorKind.INVALID_ARGUMENT, str(exc), url=redact_text(url)
+                self.name, ErrorKind.INVALID_ARGUMENT, str(exc), url=redact_url(url)
             )
         if ctx.recorder is not None:
             ctx.recorder.record(self.name, result.file_path, result.sha256)

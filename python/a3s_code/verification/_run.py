@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from .._errors import SandboxError
@@ -114,7 +114,7 @@ def _integrity(
     root: str,
     ledger: MutationLedger | None,
     risks: list[str],
-    skip_top: tuple[str, ...],
+    skip_top: Collection[str],
 ) -> VerificationCheck:
     """Whether the checks left the workspace as they found it, outside their outputs."""
     after = WorkspaceSnapshot.take(root, skip_top=skip_top)
@@ -206,7 +206,7 @@ def run_checks(
     risks: list[str] = []
     root = None if workspace_root is None else os.path.abspath(os.fspath(workspace_root))
     # unconfined checks could also write the names the sandbox protects: look there too
-    skip_top = PROTECTED_NAMES if getattr(sandbox, "sandboxed", False) else ()
+    skip_top: Collection[str] = PROTECTED_NAMES if getattr(sandbox, "sandboxed", False) else ()
     before = None if root is None else WorkspaceSnapshot.take(root, skip_top=skip_top)
     checks = [_run_one(sandbox, s, timeout_ms, evidence_chars, cancel, risks) for s in specs]
     if root is not None and before is not None:

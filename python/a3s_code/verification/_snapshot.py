@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from ..workspace import PROTECTED_NAMES
 from ._errors import SnapshotError
 
 __all__ = [
@@ -47,24 +48,8 @@ __all__ = [
     "WorkspaceSnapshot",
 ]
 
-# Top-level names the sandbox binds read-only (native/src/sandbox_linux.c): bash cannot change them.
-PROTECTED_NAMES: tuple[str, ...] = (
-    ".git",
-    ".a3s",
-    ".agents",
-    ".codex",
-    ".claude",
-    ".vscode",
-    ".idea",
-    ".gitmodules",
-    ".mcp.json",
-    ".ripgreprc",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-)
+# PROTECTED_NAMES (from the workspace layer): the top-level names the sandbox binds read-only,
+# which bash cannot change; a snapshot skips them by default.
 DEFAULT_MAX_ENTRIES = 1_000_000
 MAX_DEPTH = 256
 

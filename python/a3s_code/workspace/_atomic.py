@@ -125,6 +125,47 @@ class AtomicWriter:
     def bytes_written(self) -> int:
         return self._written
 
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The destination's components after the walk (symlinks inside the workspace resolved).
+
+        Empty before the writer is entered. A caller that must not write through
+        a symlink compares them with :meth:`Workspace.parts` of the path it gave.
+        """
+        return self._parts
+
+    def fileno(self) -> int:
+        """The temporary file's write descriptor, for positional writes (``os.pwrite``).
+
+        It belongs to the writer: do not close it. Valid until :meth:`prepare`,
+        :meth:`commit` or :meth:`abort`.
+        """
+        if self._fd < 0:
+            raise WorkspaceError("the writer is not open", path=self.path)
+        return self._fd
+
+    def open_reader(self) -> int:
+        """A new read-only descriptor on the temporary file, which the caller must close.
+
+        It is opened by name in the walked directory and checked to be the
+        inode being written, so it reads back exactly what was written (to hash
+        it while the writing goes on, for instance).
+        """
+        ours = os.fstat(self.fileno())
+        fd = os.open(self._temp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dirfd)
+        try:
+            theirs = os.fstat(fd)
+            same = (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino)
+            if not same or not stat.S_ISREG(theirs.st_mode):
+                raise WorkspaceError(
+                    f"the temporary file of {self.path!r} was replaced while it was being written",
+                    path=self.path,
+                )
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
     def commit(self) -> WriteResult:
         """Makes the new content durable and puts it in place; returns what happened."""
         self.prepare()
@@ -377,7 +418,7 @@ class AtomicBatch:
             if isinstance(item, AtomicWriter):
                 item.sync_dir()
                 action = "replaced" if original else "created"
-                changes.append(BatchChange("/".join(item._parts), action, item.bytes_written))
+                changes.append(BatchChange("/".join(item.parts), action, item.bytes_written))
             else:
                 with contextlib.suppress(OSError):
                     os.fsync(item.dirfd)

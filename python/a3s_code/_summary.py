@@ -1,11 +1,13 @@
 """One readable line per tool call, for confirmations and traces.
 
 ``bash: cargo test``, ``write src/main.rs (1.2 KiB)``, ``edit src/a.py
-(replace 1 occurrence)``, ``download https://host/path -> artifacts/x``.
-The arguments come from a model, so the line is made safe to show: the
-values of signed-URL and token query parameters are redacted (as are URL
-passwords, ``Authorization: Bearer ...`` and ``--password x``), control and
-bidirectional characters are escaped, and the line is clipped.
+(replace 1 occurrence)``, ``download https://host/path -> artifacts/x``, and
+``tool: key=value ...`` for any other tool. The arguments come from a model,
+so every piece goes through :mod:`a3s_code._redact`: credentials are masked,
+arguments named like secrets show ``REDACTED``, newlines show as ``⏎``,
+controls and bidirectional characters are escaped, and the line is clipped.
+This is the one summary: the guardrail exports it as ``summarize_call`` and
+the confirmations as ``summarize_operation``.
 """
 
 from __future__ import annotations
@@ -14,94 +16,33 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote
 
-__all__ = ["REDACTED", "redact", "summarize_call"]
+from ._redact import REDACTED, clip, is_secret_name, safe_text
 
-REDACTED = "REDACTED"
-_HEAD = 4096  # only this much of a value is looked at: a huge value costs no more
+__all__ = ["summarize_call"]
 
-# Query parameters whose value is a credential: names compared without case, '-' and '_'.
-_SECRET_PARAMS = frozenset(
-    {
-        "sig",
-        "signature",
-        "xamzsignature",
-        "xamzcredential",
-        "xamzsecuritytoken",
-        "xgoogsignature",
-        "xgoogcredential",
-        "googleaccessid",
-        "token",
-        "accesstoken",
-        "refreshtoken",
-        "idtoken",
-        "key",
-        "apikey",
-        "keypairid",
-        "policy",
-        "expires",
-        "code",
-        "password",
-        "passwd",
-        "pwd",
-        "secret",
-        "clientsecret",
-        "auth",
-        "authorization",
-        "jwt",
-        "sv",
-        "se",
-        "sp",
-        "sk",
-    }
-)
-_SECRET_FRAGMENTS = ("sig", "token", "secret", "passw", "credential", "apikey", "auth")
-_QUERY = re.compile(r"([?&;])([^=&#\s;'\"]+)=([^&#\s;'\"]*)")
-_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s:@]+):([^/\s@]+)@")
-_BEARER = re.compile(r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=\-]{8,}")
-_FLAG_SECRET = re.compile(
-    r"(?i)(--?[\w-]*(?:password|passwd|token|secret|api-?key)[\w-]*(?:=|\s+))(['\"]?)[^\s'\"]+"
-)
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_VALUE_LIMIT = 4096  # a value is cut here before the line is: a huge value costs no more
+_MAX_DEPTH = 8  # nested deeper than this (or a cycle) shows as "..."
 
 
-def _secret_param(name: str) -> bool:
-    folded = re.sub(r"[-_.]", "", unquote(name)).casefold()
-    return (
-        folded in _SECRET_PARAMS
-        or folded.endswith(("key", "expires"))
-        or any(f in folded for f in _SECRET_FRAGMENTS)
-    )
-
-
-def redact(text: str) -> str:
-    """``text`` with signed-URL parameters, URL passwords and tokens replaced by REDACTED."""
-    text = _QUERY.sub(
-        lambda m: f"{m[1]}{m[2]}={REDACTED}" if _secret_param(m[2]) and m[3] else m[0], text
-    )
-    text = _USERINFO.sub(lambda m: f"{m[1]}{m[2]}:{REDACTED}@", text)
-    text = _BEARER.sub(lambda m: f"{m[1]}{m[2]}{REDACTED}", text)
-    return _FLAG_SECRET.sub(lambda m: f"{m[1]}{m[2]}{REDACTED}", text)
-
-
-def _escape(text: str) -> str:
-    def one(m: re.Match[str]) -> str:
-        code = ord(m.group())
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-    return _UNSAFE.sub(one, text)
-
-
-def _clean(value: object, *, one_line: bool = True) -> str:
+def _clean(value: object) -> str:
     """A model-supplied value: bounded, redacted, on one line, controls escaped."""
-    text = value if isinstance(value, str) else json.dumps(value, default=repr)
-    cut = len(text) > _HEAD
-    text = text[:_HEAD]
-    if one_line:
-        text = re.sub(r"\s*\n\s*", " ⏎ ", text.strip())
-    text = _escape(redact(text))
-    return text + "…" if cut else text
+    text = value if isinstance(value, str) else json.dumps(_mask(value, 0), default=repr)
+    return safe_text(text, _VALUE_LIMIT, one_line=True, show_length=False)
+
+
+def _mask(value: object, depth: int) -> object:
+    """A nested value with the entries named like secrets replaced, cut below ``_MAX_DEPTH``."""
+    if isinstance(value, Mapping):
+        if depth >= _MAX_DEPTH:
+            return "..."
+        return {
+            str(k): REDACTED if is_secret_name(str(k)) else _mask(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_mask(v, depth + 1) for v in value] if depth < _MAX_DEPTH else "..."
+    return value
 
 
 def _size(n: int) -> str:
@@ -119,18 +60,19 @@ def _text_size(value: object) -> str:
     return _size(len(value.encode("utf-8", "surrogatepass"))) if isinstance(value, str) else "?"
 
 
-def summarize_call(tool: str, args: Mapping[str, Any], limit: int = 160) -> str:
-    """The one-line operation summary of a call, at most ``limit`` characters."""
+def summarize_call(tool: str, args: Mapping[str, Any] | None, limit: int = 160) -> str:
+    """The one-line operation summary of a call, at most ``limit`` characters; never raises."""
     args = args if isinstance(args, Mapping) else {}
     name = _clean(str(tool))
     describe = _DESCRIBERS.get(str(tool))
     try:
         text = describe(args) if describe is not None else _generic(name, args)
     except Exception:  # a malformed argument must not hide the call: show it generically
-        text = _generic(name, args)
-    if len(text) > limit:
-        text = text[: max(1, limit - 1)] + "…"
-    return text
+        try:
+            text = _generic(name, args)
+        except Exception:  # arguments that cannot even be listed: the tool's name alone
+            text = name
+    return clip(text, limit, show_length=False)
 
 
 def _path(args: Mapping[str, Any], *keys: str) -> str:
@@ -221,9 +163,8 @@ def _generic(name: str, args: Mapping[str, Any]) -> str:
     shown = []
     for key, value in list(args.items())[:6]:
         k = _clean(str(key))
-        secret = any(w in k.casefold() for w in ("token", "secret", "password", "key", "auth"))
-        v = REDACTED if secret else _clean(value)
-        shown.append(f"{k}={v if len(v) <= 60 else v[:59] + '…'}")
+        v = REDACTED if is_secret_name(k) else clip(_clean(value), 60, show_length=False)
+        shown.append(f"{k}={v}")
     more = f" +{len(args) - 6} more" if len(args) > 6 else ""
     return f"{name}: {' '.join(shown)}{more}" if shown else name
 
