@@ -61,7 +61,7 @@ struct a3s_credscan {
 static const char *const CRED_FILES[] = {".netrc", "_netrc", ".npmrc", ".pypirc",
                                          ".git-credentials", ".claude.json", ".pgpass",
                                          ".boto", ".s3cfg"};
-static const char *const CRED_DIRS[] = {".ssh", ".gnupg", ".aws"};
+static const char *const CRED_DIRS[] = {".ssh", ".gnupg", ".aws", ".password-store"};
 /* (directory, file) pairs: agent and tool credential files */
 static const char *const CRED_PAIRS[][2] = {
     {".a3s", "os-auth.json"},   {".codex", "auth.json"}, {".claude", ".credentials.json"},

@@ -49,9 +49,10 @@ CREDENTIALS = [
     "sub/.aws/credentials",
     "sub/.gnupg/private-keys-v1.d/key",
     "deep/er/.config/gh/hosts.yml",
+    "pass/.password-store/email.gpg",
 ]
 # Credential *directories*: the whole directory is masked.
-CRED_DIRS = {".ssh", ".aws", ".gnupg", "gh"}
+CRED_DIRS = {".ssh", ".aws", ".gnupg", "gh", ".password-store"}
 
 
 def _secret() -> str:

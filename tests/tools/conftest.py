@@ -11,6 +11,14 @@ from a3s_code.tools import ToolContext
 from a3s_code.workspace import Workspace
 
 
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private state directory per test: the patch journals land there, not in ~/.local."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     r = tmp_path / "ws"

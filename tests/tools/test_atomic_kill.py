@@ -6,10 +6,11 @@ the destination. What a kill can leave behind, and nothing else:
 
 * write / edit: at most one ``.<name>.<random>.a3s-tmp`` file, the temporary
   file the killed writer was filling (it never replaces the destination);
-* patch (several files): each file whole, old or new; the temporary files
-  of the files not yet renamed and the kept originals (``.a3s-orig``) of
-  those already renamed. The next run does not clean them up; they are
-  ordinary hidden files in the workspace.
+* patch (several files): each file whole, old or new; after the recovery
+  the next patch run starts with (test_patch_journal.py has the step-by-step
+  version), every file old or every file new, and no kept original
+  (``.a3s-orig``). Only a kill before the commit began (while the new
+  contents were being written) can leave ``.a3s-tmp`` files.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ import time
 
 import pytest
 
+from a3s_code.workspace import Workspace
+from a3s_code.workspace._atomic import recover_interrupted_batches
+
 SIZE = 4 * 1024 * 1024
 ROUNDS = 5  # at least; more (up to MAX_ROUNDS) until a kill has landed in the middle of a write
 MAX_ROUNDS = 15
@@ -33,6 +37,7 @@ from a3s_code.tools import EditTool, PatchTool, ToolContext, WriteTool, run_tool
 from a3s_code.workspace import Workspace
 
 root, mode, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+PATCHED = [f"p{i}" for i in range(40)]
 ctx = ToolContext(Workspace(root), sandbox=None)
 i = 0
 while True:
@@ -46,7 +51,7 @@ while True:
     else:
         other = "ab"[(i + 1) % 2]
         patch = "".join(
-            f"--- a/{n}\n+++ b/{n}\n@@ -1 +1 @@\n-{other}\n+{letter}\n" for n in ("p1", "p2")
+            f"--- a/{n}\n+++ b/{n}\n@@ -1 +1 @@\n-{other}\n+{letter}\n" for n in PATCHED
         )
         r = run_tool(PatchTool(), {"patch": patch}, ctx)
     assert r.success, r.output
@@ -110,18 +115,22 @@ def test_kill_never_leaves_a_half_written_file(tmp_path, mode):
     assert mid_write, "no kill landed while a temporary file was being written"
 
 
-def test_kill_during_a_patch_leaves_each_file_whole(tmp_path):
+def test_kill_during_a_patch_recovers_to_one_version(tmp_path):
     rng = random.Random(7)
     root = tmp_path / "ws"
     root.mkdir()
+    names = [f"p{i}" for i in range(40)]
     for _ in range(ROUNDS):
         for name in os.listdir(root):
             os.unlink(root / name)
-        (root / "p1").write_text("b\n")
-        (root / "p2").write_text("b\n")
+        for name in names:
+            (root / name).write_text("b\n")
         proc = start(root, "patch")
         kill_at_random(proc, rng)
-        for name in ("p1", "p2"):
+        for name in names:
             assert (root / name).read_text() in ("a\n", "b\n")
-        stray = leftovers(root, {"p1", "p2"})
-        assert all(n.endswith((".a3s-tmp", ".a3s-orig")) for n in stray), stray
+        recover_interrupted_batches(Workspace(root))
+        versions = {(root / name).read_text() for name in names}
+        assert len(versions) == 1, f"files disagree after the recovery: {versions}"
+        stray = leftovers(root, set(names))
+        assert all(n.endswith(".a3s-tmp") for n in stray), stray

@@ -38,6 +38,8 @@ READ, WRITE, EDIT, PATCH, SEARCH = ReadTool(), WriteTool(), EditTool(), PatchToo
         ".codex/auth.json",
         ".claude/.credentials.json",
         ".claude.json",
+        ".config/gh/hosts.yml",
+        "sub/.Config/GH/hosts.yml",
     ],
 )
 def test_every_file_tool_refuses_credential_paths(root, ctx, recorder, rel):

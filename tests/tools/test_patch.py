@@ -216,3 +216,77 @@ def test_hunk_application_unit():
     assert fp.old_path == "tést" == fp.new_path
     with pytest.raises(PatchError):
         apply_hunks("x", "z\n", fp.hunks)
+
+
+DELETE_LINK_AS_DIFF = "--- a/link.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"
+DELETE_LINK_AS_GIT = (
+    "diff --git a/link.txt b/link.txt\ndeleted file mode 120000\nindex 1111111..0000000\n"
+    "--- a/link.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-sub/target.txt\n"
+    "\\ No newline at end of file\n"
+)
+
+
+@pytest.mark.parametrize("patch", [DELETE_LINK_AS_DIFF, DELETE_LINK_AS_GIT])
+def test_deleting_a_symlink_removes_the_link_not_its_target(root, ctx, recorder, patch):
+    """diff -u shows the content the link points to, git the link's text: either deletes it."""
+    target = put(root, "sub/target.txt", "one\ntwo\n")
+    os.symlink("sub/target.txt", root / "link.txt")
+    r = call(PATCH, ctx, patch=patch)
+    assert r.success, r.output
+    assert not os.path.lexists(root / "link.txt")
+    assert target.read_text() == "one\ntwo\n"
+    assert recorder.entries == [("patch", "link.txt", "deleted")]
+    assert temps(root) == []
+
+
+def test_deleting_a_symlink_checks_its_content(root, ctx):
+    put(root, "sub/target.txt", "one\ntwo\n")
+    os.symlink("sub/target.txt", root / "link.txt")
+    r = call(PATCH, ctx, patch="--- a/link.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-other\n")
+    assert r.error_kind is ErrorKind.CONFLICT and "symbolic link" in r.output
+    assert os.readlink(root / "link.txt") == "sub/target.txt"
+
+
+def test_deleting_a_dangling_symlink_by_its_text(root, ctx):
+    os.symlink("nowhere.txt", root / "dangling")
+    patch = (
+        "--- a/dangling\n+++ /dev/null\n@@ -1 +0,0 @@\n-nowhere.txt\n\\ No newline at end of file\n"
+    )
+    assert call(PATCH, ctx, patch=patch).success
+    assert not os.path.lexists(root / "dangling")
+
+
+def test_deleting_a_symlink_that_leads_outside_or_to_a_credential_is_refused(root, ctx, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("one\ntwo\n")
+    os.symlink(outside, root / "link.txt")
+    r = call(PATCH, ctx, patch=DELETE_LINK_AS_DIFF)
+    assert r.error_kind is ErrorKind.PERMISSION_DENIED, r.output
+    assert os.path.islink(root / "link.txt") and outside.read_text() == "one\ntwo\n"
+    os.unlink(root / "link.txt")
+    put(root, ".env", "one\ntwo\n")
+    os.symlink(".env", root / "link.txt")
+    r = call(PATCH, ctx, patch=DELETE_LINK_AS_DIFF)
+    assert r.error_kind is ErrorKind.CREDENTIAL_BOUNDARY, r.output
+    assert os.path.islink(root / "link.txt") and (root / ".env").read_text() == "one\ntwo\n"
+
+
+def test_renaming_a_symlink_is_refused(root, ctx):
+    put(root, "target.txt", "x\n")
+    os.symlink("target.txt", root / "link.txt")
+    patch = "diff --git a/link.txt b/moved.txt\nrename from link.txt\nrename to moved.txt\n"
+    r = call(PATCH, ctx, patch=patch)
+    assert r.error_kind is ErrorKind.INVALID_ARGUMENT and "symbolic link" in r.output
+    assert os.readlink(root / "link.txt") == "target.txt" and not (root / "moved.txt").exists()
+
+
+def test_batch_delete_of_a_symlink_swapped_in_after_the_read_fails(root, ws):
+    """The deletion checks the name it removes: a file replaced by a link meanwhile is kept."""
+    put(root, "a.txt", "a\n")
+    st = os.lstat(root / "a.txt")
+    put(root, "b.txt", "b\n")
+    os.unlink(root / "a.txt")
+    os.symlink("b.txt", root / "a.txt")
+    with _atomic.AtomicBatch(ws) as batch, pytest.raises(_atomic.FileChanged):
+        batch.delete("a.txt", expect=st)
+    assert os.readlink(root / "a.txt") == "b.txt" and (root / "b.txt").read_text() == "b\n"

@@ -793,7 +793,7 @@ CRED_FILES = (
     ".boto",
     ".s3cfg",
 )
-CRED_DIRS = (".ssh", ".gnupg", ".aws")
+CRED_DIRS = (".ssh", ".gnupg", ".aws", ".password-store")
 CRED_PAIRS = (
     (".a3s", "os-auth.json"),
     (".codex", "auth.json"),

@@ -6,8 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .._errors import WorkspaceError
+from ..verification import path_digest
 from ..workspace import Workspace
-from ..workspace._atomic import AtomicBatch
+from ..workspace._atomic import AtomicBatch, Entry, entry_lstat, recover_interrupted_batches
 from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
 from ._diff import FilePatch, PatchError, apply_hunks, parse_patch
 from ._failure import ToolError
@@ -73,6 +75,7 @@ class PatchTool(Tool):
         return names
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        recovered = _recover(ctx, self.name)
         try:
             patches = parse_patch(args["patch"])
         except PatchError as exc:
@@ -85,6 +88,7 @@ class PatchTool(Tool):
                 f"the patch changes {len(patches)} files; at most {MAX_FILES}",
             )
         plan, notes = _plan(ctx.workspace, patches)
+        notes = recovered + notes
         with AtomicBatch(ctx.workspace) as batch:
             for item in plan:
                 _stage(batch, item)
@@ -102,6 +106,28 @@ class PatchTool(Tool):
                 "notes": notes,
             },
         )
+
+
+def _recover(ctx: ToolContext, tool: str) -> list[str]:
+    """Finishes the patches of this workspace a kill interrupted; notes and records what changed.
+
+    Before a patch reads anything: an interrupted one may have left some
+    files new and others old, and this one must start from a consistent tree.
+    """
+    notes = []
+    for r in recover_interrupted_batches(ctx.workspace):
+        for rel in r.changed:
+            record_change(ctx, tool, rel, path_digest(ctx.workspace.root, rel))
+        if r.committed or not (r.changed or r.left):
+            continue
+        done = [f"restored {', '.join(r.restored)}"] if r.restored else []
+        done += [f"removed {', '.join(r.removed)}"] if r.removed else []
+        done += [f"left {', '.join(r.left)} (changed since)"] if r.left else []
+        notes.append(
+            f"an earlier patch (process {r.pid}) was interrupted and has been rolled back: "
+            + "; ".join(done)
+        )
+    return notes
 
 
 def _plan(ws: Workspace, patches: list[FilePatch]) -> tuple[list[_Planned], list[str]]:
@@ -132,6 +158,18 @@ def _plan(ws: Workspace, patches: list[FilePatch]) -> tuple[list[_Planned], list
             plan.append(_Planned(p, "create", None, new_rel, _encode(text, new_rel)))
             continue
         assert p.old_path is not None
+        if new_rel != old_rel:  # the old name goes: a symlink goes itself, never its target
+            entry = entry_lstat(ws, p.old_path)
+            if entry.link is not None:
+                if new_rel is not None:
+                    raise ToolError(
+                        ErrorKind.INVALID_ARGUMENT,
+                        f"the patch renames {old_rel}, which is a symbolic link; patch moves "
+                        "regular files only (use bash: mv)",
+                        path=old_rel,
+                    )
+                plan.append(_link_deletion(ws, p, old_rel, entry))
+                continue
         data, st, _ = read_text_file(ws, p.old_path)
         text, hunk_notes = _apply(old_rel, decode_text(data, p.old_path), p)
         notes.extend(hunk_notes)
@@ -158,6 +196,41 @@ def _plan(ws: Workspace, patches: list[FilePatch]) -> tuple[list[_Planned], list
                 )
             plan.append(_Planned(p, "rename", old_rel, new_rel, _encode(text, new_rel), st))
     return plan, notes
+
+
+def _link_deletion(ws: Workspace, p: FilePatch, rel: str, entry: Entry) -> _Planned:
+    """The deletion of the symlink ``rel`` (the link, not what it points to).
+
+    Its hunks must remove the link's text (as git shows a symlink) or all of
+    the content of the file it points to (as ``diff -u`` does). A link that
+    leads out of the workspace, or to a credential, is refused as every path
+    through it is.
+    """
+    assert p.old_path is not None and entry.link is not None
+    ws.resolve(p.old_path)
+    if _removes_all(rel, entry.link, p):
+        return _Planned(p, "delete", rel, None, None, entry.st)
+    try:
+        data, _, _ = read_text_file(ws, p.old_path)
+        content: str | None = decode_text(data, p.old_path)
+    except (OSError, WorkspaceError, ToolError):  # dangling, a directory, binary, too large
+        content = None
+    if content is not None and _removes_all(rel, content, p):
+        return _Planned(p, "delete", rel, None, None, entry.st)
+    raise ToolError(
+        ErrorKind.CONFLICT,
+        f"the patch deletes {rel}, a symbolic link to {entry.link!r}, but its hunks remove "
+        "neither the link's text nor all of the content it points to; read it and regenerate "
+        "the patch (no file was changed)",
+        path=rel,
+    )
+
+
+def _removes_all(rel: str, text: str, p: FilePatch) -> bool:
+    try:
+        return apply_hunks(rel, text, p.hunks)[0] == ""
+    except PatchError:
+        return False
 
 
 def _exists(ws: Workspace, path: str) -> bool:

@@ -11,7 +11,10 @@ destination.
 :class:`AtomicBatch` lands several files together (the patch tool): every
 new content is written and fsynced first, then the files are renamed into
 place one by one; if a rename fails, the ones already done are put back from
-the originals it kept (hard links named ``.<name>.<random>.a3s-orig``).
+the originals it kept (hard links named ``.<name>.<random>.a3s-orig``). A
+journal outside the workspace (``_journal``) makes this hold across a
+SIGKILL too: :func:`recover_interrupted_batches` rolls an interrupted batch
+back, or, past its commit point, forward.
 """
 
 from __future__ import annotations
@@ -21,13 +24,33 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
-from .._errors import DestinationExists, WorkspaceError
+from .._errors import CredentialBoundaryError, DestinationExists, WorkspaceError
+from ._journal import (
+    FileId,
+    Journal,
+    JournalEntry,
+    Recovery,
+    file_id,
+    recover_interrupted_batches,
+)
 from ._workspace import Workspace
 
-__all__ = ["AtomicBatch", "AtomicWriter", "FileChanged", "WriteResult", "write_atomic"]
+__all__ = [
+    "AtomicBatch",
+    "AtomicWriter",
+    "BatchChange",
+    "Entry",
+    "FileChanged",
+    "Recovery",
+    "WriteResult",
+    "entry_lstat",
+    "recover_interrupted_batches",
+    "write_atomic",
+]
 
 _TEMP_SUFFIX = ".a3s-tmp"
 _ORIG_SUFFIX = ".a3s-orig"
@@ -87,6 +110,7 @@ class AtomicWriter:
         self._temp = ""
         self._fd = -1
         self._existing: os.stat_result | None = None
+        self._temp_id: FileId | None = None
         self._written = 0
         self._committed = False
 
@@ -195,8 +219,14 @@ class AtomicWriter:
                 with contextlib.suppress(OSError):
                     os.fchown(self._fd, existing.st_uid, existing.st_gid)
         os.fsync(self._fd)
+        self._temp_id = file_id(os.fstat(self._fd))
         os.close(self._fd)
         self._fd = -1
+
+    @property
+    def temp_id(self) -> FileId | None:
+        """The temporary file's identity (device, inode, size, mtime) once :meth:`prepare` ran."""
+        return self._temp_id
 
     def sync_dir(self) -> None:
         """fsyncs the destination's directory, where the filesystem allows it."""
@@ -286,7 +316,7 @@ class _Deletion:
         self.parts = parts
         self.path = path
         self.expect: os.stat_result | None = None
-        self.kept = ""  # the original's name after the removal, until the batch ends
+        self.kept = ""  # the name the removed file has until the batch ends
 
 
 @dataclass(frozen=True)
@@ -298,25 +328,38 @@ class BatchChange:
     bytes: int
 
 
+# Called with the name of each step of AtomicBatch.commit ("journaled", "kept", "renamed:<i>",
+# "committed", "cleaned:<i>"): the kill tests stop a child there. None in production.
+_step_hook: Callable[[str], None] | None = None
+
+
+def _step(name: str) -> None:
+    if _step_hook is not None:
+        _step_hook(name)
+
+
 class AtomicBatch:
     """Several file changes that land together or not at all; use as a context manager.
 
     Stage every change first (:meth:`write`, :meth:`delete`): new contents go
     to fsynced temporary files, deletions hold their directory open. Nothing
-    is visible until :meth:`commit`, which re-checks each file, keeps each
-    original under a hard link, renames everything into place, and, if any
-    step fails, puts the originals back before re-raising. Leaving the block
-    without a commit drops everything staged.
+    is visible until :meth:`commit`, which re-checks each file, writes a
+    journal outside the workspace, keeps each original under a hard link,
+    renames everything into place, and, if any step fails, puts the originals
+    back before re-raising. Leaving the block without a commit drops
+    everything staged.
 
-    A SIGKILL in the middle of the renames cannot run the restore: then each
-    file is whole (old or new), the originals stay as ``.<name>.<random>.a3s-orig``
-    next to them, and some files may be new while others are still old.
+    A SIGKILL in the middle of the renames cannot run the restore: the
+    journal lets :func:`recover_interrupted_batches` (which the patch tool
+    calls before each run) finish the batch later: every file old again, or,
+    if the kill came after the commit point, every file new.
     """
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self._stack = contextlib.ExitStack()
         self._order: list[AtomicWriter | _Deletion] = []
+        self._kept: set[int] = set()  # indices of the changes whose original was linked
         self._committed = False
 
     def __enter__(self) -> AtomicBatch:
@@ -329,6 +372,12 @@ class AtomicBatch:
         tb: TracebackType | None,
     ) -> None:
         self._stack.close()
+
+    @staticmethod
+    def recover(workspace: Workspace) -> list[Recovery]:
+        """Finishes the batches of ``workspace`` a kill interrupted (see
+        :func:`recover_interrupted_batches`)."""
+        return recover_interrupted_batches(workspace)
 
     def write(
         self, path: str, data: bytes, *, expect: os.stat_result | None = None, create: bool = False
@@ -343,14 +392,22 @@ class AtomicBatch:
         self._order.append(writer)
 
     def delete(self, path: str, *, expect: os.stat_result | None = None) -> None:
-        """Stages the removal of the regular file at ``path``."""
-        dirfd, name, parts = self._stack.enter_context(self.workspace.open_parent(path))
+        """Stages the removal of the name ``path``: a regular file or a symlink.
+
+        A symlink is removed itself, never its target; one that leads out of
+        the workspace, or to a credential, is refused like any path through
+        it. ``expect`` is the ``lstat`` of the name as it was read.
+        """
+        dirfd, name, parts = self._stack.enter_context(_open_entry_parent(self.workspace, path))
         st = _lstat(name, dirfd)
         if st is None:
             raise FileNotFoundError(errno.ENOENT, f"{path!r} does not exist", path)
-        if not stat.S_ISREG(st.st_mode):
-            raise WorkspaceError(f"{path!r} is not a regular file", path=path)
-        self.workspace.check_links(st, parts, path)
+        if stat.S_ISLNK(st.st_mode):
+            self.workspace.resolve(path)  # refuses a link leading outside or to a credential
+        elif not stat.S_ISREG(st.st_mode):
+            raise WorkspaceError(f"{path!r} is not a regular file or a symlink", path=path)
+        else:
+            self.workspace.check_links(st, parts, path)
         deletion = _Deletion(dirfd, name, parts, path)
         deletion.expect = st if expect is None else expect
         if not same_file_state(deletion.expect, st):
@@ -361,31 +418,18 @@ class AtomicBatch:
         """Puts every staged change in place, or none of them; returns what changed."""
         if self._committed:
             raise WorkspaceError("the batch was already committed", path="")
+        entries, originals = self._check_and_plan()
+        if not entries:
+            self._committed = True
+            return []
+        journal = Journal.create(self.workspace, entries)
         done: list[tuple[AtomicWriter | _Deletion, str]] = []
-        kept: dict[int, str] = {}  # writer id -> kept original's name
         try:
-            for item in self._order:  # check all, then keep the originals, then rename
-                if isinstance(item, AtomicWriter):
-                    current = _lstat(item._name, item._dirfd)
-                    if item.overwrite:
-                        item._check_expected(current)
-                    elif current is not None:
-                        raise DestinationExists(
-                            f"{item.path!r} appeared meanwhile; the patch was not applied",
-                            path=item.path,
-                        )
-                else:
-                    current = _lstat(item.name, item.dirfd)
-                    if item.expect is None or not same_file_state(item.expect, current):
-                        raise FileChanged(
-                            f"{item.path!r} changed since it was read", path=item.path
-                        )
-            for item in self._order:
-                if not isinstance(item, AtomicWriter) or not item.overwrite:
-                    continue
-                if _lstat(item._name, item._dirfd) is not None:
-                    kept[id(item)] = _keep(item._name, item._dirfd)
-            for item in self._order:
+            _step("journaled")
+            self._keep_originals(entries, originals)
+            _step("kept")
+            for i, item in enumerate(self._order):
+                entry = entries[i]
                 if isinstance(item, AtomicWriter):
                     if item.overwrite:
                         os.rename(
@@ -395,58 +439,204 @@ class AtomicBatch:
                         item._link_no_clobber()
                     item._temp = ""
                     item._committed = True
-                    done.append((item, kept.get(id(item), "")))
                 else:
-                    item.kept = _free_name(item.name, item.dirfd, _ORIG_SUFFIX)
+                    item.kept = entry.orig
                     os.rename(item.name, item.kept, src_dir_fd=item.dirfd, dst_dir_fd=item.dirfd)
-                    done.append((item, item.kept))
+                done.append((item, entry.orig))
+                _step(f"renamed:{i}")
+            _sync_dirs(self._order)
+            journal.mark_committed()  # the commit point: from here on, the batch stands
         except BaseException:
-            for item, original in reversed(done):
-                _undo(item, original)
-            for item in self._order:
-                if isinstance(item, AtomicWriter) and id(item) in kept and item._temp:
-                    with contextlib.suppress(OSError):
-                        os.unlink(kept[id(item)], dir_fd=item._dirfd)
+            clean = self._roll_back(done, entries)
+            journal.close(remove=clean)  # left behind, a later recovery finishes the rollback
             raise
         self._committed = True
+        clean = True
+        try:
+            _step("committed")
+            for i, (item, original) in enumerate(done):
+                if original:
+                    try:
+                        os.unlink(original, dir_fd=_dirfd_of(item))
+                    except FileNotFoundError:
+                        pass
+                    except OSError:
+                        clean = False
+                _step(f"cleaned:{i}")
+            _sync_dirs(self._order)
+        except BaseException:
+            clean = False
+            raise
+        finally:
+            journal.close(remove=clean)
         changes = []
         for item, original in done:
-            if original:
-                dirfd = item._dirfd if isinstance(item, AtomicWriter) else item.dirfd
-                with contextlib.suppress(OSError):
-                    os.unlink(original, dir_fd=dirfd)
             if isinstance(item, AtomicWriter):
-                item.sync_dir()
                 action = "replaced" if original else "created"
                 changes.append(BatchChange("/".join(item.parts), action, item.bytes_written))
             else:
-                with contextlib.suppress(OSError):
-                    os.fsync(item.dirfd)
                 changes.append(BatchChange("/".join(item.parts), "deleted", 0))
         return changes
 
+    def _check_and_plan(self) -> tuple[list[JournalEntry], dict[int, os.stat_result]]:
+        """Re-checks every staged change and names what the journal must record.
 
-def _undo(item: AtomicWriter | _Deletion, original: str) -> None:
-    """Puts back what one committed step of a batch replaced (best effort: the step's own error
-    is the one raised)."""
-    with contextlib.suppress(OSError):
+        Returns one entry per staged change, in order, and the ``lstat`` of
+        each original that is to be kept, by the index of its change.
+        """
+        entries: list[JournalEntry] = []
+        originals: dict[int, os.stat_result] = {}
+        for i, item in enumerate(self._order):
+            if isinstance(item, AtomicWriter):
+                current = _lstat(item._name, item._dirfd)
+                if item.overwrite:
+                    item._check_expected(current)
+                elif current is not None:
+                    raise DestinationExists(
+                        f"{item.path!r} appeared meanwhile; the patch was not applied",
+                        path=item.path,
+                    )
+                orig = ""
+                if current is not None:
+                    orig = _free_name(item._name, item._dirfd, _ORIG_SUFFIX)
+                    originals[i] = current
+                entries.append(
+                    JournalEntry(
+                        item.parts[:-1],
+                        item._name,
+                        item._temp,
+                        item.temp_id,
+                        orig,
+                        file_id(current),
+                        current is not None,
+                    )
+                )
+            else:
+                current = _lstat(item.name, item.dirfd)
+                if item.expect is None or not same_file_state(item.expect, current):
+                    raise FileChanged(f"{item.path!r} changed since it was read", path=item.path)
+                orig = _free_name(item.name, item.dirfd, _ORIG_SUFFIX)
+                entries.append(
+                    JournalEntry(item.parts[:-1], item.name, "", None, orig, file_id(current), True)
+                )
+        return entries, originals
+
+    def _keep_originals(
+        self, entries: list[JournalEntry], originals: dict[int, os.stat_result]
+    ) -> None:
+        """Hard-links each original to be replaced under the name the journal gave it."""
+        for i, current in originals.items():
+            item = self._order[i]
+            assert isinstance(item, AtomicWriter)
+            kept = entries[i].orig
+            os.link(
+                item._name,
+                kept,
+                src_dir_fd=item._dirfd,
+                dst_dir_fd=item._dirfd,
+                follow_symlinks=False,
+            )
+            self._kept.add(i)
+            if file_id(_lstat(kept, item._dirfd)) != file_id(current):  # swapped since the check
+                raise FileChanged(
+                    f"{item.path!r} changed while the patch was being applied", path=item.path
+                )
+        _sync_dirs([self._order[i] for i in originals])
+
+    def _roll_back(
+        self, done: list[tuple[AtomicWriter | _Deletion, str]], entries: list[JournalEntry]
+    ) -> bool:
+        """Undoes the renames done and drops the kept originals; True if nothing failed."""
+        clean = True
+        for item, original in reversed(done):
+            clean = _undo(item, original) and clean
+        renamed = {id(item) for item, _ in done}
+        for i in self._kept:
+            item = self._order[i]
+            if id(item) not in renamed:
+                try:
+                    os.unlink(entries[i].orig, dir_fd=_dirfd_of(item))
+                except FileNotFoundError:
+                    pass  # never made
+                except OSError:
+                    clean = False
+        return clean
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A name in the workspace as it is, not followed: its walked components, its ``lstat``
+    (None when missing) and, for a symlink, the link's text."""
+
+    parts: tuple[str, ...]
+    st: os.stat_result | None
+    link: str | None
+
+
+def entry_lstat(workspace: Workspace, path: str) -> Entry:
+    """What is at ``path`` itself: unlike :meth:`Workspace.resolve`, a symlink at the last
+    name is not followed (it is what a deletion removes)."""
+    with _open_entry_parent(workspace, path) as (dirfd, name, parts):
+        st = _lstat(name, dirfd)
+        link = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            link = os.readlink(name, dir_fd=dirfd)
+        return Entry(parts, st, link)
+
+
+@contextlib.contextmanager
+def _open_entry_parent(
+    workspace: Workspace, path: str
+) -> Iterator[tuple[int, str, tuple[str, ...]]]:
+    """Like :meth:`Workspace.open_parent`, but the last name stays as given (never resolved)."""
+    parts = workspace.parts(path)
+    if not parts:
+        raise WorkspaceError("the workspace root itself is not a file", path=path)
+    _refuse_credential(workspace, parts, path)
+    with workspace.open_dir("/".join(parts[:-1]) or ".") as (dirfd, parent):
+        walked = (*parent, parts[-1])
+        _refuse_credential(workspace, walked, path)
+        yield dirfd, parts[-1], walked
+
+
+def _refuse_credential(workspace: Workspace, parts: tuple[str, ...], path: str) -> None:
+    reason = workspace.credential_reason(parts)
+    if reason is not None:
+        raise CredentialBoundaryError(
+            f"refused {path!r}: {reason}; the credential boundary keeps it from the tools",
+            path=path,
+        )
+
+
+def _undo(item: AtomicWriter | _Deletion, original: str) -> bool:
+    """Puts back what one committed step of a batch replaced; False if that failed (the
+    step's own error is the one raised, and the journal stays for a later recovery)."""
+    try:
         if isinstance(item, _Deletion):
             os.rename(original, item.name, src_dir_fd=item.dirfd, dst_dir_fd=item.dirfd)
         elif original:
             os.rename(original, item._name, src_dir_fd=item._dirfd, dst_dir_fd=item._dirfd)
         else:
             os.unlink(item._name, dir_fd=item._dirfd)
+    except OSError:
+        return False
+    return True
 
 
-def _keep(name: str, dirfd: int) -> str:
-    """Hard-links the original ``name`` to a free adjacent name and returns that name."""
-    for kept in _adjacent_names(name, _ORIG_SUFFIX):
-        try:
-            os.link(name, kept, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
-        except FileExistsError:
-            continue
-        return kept
-    raise OSError(errno.EEXIST, f"no free name to keep the original of {name!r}")
+def _dirfd_of(item: AtomicWriter | _Deletion) -> int:
+    return item._dirfd if isinstance(item, AtomicWriter) else item.dirfd
+
+
+def _sync_dirs(items: Iterable[AtomicWriter | _Deletion]) -> None:
+    """fsyncs each distinct directory of ``items`` once."""
+    seen: set[tuple[int, int]] = set()
+    for item in items:
+        fd = _dirfd_of(item)
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            with contextlib.suppress(OSError):  # some filesystems cannot fsync a directory
+                os.fsync(fd)
 
 
 def _free_name(name: str, dirfd: int, suffix: str) -> str:

@@ -1,7 +1,9 @@
 """Which paths are credentials: the names the in-process file tools never touch.
 
-The bash sandbox masks the same names (native/src/credscan.c); this is the
-rule for the tools that run in the host process, where no mount hides a file.
+The bash sandbox masks the same names (native/src/credscan.c: every name it
+masks is refused here too, as tests/workspace/test_credential_names.py
+checks; this rule also refuses ``.password-store``); this is the rule for the
+tools that run in the host process, where no mount hides a file.
 Names compare case-insensitively: on a case-insensitive filesystem ``.ENV``
 is ``.env``.
 """
@@ -36,6 +38,9 @@ _FILES = frozenset(
 )
 # Directories that hold nothing but credentials.
 _DIRS = frozenset({".ssh", ".gnupg", ".aws", ".password-store"})
+# (parent, directory) pairs: directories that hold nothing but credentials, below that parent
+# (the GitHub CLI's tokens). Everything below one is refused too.
+_DIR_PAIRS = frozenset({(".config", "gh")})
 # (directory, file) pairs: agent and tool credential files.
 _PAIRS = frozenset(
     {
@@ -100,6 +105,8 @@ def workspace_reason(parts: Sequence[str]) -> str | None:
             return f"{parts[i]!r} is a credential directory"
         if name in _FILES:
             return f"{parts[i]!r} is a credential file"
+        if i and (folded[i - 1], name) in _DIR_PAIRS:
+            return f"{parts[i - 1]}/{parts[i]} is a credential directory"
         if i and (folded[i - 1], name) in _PAIRS:
             return f"{parts[i - 1]}/{parts[i]} is a credential file"
     return None
