@@ -251,6 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ok = None if one is None else one >= TARGET_VS_CURL
     verdict = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
     shown = "n/a (no curl)" if one is None else f"{one:.2f}x"
+    if opts.quick and ok is not None:
+        # at 128 MiB a run lasts a few tenths of a second: start-up and noise decide it
+        verdict, shown = "info", shown + " (quick run; the target is judged on the full 1 GiB run)"
     print(f"  {verdict}  one connection >= {TARGET_VS_CURL}x curl -o: {shown}")
     rss_ok = all(abs(d) <= TARGET_RSS_DELTA_MIB for d in deltas)
     print(

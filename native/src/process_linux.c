@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "posix_util.h"
 #include "process_internal.h"
 
 #if defined(__linux__)
@@ -297,16 +298,6 @@ struct a3s_process_result {
     char *setup_error;
 };
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t deadline_after(uint64_t now, uint64_t ms) {
-    return ms > (UINT64_MAX - now) / 1000000u ? UINT64_MAX : now + ms * 1000000u;
-}
-
 /* Thread-safe strerror for both the GNU and the XSI strerror_r. */
 static const char *errstr(int e, char *buf, size_t len) {
 #if defined(__GLIBC__)
@@ -316,44 +307,6 @@ static const char *errstr(int e, char *buf, size_t len) {
         snprintf(buf, len, "errno %d", e);
     return buf;
 #endif
-}
-
-static void close_fd(int *fd) {
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
-/* Moves fd to a number >= 3 so the child's dup2 onto 0-2 cannot clobber it
- * (possible when the host runs with 0, 1 or 2 closed). */
-static int fd_above_stdio(int fd) {
-    if (fd < 0 || fd >= 3)
-        return fd;
-    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return moved;
-}
-
-static int pipe_above_stdio(int p[2]) {
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
-    p[0] = fd_above_stdio(p[0]);
-    p[1] = fd_above_stdio(p[1]);
-    if (p[0] < 0 || p[1] < 0) {
-        int e = errno;
-        close_fd(&p[0]);
-        close_fd(&p[1]);
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
-static int set_nonblock(int fd) {
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
 static bool fd_is_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
@@ -435,7 +388,7 @@ static void begin_stop(struct run *r, uint64_t why, uint64_t now, uint64_t *kill
     signal_group(r, SIGTERM);
     signal_group(r, SIGCONT); /* a stopped member would never see the SIGTERM */
     uint64_t grace = r->o->kill_grace_ms ? r->o->kill_grace_ms : A3S_PROCESS_DEFAULT_GRACE_MS;
-    *kill_at = deadline_after(now, grace);
+    *kill_at = a3s_after_ms(now, grace);
 }
 
 /* Reads the child's pre-exec failure report, if any (non-blocking). */
@@ -447,7 +400,7 @@ static void read_report(struct run *r) {
     if (n == (ssize_t)sizeof r->report)
         r->reported = true;
     if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-        close_fd(&r->report_p[0]);
+        a3s_close_fd(&r->report_p[0]);
 }
 
 /* Checks for the child's exit without reaping it; once it has exited, kills
@@ -471,13 +424,13 @@ static int check_exit(struct run *r) {
     if (rc < 0)
         return -1;
     r->exited = true;
-    close_fd(&r->pidfd);
+    a3s_close_fd(&r->pidfd);
     /* A failure report is written before the child's _exit, so it is there
      * now; no data means execve succeeded, even if a process forked meanwhile
      * by another thread still holds the write end. */
     if (r->report_p[0] >= 0)
         read_report(r);
-    close_fd(&r->report_p[0]);
+    a3s_close_fd(&r->report_p[0]);
     return 0;
 }
 
@@ -493,13 +446,6 @@ static void abandon_child(struct run *r) {
     r->exited = true;
 }
 
-static int ms_until(uint64_t now, uint64_t at) {
-    if (at <= now)
-        return 0;
-    uint64_t ms = (at - now + 999999u) / 1000000u;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
-}
-
 static int wait_min(int a, int b) { return a < 0 ? b : (b < 0 || a < b ? a : b); }
 
 /* Polls until the child is reaped and its pipes are drained (or the drain
@@ -507,10 +453,10 @@ static int wait_min(int a, int b) { return a < 0 ? b : (b < 0 || a < b ? a : b);
 static int supervise(struct run *r, uint64_t start) {
     const a3s_process_options *o = r->o;
     bool watch_cancel = (o->flags & A3S_PROCESS_CANCEL_FD) != 0;
-    uint64_t timeout_at = o->timeout_ms ? deadline_after(start, o->timeout_ms) : UINT64_MAX;
+    uint64_t timeout_at = o->timeout_ms ? a3s_after_ms(start, o->timeout_ms) : UINT64_MAX;
     uint64_t kill_at = UINT64_MAX, drain_at = UINT64_MAX;
     for (;;) {
-        uint64_t now = now_ns();
+        uint64_t now = a3s_now_ns();
         if (!r->exited) {
             if (!r->stopping && now >= timeout_at)
                 begin_stop(r, A3S_RESULT_TIMED_OUT, now, &kill_at);
@@ -538,14 +484,14 @@ static int supervise(struct run *r, uint64_t start) {
 
         int wait_ms = -1;
         if (r->exited) {
-            wait_ms = ms_until(now, drain_at);
+            wait_ms = a3s_ms_until(now, drain_at);
         } else {
             if (r->pidfd < 0)
                 wait_ms = WAIT_POLL_MS;
             if (!r->stopping && timeout_at != UINT64_MAX)
-                wait_ms = wait_min(wait_ms, ms_until(now, timeout_at));
+                wait_ms = wait_min(wait_ms, a3s_ms_until(now, timeout_at));
             if (r->stopping && !r->killed)
-                wait_ms = wait_min(wait_ms, ms_until(now, kill_at));
+                wait_ms = wait_min(wait_ms, a3s_ms_until(now, kill_at));
         }
         int rc = poll(pfd, n, wait_ms);
         if (rc < 0 && errno == EINTR)
@@ -560,25 +506,25 @@ static int supervise(struct run *r, uint64_t start) {
         if (idx_rep >= 0 && pfd[idx_rep].revents)
             read_report(r);
         if (idx_cancel >= 0 && pfd[idx_cancel].revents)
-            begin_stop(r, A3S_RESULT_CANCELLED, now_ns(), &kill_at);
+            begin_stop(r, A3S_RESULT_CANCELLED, a3s_now_ns(), &kill_at);
         if (!r->exited && (r->pidfd < 0 || (idx_pid >= 0 && pfd[idx_pid].revents))) {
             if (check_exit(r) < 0)
                 return -1;
             if (r->exited)
-                drain_at = deadline_after(now_ns(), A3S_PROCESS_DRAIN_MS);
+                drain_at = a3s_after_ms(a3s_now_ns(), A3S_PROCESS_DRAIN_MS);
         }
     }
 }
 
 static void run_release(struct run *r) {
-    close_fd(&r->out_p[0]);
-    close_fd(&r->out_p[1]);
-    close_fd(&r->err_p[0]);
-    close_fd(&r->err_p[1]);
-    close_fd(&r->report_p[0]);
-    close_fd(&r->report_p[1]);
-    close_fd(&r->plan.devnull);
-    close_fd(&r->pidfd);
+    a3s_close_fd(&r->out_p[0]);
+    a3s_close_fd(&r->out_p[1]);
+    a3s_close_fd(&r->err_p[0]);
+    a3s_close_fd(&r->err_p[1]);
+    a3s_close_fd(&r->report_p[0]);
+    a3s_close_fd(&r->report_p[1]);
+    a3s_close_fd(&r->plan.devnull);
+    a3s_close_fd(&r->pidfd);
     a3s_capture_release(&r->out);
     a3s_capture_release(&r->err);
     free(r->plan.argv);
@@ -647,7 +593,7 @@ static int build_result(struct run *r, uint64_t start, a3s_process_result **out,
     if (r->stop_flag)
         code = 124;
     a3s_process_result *res = a3s_process_result_captured(
-        &r->out, &r->err, code, sig, r->stop_flag, (now_ns() - start) / 1000u, (int32_t)r->pid,
+        &r->out, &r->err, code, sig, r->stop_flag, (a3s_now_ns() - start) / 1000u, (int32_t)r->pid,
         NULL);
     if (!res)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory capturing the output of %s",
@@ -677,16 +623,16 @@ static int prepare(struct run *r, a3s_error *err) {
     if (!p->argv || !p->envp || !r->buf)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory preparing %s", o->path);
 
-    p->devnull = fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    p->devnull = a3s_fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (p->devnull < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "open /dev/null: %s",
                         errstr(errno, eb, sizeof eb));
-    if (pipe_above_stdio(r->out_p) < 0 || pipe_above_stdio(r->err_p) < 0 ||
-        pipe_above_stdio(r->report_p) < 0)
+    if (a3s_pipe_above_stdio(r->out_p, 0) < 0 || a3s_pipe_above_stdio(r->err_p, 0) < 0 ||
+        a3s_pipe_above_stdio(r->report_p, 0) < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "pipe for %s: %s", o->path,
                         errstr(errno, eb, sizeof eb));
-    if (set_nonblock(r->out_p[0]) < 0 || set_nonblock(r->err_p[0]) < 0 ||
-        set_nonblock(r->report_p[0]) < 0)
+    if (a3s_set_nonblock(r->out_p[0]) < 0 || a3s_set_nonblock(r->err_p[0]) < 0 ||
+        a3s_set_nonblock(r->report_p[0]) < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "fcntl for %s: %s", o->path,
                         errstr(errno, eb, sizeof eb));
     p->out_w = r->out_p[1];
@@ -719,10 +665,10 @@ static int spawn(struct run *r, a3s_error *err) {
                         errstr(e, eb, sizeof eb));
     r->pid = pid;
     /* The parent keeps only the read ends. */
-    close_fd(&r->out_p[1]);
-    close_fd(&r->err_p[1]);
-    close_fd(&r->report_p[1]);
-    close_fd(&r->plan.devnull);
+    a3s_close_fd(&r->out_p[1]);
+    a3s_close_fd(&r->err_p[1]);
+    a3s_close_fd(&r->report_p[1]);
+    a3s_close_fd(&r->plan.devnull);
 #ifdef SYS_pidfd_open
     if (!(r->o->flags & A3S_PROCESS_PORTABLE))
         r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1: poll waitid instead */
@@ -749,7 +695,7 @@ A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result 
     r.out.fd = r.err.fd = -1;
 
     rc = prepare(&r, err);
-    uint64_t start = now_ns();
+    uint64_t start = a3s_now_ns();
     if (rc == A3S_OK)
         rc = spawn(&r, err);
     if (rc != A3S_OK) {

@@ -36,6 +36,7 @@
 
 #include "env.h"
 #include "internal.h"
+#include "posix_util.h"
 #include "process_internal.h"
 #include "sandbox_internal.h"
 #include "session_msg.h"
@@ -78,59 +79,6 @@ struct a3s_session {
 };
 
 /* ---- small helpers ---------------------------------------------------------- */
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t after_ms(uint64_t now, uint64_t ms) {
-    return ms > (UINT64_MAX - now) / 1000000u ? UINT64_MAX : now + ms * 1000000u;
-}
-
-static int ms_until(uint64_t now, uint64_t at) {
-    if (at <= now)
-        return 0;
-    uint64_t ms = (at - now + 999999u) / 1000000u;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
-}
-
-static void close_fd(int *fd) {
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
-/* Moves fd to a number >= 3 (close-on-exec), so the child's dup2 onto
- * 0-2 cannot clobber it when the host runs with stdio closed. */
-static int above_stdio(int fd) {
-    if (fd < 0 || fd >= 3)
-        return fd;
-    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return moved;
-}
-
-static int pipe_above(int p[2], int flags) {
-    if (pipe2(p, O_CLOEXEC | flags) < 0)
-        return -1;
-    p[0] = above_stdio(p[0]);
-    p[1] = above_stdio(p[1]);
-    if (p[0] < 0 || p[1] < 0) {
-        close_fd(&p[0]);
-        close_fd(&p[1]);
-        return -1;
-    }
-    return 0;
-}
-
-static int set_nonblock(int fd) {
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
 
 static bool readable(int fd, int timeout_ms) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -198,12 +146,12 @@ fail:
 static int spawn(struct a3s_session *s, char *const *argv, const int keep[3], int out,
                  a3s_error *err) {
     int report[2] = {-1, -1}, go[2] = {-1, -1};
-    int devnull = above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
-    if (devnull < 0 || pipe_above(report, 0) < 0 || pipe_above(go, 0) < 0) {
+    int devnull = a3s_fd_above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
+    if (devnull < 0 || a3s_pipe_above_stdio(report, 0) < 0 || a3s_pipe_above_stdio(go, 0) < 0) {
         int e = errno;
-        close_fd(&devnull);
-        close_fd(&report[0]);
-        close_fd(&report[1]);
+        a3s_close_fd(&devnull);
+        a3s_close_fd(&report[0]);
+        a3s_close_fd(&report[1]);
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot start the sandbox: %s", strerror(e));
     }
     sigset_t all, old;
@@ -238,7 +186,7 @@ static int spawn(struct a3s_session *s, char *const *argv, const int keep[3], in
     } else {
         s->pid = (pid_t)msg;
         s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
-        s->pidfd = above_stdio(s->pidfd);
+        s->pidfd = a3s_fd_above_stdio(s->pidfd);
         if (s->pidfd < 0) {
             kill(s->pid, SIGKILL); /* still the intermediate's child: the pid is ours */
             s->pid = 0;
@@ -319,8 +267,8 @@ static void session_end(a3s_sandbox *sb, struct a3s_session *s) {
             uint8_t b[A3S_MSG_HEADER];
             a3s_msg_send(s->ctl, b, a3s_msg_encode_empty(A3S_MSG_SHUTDOWN, b), NULL, 0, 0);
         }
-        close_fd(&s->ctl);
-        close_fd(&s->lifeline); /* the init also stops on this alone */
+        a3s_close_fd(&s->ctl);
+        a3s_close_fd(&s->lifeline); /* the init also stops on this alone */
         if (s->pidfd >= 0 && !readable(s->pidfd, STOP_WAIT_MS)) {
             kill_now(s);
             readable(s->pidfd, STOP_WAIT_MS);
@@ -329,10 +277,10 @@ static void session_end(a3s_sandbox *sb, struct a3s_session *s) {
     } else {
         a3s_plan_forget(&s->plan); /* nothing of the parent's is removed here */
     }
-    close_fd(&s->ctl);
-    close_fd(&s->lifeline);
-    close_fd(&s->pidfd);
-    close_fd(&s->errfd);
+    a3s_close_fd(&s->ctl);
+    a3s_close_fd(&s->lifeline);
+    a3s_close_fd(&s->pidfd);
+    a3s_close_fd(&s->errfd);
     free(s);
 }
 
@@ -386,7 +334,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
     int sp[2] = {-1, -1}, life[2] = {-1, -1}, out[2] = {-1, -1};
     int rc = A3S_OK;
     /* the init also watches this process itself: no pidfd, no long-lived sandbox */
-    int self = above_stdio((int)syscall(SYS_pidfd_open, getpid(), 0));
+    int self = a3s_fd_above_stdio((int)syscall(SYS_pidfd_open, getpid(), 0));
     if (self < 0) {
         free(s);
         atomic_store(&sb->one_shot_only, true);
@@ -394,15 +342,15 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
     }
     if (fcntl(self, F_SETFD, FD_CLOEXEC) < 0 ||
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0 ||
-        (sp[0] = above_stdio(sp[0])) < 0 || (sp[1] = above_stdio(sp[1])) < 0 ||
-        pipe_above(life, 0) < 0 || pipe_above(out, 0) < 0 || set_nonblock(out[0]) < 0) {
+        (sp[0] = a3s_fd_above_stdio(sp[0])) < 0 || (sp[1] = a3s_fd_above_stdio(sp[1])) < 0 ||
+        a3s_pipe_above_stdio(life, 0) < 0 || a3s_pipe_above_stdio(out, 0) < 0 || a3s_set_nonblock(out[0]) < 0) {
         int e = errno;
         for (int i = 0; i < 2; i++) {
-            close_fd(&sp[i]);
-            close_fd(&life[i]);
-            close_fd(&out[i]);
+            a3s_close_fd(&sp[i]);
+            a3s_close_fd(&life[i]);
+            a3s_close_fd(&out[i]);
         }
-        close_fd(&self);
+        a3s_close_fd(&self);
         free(s);
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot start the sandbox: %s", strerror(e));
     }
@@ -449,14 +397,14 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
                       (o->kill_grace_ms ? o->kill_grace_ms : A3S_DEFAULT_GRACE_MS) + BACKSTOP_MS;
     if (budget > START_TIMEOUT_MS)
         budget = START_TIMEOUT_MS;
-    uint64_t deadline = after_ms(now_ns(), budget);
+    uint64_t deadline = a3s_after_ms(a3s_now_ns(), budget);
     for (;;) {
         struct pollfd p[3] = {
             {.fd = s->ctl, .events = POLLIN},
             {.fd = watch_cancel ? o->cancel_fd : -1, .events = POLLIN},
             {.fd = sb->wake[0], .events = POLLIN},
         };
-        int n = poll(p, 3, ms_until(now_ns(), deadline));
+        int n = poll(p, 3, a3s_ms_until(a3s_now_ns(), deadline));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -556,11 +504,11 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
     size_t chunk = buf == small ? sizeof small : A3S_CAPTURE_CHUNK;
     uint64_t grace = o->kill_grace_ms ? o->kill_grace_ms : A3S_DEFAULT_GRACE_MS;
     uint64_t timeout = o->timeout_ms ? o->timeout_ms : A3S_DEFAULT_TIMEOUT_MS;
-    uint64_t backstop = after_ms(x->start, timeout + grace + BACKSTOP_MS);
+    uint64_t backstop = a3s_after_ms(x->start, timeout + grace + BACKSTOP_MS);
     uint64_t drain_at = UINT64_MAX;
     bool watch_cancel = (o->flags & A3S_EXEC_CANCEL_FD) != 0;
     for (;;) {
-        uint64_t now = now_ns();
+        uint64_t now = a3s_now_ns();
         bool over = x->done || x->dead;
         if (over && ((x->out.fd < 0 && x->err.fd < 0) || now >= drain_at))
             break;
@@ -568,7 +516,7 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
             kill_now(s); /* the init is stuck: the whole sandbox goes */
             x->forced = x->dead = true;
             x->finished = now;
-            drain_at = after_ms(now, A3S_PROCESS_DRAIN_MS);
+            drain_at = a3s_after_ms(now, A3S_PROCESS_DRAIN_MS);
             continue;
         }
         struct pollfd p[5];
@@ -586,27 +534,27 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
                 p[iw = (int)n++] = (struct pollfd){sb->wake[0], POLLIN, 0};
             }
         }
-        int rc = poll(p, n, ms_until(now, over ? drain_at : backstop));
+        int rc = poll(p, n, a3s_ms_until(now, over ? drain_at : backstop));
         if (rc < 0 && errno == EINTR)
             continue;
         if (rc < 0) {
             kill_now(s);
             x->forced = x->dead = true;
-            x->finished = now_ns();
-            drain_at = after_ms(x->finished, A3S_PROCESS_DRAIN_MS);
+            x->finished = a3s_now_ns();
+            drain_at = a3s_after_ms(x->finished, A3S_PROCESS_DRAIN_MS);
             continue;
         }
         if (io >= 0 && p[io].revents) {
             if (chunk == A3S_CAPTURE_CHUNK)
                 a3s_capture_read(&x->out, buf);
             else if (read(x->out.fd, buf, chunk) <= 0)
-                close_fd(&x->out.fd);
+                a3s_close_fd(&x->out.fd);
         }
         if (ie >= 0 && p[ie].revents) {
             if (chunk == A3S_CAPTURE_CHUNK)
                 a3s_capture_read(&x->err, buf);
             else if (read(x->err.fd, buf, chunk) <= 0)
-                close_fd(&x->err.fd);
+                a3s_close_fd(&x->err.fd);
         }
         if ((ix >= 0 && p[ix].revents) || (iw >= 0 && p[iw].revents)) {
             uint8_t b[A3S_MSG_HEADER];
@@ -614,7 +562,7 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
             if (a3s_msg_send(s->ctl, b, a3s_msg_encode_empty(A3S_MSG_CANCEL, b), NULL, 0,
                              MSG_TIMEOUT_MS) < 0)
                 kill_now(s);
-            uint64_t by = after_ms(now_ns(), grace + BACKSTOP_MS);
+            uint64_t by = a3s_after_ms(a3s_now_ns(), grace + BACKSTOP_MS);
             if (by < backstop)
                 backstop = by;
         }
@@ -630,8 +578,8 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
             else
                 x->dead = true; /* the init ended, or said something it should not */
             free(msg);
-            x->finished = now_ns();
-            drain_at = after_ms(x->finished, A3S_PROCESS_DRAIN_MS);
+            x->finished = a3s_now_ns();
+            drain_at = a3s_after_ms(x->finished, A3S_PROCESS_DRAIN_MS);
         }
     }
     if (buf != small)
@@ -662,20 +610,20 @@ static a3s_process_result *outcome(struct exchange *x) {
 static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_options *o,
                        a3s_process_result **out, a3s_error *err) {
     int po[2] = {-1, -1}, pe[2] = {-1, -1};
-    if (pipe_above(po, 0) < 0 || pipe_above(pe, 0) < 0 || set_nonblock(po[0]) < 0 ||
-        set_nonblock(pe[0]) < 0) {
+    if (a3s_pipe_above_stdio(po, 0) < 0 || a3s_pipe_above_stdio(pe, 0) < 0 || a3s_set_nonblock(po[0]) < 0 ||
+        a3s_set_nonblock(pe[0]) < 0) {
         int e = errno;
-        close_fd(&po[0]);
-        close_fd(&po[1]);
-        close_fd(&pe[0]);
-        close_fd(&pe[1]);
+        a3s_close_fd(&po[0]);
+        a3s_close_fd(&po[1]);
+        a3s_close_fd(&pe[0]);
+        a3s_close_fd(&pe[1]);
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe: %s", strerror(e));
     }
     struct exchange x;
     memset(&x, 0, sizeof x);
     a3s_capture_init(&x.out, po[0], o->max_output_bytes);
     a3s_capture_init(&x.err, pe[0], o->max_output_bytes);
-    x.start = now_ns();
+    x.start = a3s_now_ns();
     a3s_error serr = {0};
     int rc = send_request(sb, s, o, po[1], pe[1], &serr);
     if (rc != A3S_OK) {
