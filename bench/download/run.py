@@ -42,6 +42,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # bench/report.py
+
+from report import loadavg, table  # noqa: E402
+
 MIB = 1 << 20
 TARGET_VS_CURL = 0.8
 TARGET_RSS_DELTA_MIB = 8.0  # big-size growth minus small-size growth, at most
@@ -56,13 +60,6 @@ class Config:
 
 QUICK = Config(size=128 * MIB, rounds=3)
 FULL = Config(size=1024 * MIB, rounds=3)
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
 
 
 def make_file(path: Path, size: int, small: int) -> tuple[str, str]:
@@ -134,18 +131,6 @@ def run_tool(ws: Path, port: int, connections: int, size: int, sha: str) -> dict
     if not result["sha256_ok"] or result["bytes"] != size:
         raise RuntimeError(f"the tool's result is wrong: {result}")
     return result
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
-    for i, row in enumerate([header, *rows]):
-        cells = [
-            str(c).ljust(w) if j == 0 else str(c).rjust(w)
-            for j, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        print("  " + "  ".join(cells))
-        if i == 0:
-            print("  " + "  ".join("-" * w for w in widths))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

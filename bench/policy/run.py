@@ -53,6 +53,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # bench/report.py
 
 try:
     import a3s_code
@@ -66,6 +67,7 @@ import workload  # noqa: E402
 from a3s_code import PermissionPolicy, _native  # noqa: E402
 from a3s_code._native import Glob  # noqa: E402
 from a3s_code.policy import argument_string  # noqa: E402
+from report import section, table  # noqa: E402
 
 # The argument strings check() decides a call on: one, or one per file of a multi-file
 # read (a private helper; an older package without it has one string per call).
@@ -208,29 +210,6 @@ def si(x: float) -> str:
         if x >= scale:
             return f"{x / scale:.2f}{unit}"
     return f"{x:.0f}"
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> None:
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [
-        max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)
-    ]
-    align = align or "l" + "r" * (len(headers) - 1)
-
-    def fmt(row: Sequence[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if a == "l" else c.rjust(w)
-            for c, w, a in zip(row, widths, align, strict=False)
-        )
-
-    print("  " + fmt(headers))
-    print("  " + "  ".join("-" * w for w in widths))
-    for r in cells:
-        print("  " + fmt(r))
-
-
-def section(title: str) -> None:
-    print(f"\n== {title} " + "=" * max(0, 74 - len(title)))
 
 
 # --------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # bench/report.py
 
 try:
     import a3s_code  # noqa: F401
@@ -54,12 +55,13 @@ except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
 
 import timeline  # noqa: E402
-from common import Series, measure, measure_paired, ms, paired_delta, plain, section, table  # noqa: E402
+from common import Series, measure, measure_paired, ms, paired_delta, plain  # noqa: E402
 
 import workspace  # noqa: E402
 from a3s_code import _native  # noqa: E402
 from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox  # noqa: E402
 from a3s_code.sandbox._locate import find_bwrap, init_path  # noqa: E402
+from report import section, table  # noqa: E402
 
 PROTECTED_DIRS = (".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea")
 PROTECTED_FILES = (

@@ -1,4 +1,4 @@
-"""Timing and printing helpers shared by bench/sandbox/run.py and breakdown.py."""
+"""Timing helpers shared by bench/sandbox/run.py and breakdown.py (printing: bench/report.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import gc
 import resource
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 
@@ -115,38 +114,8 @@ def ms(x: float) -> str:
     return f"{x * 1e3:.2f}"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> None:
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [
-        max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)
-    ]
-    align = align or "l" + "r" * (len(headers) - 1)
-
-    def fmt(row: Sequence[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if a == "l" else c.rjust(w)
-            for c, w, a in zip(row, widths, align, strict=False)
-        )
-
-    print("  " + fmt(headers))
-    print("  " + "  ".join("-" * w for w in widths))
-    for r in cells:
-        print("  " + fmt(r))
-
-
-def section(title: str) -> None:
-    print(f"\n== {title} " + "=" * max(0, 74 - len(title)))
-
-
 def ratio(a: float, b: float) -> float:
     return a / b if b else float("nan")
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
 
 
 def plain(x: Any) -> Any:

@@ -61,6 +61,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # bench/report.py
 
 try:
     import a3s_code
@@ -68,11 +69,12 @@ except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
     import a3s_code
 
-from common import Series, loadavg, measure, ms, plain, ratio, section, table  # noqa: E402
+from common import Series, measure, ms, plain, ratio  # noqa: E402
 
 import workspace  # noqa: E402
 from a3s_code.sandbox import NativeBashSandbox  # noqa: E402
 from a3s_code.sandbox._locate import bwrap_version, find_bwrap  # noqa: E402
+from report import loadavg, section, table  # noqa: E402
 
 TARGET_API_VS_BWRAP = 1.3
 TARGET_LARGE_VS_SMALL = 1.5

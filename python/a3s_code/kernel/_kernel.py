@@ -18,12 +18,14 @@ earlier one (docs/kernel.md):
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import _native
 from ..guardrail import assess_risk, check_command, check_paths, is_protected_path, summarize_call
 from ..hitl import ConfirmationManager, ConfirmationProvider, ConfirmationRequest
 from ..hooks import HookContext, HookEvent, HookRegistry
@@ -541,10 +543,8 @@ class InvocationKernel:
 
 
 def _tool_allowed(name: str, allowed: Sequence[str]) -> bool:
-    from .. import _native
-
     for pattern in allowed:
-        if pattern == "*" or _native.Glob(pattern, tool_name=True).match(name):
+        if pattern == "*" or _tool_glob(pattern).match(name):
             return True
         if (
             pattern.startswith("mcp__")
@@ -553,6 +553,12 @@ def _tool_allowed(name: str, allowed: Sequence[str]) -> bool:
         ):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=256)
+def _tool_glob(pattern: str) -> _native.Glob:
+    """A skill's tool pattern, compiled once rather than on every call of the skill."""
+    return _native.Glob(pattern, tool_name=True)
 
 
 def _origin_reason(s: _Call) -> str:
