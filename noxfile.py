@@ -84,13 +84,13 @@ def dist(session: nox.Session) -> None:
     out = Path(session.create_tmp()) / "dist"
     shutil.rmtree(out, ignore_errors=True)
     session.run("python", "-m", "build", "--outdir", str(out))
-    sdists = list(out.glob("a3s_code-*.tar.gz"))
-    wheels = list(out.glob("a3s_code-*-cp310-abi3-*.whl"))
+    sdists = list(out.glob("codeward-*.tar.gz"))
+    wheels = list(out.glob("codeward-*-cp310-abi3-*.whl"))
     if len(sdists) != 1 or len(wheels) != 1:
         session.error(f"expected one sdist and one abi3 wheel, got {sorted(os.listdir(out))}")
     with zipfile.ZipFile(wheels[0]) as wheel:
         names = set(wheel.namelist())
-    for required in ("a3s_code/_bin/a3s-init", "a3s_code/_native.abi3.so", "a3s_code/py.typed"):
+    for required in ("codeward/_bin/a3s-init", "codeward/_native.abi3.so", "codeward/py.typed"):
         if required not in names:
             session.error(f"the wheel lacks {required}")
     # the sdist alone must build and work in a fresh environment
@@ -102,12 +102,12 @@ def dist(session: nox.Session) -> None:
     session.run(
         py,
         "-c",
-        "import a3s_code; p = a3s_code.PermissionPolicy(allow=['read(*)']); "
+        "import codeward; p = codeward.PermissionPolicy(allow=['read(*)']); "
         "assert p.check('read', {'file_path': 'x'}) == 'allow'; print('sdist install ok')",
         external=True,
     )
-    session.run(str(venv / "bin" / "a3s-code"), "version", external=True)
-    session.run(str(venv / "bin" / "a3s-code"), "exec", "--", "echo", "sandboxed", external=True)
+    session.run(str(venv / "bin" / "codeward"), "version", external=True)
+    session.run(str(venv / "bin" / "codeward"), "exec", "--", "echo", "sandboxed", external=True)
     session.run("cibuildwheel", "--print-build-identifiers", "--platform", "linux", silent=False)
     session.run("cibuildwheel", "--print-build-identifiers", "--platform", "macos", silent=False)
     session.run("cibuildwheel", "--print-build-identifiers", "--platform", "windows", silent=False)

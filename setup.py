@@ -37,7 +37,7 @@ class BuildWithInit(build_ext):
         if not sys.platform.startswith("linux"):
             return
         package_dir = (
-            ROOT / "python" / "a3s_code" if self.inplace else Path(self.build_lib) / "a3s_code"
+            ROOT / "python" / "codeward" if self.inplace else Path(self.build_lib) / "codeward"
         )
         out_dir = package_dir / "_bin"
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -58,8 +58,8 @@ class BuildWithInit(build_ext):
 setup(
     ext_modules=[
         Extension(
-            "a3s_code._native",
-            sources=["python/a3s_code/_native.c", *CORE],
+            "codeward._native",
+            sources=["python/codeward/_native.c", *CORE],
             include_dirs=["native/include"],
             extra_compile_args=compile_args,
             libraries=libraries,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything a fresh machine lacks to build and test a3s-code in every
+# Installs everything a fresh machine lacks to build and test codeward in every
 # language, then creates .venv with the pinned test runner (nox). Idempotent:
 # a second run installs nothing. Needs root (or sudo) only for apt.
 set -euo pipefail

@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from a3s_code import PermissionPolicy, PolicyError, _native
-from a3s_code.policy import argument_string, canonical_json
-from a3s_code.policy._subject import _encode
+from codeward import PermissionPolicy, PolicyError, _native
+from codeward.policy import argument_string, canonical_json
+from codeward.policy._subject import _encode
 
 c_json = _native.canonical_json
 

@@ -1,4 +1,4 @@
-"""The a3s-code command line, in-process and once through the installed console script."""
+"""The codeward command line, in-process and once through the installed console script."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from a3s_code.cli import main
+from codeward.cli import main
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def policy_file(tmp_path):
 
 def test_version(capsys) -> None:
     assert main(["version"]) == 0
-    assert "a3s-code 0.1.0" in capsys.readouterr().out
+    assert "codeward 0.1.0" in capsys.readouterr().out
     assert main(["version", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["abi"] == 1
 
@@ -88,7 +88,7 @@ def test_policy_check_default_decision_reason(policy_file, capsys) -> None:
 def test_policy_check_input_errors(policy_file, capsys, argv_tail, fragment) -> None:
     assert main(["policy", "check", "--policy", str(policy_file), *argv_tail]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("a3s-code: error:") and fragment in err and err.count("\n") == 1
+    assert err.startswith("codeward: error:") and fragment in err and err.count("\n") == 1
 
 
 def test_missing_policy_file(tmp_path, capsys) -> None:
@@ -118,7 +118,7 @@ def test_usage_errors_are_one_line(capsys) -> None:
         main(["policy"])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "a3s-code: error:" in err
+    assert "codeward: error:" in err
 
 
 def test_doctor_reports_a_verdict(capsys) -> None:
@@ -130,8 +130,8 @@ def test_doctor_reports_a_verdict(capsys) -> None:
 
 
 def test_console_script_and_module_entry_points(policy_file) -> None:
-    script = shutil.which("a3s-code")
-    commands = [[sys.executable, "-m", "a3s_code"]]
+    script = shutil.which("codeward")
+    commands = [[sys.executable, "-m", "codeward"]]
     if script:
         commands.append([script])
     for cmd in commands:

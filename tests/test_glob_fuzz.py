@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from a3s_code._native import Glob
+from codeward._native import Glob
 from reference_glob import reference_match
 
 PATTERN_BYTES = st.sampled_from(

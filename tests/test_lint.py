@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from a3s_code import PermissionPolicy
+from codeward import PermissionPolicy
 
 
 def codes(**kwargs) -> list[tuple[str, str]]:

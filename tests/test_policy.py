@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from a3s_code import Decision, PermissionPolicy, PolicyError, PolicyFileError
-from a3s_code.policy import argument_string
+from codeward import Decision, PermissionPolicy, PolicyError, PolicyFileError
+from codeward.policy import argument_string
 
 
 def test_decision_is_a_str_enum() -> None:

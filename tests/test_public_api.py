@@ -1,10 +1,10 @@
 """Pins the public API: adding or removing a name is a deliberate, reviewed change."""
 
-import a3s_code
-import a3s_code.policy
+import codeward
+import codeward.policy
 
 EXPECTED = {
-    "A3SError",
+    "CodewardError",
     "Agent",
     "CheckSpec",
     "ConfirmationPolicy",
@@ -61,55 +61,55 @@ EXPECTED_POLICY = {
 
 
 def test_top_level_exports() -> None:
-    assert set(a3s_code.__all__) == EXPECTED
+    assert set(codeward.__all__) == EXPECTED
     for name in EXPECTED:
-        assert hasattr(a3s_code, name), name
+        assert hasattr(codeward, name), name
 
 
 def test_policy_exports() -> None:
-    assert set(a3s_code.policy.__all__) == EXPECTED_POLICY
+    assert set(codeward.policy.__all__) == EXPECTED_POLICY
 
 
 def test_exception_tree() -> None:
-    from a3s_code.download import DownloadError
-    from a3s_code.hitl import ConfirmationPolicyError
-    from a3s_code.hooks import HookError
-    from a3s_code.kernel import RegistrationError
-    from a3s_code.verification import VerificationError
+    from codeward.download import DownloadError
+    from codeward.hitl import ConfirmationPolicyError
+    from codeward.hooks import HookError
+    from codeward.kernel import RegistrationError
+    from codeward.verification import VerificationError
 
     for cls in (
-        a3s_code.WorkspaceError,
-        a3s_code.SandboxError,
-        a3s_code.SessionOptionsError,
-        a3s_code.SessionClosed,
+        codeward.WorkspaceError,
+        codeward.SandboxError,
+        codeward.SessionOptionsError,
+        codeward.SessionClosed,
         DownloadError,
         ConfirmationPolicyError,
         HookError,
         RegistrationError,
         VerificationError,
     ):
-        assert issubclass(cls, a3s_code.A3SError), cls
+        assert issubclass(cls, codeward.CodewardError), cls
     for cls in (
-        a3s_code.PathOutsideWorkspace,
-        a3s_code.CredentialBoundaryError,
-        a3s_code.HardLinkRefused,
-        a3s_code.DestinationExists,
+        codeward.PathOutsideWorkspace,
+        codeward.CredentialBoundaryError,
+        codeward.HardLinkRefused,
+        codeward.DestinationExists,
     ):
-        assert issubclass(cls, a3s_code.WorkspaceError), cls
-    assert issubclass(a3s_code.SandboxUnavailable, a3s_code.SandboxError)
-    assert issubclass(a3s_code.PolicyError, a3s_code.A3SError)
-    assert issubclass(a3s_code.PolicyError, ValueError)
-    assert issubclass(a3s_code.PolicyFileError, a3s_code.PolicyError)
-    assert issubclass(a3s_code.NativeCoreError, a3s_code.A3SError)
+        assert issubclass(cls, codeward.WorkspaceError), cls
+    assert issubclass(codeward.SandboxUnavailable, codeward.SandboxError)
+    assert issubclass(codeward.PolicyError, codeward.CodewardError)
+    assert issubclass(codeward.PolicyError, ValueError)
+    assert issubclass(codeward.PolicyFileError, codeward.PolicyError)
+    assert issubclass(codeward.NativeCoreError, codeward.CodewardError)
 
 
 def test_versions_agree() -> None:
-    assert a3s_code.native_version() == a3s_code.__version__
-    assert a3s_code._native.abi_version() == a3s_code._native.ABI_VERSION == 1
+    assert codeward.native_version() == codeward.__version__
+    assert codeward._native.abi_version() == codeward._native.ABI_VERSION == 1
 
 
 def test_features_reports_every_key() -> None:
-    feats = a3s_code.features()
+    feats = codeward.features()
     assert set(feats) == {
         "user_namespaces",
         "pid_namespaces",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code.sandbox._pyrunner import RunResult, omitted_marker, run_bounded
+from codeward.sandbox._pyrunner import RunResult, omitted_marker, run_bounded
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from a3s_code import _redact
-from a3s_code._redact import escape, is_sensitive_param, redact, redact_url, safe_text
-from a3s_code.guardrail import redact as guardrail_redact
-from a3s_code.guardrail import summarize_call
-from a3s_code.hitl import summarize_operation
+from codeward import _redact
+from codeward._redact import escape, is_sensitive_param, redact, redact_url, safe_text
+from codeward.guardrail import redact as guardrail_redact
+from codeward.guardrail import summarize_call
+from codeward.hitl import summarize_operation
 
 
 def test_the_public_names_are_the_one_implementation():

@@ -25,9 +25,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a3s_code._errors import SandboxArgumentError, SandboxUnavailable
-from a3s_code.sandbox import _seatbelt
-from a3s_code.sandbox._seatbelt import (
+from codeward._errors import SandboxArgumentError, SandboxUnavailable
+from codeward.sandbox import _seatbelt
+from codeward.sandbox._seatbelt import (
     HOME_SECRETS,
     MACH_SERVICES,
     PROTECTED_NAMES,
@@ -713,8 +713,8 @@ def test_per_call_variables_are_refused_not_dropped(name: str, value: str, match
 def _c_process_host() -> Any:
     if not sys.platform.startswith("linux"):
         pytest.skip("the C core's process host runs on Linux")
-    from a3s_code import _native
-    from a3s_code.sandbox._locate import init_path
+    from codeward import _native
+    from codeward.sandbox._locate import init_path
 
     init = init_path()
     if init is None:

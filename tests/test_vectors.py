@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from a3s_code import PermissionPolicy, PolicyError
-from a3s_code._native import Glob
-from a3s_code.policy import argument_string
+from codeward import PermissionPolicy, PolicyError
+from codeward._native import Glob
+from codeward.policy import argument_string
 
 VECTORS = Path(__file__).parent / "vectors"
 POLICY_FILE = VECTORS / "policy.json"

@@ -24,11 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 try:
-    import a3s_code  # noqa: F401
+    import codeward  # noqa: F401
 except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
 
-from a3s_code.download import download  # noqa: E402
+from codeward.download import download  # noqa: E402
 
 PUBLIC = "93.184.215.14"  # a public unicast address, never contacted: the dialer maps it
 

@@ -1,4 +1,4 @@
-"""Download benchmark: ``a3s_code.download.download`` against ``curl -o`` on one loopback server.
+"""Download benchmark: ``codeward.download.download`` against ``curl -o`` on one loopback server.
 
     python bench/download/run.py                 # full run: 1 GiB, 3 rounds
     python bench/download/run.py --quick         # CI smoke run: 128 MiB, 3 rounds
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     small = cfg.small
     curl = shutil.which("curl")
     started = time.perf_counter()
-    print("a3s-code download benchmark" + (" (--quick)" if opts.quick else ""))
+    print("codeward download benchmark" + (" (--quick)" if opts.quick else ""))
     print(
         f"  python {platform.python_version()}, {platform.system()} {platform.release()}"
         f" {platform.machine()}, {os.cpu_count()} CPUs, load {loadavg()}"

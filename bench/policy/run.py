@@ -56,23 +56,23 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # bench/report.py
 
 try:
-    import a3s_code
+    import codeward
 except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
-    import a3s_code
+    import codeward
 
 import baselines  # noqa: E402
 import workload  # noqa: E402
 
-from a3s_code import PermissionPolicy, _native  # noqa: E402
-from a3s_code._native import Glob  # noqa: E402
-from a3s_code.policy import argument_string  # noqa: E402
+from codeward import PermissionPolicy, _native  # noqa: E402
+from codeward._native import Glob  # noqa: E402
+from codeward.policy import argument_string  # noqa: E402
 from report import section, table  # noqa: E402
 
 # The argument strings check() decides a call on: one, or one per file of a multi-file
 # read (a private helper; an older package without it has one string per call).
 _subjects: Callable[[str, Any], tuple[str, list[str]]] | None = getattr(
-    importlib.import_module("a3s_code.policy._subject"), "subjects", None
+    importlib.import_module("codeward.policy._subject"), "subjects", None
 )
 
 
@@ -618,11 +618,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         wc_version = getattr(wcmatch, "__version__", "?")
     except ImportError:
         wc_version = "not installed"
-    print("a3s-code permission-policy benchmark" + (" (--quick)" if opts.quick else ""))
+    print("codeward permission-policy benchmark" + (" (--quick)" if opts.quick else ""))
     print(
         f"  python {platform.python_version()} ({platform.python_implementation()}), "
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs; "
-        f"a3s-code {a3s_code.__version__} (native {a3s_code.native_version()}); "
+        f"codeward {codeward.__version__} (native {codeward.native_version()}); "
         f"wcmatch {wc_version}"
     )
     print(f"  clock: {opts.clock}; rates are best of N passes (median alongside)")
@@ -946,8 +946,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "python": platform.python_version(),
                 "platform": platform.platform(),
                 "cpus": os.cpu_count(),
-                "a3s_code": a3s_code.__version__,
-                "native": a3s_code.native_version(),
+                "codeward": codeward.__version__,
+                "native": codeward.native_version(),
                 "wcmatch": wc_version,
             },
             "workload": {

@@ -3,7 +3,7 @@
 Everything here is deterministic: the rules are a fixed list, and the calls are
 drawn from a ``random.Random`` seeded with :data:`SEED`, so every run (and
 every machine) benchmarks exactly the same inputs. Nothing in this module
-imports a3s_code; run.py feeds the output to the policy and to the baselines.
+imports codeward; run.py feeds the output to the policy and to the baselines.
 
 The mix is modelled on what a coding agent actually sends:
 

@@ -50,7 +50,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # bench/report.py
 
 try:
-    import a3s_code  # noqa: F401
+    import codeward  # noqa: F401
 except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
 
@@ -58,9 +58,9 @@ import timeline  # noqa: E402
 from common import Series, measure, measure_paired, ms, paired_delta, plain  # noqa: E402
 
 import workspace  # noqa: E402
-from a3s_code import _native  # noqa: E402
-from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox  # noqa: E402
-from a3s_code.sandbox._locate import find_bwrap, init_path  # noqa: E402
+from codeward import _native  # noqa: E402
+from codeward.sandbox import NativeBashSandbox, ProcessHostBashSandbox  # noqa: E402
+from codeward.sandbox._locate import find_bwrap, init_path  # noqa: E402
 from report import section, table  # noqa: E402
 
 PROTECTED_DIRS = (".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea")
@@ -462,9 +462,9 @@ def op_variants(reps: int, rounds: int, ws: Path, scratch: str) -> dict[str, Ser
 CLI_PARTS = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from a3s_code.cli import _main
+from codeward.cli import _main
 t1 = time.perf_counter()
-from a3s_code.sandbox import select_sandbox
+from codeward.sandbox import select_sandbox
 sb = select_sandbox(sys.argv[1])
 t2 = time.perf_counter()
 out = sb.exec("true")
@@ -496,7 +496,7 @@ def cli_parts(reps: int, ws: Path) -> dict[str, float]:
 
 RSS_FORK = r"""
 import json, shutil, statistics, subprocess, sys, time
-from a3s_code.sandbox import NativeBashSandbox
+from codeward.sandbox import NativeBashSandbox
 ws, n = sys.argv[1], int(sys.argv[2])
 sb = NativeBashSandbox(ws, reuse=False)
 true = shutil.which("true") or "/bin/true"

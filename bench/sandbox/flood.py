@@ -25,11 +25,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 try:
-    import a3s_code  # noqa: F401
+    import codeward  # noqa: F401
 except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
 
-from a3s_code.sandbox import NativeBashSandbox  # noqa: E402
+from codeward.sandbox import NativeBashSandbox  # noqa: E402
 
 
 def status_kb() -> dict[str, int]:

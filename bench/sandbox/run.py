@@ -11,7 +11,7 @@ One run measures, each against baselines timed in the same run:
    Python API) in a small workspace, both in the default long-lived sandbox
    (``reuse=True``: one sandbox per object, each command a fresh confined
    child of its init) and one-shot (``reuse=False``: one bubblewrap per
-   command), and through the CLI ``a3s-code exec -- true`` (a fresh Python,
+   command), and through the CLI ``codeward exec -- true`` (a fresh Python,
    the readiness probe and the command; reported apart, with its start-up
    references);
 2. the same ``exec("true")`` in a 100,000-file workspace (10,000 directories
@@ -64,16 +64,16 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # bench/report.py
 
 try:
-    import a3s_code
+    import codeward
 except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
-    import a3s_code
+    import codeward
 
 from common import Series, measure, ms, plain, ratio  # noqa: E402
 
 import workspace  # noqa: E402
-from a3s_code.sandbox import NativeBashSandbox  # noqa: E402
-from a3s_code.sandbox._locate import bwrap_version, find_bwrap  # noqa: E402
+from codeward.sandbox import NativeBashSandbox  # noqa: E402
+from codeward.sandbox._locate import bwrap_version, find_bwrap  # noqa: E402
 from report import loadavg, section, table  # noqa: E402
 
 TARGET_API_VS_BWRAP = 1.3
@@ -114,8 +114,8 @@ def git_state() -> str:
     changed = [line[3:] for line in dirty if line.strip()]
     if not head:
         return "not a git checkout"
-    pkg = Path(a3s_code.__file__).resolve().parent
-    where = "" if pkg == ROOT / "python" / "a3s_code" else f", a3s_code imported from {pkg}"
+    pkg = Path(codeward.__file__).resolve().parent
+    where = "" if pkg == ROOT / "python" / "codeward" else f", codeward imported from {pkg}"
     ext = next(pkg.glob("_native*.so"), None)
     if ext is not None:
         built = time.localtime(ext.stat().st_mtime)
@@ -142,8 +142,8 @@ def sandbox_fn(sb: NativeBashSandbox, command: str = "true") -> Callable[[], Non
 
 
 def cli_command(workspace_dir: Path) -> list[str]:
-    script = Path(sys.executable).with_name("a3s-code")
-    head = [str(script)] if os.access(script, os.X_OK) else [sys.executable, "-m", "a3s_code"]
+    script = Path(sys.executable).with_name("codeward")
+    head = [str(script)] if os.access(script, os.X_OK) else [sys.executable, "-m", "codeward"]
     return [*head, "exec", "--workspace", str(workspace_dir), "--", "true"]
 
 
@@ -183,10 +183,10 @@ def bench_startup(
         py = sys.executable
         cli = measure(
             {
-                "a3s-code exec": run_ok(cli_command(small), stdout=subprocess.DEVNULL),
+                "codeward exec": run_ok(cli_command(small), stdout=subprocess.DEVNULL),
                 "python -c pass": run_ok([py, "-c", "pass"]),
-                "python -c 'import a3s_code.cli._main'": run_ok(
-                    [py, "-c", "import a3s_code.cli._main"]
+                "python -c 'import codeward.cli._main'": run_ok(
+                    [py, "-c", "import codeward.cli._main"]
                 ),
             },
             cfg.cli_reps,
@@ -239,8 +239,8 @@ def report_startup(res: dict[str, Any]) -> dict[str, float]:
         ratios["api_one_shot_vs_api"] = ratio(one.median, api.median)
     cli: dict[str, Series] = res["cli"]
     if cli:
-        c = cli["a3s-code exec"]
-        print("\n  the CLI, `a3s-code exec --workspace SMALL -- true` (a fresh process each time):")
+        c = cli["codeward exec"]
+        print("\n  the CLI, `codeward exec --workspace SMALL -- true` (a fresh process each time):")
         crow = []
         for name, x in cli.items():
             crow.append([name, ms(x.median), ms(x.p90), ms(x.best), ms(x.cpu_mean)])
@@ -248,7 +248,7 @@ def report_startup(res: dict[str, Any]) -> dict[str, float]:
         ratios["cli_vs_direct"] = ratio(c.median, base)
         ratios["cli_vs_plain_bwrap"] = ratio(c.median, bw)
         ratios["cli_vs_api"] = ratio(c.median, s[API].median)
-        imp = cli["python -c 'import a3s_code.cli._main'"].median
+        imp = cli["python -c 'import codeward.cli._main'"].median
         ratios["cli_rest_ms"] = (c.median - imp) * 1e3
         print(
             f"  CLI = {ratios['cli_vs_direct']:.0f}x direct, {ratios['cli_vs_plain_bwrap']:.1f}x"
@@ -503,12 +503,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     bwrap = find_bwrap()
     bw_version = ".".join(map(str, bwrap_version(bwrap) or ())) if bwrap else "not installed"
-    features = a3s_code.features()
-    print("a3s-code sandbox benchmark" + (" (--quick)" if opts.quick else ""))
+    features = codeward.features()
+    print("codeward sandbox benchmark" + (" (--quick)" if opts.quick else ""))
     print(
         f"  python {platform.python_version()}, {platform.system()} {platform.release()}"
         f" {platform.machine()}, {os.cpu_count()} CPUs, load {loadavg()};"
-        f" a3s-code {a3s_code.__version__} (native {a3s_code.native_version()})"
+        f" codeward {codeward.__version__} (native {codeward.native_version()})"
     )
     print(
         f"  bubblewrap {bw_version} ({bwrap}); landlock ABI {features.get('landlock_abi')},"
@@ -530,8 +530,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "loadavg_start": loadavg(),
-            "a3s_code": a3s_code.__version__,
-            "native": a3s_code.native_version(),
+            "codeward": codeward.__version__,
+            "native": codeward.native_version(),
             "bwrap": bwrap,
             "bwrap_version": bw_version,
             "features": features,

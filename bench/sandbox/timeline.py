@@ -591,10 +591,10 @@ def trace_strace(workspace: str, n: int, tmp: Path, keep: Path | None = None) ->
 
 def driver(workspace: str, n: int, pidfile: str) -> int:
     try:
-        import a3s_code  # noqa: F401
+        import codeward  # noqa: F401
     except ImportError:  # a source tree with the extension built in place
         sys.path.insert(0, str(ROOT / "python"))
-    from a3s_code.sandbox import NativeBashSandbox
+    from codeward.sandbox import NativeBashSandbox
 
     Path(pidfile).write_text(str(os.getpid()))
     sb = NativeBashSandbox(workspace, reuse=False)  # the one-shot phases

@@ -39,11 +39,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 try:
-    import a3s_code  # noqa: F401
+    import codeward  # noqa: F401
 except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
 
-from a3s_code.verification import (  # noqa: E402
+from codeward.verification import (  # noqa: E402
     MutationLedger,
     WorkspaceSnapshot,
     record_bash_changes,

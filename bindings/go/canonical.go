@@ -1,4 +1,4 @@
-package a3s
+package codeward
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 const maxDepth = 1000
 
 // CanonicalJSON returns the canonical JSON text of v, the form shared by
-// every binding (Python's a3s_code.policy.canonical_json):
+// every binding (Python's codeward.policy.canonical_json):
 //
 //   - compact, object keys sorted by code point (byte order of UTF-8);
 //   - strings escaped minimally, like JavaScript's JSON.stringify: '"', '\'

@@ -1,14 +1,14 @@
-package a3s_test
+package codeward_test
 
 import (
 	"errors"
 	"fmt"
 
-	a3s "github.com/a3s-code/a3s-code/bindings/go"
+	"github.com/codeward/codeward/bindings/go"
 )
 
 func Example() {
-	policy, err := a3s.NewPermissionPolicy(a3s.PolicyOptions{
+	policy, err := codeward.NewPermissionPolicy(codeward.PolicyOptions{
 		Deny:  []string{"bash(rm -rf**)", "write(**/.env*)"},
 		Ask:   []string{"bash(git push**)"},
 		Allow: []string{"read(*)", "search(*)", "bash(cargo test**)"},
@@ -33,8 +33,8 @@ func Example() {
 }
 
 func ExampleNewPermissionPolicy_error() {
-	_, err := a3s.NewPermissionPolicy(a3s.PolicyOptions{Deny: []string{"Bash (ls)"}})
-	var pe *a3s.PolicyError
+	_, err := codeward.NewPermissionPolicy(codeward.PolicyOptions{Deny: []string{"Bash (ls)"}})
+	var pe *codeward.PolicyError
 	if errors.As(err, &pe) {
 		fmt.Printf("list=%s rule=%q\n", pe.List, pe.Rule)
 		fmt.Println(err)
@@ -45,9 +45,9 @@ func ExampleNewPermissionPolicy_error() {
 }
 
 func ExampleArgumentString() {
-	tool, subject, _ := a3s.ArgumentString("Grep", map[string]any{"query": "TODO", "path": "./src/"})
+	tool, subject, _ := codeward.ArgumentString("Grep", map[string]any{"query": "TODO", "path": "./src/"})
 	fmt.Printf("%s %q\n", tool, subject)
-	_, subject, _ = a3s.ArgumentString("WebFetch", map[string]any{"url": "https://x.dev", "max": 1e21})
+	_, subject, _ = codeward.ArgumentString("WebFetch", map[string]any{"url": "https://x.dev", "max": 1e21})
 	fmt.Println(subject)
 	// Output:
 	// search "grep TODO src"
@@ -55,7 +55,7 @@ func ExampleArgumentString() {
 }
 
 func ExampleCompileGlob() {
-	g, _ := a3s.CompileGlob("**/.env", false)
+	g, _ := codeward.CompileGlob("**/.env", false)
 	defer g.Close()
 	fmt.Println(g.Match(".env"), g.Match("a/b/.env"), g.Match("x.env"))
 	// Output: true true false

@@ -1,4 +1,4 @@
-package a3s
+package codeward
 
 /*
 #include <a3s/a3s.h>

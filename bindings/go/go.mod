@@ -1,3 +1,3 @@
-module github.com/a3s-code/a3s-code/bindings/go
+module github.com/codeward/codeward/bindings/go
 
 go 1.22

@@ -1,4 +1,4 @@
-package a3s
+package codeward
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 )
 
 // The expectations below were produced by the Python reference
-// (a3s_code.policy.PermissionPolicy) for the same rules and calls.
+// (codeward.policy.PermissionPolicy) for the same rules and calls.
 
 func newTestPolicy(t *testing.T) *PermissionPolicy {
 	t.Helper()

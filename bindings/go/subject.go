@@ -1,4 +1,4 @@
-package a3s
+package codeward
 
 /*
 #include <a3s/a3s.h>
@@ -11,7 +11,7 @@ import (
 )
 
 // This file builds the argument string a rule's pattern is matched against.
-// It must stay byte-identical to python/a3s_code/policy/_subject.py, the
+// It must stay byte-identical to python/codeward/policy/_subject.py, the
 // reference; tests/vectors/policy.json pins it for every binding.
 
 // isFilePathTool reports the tools whose argument string is file_path.
@@ -89,7 +89,7 @@ func NormalizePath(path string) (string, error) {
 // canonical JSON, so no value slips past a rule by its type. Arguments that
 // cannot be represented as JSON give a *[PolicyError].
 //
-// The result is byte-identical to Python's a3s_code.policy.argument_string
+// The result is byte-identical to Python's codeward.policy.argument_string
 // for arguments decoded from the same JSON, with json.Decoder.UseNumber or
 // into float64. The one exception needs UseNumber: Python prints an integer
 // literal beyond 2^53 exactly, while a float64 holds only a nearby double,
@@ -193,7 +193,7 @@ func isMultiRead(name string, args map[string]any) bool {
 // Joining the paths with newlines would let read(src/**) allow src/a plus
 // /etc/shadow in one call, since ** crosses newlines; so a multi-file read
 // is decided per file, strictest first. It mirrors Python's
-// a3s_code.policy._subject.subjects.
+// codeward.policy._subject.subjects.
 func subjects(tool string, args map[string]any) (string, []string, error) {
 	if name := canonicalTool(tool); isMultiRead(name, args) {
 		paths, err := readPaths(args["files"])

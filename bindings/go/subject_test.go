@@ -1,4 +1,4 @@
-package a3s
+package codeward
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 )
 
 // The expected strings below were produced by the Python reference,
-// a3s_code.policy.argument_string and canonical_json.
+// codeward.policy.argument_string and canonical_json.
 
 func TestArgumentString(t *testing.T) {
 	tests := []struct {

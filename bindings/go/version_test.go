@@ -1,4 +1,4 @@
-package a3s
+package codeward
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 /* binding.c - Node-API glue over the a3s C ABI (plain C, node_api.h only, N-API 8).
  *
- * Like python/a3s_code/_native.c, nothing but argument conversion and error
+ * Like python/codeward/_native.c, nothing but argument conversion and error
  * mapping lives here: every decision is made in native/src or in the lib/ JavaScript.
  *
  * Strings cross into C as (pointer, length) byte strings, never

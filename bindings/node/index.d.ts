@@ -1,4 +1,4 @@
-// Types of the a3s-code Node.js binding. README.md describes the behaviour;
+// Types of the codeward Node.js binding. README.md describes the behaviour;
 // docs/policy.md in the repository is the reference for rules and globs.
 
 /** What the policy says about one call. */

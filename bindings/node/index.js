@@ -1,5 +1,5 @@
 'use strict';
-// a3s-code for Node.js: the permission policy of the a3s security kernel,
+// codeward for Node.js: the permission policy of the codeward security kernel,
 // evaluated by the same C core as the Python and Go bindings.
 // See README.md for the API and index.d.ts for the types.
 

@@ -225,12 +225,12 @@ static char *choose_state_dir(const char *given, const struct a3s_strvec *env,
         snprintf(candidates[n++], PATH_MAX, "%s", given);
     } else {
         if (xdg && xdg[0] == '/')
-            snprintf(candidates[n++], PATH_MAX, "%s/a3s-code", xdg);
+            snprintf(candidates[n++], PATH_MAX, "%s/codeward", xdg);
         if (home && home[0] == '/' && strcmp(home, "/") != 0)
-            snprintf(candidates[n++], PATH_MAX, "%s/.local/state/a3s-code", home);
+            snprintf(candidates[n++], PATH_MAX, "%s/.local/state/codeward", home);
         static const char *const shared[] = {NULL, "/var/tmp", "/tmp", "/dev/shm"};
         for (size_t i = 0; i < COUNT(shared); i++)
-            snprintf(candidates[n++], PATH_MAX, "%s/a3s-code-state-%d",
+            snprintf(candidates[n++], PATH_MAX, "%s/codeward-state-%d",
                      shared[i] ? shared[i] : fallback, (int)getuid());
     }
     for (int i = 0; i < n; i++) {

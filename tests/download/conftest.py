@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from dlserver import PUBLIC_IP, Certs, FakeNet, Origin, make_certs
 
-from a3s_code.download import DownloadResult, download
-from a3s_code.workspace import Workspace
+from codeward.download import DownloadResult, download
+from codeward.workspace import Workspace
 
 
 @pytest.fixture(scope="session")

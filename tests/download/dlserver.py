@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from a3s_code.workspace import Workspace
+from codeward.workspace import Workspace
 
 PUBLIC_IP = "93.184.215.14"  # public unicast (not TEST-NET, which is refused)
 PUBLIC_IP2 = "93.184.215.15"

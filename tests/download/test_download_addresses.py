@@ -6,8 +6,8 @@ import ipaddress
 
 import pytest
 
-from a3s_code.download import IPV4_TABLE, IPV6_TABLE, AddressRejected
-from a3s_code.download._addresses import GLOBAL_UNICAST, check_address, refusal
+from codeward.download import IPV4_TABLE, IPV6_TABLE, AddressRejected
+from codeward.download._addresses import GLOBAL_UNICAST, check_address, refusal
 
 ROWS = [*IPV4_TABLE, *IPV6_TABLE]
 

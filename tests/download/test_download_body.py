@@ -12,7 +12,7 @@ import time
 import pytest
 from dlserver import leftovers, respond, send_head, serve_file
 
-from a3s_code.download import (
+from codeward.download import (
     DownloadTimeout,
     HttpStatusError,
     IntegrityError,

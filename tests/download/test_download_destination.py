@@ -8,8 +8,8 @@ import threading
 import pytest
 from dlserver import leftovers, send_head, serve_file
 
-from a3s_code.download import Cancelled, DestinationRejected, download
-from a3s_code.workspace import Workspace
+from codeward.download import Cancelled, DestinationRejected, download
+from codeward.workspace import Workspace
 
 DATA = os.urandom(200_000)
 

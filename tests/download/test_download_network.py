@@ -8,7 +8,7 @@ import ssl
 import pytest
 from dlserver import PUBLIC_IP, PUBLIC_IP2, PUBLIC_IP6, Origin, leftovers, serve_file
 
-from a3s_code.download import AddressRejected, NetworkError, download
+from codeward.download import AddressRejected, NetworkError, download
 
 DATA = bytes(range(256)) * 512  # 128 KiB
 
@@ -35,7 +35,7 @@ def test_request_is_minimal_and_identity_encoded(fetch, origin):
     assert req.header("Host") == "dl.example.com"
     assert req.header("Accept-Encoding") == "identity"
     assert req.header("Connection") == "close"
-    assert req.header("User-Agent").startswith("a3s-code/")
+    assert req.header("User-Agent").startswith("codeward/")
     assert req.header("Range") is None  # one connection: a plain GET
 
 
@@ -139,7 +139,7 @@ def test_connects_only_to_validated_answers_in_order(fetch, origin, net):
 
 def test_rebinding_has_no_second_resolution(fetch, origin, net, monkeypatch):
     """The name flips to loopback after the first answer: no connection ever uses it."""
-    import a3s_code.download._ranges as ranges
+    import codeward.download._ranges as ranges
 
     monkeypatch.setattr(ranges, "PART_MIN", 16 * 1024)
     answers = iter([[PUBLIC_IP]])
@@ -166,9 +166,9 @@ def test_rebinding_on_a_redirect_hop_is_refused(fetch, origin, net):
 
 def test_system_resolver_answers_are_checked_too():
     """Defence in depth: were a local name to get past the parser, its answers are refused."""
-    from a3s_code.download._deadline import Deadline
-    from a3s_code.download._net import resolve_pinned, system_proxy_resolver
-    from a3s_code.download._url import Url
+    from codeward.download._deadline import Deadline
+    from codeward.download._net import resolve_pinned, system_proxy_resolver
+    from codeward.download._url import Url
 
     # getaddrinfo as such (the target resolver only adds a trailing dot, which keeps
     # search domains and, with glibc, the hosts file out of it)
@@ -193,7 +193,7 @@ def test_resolver_runs_under_the_deadline(fetch, net):
         release.wait(10)
         return [PUBLIC_IP]
 
-    from a3s_code.download import DownloadTimeout
+    from codeward.download import DownloadTimeout
 
     try:
         with pytest.raises(DownloadTimeout):

@@ -7,7 +7,7 @@ import hashlib
 import pytest
 from dlserver import ForwardProxy, leftovers, redirect, serve_file
 
-from a3s_code.download import (
+from codeward.download import (
     AddressRejected,
     NetworkError,
     RedirectRejected,

@@ -11,8 +11,8 @@ import threading
 import pytest
 from dlserver import leftovers, respond, send_head, serve_file
 
-import a3s_code.download._ranges as ranges
-from a3s_code.download import Cancelled, HttpStatusError, RangeError
+import codeward.download._ranges as ranges
+from codeward.download import Cancelled, HttpStatusError, RangeError
 
 DATA = os.urandom(256 * 1024)
 DIGEST = hashlib.sha256(DATA).hexdigest()

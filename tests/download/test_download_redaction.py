@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from dlserver import redirect, respond, send_head, serve_file
 
-from a3s_code._redact import is_sensitive_param, redact_query, redact_url
-from a3s_code.download import DownloadError
-from a3s_code.tools import ToolContext
-from a3s_code.tools._download import DownloadTool
+from codeward._redact import is_sensitive_param, redact_query, redact_url
+from codeward.download import DownloadError
+from codeward.tools import ToolContext
+from codeward.tools._download import DownloadTool
 
 SECRETS = ("SIGSIGSIG", "CREDCRED", "TOKTOK", "KEYKEY", "EXPEXP", "SESSSESS", "PWPWPW")
 SIGNED = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dlserver import PUBLIC_IP, PUBLIC_IP2, Origin, leftovers, redirect, serve_file
 
-from a3s_code.download import AddressRejected, HttpStatusError, RedirectRejected
+from codeward.download import AddressRejected, HttpStatusError, RedirectRejected
 
 DATA = b"payload" * 1000
 

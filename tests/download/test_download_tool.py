@@ -10,7 +10,7 @@ import threading
 import pytest
 from dlserver import respond, serve_file
 
-from a3s_code.download import (
+from codeward.download import (
     AddressRejected,
     Cancelled,
     DestinationRejected,
@@ -25,8 +25,8 @@ from a3s_code.download import (
     UrlRejected,
     WriteError,
 )
-from a3s_code.tools import ArgumentError, ErrorKind, ToolContext, ToolKind, validate
-from a3s_code.tools._download import DownloadTool, default_file_name, error_kind
+from codeward.tools import ArgumentError, ErrorKind, ToolContext, ToolKind, validate
+from codeward.tools._download import DownloadTool, default_file_name, error_kind
 
 DATA = b"tool" * 5000
 

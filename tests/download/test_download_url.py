@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from a3s_code.download import UrlRejected
-from a3s_code.download._url import join, parse_url
+from codeward.download import UrlRejected
+from codeward.download._url import join, parse_url
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from a3s_code.guardrail import GuardrailHit, check_command
+from codeward.guardrail import GuardrailHit, check_command
 
 RM = "catastrophic.rm_root"
 FORK = "catastrophic.fork_bomb"

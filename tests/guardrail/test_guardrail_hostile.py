@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from a3s_code.guardrail import GuardrailHit, check_command
-from a3s_code.guardrail._command import MAX_NESTING
+from codeward.guardrail import GuardrailHit, check_command
+from codeward.guardrail._command import MAX_NESTING
 
 MB = 1 << 20
 

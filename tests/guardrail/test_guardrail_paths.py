@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code.guardrail import (
+from codeward.guardrail import (
     PROTECTED_NAMES,
     check_path,
     check_paths,
     is_protected_path,
 )
-from a3s_code.workspace import Workspace
+from codeward.workspace import Workspace
 
 
 @pytest.fixture
@@ -212,9 +212,9 @@ def test_protected_names_are_the_documented_set() -> None:
 
 
 def test_protected_names_are_the_one_list() -> None:
-    from a3s_code import workspace
-    from a3s_code.sandbox import _seatbelt
-    from a3s_code.verification import _snapshot
+    from codeward import workspace
+    from codeward.sandbox import _seatbelt
+    from codeward.verification import _snapshot
 
     assert PROTECTED_NAMES is workspace.PROTECTED_NAMES
     assert _seatbelt.PROTECTED_NAMES is _snapshot.PROTECTED_NAMES is workspace.PROTECTED_NAMES

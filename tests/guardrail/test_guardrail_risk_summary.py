@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from a3s_code.guardrail import Risk, assess_risk, summarize_call
-from a3s_code.hitl import Risk as HitlRisk
-from a3s_code.tools import ToolKind
-from a3s_code.workspace import Workspace
+from codeward.guardrail import Risk, assess_risk, summarize_call
+from codeward.hitl import Risk as HitlRisk
+from codeward.tools import ToolKind
+from codeward.workspace import Workspace
 
 ESCALATED = {"command": "make install", "sandbox_permissions": "require_escalated"}
 GRANT = {

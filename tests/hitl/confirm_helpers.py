@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from a3s_code.hitl import ConfirmationRequest, Risk
+from codeward.hitl import ConfirmationRequest, Risk
 
 LONG = 30.0  # seconds: a bound that is never reached in a passing run
 

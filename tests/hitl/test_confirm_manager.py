@@ -7,7 +7,7 @@ import threading
 import pytest
 from confirm_helpers import LONG, AskInThread, GateProvider, make_request
 
-from a3s_code.hitl import (
+from codeward.hitl import (
     ConfirmationManager,
     ConfirmationPolicy,
     StaticProvider,
@@ -390,7 +390,7 @@ def test_provider_available_fails_closed():
 
 
 def test_an_interrupted_wait_cancels_the_request(gate, monkeypatch):
-    from a3s_code.hitl import _request
+    from codeward.hitl import _request
 
     def interrupted(self, timeout):
         raise KeyboardInterrupt

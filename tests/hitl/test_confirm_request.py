@@ -7,8 +7,8 @@ import json
 import pytest
 from confirm_helpers import make_request
 
-from a3s_code._errors import A3SError
-from a3s_code.hitl import (
+from codeward._errors import CodewardError
+from codeward.hitl import (
     Answer,
     ConfirmationPolicy,
     ConfirmationPolicyError,
@@ -51,7 +51,7 @@ def test_policy_defaults():
 def test_policy_rejects_bad_values(kwargs):
     with pytest.raises(ConfirmationPolicyError) as info:
         ConfirmationPolicy(**kwargs)
-    assert isinstance(info.value, (A3SError, ValueError))
+    assert isinstance(info.value, (CodewardError, ValueError))
 
 
 def test_policy_bounds_are_inclusive():
@@ -259,7 +259,7 @@ def test_render_and_operation_never_show_secrets():
 
 
 def test_operation_summary_is_short_and_single_line():
-    # the one call summary (a3s_code.guardrail.summarize_call) with the longer limit
+    # the one call summary (codeward.guardrail.summarize_call) with the longer limit
     op = summarize_operation("write", {"file_path": "src/lib.rs", "content": "x\n" * 100_000})
     assert op == "write src/lib.rs (195.3 KiB)"
     op = summarize_operation("bash", {"command": "a" * 5_000_000})

@@ -12,7 +12,7 @@ import time
 import pytest
 from confirm_helpers import LONG, AskInThread, make_request
 
-from a3s_code.hitl import ConfirmationManager, TerminalConfirmationProvider
+from codeward.hitl import ConfirmationManager, TerminalConfirmationProvider
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from a3s_code.hooks import HookContext, HookError, HookEvent, HookMatcher
+from codeward.hooks import HookContext, HookError, HookEvent, HookMatcher
 
 
 def ctx(tool: str | None, paths=(), args=None, event=HookEvent.PRE_TOOL_USE) -> HookContext:

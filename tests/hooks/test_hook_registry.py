@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from a3s_code.hooks import (
+from codeward.hooks import (
     GATING_EVENTS,
     HookConfig,
     HookContext,
@@ -303,7 +303,7 @@ def test_failures_elsewhere_are_logged_and_ignored(caplog, release):
     hooks.register("nonsense", POST, None, HookConfig(priority=2), _wrong_type)
     hooks.register("slow", POST, None, HookConfig(priority=3, timeout_ms=30), hang)
     hooks.register("fine", POST, None, HookConfig(priority=4), recorder(log, "fine"))
-    with caplog.at_level(logging.WARNING, logger="a3s_code.hooks"):
+    with caplog.at_level(logging.WARNING, logger="codeward.hooks"):
         outcome = hooks.run(POST, HookContext(POST, tool="bash", result={"exit_code": 0}))
     assert outcome.action == "continue" and outcome.blocked_by is None
     assert log == ["fine"]

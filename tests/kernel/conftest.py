@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kernelkit import HostBoundary
 
-from a3s_code.session import Agent, Session, SessionOptions
+from codeward.session import Agent, Session, SessionOptions
 
 
 @pytest.fixture

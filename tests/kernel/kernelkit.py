@@ -6,8 +6,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from a3s_code.hitl import ConfirmationRequest
-from a3s_code.sandbox import CommandOutput
+from codeward.hitl import ConfirmationRequest
+from codeward.sandbox import CommandOutput
 
 
 class HostBoundary:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from kernelkit import CountingProvider, HostBoundary
 
-from a3s_code.kernel import Mode, Origin, ToolCall
-from a3s_code.policy import Decision, PermissionPolicy
-from a3s_code.tools import ErrorKind
+from codeward.kernel import Mode, Origin, ToolCall
+from codeward.policy import Decision, PermissionPolicy
+from codeward.tools import ErrorKind
 
 ALLOW, DENY, ASK = Decision.ALLOW, Decision.DENY, Decision.ASK
 READ = ("read", {"file_path": "a.txt"})

@@ -1,4 +1,4 @@
-"""Sessions over the real boundary, and ``a3s-code replay`` on a real transcript."""
+"""Sessions over the real boundary, and ``codeward replay`` on a real transcript."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import sys
 import pytest
 from kernelkit import CountingProvider
 
-from a3s_code.kernel import Mode, ToolCall
-from a3s_code.policy import Decision
-from a3s_code.session import Agent, SessionOptions
+from codeward.kernel import Mode, ToolCall
+from codeward.policy import Decision
+from codeward.session import Agent, SessionOptions
 
 
 @pytest.fixture
@@ -99,7 +99,7 @@ def _replay(tmp_path, workspace, lines, *extra, stdin=""):
         [
             sys.executable,
             "-m",
-            "a3s_code",
+            "codeward",
             "replay",
             str(transcript),
             "--workspace",
@@ -188,7 +188,7 @@ def test_the_ledger_books_bash_and_tool_changes_to_the_right_tool(session, works
 
 
 def test_verify_binds_a_report_to_the_effect_and_a_later_change_makes_it_stale(workspace):
-    from a3s_code import CheckSpec
+    from codeward import CheckSpec
 
     check = CheckSpec("content", "custom", "grep -q 'answer = 42' src/app.py")
     options = SessionOptions(verification_checks=(check,), detect_checks=False)

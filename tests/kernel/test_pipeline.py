@@ -7,11 +7,11 @@ import threading
 import pytest
 from kernelkit import CountingProvider, HostBoundary
 
-from a3s_code.hooks import HookResult
-from a3s_code.kernel import Mode, Origin, ToolCall
-from a3s_code.policy import Decision, PermissionPolicy
-from a3s_code.session import SessionOptions, SessionOptionsError
-from a3s_code.tools import ErrorKind
+from codeward.hooks import HookResult
+from codeward.kernel import Mode, Origin, ToolCall
+from codeward.policy import Decision, PermissionPolicy
+from codeward.session import SessionOptions, SessionOptionsError
+from codeward.tools import ErrorKind
 
 ALLOW, DENY, ASK = Decision.ALLOW, Decision.DENY, Decision.ASK
 
@@ -277,7 +277,7 @@ def test_auto_mode_turns_a_policy_ask_into_a_deny(make_session):
 
 
 def test_disabled_confirmations_fail_closed(make_session):
-    from a3s_code.hitl import ConfirmationPolicy
+    from codeward.hitl import ConfirmationPolicy
 
     provider = CountingProvider(True)
     session = make_session(

@@ -22,10 +22,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from a3s_code import _native
-from a3s_code.sandbox import CommandOutput, NativeBashSandbox
-from a3s_code.sandbox._locate import find_bwrap, init_path
-from a3s_code.sandbox._native_runner import _CoreSandbox
+from codeward import _native
+from codeward.sandbox import CommandOutput, NativeBashSandbox
+from codeward.sandbox._locate import find_bwrap, init_path
+from codeward.sandbox._native_runner import _CoreSandbox
 
 NativeBashSandbox._default_reuse = os.environ.get("A3S_TEST_SANDBOX_REUSE", "1") != "0"
 

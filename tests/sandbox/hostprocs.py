@@ -14,7 +14,7 @@ import signal
 import time
 from pathlib import Path
 
-from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
+from codeward.sandbox import NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
 
 BACKENDS = ["native", "process-host"]
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code import _native
-from a3s_code.sandbox._locate import find_bwrap, init_path
-from a3s_code.sandbox._native_runner import _CoreSandbox
+from codeward import _native
+from codeward.sandbox._locate import find_bwrap, init_path
+from codeward.sandbox._native_runner import _CoreSandbox
 
 PY = "/usr/bin/python3 -I -S" if os.access("/usr/bin/python3", os.X_OK) else "python3 -I -S"
 

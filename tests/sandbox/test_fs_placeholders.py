@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code.sandbox import NativeBashSandbox
+from codeward.sandbox import NativeBashSandbox
 
 PROTECTED_DIRS = [".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea"]
 PROTECTED_FILES = [
@@ -57,7 +57,7 @@ def _present(ws: Path) -> list[str]:
 
 
 def _journals(state: Path) -> list[Path]:
-    return sorted(state.glob("a3s-code/placeholders-*.journal"))
+    return sorted(state.glob("codeward/placeholders-*.journal"))
 
 
 OUTCOMES = {
@@ -106,7 +106,7 @@ def test_pre_existing_empty_protected_files_and_dirs_are_kept(ws, fs, fs_sandbox
 _CHILD = textwrap.dedent(
     """
     import sys
-    from a3s_code.sandbox import NativeBashSandbox
+    from codeward.sandbox import NativeBashSandbox
 
     sb = NativeBashSandbox(sys.argv[1])
     sb.exec('echo "$HOME" > scratch-path; echo started > started; sleep 30', timeout_ms=60000)
@@ -252,7 +252,7 @@ def test_forged_journal_cannot_make_the_host_delete_files(
     forged = "\\n".join(lines)
     out = fs.run(
         sb,
-        "cd .local/state/a3s-code || exit 0; "
+        "cd .local/state/codeward || exit 0; "
         "j=$(ls | grep '^placeholders-' | head -1); prefix=$(echo \"$j\" | cut -d- -f1-2); "
         f"printf '{forged}\\n' > \"$prefix-2147483646-forged.journal\"; ls; echo FORGED",
     )

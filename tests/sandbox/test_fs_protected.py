@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code._errors import SandboxArgumentError, SandboxUnavailable
-from a3s_code.sandbox import NativeBashSandbox, select_sandbox
+from codeward._errors import SandboxArgumentError, SandboxUnavailable
+from codeward.sandbox import NativeBashSandbox, select_sandbox
 
 PROTECTED_DIRS = [".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea"]
 PROTECTED_FILES = [

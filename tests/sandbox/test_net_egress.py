@@ -17,10 +17,10 @@ import textwrap
 
 import pytest
 
-from a3s_code import _native
-from a3s_code.sandbox import NativeBashSandbox, select_sandbox
-from a3s_code.sandbox._locate import find_bwrap, init_path
-from a3s_code.sandbox._native_runner import _CoreSandbox
+from codeward import _native
+from codeward.sandbox import NativeBashSandbox, select_sandbox
+from codeward.sandbox._locate import find_bwrap, init_path
+from codeward.sandbox._native_runner import _CoreSandbox
 
 PY = "/usr/bin/python3"
 

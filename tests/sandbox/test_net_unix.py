@@ -20,11 +20,11 @@ import textwrap
 
 import pytest
 
-from a3s_code import _native
-from a3s_code._errors import SandboxArgumentError
-from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
-from a3s_code.sandbox._locate import find_bwrap, init_path
-from a3s_code.sandbox._native_runner import _CoreSandbox
+from codeward import _native
+from codeward._errors import SandboxArgumentError
+from codeward.sandbox import NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
+from codeward.sandbox._locate import find_bwrap, init_path
+from codeward.sandbox._native_runner import _CoreSandbox
 
 PY = "/usr/bin/python3"
 

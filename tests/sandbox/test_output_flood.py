@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code.sandbox import NativeBashSandbox, select_sandbox
+from codeward.sandbox import NativeBashSandbox, select_sandbox
 
 MiB = 1 << 20
 N = 100 * MiB

@@ -1,6 +1,6 @@
 """Hostile timing and signal cases: timeouts, TERM-ignoring commands, signal deaths, cancel.
 
-Also `a3s-code exec`, which must exit with the command's own status (124 on
+Also `codeward exec`, which must exit with the command's own status (124 on
 timeout) and must not orphan the command when it is itself terminated.
 """
 
@@ -110,12 +110,12 @@ def test_cancel_set_before_exec(workspace, marker, backend) -> None:
     assert survivors(marker) == []
 
 
-# ---- a3s-code exec ----------------------------------------------------------------
+# ---- codeward exec ----------------------------------------------------------------
 
 
 def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "a3s_code", "exec", *args],
+        [sys.executable, "-m", "codeward", "exec", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -145,7 +145,7 @@ def test_cli_terminated_mid_run_cancels_the_command(workspace, marker, sig) -> N
         [
             sys.executable,
             "-m",
-            "a3s_code",
+            "codeward",
             "exec",
             "--workspace",
             str(workspace),
@@ -163,22 +163,22 @@ def test_cli_terminated_mid_run_cancels_the_command(workspace, marker, sig) -> N
         t0 = time.monotonic()
         proc.send_signal(sig)
         proc.wait(timeout=10)
-        assert time.monotonic() - t0 < 4, "a3s-code exec did not stop promptly"
+        assert time.monotonic() - t0 < 4, "codeward exec did not stop promptly"
         assert proc.returncode != 0
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         proc.stderr.close()
-    assert survivors(marker) == [], "a3s-code exec orphaned the command"
+    assert survivors(marker) == [], "codeward exec orphaned the command"
 
 
 CLI_PROCESS_HOST = """
 import sys
-from a3s_code.sandbox import _locate, _native_runner
+from codeward.sandbox import _locate, _native_runner
 # no boundary here, so the opt-in selects the process host
 _locate.find_bwrap = _native_runner.find_bwrap = lambda workspace=None: None
-from a3s_code.cli import main
+from codeward.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -218,4 +218,4 @@ def test_cli_on_the_process_host_terminated_mid_run_kills_a_term_ignoring_tree(
         proc.stderr.close()
     assert "no sandbox" in stderr, f"not the process host: {stderr}"
     left = survivors(marker)
-    assert left == [], f"a3s-code exec on the process host orphaned the command: {left}"
+    assert left == [], f"codeward exec on the process host orphaned the command: {left}"

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from a3s_code.sandbox import NativeBashSandbox, select_sandbox
+from codeward.sandbox import NativeBashSandbox, select_sandbox
 
 PROBE_C = r"""
 #define _GNU_SOURCE

@@ -109,7 +109,7 @@ def test_descendant_holding_stdout_does_not_hang_exec(workspace, markers, backen
 
 CALLER = r"""
 import os, sys
-from a3s_code.sandbox import NativeBashSandbox, ProcessHostBashSandbox
+from codeward.sandbox import NativeBashSandbox, ProcessHostBashSandbox
 ws, backend = sys.argv[1], sys.argv[2]
 sb = NativeBashSandbox(ws) if backend == "native" else ProcessHostBashSandbox(ws)
 command = os.environ["A3S_HOSTILE_COMMAND"]

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from hostprocs import sleeping, survivors
 
-from a3s_code.sandbox import _locate
+from codeward.sandbox import _locate
 
 REPO = Path(__file__).resolve().parents[2]
 NATIVE = REPO / "native"

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 from hostprocs import kill_marked, survivors
 
-from a3s_code import _native
-from a3s_code._errors import SandboxUnavailable
-from a3s_code.sandbox import (
+from codeward import _native
+from codeward._errors import SandboxUnavailable
+from codeward.sandbox import (
     ENV_OPT_IN,
     NativeBashSandbox,
     ProcessHostBashSandbox,
@@ -35,7 +35,7 @@ from a3s_code.sandbox import (
     _native_runner,
     select_sandbox,
 )
-from a3s_code.sandbox._output import CommandOutput
+from codeward.sandbox._output import CommandOutput
 
 REAL_INIT = _locate.init_path()
 
@@ -389,13 +389,13 @@ def test_a_bwrap_inside_the_workspace_is_never_run(workspace, monkeypatch) -> No
         assert err is not None
 
 
-# ---- a3s-code exec --------------------------------------------------------------------------
+# ---- codeward exec --------------------------------------------------------------------------
 
 CLI_WITHOUT_BWRAP = """
 import sys
-from a3s_code.sandbox import _locate
+from codeward.sandbox import _locate
 _locate.SYSTEM_BWRAP = ()
-from a3s_code.cli import main
+from codeward.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -422,7 +422,7 @@ def test_cli_exits_125_with_one_line_when_unavailable(workspace, tmp_path, opt_i
     assert len(lines) == 1, f"expected one line, got {r.stderr!r}"
     assert str(workspace) in lines[0] and "bubblewrap" in lines[0], lines[0]
     assert r.stdout == ""
-    assert not _ran(workspace), "a3s-code exec ran the command without a boundary"
+    assert not _ran(workspace), "codeward exec ran the command without a boundary"
 
 
 def test_cli_opted_in_runs_on_the_host_and_says_so(workspace, tmp_path) -> None:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code import _native
-from a3s_code.sandbox import NativeBashSandbox
-from a3s_code.sandbox._locate import find_bwrap, init_path
-from a3s_code.sandbox._native_runner import _CoreSandbox
-from a3s_code.sandbox._output import CommandOutput
+from codeward import _native
+from codeward.sandbox import NativeBashSandbox
+from codeward.sandbox._locate import find_bwrap, init_path
+from codeward.sandbox._native_runner import _CoreSandbox
+from codeward.sandbox._output import CommandOutput
 
 
 @pytest.fixture

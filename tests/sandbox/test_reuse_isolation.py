@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from hostprocs import survivors
 
-from a3s_code.sandbox import NativeBashSandbox
-from a3s_code.sandbox._output import CommandOutput
+from codeward.sandbox import NativeBashSandbox
+from codeward.sandbox._output import CommandOutput
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from hostprocs import new_marker, processes_with, survivors
 
-from a3s_code.sandbox import NativeBashSandbox
-from a3s_code.sandbox._output import CommandOutput
+from codeward.sandbox import NativeBashSandbox
+from codeward.sandbox._output import CommandOutput
 
 PROTECTED_DIRS = [".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea"]
 PROTECTED_FILES = [".gitmodules", ".mcp.json", ".ripgreprc", ".bashrc", ".bash_profile"]
@@ -157,7 +157,7 @@ def test_stop_cancels_a_running_command_promptly(sb, marker) -> None:
 CALLER = textwrap.dedent(
     """
     import sys
-    from a3s_code.sandbox import NativeBashSandbox
+    from codeward.sandbox import NativeBashSandbox
     sb = NativeBashSandbox(sys.argv[1], reuse=True)
     out = sb.exec("echo ready")
     print(out.stdout.strip(), sb._handle.info()["pid"], flush=True)
@@ -198,7 +198,7 @@ def test_caller_killed_while_its_sandbox_idles(workspace, tmp_path, monkeypatch)
 FORKING_CALLER = textwrap.dedent(
     """
     import os, sys, time
-    from a3s_code.sandbox import NativeBashSandbox
+    from codeward.sandbox import NativeBashSandbox
     sb = NativeBashSandbox(sys.argv[1], reuse=True)
     sb.exec("true")
     if os.fork() == 0:  # a worker forked without exec: it holds copies of every fd

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from toolkit import FakeSandbox, Recorder
 
-from a3s_code.tools import ToolContext
-from a3s_code.workspace import Workspace
+from codeward.tools import ToolContext
+from codeward.workspace import Workspace
 
 
 @pytest.fixture(autouse=True)

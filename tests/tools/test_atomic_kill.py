@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from a3s_code.workspace import Workspace
-from a3s_code.workspace._atomic import recover_interrupted_batches
+from codeward.workspace import Workspace
+from codeward.workspace._atomic import recover_interrupted_batches
 
 SIZE = 4 * 1024 * 1024
 ROUNDS = 5  # at least; more (up to MAX_ROUNDS) until a kill has landed in the middle of a write
@@ -33,8 +33,8 @@ MAX_ROUNDS = 15
 
 CHILD = r"""
 import sys
-from a3s_code.tools import EditTool, PatchTool, ToolContext, WriteTool, run_tool
-from a3s_code.workspace import Workspace
+from codeward.tools import EditTool, PatchTool, ToolContext, WriteTool, run_tool
+from codeward.workspace import Workspace
 
 root, mode, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
 PATCHED = [f"p{i}" for i in range(40)]

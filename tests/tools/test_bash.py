@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from toolkit import FakeSandbox, call
 
-from a3s_code._errors import SandboxUnavailable
-from a3s_code.sandbox import CommandOutput, select_sandbox
-from a3s_code.tools import (
+from codeward._errors import SandboxUnavailable
+from codeward.sandbox import CommandOutput, select_sandbox
+from codeward.tools import (
     ArgumentError,
     BashTool,
     ErrorKind,

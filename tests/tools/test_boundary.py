@@ -9,7 +9,7 @@ import threading
 import pytest
 from toolkit import call, put
 
-from a3s_code.tools import (
+from codeward.tools import (
     EditTool,
     ErrorKind,
     LsTool,
@@ -19,7 +19,7 @@ from a3s_code.tools import (
     ToolContext,
     WriteTool,
 )
-from a3s_code.workspace import Workspace
+from codeward.workspace import Workspace
 
 READ, WRITE, EDIT, PATCH, SEARCH = ReadTool(), WriteTool(), EditTool(), PatchTool(), SearchTool()
 

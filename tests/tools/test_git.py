@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from toolkit import call, put
 
-from a3s_code.tools import ErrorKind, GitTool
-from a3s_code.tools._git import check_target, redact_url
+from codeward.tools import ErrorKind, GitTool
+from codeward.tools._git import check_target, redact_url
 
 GIT = GitTool()
 SECRETS = ("first-secret", "second-secret", "third-secret", "local-secret")
@@ -220,8 +220,8 @@ def test_errors(root, ctx, repo):
 
 def test_no_repository_and_no_repository_above(tmp_path, ctx):
     """A workspace below a repository is not that repository: git never looks above the root."""
-    from a3s_code.tools import ToolContext
-    from a3s_code.workspace import Workspace
+    from codeward.tools import ToolContext
+    from codeward.workspace import Workspace
 
     git(tmp_path, "init", "-q")
     sub = tmp_path / "sub"

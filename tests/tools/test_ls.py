@@ -6,8 +6,8 @@ import os
 
 from toolkit import call, put
 
-from a3s_code.tools import ErrorKind, LsTool
-from a3s_code.tools import _ls as ls_mod
+from codeward.tools import ErrorKind, LsTool
+from codeward.tools import _ls as ls_mod
 
 LS = LsTool()
 

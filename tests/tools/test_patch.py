@@ -9,9 +9,9 @@ import subprocess
 import pytest
 from toolkit import call, put, temps
 
-from a3s_code.tools import ErrorKind, PatchTool
-from a3s_code.tools._diff import PatchError, apply_hunks, parse_patch
-from a3s_code.workspace import _atomic
+from codeward.tools import ErrorKind, PatchTool
+from codeward.tools._diff import PatchError, apply_hunks, parse_patch
+from codeward.workspace import _atomic
 
 PATCH = PatchTool()
 

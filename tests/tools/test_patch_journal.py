@@ -23,9 +23,9 @@ from pathlib import Path
 
 from toolkit import Recorder, call, put, temps
 
-from a3s_code.tools import PatchTool, ToolContext, run_tool
-from a3s_code.workspace import Workspace, _atomic
-from a3s_code.workspace._atomic import recover_interrupted_batches
+from codeward.tools import PatchTool, ToolContext, run_tool
+from codeward.workspace import Workspace, _atomic
+from codeward.workspace._atomic import recover_interrupted_batches
 
 PATCH = PatchTool()
 CHANGED = [f"d{d}/f{i}.txt" for d in range(3) for i in range(3)]  # 9 files in 3 directories
@@ -139,7 +139,7 @@ def tree(root: Path) -> dict[str, str]:
 
 
 def journals(state: Path) -> list[str]:
-    d = state / "a3s-code" / "patch-journals"
+    d = state / "codeward" / "patch-journals"
     return sorted(os.listdir(d)) if d.is_dir() else []
 
 
@@ -238,8 +238,8 @@ def test_a_live_patch_is_never_recovered_by_another_process(root, state_home):
     assert recover_interrupted_batches(Workspace(root)) == []
     code = (
         "import sys\n"
-        "from a3s_code.workspace import Workspace\n"
-        "from a3s_code.workspace._atomic import recover_interrupted_batches\n"
+        "from codeward.workspace import Workspace\n"
+        "from codeward.workspace._atomic import recover_interrupted_batches\n"
         "print(len(recover_interrupted_batches(Workspace(sys.argv[1]))))\n"
     )
     other = subprocess.run(
@@ -263,7 +263,7 @@ def test_pid_reuse_is_not_a_live_writer(root, state_home):
     child.run_to("renamed:2")
     child.kill()
     (name,) = journals(state_home)
-    folder = state_home / "a3s-code" / "patch-journals"
+    folder = state_home / "codeward" / "patch-journals"
     key, _pid, _start, rand, state = name.split(".")
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
@@ -291,7 +291,7 @@ def test_a_journal_whose_lock_is_held_is_left_alone(root, state_home):
     child.run_to("renamed:1")
     child.kill()
     (name,) = journals(state_home)
-    fd = os.open(state_home / "a3s-code" / "patch-journals" / name, os.O_RDONLY)
+    fd = os.open(state_home / "codeward" / "patch-journals" / name, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # as a recovery in another process would
         assert recover_interrupted_batches(Workspace(root)) == []
@@ -328,7 +328,7 @@ def test_a_forged_journal_moves_nothing(root, state_home, tmp_path):
     put(root, "other.txt", "and me\n")
     ws = Workspace(root)
     st = os.stat(root / "victim.txt")
-    folder = state_home / "a3s-code" / "patch-journals"
+    folder = state_home / "codeward" / "patch-journals"
     folder.mkdir(parents=True, mode=0o700)
     key = _journal_key(ws.root)
     entry = {
@@ -349,7 +349,7 @@ def test_a_forged_journal_moves_nothing(root, state_home, tmp_path):
 
 def test_a_torn_journal_of_a_dead_writer_is_dropped(root, state_home):
     ws = Workspace(root)
-    folder = state_home / "a3s-code" / "patch-journals"
+    folder = state_home / "codeward" / "patch-journals"
     folder.mkdir(parents=True, mode=0o700)
     key = _journal_key(ws.root)
     (folder / f"{key}.999999999.1.{'1' * 16}.writing").write_text('{"version": 1, "wor')

@@ -7,8 +7,8 @@ import os
 import pytest
 from toolkit import call, put
 
-from a3s_code.tools import ErrorKind, ReadTool
-from a3s_code.tools import _read as read_mod
+from codeward.tools import ErrorKind, ReadTool
+from codeward.tools import _read as read_mod
 
 READ = ReadTool()
 

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import pytest
 from toolkit import call
 
-from a3s_code._errors import DestinationExists, HardLinkRefused, PathOutsideWorkspace
-from a3s_code.tools import (
+from codeward._errors import DestinationExists, HardLinkRefused, PathOutsideWorkspace
+from codeward.tools import (
     ErrorKind,
     Tool,
     ToolContext,
@@ -18,7 +18,7 @@ from a3s_code.tools import (
     builtin_tools,
     run_tool,
 )
-from a3s_code.workspace._atomic import FileChanged
+from codeward.workspace._atomic import FileChanged
 
 
 def test_builtin_tools_are_fresh_and_complete():

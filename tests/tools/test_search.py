@@ -7,10 +7,10 @@ import os
 import pytest
 from toolkit import call, put
 
-from a3s_code.tools import ErrorKind, SearchTool
-from a3s_code.tools import _search as search_mod
-from a3s_code.tools._gitignore import IgnoreRules, parse_rules
-from a3s_code.tools._pattern import TIME_LIMITED
+from codeward.tools import ErrorKind, SearchTool
+from codeward.tools import _search as search_mod
+from codeward.tools._gitignore import IgnoreRules, parse_rules
+from codeward.tools._pattern import TIME_LIMITED
 
 SEARCH = SearchTool()
 

@@ -7,8 +7,8 @@ import os
 import pytest
 from toolkit import put, temps
 
-from a3s_code._errors import DestinationExists
-from a3s_code.workspace._atomic import AtomicBatch, FileChanged
+from codeward._errors import DestinationExists
+from codeward.workspace._atomic import AtomicBatch, FileChanged
 
 
 def open_fds() -> int:

@@ -8,9 +8,9 @@ import os
 import pytest
 from toolkit import call, put, temps
 
-from a3s_code.tools import EditTool, ErrorKind, WriteTool
-from a3s_code.tools import _edit as edit_mod
-from a3s_code.workspace import write_atomic
+from codeward.tools import EditTool, ErrorKind, WriteTool
+from codeward.tools import _edit as edit_mod
+from codeward.workspace import write_atomic
 
 WRITE, EDIT = WriteTool(), EditTool()
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from a3s_code.sandbox import CommandOutput
-from a3s_code.tools import ToolContext, ToolResult, run_tool
-from a3s_code.tools._base import Tool
+from codeward.sandbox import CommandOutput
+from codeward.tools import ToolContext, ToolResult, run_tool
+from codeward.tools._base import Tool
 
 
 class Recorder:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code.sandbox import BashSandbox, select_sandbox
+from codeward.sandbox import BashSandbox, select_sandbox
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code.sandbox import BashSandbox
-from a3s_code.verification import (
+from codeward.sandbox import BashSandbox
+from codeward.verification import (
     LedgerEntry,
     MutationLedger,
     SnapshotError,
@@ -262,7 +262,7 @@ def test_a_huge_sparse_file_is_not_read(workspace: Path) -> None:
 
 
 def test_a_file_changing_while_hashed_gets_a_unique_digest(workspace: Path) -> None:
-    from a3s_code.verification import _changes
+    from codeward.verification import _changes
 
     target = workspace / "busy.log"
     target.write_bytes(b"a" * 100)

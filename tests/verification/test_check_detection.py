@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code.verification import CheckSpec, CheckSpecError, detect_checks
+from codeward.verification import CheckSpec, CheckSpecError, detect_checks
 
 
 def ids(root: Path, **kwargs: object) -> list[str]:

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from a3s_code.tools import MutationRecorder
-from a3s_code.verification import (
+from codeward.tools import MutationRecorder
+from codeward.verification import (
     EMPTY_EFFECT_DIGEST,
     LedgerEntry,
     LedgerError,

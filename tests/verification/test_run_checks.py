@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code.sandbox import BashSandbox, ProcessHostBashSandbox, UnavailableBashSandbox
-from a3s_code.verification import (
+from codeward.sandbox import BashSandbox, ProcessHostBashSandbox, UnavailableBashSandbox
+from codeward.verification import (
     CheckSpec,
     CheckSpecError,
     MutationLedger,

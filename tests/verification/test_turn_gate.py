@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from a3s_code.verification import (
+from codeward.verification import (
     EMPTY_EFFECT_DIGEST,
     MutationLedger,
     VerificationCheck,
@@ -224,7 +224,7 @@ def test_outcomes_serialise(gate: VerificationGate) -> None:
 
 def test_type_errors(gate: VerificationGate) -> None:
     with pytest.raises(TypeError):
-        gate.add_report({"schema": "a3s.verification/v1"})  # type: ignore[arg-type]
+        gate.add_report({"schema": "codeward.verification/v1"})  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         gate.complete_turn(None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):

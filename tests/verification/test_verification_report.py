@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from a3s_code.verification import (
+from codeward.verification import (
     REPORT_SCHEMA,
     ReportFormatError,
     VerificationCheck,
@@ -49,7 +49,7 @@ def test_round_trip_through_json() -> None:
         ("check pytest ran without a sandbox",),
     )
     data = json.loads(json.dumps(report.to_dict()))
-    assert data["schema"] == REPORT_SCHEMA == "a3s.verification/v1"
+    assert data["schema"] == REPORT_SCHEMA == "codeward.verification/v1"
     again = VerificationReport.from_dict(data)
     assert again == report
     assert again.checks[0].duration_ms == 812.5
@@ -90,7 +90,7 @@ def mutate(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
     [
         (("extra",), 1, "extra"),
         (("checks", 0, "extra"), 1, "extra"),
-        (("schema",), "a3s.verification/v2", "schema"),
+        (("schema",), "codeward.verification/v2", "schema"),
         (("schema",), KeyError, "schema"),
         (("effect_digest",), "AB" * 32, "effect_digest"),
         (("effect_digest",), "ab" * 31, "effect_digest"),

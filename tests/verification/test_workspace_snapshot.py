@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code.verification import (
+from codeward.verification import (
     PROTECTED_NAMES,
     Change,
     MutationLedger,
@@ -19,7 +19,7 @@ from a3s_code.verification import (
     _snapshot,
     record_bash_changes,
 )
-from a3s_code.workspace import PROTECTED_DIRS
+from codeward.workspace import PROTECTED_DIRS
 
 
 def take(root: Path, **kwargs: object) -> WorkspaceSnapshot:
@@ -205,7 +205,7 @@ def test_protected_names_only_at_the_top(workspace: Path) -> None:
 
 
 def test_the_list_is_the_sandboxs() -> None:
-    from a3s_code import workspace
+    from codeward import workspace
 
     assert PROTECTED_NAMES is workspace.PROTECTED_NAMES
     src = Path(__file__).resolve().parents[2] / "native" / "src" / "sandbox_linux.c"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code._errors import WorkspaceError
-from a3s_code.workspace import AtomicWriter, Workspace
+from codeward._errors import WorkspaceError
+from codeward.workspace import AtomicWriter, Workspace
 
 
 @pytest.fixture

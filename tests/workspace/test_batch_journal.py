@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code._errors import WorkspaceError
-from a3s_code.workspace import Workspace, _atomic
-from a3s_code.workspace._atomic import AtomicBatch, recover_interrupted_batches
+from codeward._errors import WorkspaceError
+from codeward.workspace import Workspace, _atomic
+from codeward.workspace._atomic import AtomicBatch, recover_interrupted_batches
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def journal_seen_during_commit(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -
 def test_the_journal_is_private_names_the_batch_and_is_gone_after(root, state_home, monkeypatch):
     ws = Workspace(root)
     journal = journal_seen_during_commit(ws, monkeypatch)
-    assert journal.parent == state_home / "a3s-code" / "patch-journals"
+    assert journal.parent == state_home / "codeward" / "patch-journals"
     assert stat.S_IMODE(journal.parent.stat().st_mode) == 0o700
     assert not journal.exists() and os.listdir(journal.parent) == []
     assert (root / "a.txt").read_text() == "A\n" and (root / "dir/new.txt").read_text() == "new\n"
@@ -60,7 +60,7 @@ def test_the_journal_records_each_destination(root, state_home, monkeypatch):
 
     def hook(step: str) -> None:
         if step == "kept":
-            folder = state_home / "a3s-code" / "patch-journals"
+            folder = state_home / "codeward" / "patch-journals"
             (name,) = os.listdir(folder)
             records.append(json.loads((folder / name).read_text()))
 
@@ -83,7 +83,7 @@ def test_a_state_home_inside_the_workspace_is_not_used(root, tmp_path, monkeypat
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     journal = journal_seen_during_commit(Workspace(root), monkeypatch)
-    assert journal.parent == home / ".local/state/a3s-code/patch-journals"
+    assert journal.parent == home / ".local/state/codeward/patch-journals"
     assert not (root / "state").exists()
 
 
@@ -96,7 +96,7 @@ def test_the_temp_dir_is_the_last_resort_and_inside_everything_is_refused(
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     journal = journal_seen_during_commit(Workspace(root), monkeypatch)
-    assert journal.parent == temp / f"a3s-code-state-{os.getuid()}" / "patch-journals"
+    assert journal.parent == temp / f"codeward-state-{os.getuid()}" / "patch-journals"
     monkeypatch.setattr(tempfile, "tempdir", str(root / "tmp"))
     with AtomicBatch(Workspace(root)) as batch:
         batch.write("a.txt", b"never\n")
@@ -108,20 +108,20 @@ def test_the_temp_dir_is_the_last_resort_and_inside_everything_is_refused(
 
 
 def test_a_state_dir_others_can_write_is_skipped(root, tmp_path, state_home, monkeypatch):
-    shared = state_home / "a3s-code"
+    shared = state_home / "codeward"
     shared.mkdir(parents=True)
     shared.chmod(0o777)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     journal = journal_seen_during_commit(Workspace(root), monkeypatch)
-    assert journal.parent == tmp_path / "home/.local/state/a3s-code/patch-journals"
+    assert journal.parent == tmp_path / "home/.local/state/codeward/patch-journals"
     assert not (shared / "patch-journals").exists()
 
 
 def test_a_symlinked_journal_dir_is_not_followed(root, tmp_path, state_home, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
-    (state_home / "a3s-code").mkdir(parents=True, mode=0o700)
-    os.symlink(elsewhere, state_home / "a3s-code" / "patch-journals")
+    (state_home / "codeward").mkdir(parents=True, mode=0o700)
+    os.symlink(elsewhere, state_home / "codeward" / "patch-journals")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     journal_seen_during_commit(Workspace(root), monkeypatch)
     assert os.listdir(elsewhere) == []
@@ -129,7 +129,7 @@ def test_a_symlinked_journal_dir_is_not_followed(root, tmp_path, state_home, mon
 
 def test_recovery_with_no_journal_dir_does_nothing(root, state_home):
     assert recover_interrupted_batches(Workspace(root)) == []
-    assert not (state_home / "a3s-code").exists()
+    assert not (state_home / "codeward").exists()
 
 
 def test_a_failed_rename_rolls_back_and_drops_the_journal(root, state_home, monkeypatch):
@@ -149,4 +149,4 @@ def test_a_failed_rename_rolls_back_and_drops_the_journal(root, state_home, monk
             batch.commit()
     assert (root / "a.txt").read_text() == "a\n" and (root / "b.txt").read_text() == "b\n"
     assert sorted(os.listdir(root)) == ["a.txt", "b.txt"]
-    assert os.listdir(state_home / "a3s-code" / "patch-journals") == []
+    assert os.listdir(state_home / "codeward" / "patch-journals") == []

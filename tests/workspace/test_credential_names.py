@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from a3s_code._errors import CredentialBoundaryError
-from a3s_code.workspace import Workspace, workspace_reason
+from codeward._errors import CredentialBoundaryError
+from codeward.workspace import Workspace, workspace_reason
 
 CREDSCAN = Path(__file__).resolve().parents[2] / "native" / "src" / "credscan.c"
 

@@ -8,14 +8,14 @@ import threading
 
 import pytest
 
-from a3s_code._errors import (
+from codeward._errors import (
     CredentialBoundaryError,
     DestinationExists,
     HardLinkRefused,
     PathOutsideWorkspace,
     WorkspaceError,
 )
-from a3s_code.workspace import AtomicWriter, Workspace, write_atomic
+from codeward.workspace import AtomicWriter, Workspace, write_atomic
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 'use strict';
 // Canonical JSON: the argument string of tools without a dedicated field,
 // and the text of any non-string value inside a field. It must be
-// byte-identical to canonical_json in python/a3s_code/policy/_subject.py:
+// byte-identical to canonical_json in python/codeward/policy/_subject.py:
 //
 //  - compact (no spaces), object keys sorted by Unicode code point;
 //  - strings escaped minimally like Python's json.dumps(ensure_ascii=False):

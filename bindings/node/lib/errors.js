@@ -1,5 +1,5 @@
 'use strict';
-// The error classes of the binding, mirroring python/a3s_code/_errors.py.
+// The error classes of the binding, mirroring python/codeward/_errors.py.
 //
 // Problems with the *types* of what a caller passes (an unknown option key,
 // a number where a rule string belongs, a function inside tool arguments)

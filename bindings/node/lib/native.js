@@ -18,7 +18,7 @@ function load() {
     }
   }
   const err = new Error(
-    `a3s-code: the native addon is not built (looked for ${candidates.join(', ')} in ${root}); ` +
+    `codeward: the native addon is not built (looked for ${candidates.join(', ')} in ${root}); ` +
       'run `npm run build` in bindings/node',
   );
   err.cause = firstError;

@@ -6,7 +6,7 @@
 // lib/policy.js.
 //
 // Mirrors _rule_list, _rule_text and _decision in
-// python/a3s_code/policy/_policy.py, with camelCase keys.
+// python/codeward/policy/_policy.py, with camelCase keys.
 
 const { isPlainObject } = require('./canonical-json');
 const { typeName } = require('./errors');

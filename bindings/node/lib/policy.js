@@ -1,6 +1,6 @@
 'use strict';
 // PermissionPolicy: deny, allow and ask rule lists compiled once into the C
-// rule set. Evaluation mirrors python/a3s_code/policy/_policy.py exactly:
+// rule set. Evaluation mirrors python/codeward/policy/_policy.py exactly:
 // disabled allows everything; otherwise the first deny, else allow, else ask
 // rule that matches decides, and the default decides when none does. A
 // multi-file read is decided per file, the strictest answer winning.

@@ -2,7 +2,7 @@
 // The argument string a rule's pattern is matched against, one per tool.
 //
 // This is half of the matching contract (the glob is the other half) and
-// must be byte-identical to python/a3s_code/policy/_subject.py, which is the
+// must be byte-identical to python/codeward/policy/_subject.py, which is the
 // reference; tests/vectors/policy.json pins both. Read the two side by side:
 // each function here is named after its Python counterpart.
 //

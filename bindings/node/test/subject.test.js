@@ -1,6 +1,6 @@
 'use strict';
 // The argument string and canonical JSON: the parts of the matching
-// contract written in JavaScript (python/a3s_code/policy/_subject.py is the
+// contract written in JavaScript (python/codeward/policy/_subject.py is the
 // reference; the shared vectors pin most of it, these pin the corners).
 
 const assert = require('node:assert/strict');

@@ -1,5 +1,5 @@
 /*
- * a3s.h - the stable C ABI of the a3s-code security kernel.
+ * a3s.h - the stable C ABI of the codeward security kernel.
  *
  * This is the only public header. Everything the Python extension, the Node
  * addon and the Go package use is declared here; everything else in
@@ -443,7 +443,7 @@ typedef struct a3s_sandbox_config {
     const char *const *host_env; /* "K=V" entries to filter; NULL: this process's environ */
     size_t host_envc;
     const char *state_dir;       /* placeholder journals (see docs/security.md); NULL:
-                                    $XDG_STATE_HOME/a3s-code, ~/.local/state/a3s-code, or
+                                    $XDG_STATE_HOME/codeward, ~/.local/state/codeward, or
                                     scratch_parent */
 } a3s_sandbox_config;
 

@@ -1,5 +1,0 @@
-"""The ``a3s-code`` command line: inspect this machine, test and lint permission policies."""
-
-from ._main import main
-
-__all__ = ["main"]

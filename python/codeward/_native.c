@@ -1,0 +1,1124 @@
+/* _native.c - CPython glue over the a3s C ABI (limited API, abi3, 3.10+).
+ *
+ * Nothing but argument conversion and error mapping lives here: every
+ * decision is made in native/src or in the Python package. The one exception
+ * is canonical_json, a faster twin of the Python reference encoder in
+ * policy/_subject.py (which stays the specification and the fallback). Errors from the C
+ * core are raised as _native.NativeError(status_name, message, detail,
+ * sys_errno); the package maps them to its own exception tree.
+ */
+#define Py_LIMITED_API 0x030A0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "a3s/a3s.h"
+
+typedef struct {
+    PyObject *native_error; /* NativeError type */
+    PyObject *glob_type;
+    PyObject *ruleset_type;
+    PyObject *sandbox_type;
+} module_state;
+
+static module_state *state_of_module(PyObject *m) { return (module_state *)PyModule_GetState(m); }
+
+static PyObject *raise_error(PyObject *err_type, const a3s_error *err) {
+    PyObject *args = Py_BuildValue("(ssLi)", a3s_status_name(err->code), err->message,
+                                   (long long)err->detail, (int)err->sys_errno);
+    if (args) {
+        PyErr_SetObject(err_type, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+/* Borrowed UTF-8 view of a str (lone surrogates kept via surrogatepass) or
+ * bytes. *owner receives a new reference to keep alive, or NULL. */
+static int as_bytes(PyObject *obj, const char **data, Py_ssize_t *len, PyObject **owner) {
+    *owner = NULL;
+    if (PyUnicode_Check(obj)) {
+        *data = PyUnicode_AsUTF8AndSize(obj, len);
+        if (*data)
+            return 0;
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return -1;
+        PyErr_Clear();
+        *owner = PyUnicode_AsEncodedString(obj, "utf-8", "surrogatepass");
+        if (!*owner)
+            return -1;
+    } else if (PyBytes_Check(obj)) {
+        Py_INCREF(obj);
+        *owner = obj;
+    } else {
+        PyErr_SetString(PyExc_TypeError, "expected str or bytes");
+        return -1;
+    }
+    char *buf;
+    if (PyBytes_AsStringAndSize(*owner, &buf, len) < 0) {
+        Py_CLEAR(*owner);
+        return -1;
+    }
+    *data = buf;
+    return 0;
+}
+
+/* ---- Glob --------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    a3s_glob *glob;
+} GlobObject;
+
+static PyObject *glob_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"pattern", "tool_name", NULL};
+    PyObject *pattern;
+    int tool_name = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|p", kwlist, &pattern, &tool_name))
+        return NULL;
+    const char *data;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(pattern, &data, &len, &owner) < 0)
+        return NULL;
+    a3s_glob *glob = NULL;
+    a3s_error err;
+    int rc = a3s_glob_compile(data, (size_t)len, tool_name ? A3S_GLOB_TOOL_NAME : 0, &glob, &err);
+    Py_XDECREF(owner);
+    if (rc != A3S_OK) {
+        PyObject *mod = PyType_GetModule(type);
+        return raise_error(mod ? state_of_module(mod)->native_error : PyExc_RuntimeError, &err);
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    GlobObject *self = (GlobObject *)alloc(type, 0);
+    if (!self) {
+        a3s_glob_free(glob);
+        return NULL;
+    }
+    self->glob = glob;
+    return (PyObject *)self;
+}
+
+static void glob_dealloc(PyObject *obj) {
+    PyTypeObject *type = Py_TYPE(obj);
+    a3s_glob_free(((GlobObject *)obj)->glob);
+    freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    tp_free(obj);
+    Py_DECREF(type);
+}
+
+static PyObject *glob_match(PyObject *obj, PyObject *subject) {
+    const char *data;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(subject, &data, &len, &owner) < 0)
+        return NULL;
+    int m = a3s_glob_match(((GlobObject *)obj)->glob, data, (size_t)len);
+    Py_XDECREF(owner);
+    if (m < 0)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(m);
+}
+
+static PyMethodDef glob_methods[] = {
+    {"match", glob_match, METH_O, "match(subject) -> bool: whole-subject match."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot glob_slots[] = {
+    {Py_tp_new, glob_new},
+    {Py_tp_dealloc, glob_dealloc},
+    {Py_tp_methods, glob_methods},
+    {Py_tp_doc, "Glob(pattern, tool_name=False): a compiled policy glob."},
+    {0, NULL},
+};
+
+static PyType_Spec glob_spec = {
+    "codeward._native.Glob", sizeof(GlobObject), 0, Py_TPFLAGS_DEFAULT, glob_slots,
+};
+
+/* ---- Ruleset ------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    a3s_ruleset *rs;
+    PyObject *native_error; /* borrowed from the module state, kept alive by the type */
+} RulesetObject;
+
+static PyObject *ruleset_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    if (!PyArg_ParseTuple(args, ":Ruleset") || (kwds && PyObject_Length(kwds) > 0)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "Ruleset() takes no arguments");
+        return NULL;
+    }
+    PyObject *mod = PyType_GetModule(type);
+    if (!mod)
+        return NULL;
+    a3s_ruleset *rs = NULL;
+    a3s_error err;
+    if (a3s_ruleset_new(&rs, &err) != A3S_OK)
+        return raise_error(state_of_module(mod)->native_error, &err);
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    RulesetObject *self = (RulesetObject *)alloc(type, 0);
+    if (!self) {
+        a3s_ruleset_free(rs);
+        return NULL;
+    }
+    self->rs = rs;
+    self->native_error = state_of_module(mod)->native_error;
+    return (PyObject *)self;
+}
+
+static void ruleset_dealloc(PyObject *obj) {
+    PyTypeObject *type = Py_TYPE(obj);
+    a3s_ruleset_free(((RulesetObject *)obj)->rs);
+    freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    tp_free(obj);
+    Py_DECREF(type);
+}
+
+static PyObject *ruleset_add(PyObject *obj, PyObject *args) {
+    RulesetObject *self = (RulesetObject *)obj;
+    int list;
+    PyObject *rule;
+    unsigned int id;
+    if (!PyArg_ParseTuple(args, "iOI:add", &list, &rule, &id))
+        return NULL;
+    const char *data;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(rule, &data, &len, &owner) < 0)
+        return NULL;
+    a3s_error err;
+    int rc = a3s_ruleset_add(self->rs, list, data, (size_t)len, id, &err);
+    Py_XDECREF(owner);
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    Py_RETURN_NONE;
+}
+
+/* check(tool, subject) -> int: A3S_LIST_NONE/DENY/ALLOW/ASK. The hot path. */
+static PyObject *ruleset_check(PyObject *obj, PyObject *const *args, Py_ssize_t nargs) {
+    RulesetObject *self = (RulesetObject *)obj;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "check(tool, subject) takes 2 arguments");
+        return NULL;
+    }
+    const char *tool, *subject;
+    Py_ssize_t tl, sl;
+    PyObject *o1, *o2;
+    if (as_bytes(args[0], &tool, &tl, &o1) < 0)
+        return NULL;
+    if (as_bytes(args[1], &subject, &sl, &o2) < 0) {
+        Py_XDECREF(o1);
+        return NULL;
+    }
+    a3s_match match = {.struct_size = sizeof match};
+    a3s_error err;
+    int rc = a3s_ruleset_check(self->rs, tool, (size_t)tl, subject, (size_t)sl, &match, &err);
+    Py_XDECREF(o1);
+    Py_XDECREF(o2);
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    return PyLong_FromLong(match.list);
+}
+
+static PyObject *ruleset_matches(PyObject *obj, PyObject *args) {
+    RulesetObject *self = (RulesetObject *)obj;
+    PyObject *tool_obj, *subject_obj;
+    if (!PyArg_ParseTuple(args, "OO:matches", &tool_obj, &subject_obj))
+        return NULL;
+    const char *tool, *subject;
+    Py_ssize_t tl, sl;
+    PyObject *o1, *o2;
+    if (as_bytes(tool_obj, &tool, &tl, &o1) < 0)
+        return NULL;
+    if (as_bytes(subject_obj, &subject, &sl, &o2) < 0) {
+        Py_XDECREF(o1);
+        return NULL;
+    }
+    size_t cap = a3s_ruleset_count(self->rs), count = 0;
+    size_t *indices = PyMem_Malloc((cap ? cap : 1) * sizeof *indices);
+    PyObject *result = NULL;
+    if (!indices) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    a3s_error err;
+    if (a3s_ruleset_matches(self->rs, tool, (size_t)tl, subject, (size_t)sl, indices, cap, &count,
+                            &err) != A3S_OK) {
+        raise_error(self->native_error, &err);
+        goto done;
+    }
+    result = PyList_New((Py_ssize_t)count);
+    for (size_t i = 0; result && i < count; i++) {
+        PyObject *v = PyLong_FromSize_t(indices[i]);
+        if (!v) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SetItem(result, (Py_ssize_t)i, v);
+    }
+done:
+    PyMem_Free(indices);
+    Py_XDECREF(o1);
+    Py_XDECREF(o2);
+    return result;
+}
+
+static PyObject *ruleset_rule(PyObject *obj, PyObject *arg) {
+    RulesetObject *self = (RulesetObject *)obj;
+    Py_ssize_t index = PyLong_AsSsize_t(arg);
+    if (index == -1 && PyErr_Occurred())
+        return NULL;
+    if (index < 0) {
+        PyErr_SetString(PyExc_IndexError, "rule index out of range");
+        return NULL;
+    }
+    a3s_rule_view view = {.struct_size = sizeof view};
+    a3s_error err;
+    if (a3s_ruleset_rule(self->rs, (size_t)index, &view, &err) != A3S_OK) {
+        if (err.code == A3S_E_RANGE) {
+            PyErr_SetString(PyExc_IndexError, err.message);
+            return NULL;
+        }
+        return raise_error(self->native_error, &err);
+    }
+    return Py_BuildValue("(iIKs#y#)", (int)view.list, (unsigned int)view.id,
+                         (unsigned long long)view.flags, view.tool, (Py_ssize_t)view.tool_len,
+                         view.pattern, (Py_ssize_t)view.pattern_len);
+}
+
+static Py_ssize_t ruleset_len(PyObject *obj) {
+    return (Py_ssize_t)a3s_ruleset_count(((RulesetObject *)obj)->rs);
+}
+
+static PyMethodDef ruleset_methods[] = {
+    {"add", ruleset_add, METH_VARARGS, "add(list, rule, id): parse, compile and append a rule."},
+    {"check", (PyCFunction)(void (*)(void))ruleset_check, METH_FASTCALL,
+     "check(tool, subject) -> int: the deciding list (0 none, 1 deny, 2 allow, 3 ask)."},
+    {"matches", ruleset_matches, METH_VARARGS,
+     "matches(tool, subject) -> list[int]: indices of every matching rule."},
+    {"rule", ruleset_rule, METH_O,
+     "rule(index) -> (list, id, flags, tool, pattern_bytes): the canonical rule."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot ruleset_slots[] = {
+    {Py_tp_new, ruleset_new},
+    {Py_tp_dealloc, ruleset_dealloc},
+    {Py_tp_methods, ruleset_methods},
+    {Py_sq_length, ruleset_len},
+    {Py_tp_doc, "Ruleset(): a compiled deny/allow/ask rule list."},
+    {0, NULL},
+};
+
+static PyType_Spec ruleset_spec = {
+    "codeward._native.Ruleset", sizeof(RulesetObject), 0, Py_TPFLAGS_DEFAULT, ruleset_slots,
+};
+
+/* ---- Sandbox ------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    a3s_sandbox *sb;
+    PyObject *native_error;
+} SandboxObject;
+
+static void free_strings(char **v, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; v && i < n; i++)
+        PyMem_Free(v[i]);
+    PyMem_Free(v);
+}
+
+/* A list of str/bytes -> a PyMem array of NUL-terminated copies. */
+static int string_array(PyObject *seq, char ***out, Py_ssize_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (seq == NULL || seq == Py_None)
+        return 0;
+    PyObject *fast = PySequence_Fast(seq, "expected a list of strings");
+    if (!fast)
+        return -1;
+    Py_ssize_t len = PySequence_Size(fast);
+    char **v = PyMem_Calloc((size_t)(len ? len : 1), sizeof *v);
+    if (!v) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *item = PySequence_GetItem(fast, i);
+        const char *data;
+        Py_ssize_t dl;
+        PyObject *owner;
+        int bad = !item || as_bytes(item, &data, &dl, &owner) < 0;
+        Py_XDECREF(item);
+        if (!bad && memchr(data, '\0', (size_t)dl)) {
+            PyErr_SetString(PyExc_ValueError, "a string contains a NUL byte");
+            Py_XDECREF(owner);
+            bad = 1;
+        }
+        if (bad) {
+            free_strings(v, len);
+            Py_DECREF(fast);
+            return -1;
+        }
+        v[i] = PyMem_Malloc((size_t)dl + 1);
+        if (v[i]) {
+            memcpy(v[i], data, (size_t)dl);
+            v[i][dl] = '\0';
+        }
+        Py_XDECREF(owner);
+        if (!v[i]) {
+            free_strings(v, len);
+            Py_DECREF(fast);
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    *out = v;
+    *n = len;
+    return 0;
+}
+
+static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"workspace", "init", "bwrap", "process_host", "no_landlock",
+                             "scratch_parent", "host_env", "reuse", NULL};
+    const char *workspace, *init, *bwrap = NULL, *scratch = NULL;
+    int process_host = 0, no_landlock = 0, reuse = 0;
+    PyObject *host_env = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOp", kwlist, &workspace, &init, &bwrap,
+                                     &process_host, &no_landlock, &scratch, &host_env, &reuse))
+        return NULL;
+    PyObject *mod = PyType_GetModule(type);
+    if (!mod)
+        return NULL;
+    char **env = NULL;
+    Py_ssize_t envc = 0;
+    if (host_env != Py_None && string_array(host_env, &env, &envc) < 0)
+        return NULL;
+    a3s_sandbox_config cfg = {
+        .struct_size = sizeof cfg,
+        .flags = (process_host ? A3S_SANDBOX_PROCESS_HOST : 0) |
+                 (no_landlock ? A3S_SANDBOX_NO_LANDLOCK : 0) | (reuse ? A3S_SANDBOX_REUSE : 0),
+        .workspace = workspace,
+        .bwrap_path = bwrap,
+        .init_path = init,
+        .scratch_parent = scratch,
+        .host_env = (const char *const *)env,
+        .host_envc = (size_t)envc,
+    };
+    a3s_sandbox *sb = NULL;
+    a3s_error err;
+    int rc = a3s_sandbox_new(&cfg, &sb, &err);
+    free_strings(env, envc);
+    if (rc != A3S_OK)
+        return raise_error(state_of_module(mod)->native_error, &err);
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    SandboxObject *self = (SandboxObject *)alloc(type, 0);
+    if (!self) {
+        a3s_sandbox_free(sb);
+        return NULL;
+    }
+    self->sb = sb;
+    self->native_error = state_of_module(mod)->native_error;
+    return (PyObject *)self;
+}
+
+static void sandbox_dealloc(PyObject *obj) {
+    PyTypeObject *type = Py_TYPE(obj);
+    a3s_sandbox *sb = ((SandboxObject *)obj)->sb;
+    /* stopping a long-lived sandbox waits a few ms for it to go */
+    Py_BEGIN_ALLOW_THREADS
+    a3s_sandbox_free(sb);
+    Py_END_ALLOW_THREADS
+    freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    tp_free(obj);
+    Py_DECREF(type);
+}
+
+static PyObject *result_dict(const a3s_process_result *r) {
+    a3s_process_result_view v = {.struct_size = sizeof v};
+    a3s_process_result_get(r, &v, NULL);
+    PyObject *out = PyBytes_FromStringAndSize(v.stdout_data, (Py_ssize_t)v.stdout_len);
+    PyObject *err = PyBytes_FromStringAndSize(v.stderr_data, (Py_ssize_t)v.stderr_len);
+    PyObject *setup = v.setup_error && v.setup_error[0]
+                          ? PyUnicode_DecodeUTF8(v.setup_error, (Py_ssize_t)strlen(v.setup_error),
+                                                 "replace")
+                          : (Py_INCREF(Py_None), Py_None);
+    PyObject *d = NULL;
+    if (out && err && setup)
+        d = Py_BuildValue(
+            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O}", "exit_code",
+            (int)v.exit_code, "term_signal", (int)v.term_signal, "timed_out",
+            (v.flags & A3S_RESULT_TIMED_OUT) ? Py_True : Py_False, "stdout_truncated",
+            (v.flags & A3S_RESULT_STDOUT_TRUNCATED) ? Py_True : Py_False, "stderr_truncated",
+            (v.flags & A3S_RESULT_STDERR_TRUNCATED) ? Py_True : Py_False, "cancelled",
+            (v.flags & A3S_RESULT_CANCELLED) ? Py_True : Py_False, "setup_failed",
+            (v.flags & A3S_RESULT_SETUP_FAILED) ? Py_True : Py_False, "stdout", out, "stderr",
+            err, "stdout_total", (unsigned long long)v.stdout_total, "stderr_total",
+            (unsigned long long)v.stderr_total, "duration_us", (unsigned long long)v.duration_us,
+            "setup_error", setup);
+    Py_XDECREF(out);
+    Py_XDECREF(err);
+    Py_XDECREF(setup);
+    return d;
+}
+
+/* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd) -> dict.
+ * Runs without the GIL: other Python threads go on while the command runs. */
+static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
+    SandboxObject *self = (SandboxObject *)obj;
+    PyObject *command, *env_list;
+    unsigned long long timeout_ms, grace_ms, max_output;
+    int cancel_fd;
+    if (!PyArg_ParseTuple(args, "OOKKKi:exec", &command, &env_list, &timeout_ms, &grace_ms,
+                          &max_output, &cancel_fd))
+        return NULL;
+    const char *cmd;
+    Py_ssize_t cmd_len;
+    PyObject *owner;
+    if (as_bytes(command, &cmd, &cmd_len, &owner) < 0)
+        return NULL;
+    char **env = NULL;
+    Py_ssize_t envc = 0;
+    if (string_array(env_list, &env, &envc) < 0) {
+        Py_XDECREF(owner);
+        return NULL;
+    }
+    a3s_exec_options o = {
+        .struct_size = sizeof o,
+        .flags = cancel_fd >= 0 ? A3S_EXEC_CANCEL_FD : 0,
+        .command = cmd,
+        .command_len = (size_t)cmd_len,
+        .env = (const char *const *)env,
+        .envc = (size_t)envc,
+        .timeout_ms = timeout_ms,
+        .kill_grace_ms = grace_ms,
+        .max_output_bytes = max_output,
+        .cancel_fd = cancel_fd,
+    };
+    a3s_process_result *r = NULL;
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_sandbox_exec(self->sb, &o, &r, &err);
+    Py_END_ALLOW_THREADS
+    free_strings(env, envc);
+    Py_XDECREF(owner);
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    PyObject *d = result_dict(r);
+    a3s_process_result_free(r);
+    return d;
+}
+
+static PyObject *sandbox_probe(PyObject *obj, PyObject *arg) {
+    SandboxObject *self = (SandboxObject *)obj;
+    unsigned long long timeout_ms = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_sandbox_probe(self->sb, timeout_ms, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    Py_RETURN_NONE;
+}
+
+/* stop(): ends the long-lived sandbox (a running command is cancelled). */
+static PyObject *sandbox_stop(PyObject *obj, PyObject *unused) {
+    (void)unused;
+    SandboxObject *self = (SandboxObject *)obj;
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_sandbox_stop(self->sb, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    Py_RETURN_NONE;
+}
+
+/* info() -> {"running": bool, "starts": int, "pid": int}. */
+static PyObject *sandbox_info(PyObject *obj, PyObject *unused) {
+    (void)unused;
+    SandboxObject *self = (SandboxObject *)obj;
+    a3s_sandbox_info info = {.struct_size = sizeof info};
+    a3s_error err;
+    if (a3s_sandbox_info_get(self->sb, &info, &err) != A3S_OK)
+        return raise_error(self->native_error, &err);
+    return Py_BuildValue("{s:O,s:K,s:i}", "running",
+                         (info.flags & A3S_SANDBOX_INFO_RUNNING) ? Py_True : Py_False, "starts",
+                         (unsigned long long)info.starts, "pid", (int)info.pid);
+}
+
+static PyObject *sandbox_workspace(PyObject *obj, void *closure) {
+    (void)closure;
+    return PyUnicode_DecodeFSDefault(a3s_sandbox_workspace(((SandboxObject *)obj)->sb));
+}
+
+static PyMethodDef sandbox_methods[] = {
+    {"exec", sandbox_exec, METH_VARARGS,
+     "exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd) -> dict"},
+    {"probe", sandbox_probe, METH_O, "probe(timeout_ms): self-test through the boundary."},
+    {"stop", sandbox_stop, METH_NOARGS, "stop(): end the long-lived sandbox, if one runs."},
+    {"info", sandbox_info, METH_NOARGS, "info() -> dict: the long-lived sandbox's state."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef sandbox_getset[] = {
+    {"workspace", sandbox_workspace, NULL, "the canonical workspace path", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot sandbox_slots[] = {
+    {Py_tp_new, sandbox_new},
+    {Py_tp_dealloc, sandbox_dealloc},
+    {Py_tp_methods, sandbox_methods},
+    {Py_tp_getset, sandbox_getset},
+    {Py_tp_doc, "Sandbox(workspace, init, bwrap=None, ...): a C sandbox handle."},
+    {0, NULL},
+};
+
+static PyType_Spec sandbox_spec = {
+    "codeward._native.Sandbox", sizeof(SandboxObject), 0, Py_TPFLAGS_DEFAULT, sandbox_slots,
+};
+
+/* ---- module functions --------------------------------------------------- */
+
+static PyObject *py_version(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    const a3s_version_info *v = a3s_version();
+    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:s}", "major", v->major, "minor", v->minor, "patch",
+                         v->patch, "abi", v->abi, "string", v->string);
+}
+
+static PyObject *py_abi_version(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    return PyLong_FromUnsignedLong(a3s_abi_version());
+}
+
+static PyObject *py_features(PyObject *mod, PyObject *unused) {
+    (void)unused;
+    a3s_features_info info = {.struct_size = sizeof info};
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_features(&info, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(state_of_module(mod)->native_error, &err);
+    return Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:O,s:i}", "user_namespaces",
+                         (info.flags & A3S_FEATURE_USER_NAMESPACES) ? Py_True : Py_False,
+                         "pid_namespaces",
+                         (info.flags & A3S_FEATURE_PID_NAMESPACES) ? Py_True : Py_False,
+                         "seccomp_filter",
+                         (info.flags & A3S_FEATURE_SECCOMP_FILTER) ? Py_True : Py_False, "landlock",
+                         (info.flags & A3S_FEATURE_LANDLOCK) ? Py_True : Py_False, "pidfd",
+                         (info.flags & A3S_FEATURE_PIDFD) ? Py_True : Py_False, "cgroup_kill",
+                         (info.flags & A3S_FEATURE_CGROUP_KILL) ? Py_True : Py_False,
+                         "landlock_abi", (int)info.landlock_abi);
+}
+
+static PyObject *py_status_name(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    long code = PyLong_AsLong(arg);
+    if (code == -1 && PyErr_Occurred())
+        return NULL;
+    return PyUnicode_FromString(a3s_status_name((int)code));
+}
+
+/* path_normalize(str) -> str */
+static PyObject *py_path_normalize(PyObject *mod, PyObject *arg) {
+    const char *data;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(arg, &data, &len, &owner) < 0)
+        return NULL;
+    char stack[512];
+    char *out = len <= (Py_ssize_t)sizeof stack ? stack : PyMem_Malloc((size_t)len);
+    PyObject *result = NULL;
+    if (!out) {
+        PyErr_NoMemory();
+    } else {
+        size_t n = 0;
+        a3s_error err;
+        if (a3s_path_normalize(data, (size_t)len, out, len ? (size_t)len : sizeof stack, &n,
+                               &err) != A3S_OK)
+            raise_error(state_of_module(mod)->native_error, &err);
+        else
+            result = PyUnicode_DecodeUTF8(out, (Py_ssize_t)n, "surrogatepass");
+        if (out != stack)
+            PyMem_Free(out);
+    }
+    Py_XDECREF(owner);
+    return result;
+}
+
+/* ---- canonical_json ----------------------------------------------------- */
+
+/* canonical_json(value) -> str: the fast path of codeward.policy._subject's
+ * canonical_json, byte for byte the text of its Python reference (_encode):
+ * compact, keys sorted by code point, only '"', '\\' and controls escaped,
+ * numbers as ECMAScript prints them (docs/policy.md "The argument string").
+ *
+ * Only exact dict (with exact str keys), list and tuple, str (subclasses
+ * too: json prints their characters), None, bool, int (subclasses too: the
+ * reference prints int.__repr__) and exact float are encoded here. Anything
+ * else raises TypeError, nesting deeper than CJ_MAX_DEPTH raises ValueError
+ * and a lone surrogate raises UnicodeEncodeError (via PyUnicode_AsUTF8AndSize);
+ * the Python caller then falls back to the reference, which decides what such
+ * a value gives (text, or PolicyError). No Python code runs during the walk. */
+
+#define CJ_MAX_DEPTH 1000
+#define CJ_STACK_BUF 1024
+#define CJ_STACK_KEYS 16
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+    char stack[CJ_STACK_BUF];
+} cj_buf;
+
+static int cj_grow(cj_buf *b, size_t extra) {
+    size_t cap = b->cap;
+    if (extra > (size_t)PY_SSIZE_T_MAX - b->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    while (cap - b->len < extra)
+        cap = cap < (size_t)PY_SSIZE_T_MAX / 2 ? cap * 2 : (size_t)PY_SSIZE_T_MAX;
+    char *data = b->data == b->stack ? PyMem_Malloc(cap) : PyMem_Realloc(b->data, cap);
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (b->data == b->stack)
+        memcpy(data, b->stack, b->len);
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static int cj_put(cj_buf *b, const char *s, size_t n) {
+    if (b->cap - b->len < n && cj_grow(b, n) < 0)
+        return -1;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+#define CJ_PUT_LIT(b, lit) cj_put((b), (lit), sizeof(lit) - 1)
+
+/* What json.encoder.encode_basestring writes after a '\\' for a byte, 0 for
+ * a byte copied as is ('u' is \u00xx, lower-case hex). UTF-8 lead and
+ * continuation bytes are all >= 0x80, so they are copied unchanged. */
+static const char cj_escape[256] = {
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f', 'r', 'u', 'u',
+    'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
+    0,   0,   '"', 0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   '\\',
+};
+
+static int cj_string(cj_buf *b, const char *s, Py_ssize_t n) {
+    static const char hex[] = "0123456789abcdef";
+    /* Most strings need no escape: reserve for the plain case up front. */
+    if (b->cap - b->len < (size_t)n + 2 && cj_grow(b, (size_t)n + 2) < 0)
+        return -1;
+    b->data[b->len++] = '"';
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char e = cj_escape[c];
+        if (!e)
+            continue;
+        char esc[6] = {'\\', e, '0', '0', hex[c >> 4], hex[c & 15]};
+        if (cj_put(b, s + start, (size_t)(i - start)) < 0 ||
+            cj_put(b, esc, e == 'u' ? 6 : 2) < 0)
+            return -1;
+        start = i + 1;
+    }
+    if (cj_put(b, s + start, (size_t)(n - start)) < 0)
+        return -1;
+    return cj_put(b, "\"", 1);
+}
+
+static int cj_str_object(cj_buf *b, PyObject *v) {
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(v, &n); /* fails on a lone surrogate */
+    return s ? cj_string(b, s, n) : -1;
+}
+
+static int cj_decimal(cj_buf *b, long long x) {
+    char tmp[24];
+    char *p = tmp + sizeof tmp;
+    unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0)
+        *--p = '-';
+    return cj_put(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+/* int.__repr__: a subclass (IntEnum, ...) prints as the plain int it is. */
+static int cj_int(cj_buf *b, PyObject *v) {
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (!overflow)
+        return cj_decimal(b, x);
+    /* PyNumber_Index returns an exact int and calls no __index__ on an int. */
+    PyObject *exact = PyNumber_Index(v);
+    if (!exact)
+        return -1;
+    PyObject *text = PyObject_Str(exact); /* ValueError past sys.get_int_max_str_digits() */
+    Py_DECREF(exact);
+    if (!text)
+        return -1;
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(text, &n);
+    int rc = s ? cj_put(b, s, (size_t)n) : -1;
+    Py_DECREF(text);
+    return rc;
+}
+
+/* ECMAScript Number::toString, as _subject._number prints it. */
+static int cj_float(cj_buf *b, double x) {
+    if (x != x)
+        return CJ_PUT_LIT(b, "NaN");
+    if (x == 0)
+        return CJ_PUT_LIT(b, "0"); /* -0.0 too */
+    double ax = x < 0 ? -x : x;
+    if (ax > 1.7976931348623157e308)
+        return x > 0 ? CJ_PUT_LIT(b, "Infinity") : CJ_PUT_LIT(b, "-Infinity");
+    /* An integral value below 2**53: its shortest round-trip digits are its
+     * own digits, so ECMAScript prints the integer. */
+    if (ax < 9007199254740992.0 && (double)(long long)x == x)
+        return cj_decimal(b, (long long)x);
+    /* Shortest round-trip digits, as repr() gives them: "1.5", "0.0001",
+     * "1e-07", "1.2345e+16" (never a sign: ax > 0). */
+    char *r = PyOS_double_to_string(ax, 'r', 0, 0, NULL);
+    if (!r)
+        return -1;
+    char all[40];
+    int nd = 0, point = -1, exp10 = 0, bad = 0;
+    for (const char *p = r; *p; p++) {
+        if (*p >= '0' && *p <= '9') {
+            if (nd == (int)sizeof all) {
+                bad = 1;
+                break;
+            }
+            all[nd++] = *p;
+        } else if (*p == '.') {
+            point = nd;
+        } else if (*p == 'e' || *p == 'E') {
+            int neg = p[1] == '-';
+            for (p += (p[1] == '-' || p[1] == '+') ? 2 : 1; *p >= '0' && *p <= '9'; p++)
+                exp10 = exp10 * 10 + (*p - '0');
+            if (neg)
+                exp10 = -exp10;
+            break;
+        } else {
+            bad = 1;
+            break;
+        }
+    }
+    PyMem_Free(r);
+    if (bad || nd == 0) {
+        PyErr_SetString(PyExc_ValueError, "canonical_json: unexpected float repr");
+        return -1;
+    }
+    /* value = 0.<digits> * 10**n, digits without leading or trailing zeros */
+    int n = (point < 0 ? nd : point) + exp10;
+    const char *d = all;
+    while (nd > 0 && *d == '0') {
+        d++;
+        nd--;
+        n--;
+    }
+    while (nd > 0 && d[nd - 1] == '0')
+        nd--;
+    int k = nd;
+    char out[64];
+    size_t o = 0;
+    if (x < 0)
+        out[o++] = '-';
+    if (k <= n && n <= 21) {
+        memcpy(out + o, d, (size_t)k);
+        o += (size_t)k;
+        memset(out + o, '0', (size_t)(n - k));
+        o += (size_t)(n - k);
+    } else if (0 < n && n <= 21) {
+        memcpy(out + o, d, (size_t)n);
+        o += (size_t)n;
+        out[o++] = '.';
+        memcpy(out + o, d + n, (size_t)(k - n));
+        o += (size_t)(k - n);
+    } else if (-6 < n && n <= 0) {
+        out[o++] = '0';
+        out[o++] = '.';
+        memset(out + o, '0', (size_t)-n);
+        o += (size_t)-n;
+        memcpy(out + o, d, (size_t)k);
+        o += (size_t)k;
+    } else {
+        out[o++] = d[0];
+        if (k > 1) {
+            out[o++] = '.';
+            memcpy(out + o, d + 1, (size_t)(k - 1));
+            o += (size_t)(k - 1);
+        }
+        int e = n - 1;
+        out[o++] = 'e';
+        out[o++] = e > 0 ? '+' : '-';
+        if (e < 0)
+            e = -e;
+        char tmp[8];
+        int t = 0;
+        do {
+            tmp[t++] = (char)('0' + e % 10);
+            e /= 10;
+        } while (e);
+        while (t)
+            out[o++] = tmp[--t];
+    }
+    return cj_put(b, out, o);
+}
+
+typedef struct {
+    const char *s; /* the key's UTF-8, owned by key */
+    Py_ssize_t n;
+    PyObject *key, *value; /* strong references */
+} cj_entry;
+
+/* UTF-8 byte order is code point order (what sorted() gives for str keys). */
+static int cj_compare(const void *pa, const void *pb) {
+    const cj_entry *a = pa, *b = pb;
+    Py_ssize_t n = a->n < b->n ? a->n : b->n;
+    int c = memcmp(a->s, b->s, (size_t)n);
+    return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+static int cj_encode(cj_buf *b, PyObject *v, int depth);
+
+static int cj_dict(cj_buf *b, PyObject *v, int depth) {
+    Py_ssize_t size = PyDict_Size(v);
+    if (size == 0)
+        return CJ_PUT_LIT(b, "{}");
+    cj_entry stack[CJ_STACK_KEYS];
+    cj_entry *e = size <= CJ_STACK_KEYS ? stack : PyMem_Malloc((size_t)size * sizeof *e);
+    if (!e) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = -1;
+    Py_ssize_t n = 0, pos = 0;
+    PyObject *key, *value;
+    while (n < size && PyDict_Next(v, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key)) {
+            PyErr_Format(PyExc_TypeError, "canonical_json: %s key",
+                         PyUnicode_Check(key) ? "str subclass" : "non-string");
+            goto done;
+        }
+        Py_INCREF(key);
+        Py_INCREF(value);
+        e[n].key = key;
+        e[n].value = value;
+        n++;
+        e[n - 1].s = PyUnicode_AsUTF8AndSize(key, &e[n - 1].n);
+        if (!e[n - 1].s)
+            goto done;
+    }
+    if (n < 8) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            cj_entry t = e[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && cj_compare(&t, &e[j - 1]) < 0; j--)
+                e[j] = e[j - 1];
+            e[j] = t;
+        }
+    } else {
+        qsort(e, (size_t)n, sizeof *e, cj_compare);
+    }
+    if (cj_put(b, "{", 1) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((i && cj_put(b, ",", 1) < 0) || cj_string(b, e[i].s, e[i].n) < 0 ||
+            cj_put(b, ":", 1) < 0 || cj_encode(b, e[i].value, depth + 1) < 0)
+            goto done;
+    }
+    rc = cj_put(b, "}", 1);
+done:
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_DECREF(e[i].key);
+        Py_DECREF(e[i].value);
+    }
+    if (e != stack)
+        PyMem_Free(e);
+    return rc;
+}
+
+static int cj_sequence(cj_buf *b, PyObject *v, int depth, int is_list) {
+    if (cj_put(b, "[", 1) < 0)
+        return -1;
+    for (Py_ssize_t i = 0;; i++) {
+        /* The size is read each time: no Python code runs here, but the list
+         * stays memory-safe even if a finalizer shrank it. */
+        Py_ssize_t size = is_list ? PyList_Size(v) : PyTuple_Size(v);
+        if (size < 0)
+            return -1;
+        if (i >= size)
+            break;
+        PyObject *item = is_list ? PyList_GetItem(v, i) : PyTuple_GetItem(v, i);
+        if (!item)
+            return -1;
+        Py_INCREF(item);
+        int rc = (i && cj_put(b, ",", 1) < 0) ? -1 : cj_encode(b, item, depth + 1);
+        Py_DECREF(item);
+        if (rc < 0)
+            return -1;
+    }
+    return cj_put(b, "]", 1);
+}
+
+static int cj_encode(cj_buf *b, PyObject *v, int depth) {
+    /* The reference's order: str, None, True, False, int, float, Mapping, list/tuple. */
+    if (PyUnicode_Check(v))
+        return cj_str_object(b, v);
+    if (v == Py_None)
+        return CJ_PUT_LIT(b, "null");
+    if (v == Py_True)
+        return CJ_PUT_LIT(b, "true");
+    if (v == Py_False)
+        return CJ_PUT_LIT(b, "false");
+    if (PyLong_Check(v))
+        return cj_int(b, v);
+    if (PyFloat_CheckExact(v)) {
+        double x = PyFloat_AsDouble(v);
+        if (x == -1.0 && PyErr_Occurred())
+            return -1;
+        return cj_float(b, x);
+    }
+    int is_dict = PyDict_CheckExact(v), is_list = PyList_CheckExact(v);
+    if (is_dict || is_list || PyTuple_CheckExact(v)) {
+        if (depth >= CJ_MAX_DEPTH) {
+            PyErr_SetString(PyExc_ValueError, "canonical_json: nested too deeply");
+            return -1;
+        }
+        return is_dict ? cj_dict(b, v, depth) : cj_sequence(b, v, depth, is_list);
+    }
+    PyErr_Format(PyExc_TypeError, "canonical_json: %s value needs the Python encoder",
+                 PyFloat_Check(v) ? "float subclass" : "unsupported");
+    return -1;
+}
+
+/* canonical_json(value) -> str */
+static PyObject *py_canonical_json(PyObject *mod, PyObject *value) {
+    (void)mod;
+    cj_buf b;
+    b.data = b.stack;
+    b.len = 0;
+    b.cap = sizeof b.stack;
+    PyObject *result = NULL;
+    if (cj_encode(&b, value, 0) == 0)
+        result = PyUnicode_DecodeUTF8(b.data, (Py_ssize_t)b.len, NULL);
+    if (b.data != b.stack)
+        PyMem_Free(b.data);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"version", py_version, METH_NOARGS, "version() -> dict: the C library's version."},
+    {"abi_version", py_abi_version, METH_NOARGS, "abi_version() -> int."},
+    {"features", py_features, METH_NOARGS, "features() -> dict: what the kernel offers."},
+    {"status_name", py_status_name, METH_O, "status_name(code) -> str."},
+    {"path_normalize", py_path_normalize, METH_O, "path_normalize(path) -> str."},
+    {"canonical_json", py_canonical_json, METH_O,
+     "canonical_json(value) -> str: compact JSON, keys sorted, ECMAScript numbers."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int module_exec(PyObject *m) {
+    module_state *st = state_of_module(m);
+    if (a3s_abi_version() != A3S_ABI_VERSION) {
+        PyErr_SetString(PyExc_ImportError, "codeward._native: C library ABI mismatch");
+        return -1;
+    }
+    st->native_error = PyErr_NewExceptionWithDoc(
+        "codeward._native.NativeError",
+        "An error from the C core: args are (status_name, message, detail, sys_errno).",
+        PyExc_Exception, NULL);
+    if (!st->native_error || PyModule_AddObjectRef(m, "NativeError", st->native_error) < 0)
+        return -1;
+    st->glob_type = PyType_FromModuleAndSpec(m, &glob_spec, NULL);
+    if (!st->glob_type || PyModule_AddObjectRef(m, "Glob", st->glob_type) < 0)
+        return -1;
+    st->ruleset_type = PyType_FromModuleAndSpec(m, &ruleset_spec, NULL);
+    if (!st->ruleset_type || PyModule_AddObjectRef(m, "Ruleset", st->ruleset_type) < 0)
+        return -1;
+    st->sandbox_type = PyType_FromModuleAndSpec(m, &sandbox_spec, NULL);
+    if (!st->sandbox_type || PyModule_AddObjectRef(m, "Sandbox", st->sandbox_type) < 0)
+        return -1;
+    if (PyModule_AddIntConstant(m, "ABI_VERSION", A3S_ABI_VERSION) < 0 ||
+        PyModule_AddIntConstant(m, "LIST_NONE", A3S_LIST_NONE) < 0 ||
+        PyModule_AddIntConstant(m, "LIST_DENY", A3S_LIST_DENY) < 0 ||
+        PyModule_AddIntConstant(m, "LIST_ALLOW", A3S_LIST_ALLOW) < 0 ||
+        PyModule_AddIntConstant(m, "LIST_ASK", A3S_LIST_ASK) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_ANY_ARGS", (long)A3S_RULE_ANY_ARGS) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_TOOL_GLOB", (long)A3S_RULE_TOOL_GLOB) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_MCP_SERVER", (long)A3S_RULE_MCP_SERVER) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_REWRITTEN", (long)A3S_RULE_REWRITTEN) < 0 ||
+        PyModule_AddIntConstant(m, "RULE_PREFIX", (long)A3S_RULE_PREFIX) < 0)
+        return -1;
+    return 0;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg) {
+    module_state *st = state_of_module(m);
+    Py_VISIT(st->native_error);
+    Py_VISIT(st->glob_type);
+    Py_VISIT(st->ruleset_type);
+    Py_VISIT(st->sandbox_type);
+    return 0;
+}
+
+static int module_clear(PyObject *m) {
+    module_state *st = state_of_module(m);
+    Py_CLEAR(st->native_error);
+    Py_CLEAR(st->glob_type);
+    Py_CLEAR(st->ruleset_type);
+    Py_CLEAR(st->sandbox_type);
+    return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "codeward._native",
+    "The a3s C core (private: use the codeward package).",
+    sizeof(module_state),
+    module_methods,
+    module_slots,
+    module_traverse,
+    module_clear,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModuleDef_Init(&module_def); }

@@ -1,0 +1,62 @@
+"""Type stubs of the C extension (python/codeward/_native.c)."""
+
+from typing import Any
+
+ABI_VERSION: int
+LIST_NONE: int
+LIST_DENY: int
+LIST_ALLOW: int
+LIST_ASK: int
+RULE_ANY_ARGS: int
+RULE_TOOL_GLOB: int
+RULE_MCP_SERVER: int
+RULE_REWRITTEN: int
+RULE_PREFIX: int
+
+class NativeError(Exception):
+    """args: (status_name, message, detail, sys_errno)."""
+
+class Glob:
+    def __init__(self, pattern: str | bytes, tool_name: bool = False) -> None: ...
+    def match(self, subject: str | bytes) -> bool: ...
+
+class Ruleset:
+    def __init__(self) -> None: ...
+    def add(self, list: int, rule: str | bytes, id: int) -> None: ...
+    def check(self, tool: str | bytes, subject: str | bytes) -> int: ...
+    def matches(self, tool: str | bytes, subject: str | bytes) -> list[int]: ...
+    def rule(self, index: int) -> tuple[int, int, int, str, bytes]: ...
+    def __len__(self) -> int: ...
+
+class Sandbox:
+    workspace: str
+    def __init__(
+        self,
+        workspace: str,
+        init: str,
+        bwrap: str | None = None,
+        process_host: bool = False,
+        no_landlock: bool = False,
+        scratch_parent: str | None = None,
+        host_env: list[str] | None = None,
+        reuse: bool = False,
+    ) -> None: ...
+    def exec(
+        self,
+        command: str | bytes,
+        env: list[str],
+        timeout_ms: int,
+        grace_ms: int,
+        max_output_bytes: int,
+        cancel_fd: int,
+    ) -> dict[str, Any]: ...
+    def probe(self, timeout_ms: int) -> None: ...
+    def stop(self) -> None: ...
+    def info(self) -> dict[str, Any]: ...
+
+def version() -> dict[str, int | str]: ...
+def abi_version() -> int: ...
+def features() -> dict[str, bool | int]: ...
+def status_name(code: int) -> str: ...
+def path_normalize(path: str | bytes) -> str: ...
+def canonical_json(value: object) -> str: ...  # TypeError/ValueError: use _subject._encode

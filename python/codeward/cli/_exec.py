@@ -1,0 +1,148 @@
+"""``codeward exec``: run one command through the session boundary, as a host would."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import asdict
+from types import FrameType
+
+from .._errors import SandboxArgumentError, SandboxUnavailable
+from ..sandbox import ENV_OPT_IN, CommandOutput, select_sandbox
+
+EXIT_UNAVAILABLE = 125
+
+
+def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = commands.add_parser(
+        "exec",
+        help="run a command inside the sandbox",
+        description=(
+            "Run COMMAND with bash -c inside the sandbox a session over DIR would get: "
+            "bubblewrap namespaces, seccomp and Landlock, no network, writes only to the "
+            "workspace and a private scratch directory. The words after -- are joined with "
+            "single spaces into one command line. Exit status: the command's own, 124 on "
+            "timeout, 125 when the sandbox refused or is unavailable."
+        ),
+        epilog=(
+            "examples:\n"
+            "  codeward exec -- make test\n"
+            "  codeward exec --workspace ~/src/app --timeout-ms 60000 -- 'cargo build && "
+            "cargo test'\n"
+            "  codeward exec --json -- ls -la"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: .)")
+    p.add_argument("--timeout-ms", type=int, default=120_000, metavar="N", help="default 120000")
+    p.add_argument(
+        "--max-output-bytes",
+        type=int,
+        default=102_400,
+        metavar="N",
+        help="per stream; a head and a tail are kept beyond it (default 102400)",
+    )
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a variable for the command (repeatable); secrets and loader variables are refused",
+    )
+    p.add_argument(
+        "--allow-process-host-sandbox",
+        action="store_true",
+        help=f"if the sandbox cannot run, run on the host with no boundary (also {ENV_OPT_IN}=1); "
+        "only inside an outer container or VM",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object with every field")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
+    p.set_defaults(run=run)
+
+
+def _parse_env(items: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SandboxArgumentError(f"--env takes K=V, not {item!r}")
+        env[key] = value
+    return env
+
+
+def _run_interruptibly(run: Callable[[threading.Event], CommandOutput]) -> CommandOutput:
+    """Runs in a worker thread so that Ctrl-C or SIGTERM cancels the command, never orphans it."""
+    cancel = threading.Event()
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["out"] = run(cancel)
+        except BaseException as exc:  # re-raised in the main thread
+            box["err"] = exc
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        cancel.set()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            try:
+                worker.join(0.1)
+            except KeyboardInterrupt:
+                cancel.set()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    error = box.get("err")
+    if isinstance(error, BaseException):
+        raise error
+    result = box["out"]
+    assert isinstance(result, CommandOutput)
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    words = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not words:
+        raise SandboxArgumentError("no command given: codeward exec [options] -- COMMAND...")
+    command = " ".join(words)
+    env = _parse_env(args.env)
+    workspace = os.path.abspath(os.path.expanduser(args.workspace))
+    sandbox = select_sandbox(workspace, allow_process_host_sandbox=args.allow_process_host_sandbox)
+    try:
+        out = _run_interruptibly(
+            lambda cancel: sandbox.exec(
+                command,
+                timeout_ms=args.timeout_ms,
+                env=env,
+                max_output_bytes=args.max_output_bytes,
+                cancel=cancel,
+            )
+        )
+    except SandboxUnavailable as exc:
+        print(f"codeward: sandbox unavailable: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    if args.json:
+        print(json.dumps(asdict(out), ensure_ascii=False))
+    else:
+        sys.stdout.write(out.stdout)
+        sys.stdout.flush()
+        sys.stderr.write(out.stderr)
+        if out.setup_error:
+            print(
+                f"codeward: sandbox refused to run the command: {out.setup_error}", file=sys.stderr
+            )
+        elif out.timed_out:
+            print(f"codeward: timed out after {args.timeout_ms} ms", file=sys.stderr)
+        if not out.sandboxed:
+            print(
+                "codeward: warning: ran on the host with no sandbox (process host)", file=sys.stderr
+            )
+    return out.exit_code

@@ -1,0 +1,128 @@
+"""``codeward policy check`` and ``codeward policy lint``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .._errors import PolicyError
+from ..policy import PermissionPolicy, argument_string
+
+
+def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = commands.add_parser(
+        "policy",
+        help="check a call against a policy, or lint a policy",
+        description="Try a permission policy on one call, or find its footguns.",
+    )
+    sub = p.add_subparsers(dest="policy_command", metavar="SUBCOMMAND", parser_class=type(p))
+    sub.required = True
+
+    check = sub.add_parser(
+        "check",
+        help="print the decision for one call and the rules that matched",
+        description=(
+            "Evaluate one tool call against a policy file and print the decision "
+            "(allow, deny or ask), the argument string the patterns were matched "
+            "against, and every rule that matched. Exit status 0 whatever the decision."
+        ),
+        epilog=(
+            "example:\n"
+            '  codeward policy check --policy policy.yaml bash \'{"command": "git push"}\''
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("--policy", required=True, metavar="FILE", help="YAML or JSON policy file")
+    check.add_argument(
+        "tool", metavar="TOOL", help="tool name, e.g. bash, read, mcp__github__create_issue"
+    )
+    check.add_argument(
+        "args_json",
+        metavar="ARGS_JSON",
+        nargs="?",
+        default="{}",
+        help="the call's arguments as a JSON object",
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.set_defaults(run=run_check)
+
+    lint = sub.add_parser(
+        "lint",
+        help="report rules that do not do what they seem to",
+        description=(
+            "Report the footguns of a policy: an allow rule that shadows an ask rule, a "
+            "'*' that stops at '/' where arguments contain one, a ':*' prefix that is not "
+            "at a word boundary, rules that can never match or never take effect, and "
+            "duplicates. Exit status 1 when there is any finding, 0 when there is none."
+        ),
+    )
+    lint.add_argument("file", metavar="FILE", help="YAML or JSON policy file")
+    lint.add_argument("--json", action="store_true", help="print one JSON object")
+    lint.set_defaults(run=run_lint)
+
+
+_ORDER = {"deny": "first", "allow": "after deny", "ask": "after deny and allow"}
+
+
+def _parse_args_json(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PolicyError(f"ARGS_JSON is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise PolicyError(f"ARGS_JSON must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def run_check(args: argparse.Namespace) -> int:
+    policy = PermissionPolicy.from_file(args.policy)
+    call_args = _parse_args_json(args.args_json)
+    decision = policy.check(args.tool, call_args)
+    tool, subject = argument_string(args.tool, call_args)
+    matched = policy.matching_rules(args.tool, call_args)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "decision": decision.value,
+                    "tool": tool,
+                    "argument_string": subject,
+                    "matched": matched,
+                    "enabled": policy.enabled,
+                    "default_decision": policy.default_decision.value,
+                },
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    print(f"decision: {decision.value}")
+    print(f"argument string: {tool}({subject})")
+    if not policy.enabled:
+        print("reason: the policy is disabled (enabled: false), so every call is allowed")
+    elif not any(matched.values()):
+        print(f"reason: no rule matched; default_decision is {policy.default_decision.value}")
+    else:
+        deciding = next(n for n in ("deny", "allow", "ask") if matched[n])
+        print(
+            f"reason: {deciding} rule {matched[deciding][0]!r} matched "
+            f"({deciding} is checked {_ORDER[deciding]})"
+        )
+    for list_name in ("deny", "allow", "ask"):
+        for raw in matched[list_name]:
+            print(f"matched {list_name}: {raw}")
+    return 0
+
+
+def run_lint(args: argparse.Namespace) -> int:
+    policy = PermissionPolicy.from_file(args.file)
+    findings = policy.lint()
+    if args.json:
+        print(json.dumps({"findings": [f.to_dict() for f in findings]}, ensure_ascii=False))
+    elif not findings:
+        print(f"{args.file}: no findings")
+    else:
+        for f in findings:
+            print(f"{args.file}: {f}")
+        print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
+    return 1 if findings else 0

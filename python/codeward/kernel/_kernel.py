@@ -1,0 +1,584 @@
+"""The invocation kernel: the one path every session-owned tool call takes.
+
+Stages, in order; the first Deny ends the call and no later stage relaxes an
+earlier one (docs/kernel.md):
+
+1. skill restrictions, argument validation, hard guardrails
+2. ``pre_tool_use`` hooks (modified arguments go through stage 1 again)
+3. origin authority (a host-direct call stops deciding here)
+4. mode matrix and permission policy, per scope (a delegated child is checked
+   against every ancestor too)
+5. tool-owned escalation (escalated bash, network grants, side-effecting
+   external tools) turns an Allow into an Ask
+6. confirmation availability: an Ask nobody can answer is a Deny, decided
+   before any request is emitted; then ``permission_request`` hooks and the
+   confirmation itself
+7. execution, then ``post_tool_use`` (or ``on_error``) hooks
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import _native
+from ..guardrail import assess_risk, check_command, check_paths, is_protected_path, summarize_call
+from ..hitl import ConfirmationManager, ConfirmationProvider, ConfirmationRequest
+from ..hooks import HookContext, HookEvent, HookRegistry
+from ..policy import Decision, PermissionPolicy
+from ..sandbox import BashSandbox
+from ..tools import (
+    ArgumentError,
+    ErrorKind,
+    MutationRecorder,
+    Tool,
+    ToolContext,
+    ToolKind,
+    ToolResult,
+    parse_sandbox_permissions,
+    run_tool,
+    validate,
+)
+from ..workspace import Workspace
+from ._matrix import MatrixRow, cell
+from ._registry import ExternalTool, ToolRegistry
+from ._types import InvocationOutcome, Mode, Origin, ToolCall, TraceEntry
+
+__all__ = ["CallScope", "InvocationKernel", "strictest"]
+
+log = logging.getLogger("codeward.kernel")
+
+_RANK = {Decision.ALLOW: 0, Decision.ASK: 1, Decision.DENY: 2}
+_BASH_TIMEOUT_DEFAULT_MS = 120_000
+
+
+def strictest(*decisions: Decision) -> Decision:
+    """deny > ask > allow."""
+    return max(decisions, key=_RANK.__getitem__)
+
+
+@dataclass(frozen=True)
+class CallScope:
+    """One level of authority a call is checked against: the session's, or a delegated child's.
+
+    A call snapshots its scopes when it is admitted, so switching the mode of a
+    live session never changes a call already in flight. ``inheritance`` says
+    what a child does with an Ask that only it introduced.
+    """
+
+    name: str
+    mode: Mode
+    policy: PermissionPolicy | None
+    provider: ConfirmationProvider | None
+    inheritance: str = "root"  # "root" | "auto_approve" | "deny_on_ask" | "inherit_parent"
+
+
+@dataclass
+class _Call:
+    """The mutable state of one call while it moves through the stages."""
+
+    call: ToolCall
+    origin: Origin
+    scopes: tuple[CallScope, ...]
+    skill: str | None
+    tool: Tool | None
+    args: Mapping[str, Any]
+    trace: list[TraceEntry] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # why an Ask is needed
+    escalated: bool = False  # approved require_escalated: run outside the sandbox
+    network_grant: Mapping[str, Any] | None = None
+
+    def note(self, stage: str, verdict: str, reason: str) -> None:
+        self.trace.append(TraceEntry(stage, verdict, reason))
+
+    @property
+    def paths(self) -> list[str]:
+        if self.tool is None:
+            return []
+        try:
+            return [p for p in self.tool.paths(self.args) if isinstance(p, str)]
+        except Exception:  # a tool that cannot name its paths names none; guardrails see the args
+            return []
+
+
+class _Denied(Exception):
+    def __init__(self, reason: str, kind: ErrorKind = ErrorKind.PERMISSION_DENIED) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+
+
+class InvocationKernel:
+    """Decides and runs the calls of one session. Sessions own one each; hosts never build it."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        workspace: Workspace,
+        sandbox: BashSandbox,
+        registry: ToolRegistry,
+        hooks: HookRegistry,
+        confirmations: ConfirmationManager,
+        recorder: MutationRecorder | None,
+        host_sandbox_factory: Callable[[], BashSandbox],
+        bash_observer: Callable[[Callable[[], ToolResult], bool], ToolResult] | None = None,
+        release_placeholders: Callable[[], None] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.workspace = workspace
+        self.sandbox = sandbox
+        self.registry = registry
+        self.hooks = hooks
+        self.confirmations = confirmations
+        self.recorder = recorder
+        self.host_sandbox_factory = host_sandbox_factory
+        self.bash_observer = bash_observer
+        self.release_placeholders = release_placeholders
+
+    # -- the pipeline -------------------------------------------------------------------
+
+    def invoke(
+        self,
+        call: ToolCall,
+        origin: Origin,
+        scopes: Sequence[CallScope],
+        *,
+        skill: str | None = None,
+    ) -> InvocationOutcome:
+        """Runs ``call`` through every stage; never raises for anything the call itself causes."""
+        state = _Call(call, origin, tuple(scopes), skill, self.registry.get(call.name), call.args)
+        try:
+            self._admit(state)
+            decision = self._decide(state)
+        except _Denied as denied:
+            state.note("decision", "deny", denied.reason)
+            return self._outcome(state, Decision.DENY, None, None, denied.reason, denied.kind)
+        if decision is Decision.ASK:
+            approved, reason = self._confirm(state)
+            if not approved:
+                return self._outcome(
+                    state, Decision.ASK, False, None, reason, ErrorKind.PERMISSION_DENIED
+                )
+            return self._outcome(state, Decision.ASK, True, self._execute(state), reason, None)
+        return self._outcome(state, Decision.ALLOW, None, self._execute(state), "allowed", None)
+
+    def _admit(self, s: _Call) -> None:
+        """Stages 1 and 2; raises _Denied."""
+        self._stage1(s)
+        if s.origin is Origin.HOST_DIRECT:
+            s.note("hooks", "skip", "a host-direct call runs no gating hooks")
+            return
+        outcome = self.hooks.run(
+            HookEvent.PRE_TOOL_USE, self._hook_context(s, HookEvent.PRE_TOOL_USE)
+        )
+        for entry in outcome.trace:
+            s.note("hooks", entry.action, f"hook {entry.id}: {entry.reason or entry.action}")
+        if outcome.action == "block":
+            raise _Denied(f"blocked by hook {outcome.blocked_by}: {outcome.reason}")
+        if outcome.args is not None and dict(outcome.args) != dict(s.args):
+            s.args = dict(outcome.args)
+            s.note("hooks", "continue", "a hook modified the arguments: they are checked again")
+            self._stage1(s)
+        elif not outcome.trace:
+            s.note("hooks", "continue", "no pre_tool_use hook matched")
+
+    def _stage1(self, s: _Call) -> None:
+        if s.origin is Origin.SKILL or s.skill is not None:
+            skill = self.registry.skill(s.skill or "")
+            if skill is None:
+                raise _Denied(f"skill {s.skill!r} is not registered")
+            if not _tool_allowed(s.call.name, skill.allowed_tools):
+                raise _Denied(
+                    f"skill {skill.name!r} may only call {', '.join(skill.allowed_tools)}; "
+                    f"{s.call.name!r} is not among them"
+                )
+            s.note("skill", "allow", f"{s.call.name!r} is among the tools of skill {skill.name!r}")
+        if s.tool is not None:
+            try:
+                validate(s.tool.schema, s.args)
+            except ArgumentError as exc:
+                raise _Denied(
+                    f"invalid arguments for {s.call.name}: {exc}", ErrorKind.INVALID_ARGUMENT
+                ) from None
+        hit = None
+        if s.tool is not None and s.tool.kind is ToolKind.BASH:
+            hit = check_command(str(s.args.get("command", "")))
+        if hit is None:
+            hit = check_paths(self.workspace, s.paths)
+        if hit is not None:
+            raise _Denied(f"guardrail {hit.rule}: {hit.message}")
+        s.note("guardrail", "allow", "no hard guardrail applies")
+
+    def _decide(self, s: _Call) -> Decision:
+        """Stages 3 to 6: the verdict before execution (ALLOW or ASK); raises _Denied."""
+        if s.origin is Origin.HOST_DIRECT:
+            s.note("origin", "allow", "a privileged host call: no mode, policy or confirmation")
+            return Decision.ALLOW
+        s.note("origin", "continue", _origin_reason(s))
+        row = self._row(s)
+        per_scope = []
+        for scope in s.scopes:
+            decision = self._scope_decision(s, scope, row)
+            per_scope.append(decision)
+            if decision is Decision.DENY:
+                raise _Denied(
+                    f"denied in scope {scope.name!r} ({row.value}, mode {scope.mode.value})"
+                )
+        decision = self._route(s, row, per_scope)
+        if decision is Decision.ASK:
+            self._check_available(s)
+        return decision
+
+    def _row(self, s: _Call) -> MatrixRow:
+        tool = s.tool
+        if tool is None:
+            return MatrixRow.UNKNOWN
+        if tool.kind is ToolKind.READ:
+            return MatrixRow.READ
+        if tool.kind is ToolKind.GIT:
+            return MatrixRow.GIT_READ
+        if tool.kind is ToolKind.DOWNLOAD:
+            return MatrixRow.DOWNLOAD
+        if tool.kind is ToolKind.LAUNCH:
+            return MatrixRow.LAUNCH
+        if tool.kind is ToolKind.WRITE:
+            protected = [p for p in s.paths if is_protected_path(self.workspace, p)]
+            return MatrixRow.WRITE_PROTECTED if protected else MatrixRow.WRITE
+        if tool.kind is ToolKind.BASH:
+            try:
+                perms = parse_sandbox_permissions(s.args)
+            except (ArgumentError, ValueError) as exc:
+                raise _Denied(
+                    f"invalid sandbox_permissions: {exc}", ErrorKind.INVALID_ARGUMENT
+                ) from None
+            if perms.mode != "use_default":
+                s.escalated = perms.mode == "require_escalated"
+                s.network_grant = (
+                    perms.network_grant if perms.mode == "request_network_grant" else None
+                )
+                return MatrixRow.BASH_ESCALATION
+            return (
+                MatrixRow.BASH_SANDBOXED if self.sandbox.sandboxed else MatrixRow.BASH_UNSANDBOXED
+            )
+        if isinstance(tool, ExternalTool) and not tool.annotations.side_effecting:
+            return MatrixRow.MCP_READ_ONLY
+        return MatrixRow.MCP_SIDE_EFFECT
+
+    def _scope_decision(self, s: _Call, scope: CallScope, row: MatrixRow) -> Decision:
+        """Stages 4 and 5 for one scope: strictest(mode cell, policy), then escalation."""
+        mode_cell = cell(scope.mode, row)
+        decision = mode_cell
+        detail = f"mode {scope.mode.value}: {row.value} -> {mode_cell.value}"
+        if scope.policy is not None:
+            policy_decision = scope.policy.check(s.call.name, s.args)
+            rules = scope.policy.matching_rules(s.call.name, s.args)
+            explicit_allow = policy_decision is Decision.ALLOW and bool(rules["allow"])
+            if mode_cell is Decision.ASK and explicit_allow and scope.mode is Mode.DEFAULT:
+                decision = Decision.ALLOW
+                detail += f"; allow rule {rules['allow'][0]} lowers the ask in default mode"
+            else:
+                decision = strictest(mode_cell, policy_decision)
+                matched = rules.get(policy_decision.value) or []
+                why = f"rule {matched[0]}" if matched else "the policy default"
+                detail += f"; policy: {policy_decision.value} ({why})"
+        s.note("mode_policy", decision.value, f"scope {scope.name!r}: {detail}")
+        if decision is Decision.ASK and scope is s.scopes[0]:
+            s.reasons.append(detail)
+        escalation = self._escalation(s, row)
+        if escalation and decision is not Decision.DENY:
+            s.note("escalation", "ask", escalation)
+            decision = Decision.ASK
+        return decision
+
+    def _escalation(self, s: _Call, row: MatrixRow) -> str | None:
+        if row is MatrixRow.BASH_ESCALATION:
+            if s.escalated:
+                return f"bash asks to run outside the sandbox: {s.args.get('justification', '')}"
+            return f"bash asks for a network grant to {_grant_text(s.network_grant)}"
+        if row is MatrixRow.MCP_SIDE_EFFECT and s.tool is not None:
+            return f"{s.call.name} declares a side effect (or no annotations)"
+        return None
+
+    def _route(self, s: _Call, row: MatrixRow, per_scope: list[Decision]) -> Decision:
+        """Combines the scopes' decisions: whether an Ask is needed, and that the root answers it.
+
+        A scope's Ask is the child's own only when no scope above it asks; an
+        Ask above already goes to the root's provider, which is asked once.
+        """
+        asked_above = per_scope[0] is Decision.ASK
+        for scope, decision in zip(s.scopes[1:], per_scope[1:], strict=True):
+            if decision is not Decision.ASK:
+                continue
+            if asked_above:
+                s.note(
+                    "delegation", "ask", f"scope {scope.name!r} asks too: one question covers both"
+                )
+            elif self._escalation(s, row):
+                s.note("delegation", "ask", "a tool-owned escalation is answered by the parent")
+                asked_above = True
+            elif scope.inheritance == "deny_on_ask":
+                raise _Denied(f"child scope {scope.name!r} asks, and its setting is deny_on_ask")
+            elif scope.inheritance == "auto_approve":
+                s.note(
+                    "delegation",
+                    "allow",
+                    f"child scope {scope.name!r}: its own ask is auto-approved",
+                )
+            else:
+                s.note(
+                    "delegation",
+                    "ask",
+                    f"child scope {scope.name!r} inherits the parent's provider",
+                )
+                asked_above = True
+        return Decision.ASK if asked_above else Decision.ALLOW
+
+    def _check_available(self, s: _Call) -> None:
+        """Stage 6: an Ask that nobody can answer is a Deny before any request is emitted."""
+        root = s.scopes[0]
+        auto = [sc.name for sc in s.scopes if sc.mode is Mode.AUTO]
+        if auto:
+            raise _Denied(
+                f"confirmation unavailable: scope {auto[0]!r} is in auto mode, which never asks",
+                ErrorKind.CONFIRMATION_UNAVAILABLE,
+            )
+        if not self.confirmations.policy.enabled:
+            raise _Denied(
+                "confirmation unavailable: confirmations are disabled for this session",
+                ErrorKind.CONFIRMATION_UNAVAILABLE,
+            )
+        if root.provider is None:
+            raise _Denied(
+                "confirmation unavailable: no confirmation provider, so every ask fails closed",
+                ErrorKind.CONFIRMATION_UNAVAILABLE,
+            )
+        available_for = getattr(root.provider, "available_for", None)
+        if available_for is not None:
+            try:
+                available = available_for(s.call) is True
+            except Exception as exc:
+                available = False
+                log.warning("available_for raised %s: %s", type(exc).__name__, exc)
+            if not available:
+                raise _Denied(
+                    "confirmation unavailable: the provider cannot answer this call",
+                    ErrorKind.CONFIRMATION_UNAVAILABLE,
+                )
+        s.note("confirmation_availability", "ask", "a provider can answer")
+
+    def _confirm(self, s: _Call) -> tuple[bool, str]:
+        """permission_request hooks, then one request to the root provider."""
+        request = self._request(s)
+        hooks = self.hooks.run(
+            HookEvent.PERMISSION_REQUEST, self._hook_context(s, HookEvent.PERMISSION_REQUEST)
+        )
+        for entry in hooks.trace:
+            s.note(
+                "hooks",
+                entry.action,
+                f"permission_request hook {entry.id}: {entry.reason or entry.action}",
+            )
+        if hooks.action == "block":
+            reason = f"blocked by hook {hooks.blocked_by}: {hooks.reason}"
+            s.note("confirmation", "deny", reason)
+            return False, reason
+        provider = s.scopes[0].provider
+        assert provider is not None  # _check_available made sure
+        answer = self.confirmations.ask(request, provider)
+        verdict = "approved" if answer.approved else "rejected"
+        reason = f"{verdict} ({answer.how})" + (f": {answer.reason}" if answer.reason else "")
+        s.note("confirmation", "allow" if answer.approved else "deny", reason)
+        return answer.approved, reason
+
+    def _request(self, s: _Call) -> ConfirmationRequest:
+        sandboxed = self.sandbox.sandboxed and not s.escalated
+        kind = s.tool.kind.value if s.tool is not None else "unknown"
+        timeout = self.confirmations.policy.default_timeout_ms
+        scope: dict[str, Any] = {
+            "paths": self._relpaths(s.paths),
+            "sandboxed": sandboxed,
+            "origin": s.origin.value,
+        }
+        if s.tool is not None and s.tool.kind is ToolKind.BASH:
+            scope["timeout_ms"] = s.args.get("timeout", _BASH_TIMEOUT_DEFAULT_MS)
+        if s.network_grant is not None:
+            scope["host_port"] = _grant_text(s.network_grant)
+        reasons = list(s.reasons) + [
+            t.reason for t in s.trace if t.stage in ("escalation", "delegation")
+        ]
+        reasons = list(dict.fromkeys(reasons))  # one line per reason, in order
+        return ConfirmationRequest(
+            id=s.call.id,
+            tool=s.call.name,
+            operation=summarize_call(s.call.name, s.args),
+            reason="; ".join(reasons) or "the policy asks",
+            scope=scope,
+            risk=assess_risk(
+                s.call.name,
+                s.args,
+                kind=kind,
+                sandboxed=sandboxed,
+                paths=s.paths,
+                annotations=s.tool.annotations if isinstance(s.tool, ExternalTool) else None,
+                workspace=self.workspace,
+            ),
+            args=s.args,
+            origin=s.origin.value,
+            timeout_ms=timeout,
+            created_at=time.time(),
+            session_id=self.session_id,
+        )
+
+    # -- stage 7 ------------------------------------------------------------------------
+
+    def _execute(self, s: _Call) -> ToolResult:
+        if s.tool is None:
+            result = ToolResult.failure(
+                s.call.name, ErrorKind.NOT_FOUND, f"no tool named {s.call.name!r} is registered"
+            )
+            s.note("execution", "error", result.output)
+            return result
+        ctx = ToolContext(
+            workspace=self.workspace,
+            sandbox=self.sandbox,
+            recorder=self.recorder,
+            escalated=s.escalated,
+            host_sandbox_factory=self.host_sandbox_factory,
+        )
+        tool = s.tool
+        if (
+            tool.kind in (ToolKind.WRITE, ToolKind.DOWNLOAD)
+            and self.release_placeholders is not None
+            and any(is_protected_path(self.workspace, p) for p in s.paths)
+        ):
+            # A long-lived sandbox keeps empty directories at missing protected names;
+            # the write needs the name free, and the next command rebuilds the sandbox.
+            self.release_placeholders()
+
+        def run() -> ToolResult:
+            return run_tool(tool, s.args, ctx)
+
+        try:
+            if tool.kind is ToolKind.BASH and self.bash_observer is not None:
+                result = self.bash_observer(run, s.escalated)
+            else:
+                result = run()
+        except Exception as exc:  # run_tool maps everything; this is a last line of defence
+            log.exception("tool %s raised", tool.name)
+            result = ToolResult.failure(
+                tool.name, ErrorKind.TOOL_FAILED, f"{type(exc).__name__}: {exc}"
+            )
+        if s.network_grant is not None:
+            meta = dict(result.metadata)
+            meta["network_grant"] = {"requested": _grant_text(s.network_grant), "active": False}
+            result = ToolResult(
+                result.name,
+                result.output,
+                result.exit_code,
+                result.success,
+                meta,
+                result.error_kind,
+            )
+        s.note("execution", "ok" if result.success else "error", _result_reason(result))
+        event = HookEvent.POST_TOOL_USE if result.success else HookEvent.ON_ERROR
+        context = self._hook_context(
+            s, event, result=result, error=None if result.success else result.output
+        )
+        self.hooks.run(event, context)
+        return result
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _hook_context(
+        self, s: _Call, event: HookEvent, *, result: object | None = None, error: str | None = None
+    ) -> HookContext:
+        return HookContext(
+            event=event,
+            session_id=self.session_id,
+            call_id=s.call.id,
+            tool=s.call.name,
+            args=s.args,
+            paths=tuple(self._relpaths(s.paths)),
+            origin=s.origin.value,
+            result=result,
+            error=error,
+            extra={},
+        )
+
+    def _relpaths(self, paths: list[str]) -> list[str]:
+        out = []
+        for p in paths:
+            try:
+                out.append(self.workspace.relpath(p))
+            except Exception:
+                out.append(p)
+        return out
+
+    def _outcome(
+        self,
+        s: _Call,
+        decision: Decision,
+        approved: bool | None,
+        result: ToolResult | None,
+        reason: str,
+        kind: ErrorKind | None,
+    ) -> InvocationOutcome:
+        return InvocationOutcome(
+            call_id=s.call.id,
+            tool=s.call.name,
+            origin=s.origin,
+            decision=decision,
+            approved=approved,
+            executed=result is not None,
+            result=result,
+            reason=reason,
+            trace=tuple(s.trace),
+            error_kind=kind if result is None else result.error_kind,
+        )
+
+
+def _tool_allowed(name: str, allowed: Sequence[str]) -> bool:
+    for pattern in allowed:
+        if pattern == "*" or _tool_glob(pattern).match(name):
+            return True
+        if (
+            pattern.startswith("mcp__")
+            and pattern.count("__") == 1
+            and name.startswith(pattern + "__")
+        ):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=256)
+def _tool_glob(pattern: str) -> _native.Glob:
+    """A skill's tool pattern, compiled once rather than on every call of the skill."""
+    return _native.Glob(pattern, tool_name=True)
+
+
+def _origin_reason(s: _Call) -> str:
+    if s.origin is Origin.DELEGATED:
+        chain = " -> ".join(sc.name for sc in s.scopes)
+        return f"a delegated call, checked against every scope: {chain}"
+    if s.origin is Origin.SKILL:
+        return f"a call of skill {s.skill!r}"
+    return f"origin {s.origin.value}: the mode and the policy decide"
+
+
+def _grant_text(grant: Mapping[str, Any] | None) -> str:
+    if not grant:
+        return "?"
+    return f"{grant.get('host')}:{grant.get('port')}"
+
+
+def _result_reason(result: ToolResult) -> str:
+    if result.success:
+        return f"exit {result.exit_code}"
+    kind = result.error_kind.value if result.error_kind else "error"
+    first = result.output.splitlines()[0] if result.output else ""
+    return f"{kind}: {first[:200]}"

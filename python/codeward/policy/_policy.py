@@ -1,0 +1,352 @@
+"""PermissionPolicy: deny, allow and ask rule lists compiled once into the C rule set."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import _native
+from .._errors import NativeCoreError, PolicyError, PolicyFileError
+from ._subject import argument_string, canonical_json, canonical_tool, subjects
+
+__all__ = ["Decision", "PermissionPolicy", "RuleView"]
+
+LISTS = ("deny", "allow", "ask")
+_LIST_CODES = {"deny": _native.LIST_DENY, "allow": _native.LIST_ALLOW, "ask": _native.LIST_ASK}
+_FILE_KEYS = ("deny", "allow", "ask", "default_decision", "enabled")
+_CAMEL_HINTS = {"defaultDecision": "default_decision"}
+
+
+class Decision(str, enum.Enum):
+    """What the policy says about one call."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK = "ask"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_BY_LIST_CODE = {
+    _native.LIST_DENY: Decision.DENY,
+    _native.LIST_ALLOW: Decision.ALLOW,
+    _native.LIST_ASK: Decision.ASK,
+}
+
+
+class RuleView:
+    """One compiled rule: where it came from and its canonical form."""
+
+    __slots__ = ("flags", "index", "list", "pattern", "raw", "tool")
+
+    def __init__(self, index: int, list_name: str, raw: str, tool: str, pattern: str, flags: int):
+        self.index = index
+        self.list = list_name
+        self.raw = raw
+        self.tool = tool
+        self.pattern = pattern
+        self.flags = flags
+
+    @property
+    def any_args(self) -> bool:
+        return bool(self.flags & _native.RULE_ANY_ARGS)
+
+    @property
+    def tool_glob(self) -> bool:
+        return bool(self.flags & _native.RULE_TOOL_GLOB)
+
+    @property
+    def mcp_server(self) -> bool:
+        return bool(self.flags & _native.RULE_MCP_SERVER)
+
+    @property
+    def prefix(self) -> bool:
+        return bool(self.flags & _native.RULE_PREFIX)
+
+    @property
+    def rewritten(self) -> bool:
+        return bool(self.flags & _native.RULE_REWRITTEN)
+
+    def covers_tool(self, tool: str) -> bool:
+        """Whether this rule's tool part names `tool` (already canonical)."""
+        if self.tool_glob:
+            return bool(_native.Glob(self.tool, tool_name=True).match(tool))
+        if self.mcp_server:
+            return tool == self.tool or tool.startswith(self.tool + "__")
+        return tool == self.tool
+
+    def __repr__(self) -> str:
+        return f"RuleView({self.list}: {self.raw!r} -> {self.tool}({self.pattern}))"
+
+
+def _rule_text(entry: Any, list_name: str, position: int) -> str:
+    if isinstance(entry, str):
+        return entry
+    if isinstance(entry, Mapping):
+        extra = set(entry) - {"rule"}
+        if extra:
+            raise PolicyError(
+                f"{list_name}[{position}]: unknown key(s) {sorted(map(str, extra))} in a rule "
+                "object; only 'rule' is allowed"
+            )
+        if "rule" not in entry:
+            raise PolicyError(f"{list_name}[{position}]: a rule object needs a 'rule' key")
+        if not isinstance(entry["rule"], str):
+            raise PolicyError(f"{list_name}[{position}]: 'rule' must be a string")
+        return str(entry["rule"])
+    raise PolicyError(
+        f"{list_name}[{position}]: a rule is a string or {{'rule': ...}}, "
+        f"not {type(entry).__name__}"
+    )
+
+
+def _rule_list(value: Any, list_name: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise PolicyError(
+            f"{list_name} must be a list of rules, not {type(value).__name__} "
+            f"(write {list_name}=[{value!r}] for one rule)"
+        )
+    return [_rule_text(entry, list_name, i) for i, entry in enumerate(value)]
+
+
+def _decision(value: Any) -> Decision:
+    if isinstance(value, Decision):
+        return value
+    if isinstance(value, str):
+        try:
+            return Decision(value)
+        except ValueError:
+            pass
+    raise PolicyError(f"default_decision must be 'allow', 'deny' or 'ask', not {value!r}")
+
+
+class PermissionPolicy:
+    """Deny, allow and ask rules; evaluation is deny, then allow, then ask, then the default.
+
+    ``enabled=False`` allows everything. Rules are parsed and compiled when the
+    policy is built; a malformed rule raises :class:`PolicyError` naming it.
+    """
+
+    __slots__ = ("_default", "_enabled", "_lists", "_rules", "_ruleset", "_views")
+
+    def __init__(
+        self,
+        deny: Iterable[str | Mapping[str, str]] | None = None,
+        allow: Iterable[str | Mapping[str, str]] | None = None,
+        ask: Iterable[str | Mapping[str, str]] | None = None,
+        default_decision: Decision | str = Decision.ASK,
+        enabled: bool = True,
+    ) -> None:
+        if not isinstance(enabled, bool):
+            raise PolicyError(f"enabled must be True or False, not {enabled!r}")
+        self._enabled = enabled
+        self._default = _decision(default_decision)
+        self._lists = {
+            "deny": _rule_list(deny, "deny"),
+            "allow": _rule_list(allow, "allow"),
+            "ask": _rule_list(ask, "ask"),
+        }
+        self._ruleset = _native.Ruleset()
+        self._rules: list[tuple[str, str]] = []
+        for list_name in LISTS:
+            for raw in self._lists[list_name]:
+                self._add(list_name, raw)
+        self._views: list[RuleView] | None = None
+
+    def _add(self, list_name: str, raw: str) -> None:
+        index = len(self._rules)
+        try:
+            self._ruleset.add(_LIST_CODES[list_name], raw, index)
+        except _native.NativeError as exc:
+            status, message = exc.args[0], exc.args[1]
+            if status in ("syntax", "too_large"):
+                raise PolicyError(f"{list_name} rule {raw!r}: {message}", rule=raw) from None
+            raise NativeCoreError(message, status=status, errno=exc.args[3]) from None
+        self._rules.append((list_name, raw))
+
+    # -- evaluation ---------------------------------------------------------
+
+    def check(self, tool: str, args: Mapping[str, Any] | None = None) -> Decision:
+        """The decision for one call: DENY, ALLOW or ASK.
+
+        A multi-file read is decided per file: denied if any file is denied,
+        asked if any is asked or falls to an ask default, allowed only if all are.
+        """
+        if not self._enabled:
+            return Decision.ALLOW
+        name, subject = argument_string(tool, args)
+        if "\n" not in subject or name != "read":
+            hit = self._ruleset.check(name, subject)
+            return _BY_LIST_CODE[hit] if hit else self._default
+        # a multi-file read: every file must be allowed on its own
+        decisions = set()
+        for each in subjects(tool, args)[1]:
+            hit = self._ruleset.check(name, each)
+            decisions.add(_BY_LIST_CODE[hit] if hit else self._default)
+        for strictest in (Decision.DENY, Decision.ASK, Decision.ALLOW):
+            if strictest in decisions:
+                return strictest
+        return self._default
+
+    def matching_rules(
+        self, tool: str, args: Mapping[str, Any] | None = None
+    ) -> dict[str, list[str]]:
+        """The raw rule strings that match this call, per list (in policy order)."""
+        name, each = subjects(tool, args)
+        indices: set[int] = set()
+        for subject in each:
+            indices.update(self._ruleset.matches(name, subject))
+        found: dict[str, list[str]] = {"deny": [], "allow": [], "ask": []}
+        for index in sorted(indices):
+            list_name, raw = self._rules[index]
+            found[list_name].append(raw)
+        return found
+
+    def exposes_to_model(self, tool: str) -> bool:
+        """False only if every call of `tool` is denied before its arguments are known.
+
+        That is a whole-tool deny (a bare rule or ``Tool(*)``), or a default
+        of deny with no allow or ask rule for the tool.
+        """
+        if not self._enabled:
+            return True
+        name = canonical_tool(tool)
+        if name in ("grep", "glob", "bm25"):
+            name = "search"
+        views = self.rules()
+        if any(v.list == "deny" and v.any_args and v.covers_tool(name) for v in views):
+            return False
+        if self._default is Decision.DENY:
+            return any(v.list != "deny" and v.covers_tool(name) for v in views)
+        return True
+
+    # -- introspection --------------------------------------------------------
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    @property
+    def default_decision(self) -> Decision:
+        return self._default
+
+    @property
+    def deny(self) -> list[str]:
+        return list(self._lists["deny"])
+
+    @property
+    def allow(self) -> list[str]:
+        return list(self._lists["allow"])
+
+    @property
+    def ask(self) -> list[str]:
+        return list(self._lists["ask"])
+
+    def rules(self) -> list[RuleView]:
+        """Every rule in evaluation order with its canonical (rewritten) form."""
+        if self._views is None:
+            views = []
+            for index, (list_name, raw) in enumerate(self._rules):
+                _list, _id, flags, tool, pattern = self._ruleset.rule(index)
+                views.append(
+                    RuleView(
+                        index, list_name, raw, tool, pattern.decode("utf-8", "surrogatepass"), flags
+                    )
+                )
+            self._views = views
+        return list(self._views)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The policy in the file format accepted by :meth:`from_dict`."""
+        return {
+            "deny": self.deny,
+            "allow": self.allow,
+            "ask": self.ask,
+            "default_decision": self._default.value,
+            "enabled": self._enabled,
+        }
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the canonical JSON of :meth:`to_dict`; pins grants to a policy."""
+        return hashlib.sha256(canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
+
+    def lint(self) -> list[Any]:
+        """Footguns in this policy; see :func:`codeward.policy.lint_policy`."""
+        from ._lint import lint_policy
+
+        return list(lint_policy(self))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PermissionPolicy) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n}={len(self._lists[n])}" for n in LISTS)
+        return (
+            f"PermissionPolicy({counts}, default_decision={self._default.value!r}, "
+            f"enabled={self._enabled})"
+        )
+
+    # -- construction from data ---------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "policy") -> PermissionPolicy:
+        """Builds a policy from ``{deny, allow, ask, default_decision, enabled}``."""
+        if not isinstance(data, Mapping):
+            raise PolicyError(f"{source}: a policy is a mapping, not {type(data).__name__}")
+        unknown = [k for k in data if k not in _FILE_KEYS]
+        if unknown:
+            hints = [
+                f"{k!r} (did you mean {_CAMEL_HINTS[k]!r}?)" if k in _CAMEL_HINTS else repr(k)
+                for k in unknown
+            ]
+            raise PolicyError(
+                f"{source}: unknown key(s) {', '.join(hints)}; allowed: {', '.join(_FILE_KEYS)}"
+            )
+        return cls(
+            deny=data.get("deny"),
+            allow=data.get("allow"),
+            ask=data.get("ask"),
+            default_decision=data.get("default_decision", Decision.ASK),
+            enabled=data.get("enabled", True),
+        )
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PermissionPolicy:
+        """Reads a YAML or JSON policy file (JSON is valid YAML, so both parse)."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PolicyFileError(
+                f"cannot read policy file {path}: {exc}", path=str(path)
+            ) from None
+        try:
+            if path.suffix.lower() == ".json":
+                data = json.loads(text)
+            else:
+                import yaml
+
+                data = yaml.safe_load(text)
+        except Exception as exc:  # parser errors have no common base class
+            raise PolicyFileError(
+                f"policy file {path} does not parse: {exc}", path=str(path)
+            ) from None
+        if data is None:
+            data = {}
+        try:
+            return cls.from_dict(data, source=str(path))
+        except PolicyError as exc:
+            err = PolicyFileError(f"{path}: {exc}", path=str(path))
+            err.rule = exc.rule
+            raise err from None

@@ -1,0 +1,309 @@
+"""Sandboxes over the C core: the native bubblewrap boundary and the opted-in process host."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, ClassVar
+
+from .. import _native
+from .._errors import NativeCoreError, SandboxArgumentError, SandboxError, SandboxUnavailable
+from ._args import check_exec_args
+from ._base import SandboxBase
+from ._locate import MIN_BWRAP, bwrap_version, find_bwrap, init_path
+from ._output import CommandOutput
+
+DEFAULT_TIMEOUT_MS = 120_000
+DEFAULT_MAX_OUTPUT = 102_400
+PROBE_TIMEOUT_MS = 10_000
+
+
+def _env_entries(env: Mapping[str, str] | None) -> list[str]:
+    if not env:
+        return []
+    entries = []
+    for key, value in env.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise SandboxArgumentError("environment names and values must be strings")
+        if not key or "=" in key or "\0" in key:
+            raise SandboxArgumentError(
+                f"invalid environment variable name {key!r}: it must be non-empty, "
+                "without '=' or NUL"
+            )
+        if "\0" in value:
+            raise SandboxArgumentError(f"environment variable {key} contains a NUL byte")
+        entries.append(f"{key}={value}")
+    return entries
+
+
+def _raise_native(exc: Any, workspace: str) -> None:
+    status, message = exc.args[0], exc.args[1]
+    if status == "invalid":
+        raise SandboxArgumentError(message) from None
+    if status in ("unsupported", "refused"):
+        raise SandboxUnavailable(message, workspace=workspace, cause=message) from None
+    raise NativeCoreError(message, status=status, errno=exc.args[3]) from None
+
+
+class _CancelBridge:
+    """Turns a threading.Event-like `cancel` into a pipe the C runner polls."""
+
+    def __init__(self, cancel: Any) -> None:
+        self._read, self._write = os.pipe()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(cancel,), daemon=True)
+        self._thread.start()
+
+    @property
+    def fd(self) -> int:
+        return self._read
+
+    def _watch(self, cancel: Any) -> None:
+        while not self._done.is_set():
+            waiter = getattr(cancel, "wait", None)
+            if waiter is not None:
+                waiter(0.05)
+            else:
+                time.sleep(0.05)
+            if cancel.is_set():
+                os.write(self._write, b"x")
+                return
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join()
+        os.close(self._read)
+        os.close(self._write)
+
+
+# Handles whose long-lived sandbox must be stopped when the interpreter exits, so its
+# placeholders leave the workspace (after a SIGKILL the next run's journal sweep does it).
+_LIVE: weakref.WeakSet[_CoreSandbox] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for sb in live:
+        sb.close()
+
+
+class _CoreSandbox(SandboxBase):
+    """Shared plumbing of the two sandboxes the C core runs.
+
+    ``close()`` (also on leaving a ``with`` block, on garbage collection and
+    at interpreter exit) stops a long-lived sandbox; a later exec starts a
+    new one.
+    """
+
+    _backend = "bwrap"
+    _sandboxed = True
+
+    def __init__(self, workspace: str | os.PathLike[str], *, _handle: Any) -> None:
+        self._handle = _handle
+        self._workspace = str(_handle.workspace)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    def close(self) -> None:
+        """Stops the long-lived sandbox, if one runs, and removes its placeholders.
+
+        A command running in it is cancelled first. The object stays usable.
+        """
+        self._handle.stop()
+
+    def __enter__(self) -> _CoreSandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        env: Mapping[str, str] | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT,
+        kill_grace_ms: int = 2000,
+        cancel: Any = None,
+    ) -> CommandOutput:
+        """Runs ``bash -c command`` and returns its output (never raises for the command's fate)."""
+        check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
+        entries = _env_entries(env)
+        bridge = _CancelBridge(cancel) if cancel is not None else None
+        try:
+            raw = self._handle.exec(
+                command.encode("utf-8", "surrogateescape"),
+                entries,
+                timeout_ms,
+                kill_grace_ms,
+                max_output_bytes,
+                bridge.fd if bridge else -1,
+            )
+        except _native.NativeError as exc:
+            _raise_native(exc, self._workspace)
+            raise  # unreachable: _raise_native always raises
+        finally:
+            if bridge:
+                bridge.close()
+        return CommandOutput(
+            stdout=raw["stdout"].decode("utf-8", "replace"),
+            stderr=raw["stderr"].decode("utf-8", "replace"),
+            exit_code=raw["exit_code"],
+            timed_out=raw["timed_out"],
+            truncated=raw["stdout_truncated"] or raw["stderr_truncated"],
+            total_bytes=raw["stdout_total"] + raw["stderr_total"],
+            sandboxed=self._sandboxed,
+            backend=self._backend,
+            setup_error=raw["setup_error"],
+            cancelled=raw["cancelled"],
+            duration_ms=raw["duration_us"] / 1000.0,
+        )
+
+
+def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
+    init = init_path()
+    if init is None:
+        raise SandboxUnavailable(
+            "the a3s-init executable is missing from the installed package; reinstall codeward",
+            workspace=str(workspace),
+            cause="a3s-init missing",
+        )
+    try:
+        return _native.Sandbox(os.fspath(workspace), init, **kwargs)
+    except _native.NativeError as exc:
+        _raise_native(exc, str(workspace))
+
+
+class NativeBashSandbox(_CoreSandbox):
+    """The enforced boundary: bubblewrap namespaces, seccomp and Landlock around every command.
+
+    By default (``reuse=True``) the object keeps one long-lived sandbox and
+    runs each command in it as a fresh, fully confined process; the sandbox
+    is rebuilt whenever the workspace changed under it in a way that matters
+    (docs/security.md), and a second concurrent ``exec`` runs in a sandbox
+    of its own rather than waiting. ``reuse=False`` starts one bubblewrap
+    per command. Use it as a context manager, or call :meth:`close`, to stop
+    the long-lived sandbox (it is also stopped when the object is collected
+    and at interpreter exit): until then the read-only placeholders of
+    missing protected names (``.bashrc``, ``.mcp.json`` ...) stay in the
+    workspace, where host tools such as ``git status`` see them.
+
+    Construct it through :func:`select_sandbox`, which probes first; building
+    one directly skips the readiness probe (call :meth:`probe` yourself).
+    """
+
+    _backend = "bwrap"
+    _sandboxed = True
+    _probe_cache: ClassVar[dict[tuple[str, str], str | None]] = {}
+    _probe_lock = threading.Lock()
+    _default_reuse: ClassVar[bool] = True  # tests flip it to run the suites one-shot
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        *,
+        bwrap: str | None = None,
+        reuse: bool | None = None,
+    ) -> None:
+        bwrap = bwrap or find_bwrap(os.fspath(workspace))
+        if bwrap is None:
+            raise SandboxUnavailable(
+                "bubblewrap (bwrap) is not installed",
+                workspace=str(workspace),
+                cause="bwrap missing",
+            )
+        if reuse is None:
+            reuse = self._default_reuse
+        if not isinstance(reuse, bool):
+            raise SandboxArgumentError("reuse must be True or False")
+        super().__init__(workspace, _handle=_new_handle(workspace, bwrap=bwrap, reuse=reuse))
+        self._bwrap = bwrap
+        self._reuse = reuse
+
+    @property
+    def reuse(self) -> bool:
+        """Whether commands run in one long-lived sandbox (else one bubblewrap each)."""
+        return self._reuse
+
+    @classmethod
+    def probe(cls, bwrap: str | None = None, workspace: str | None = None) -> str | None:
+        """None if the boundary works on this machine, else the reason it does not.
+
+        It runs a self-test through the real boundary once per process (per
+        bubblewrap binary) and caches the verdict.
+        """
+        bwrap = bwrap or find_bwrap(workspace)
+        if bwrap is None:
+            return (
+                "bubblewrap (bwrap) is not installed as a root-owned system program: "
+                "apt-get install bubblewrap"
+            )
+        init = init_path() or ""
+        key = (bwrap, init)
+        with cls._probe_lock:
+            if key not in cls._probe_cache:
+                cls._probe_cache[key] = cls._run_probe(bwrap)
+            return cls._probe_cache[key]
+
+    @staticmethod
+    def _run_probe(bwrap: str) -> str | None:
+        version = bwrap_version(bwrap)
+        if version is None or version < MIN_BWRAP:
+            shown = ".".join(map(str, version)) if version else "unknown"
+            return f"{bwrap} is version {shown}; bubblewrap 0.8 or newer is required"
+        features = _native.features()
+        if not features["user_namespaces"]:
+            return (
+                "user namespaces are not available: enable them "
+                "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) "
+                "or allow them in the container runtime"
+            )
+        if not features["seccomp_filter"]:
+            return "the kernel has no seccomp filter support"
+        probe_dir = tempfile.mkdtemp(prefix="a3s-probe-")
+        try:
+            # through a long-lived sandbox: the path commands take by default
+            handle = _new_handle(probe_dir, bwrap=bwrap, reuse=True)
+            try:
+                handle.probe(PROBE_TIMEOUT_MS)
+            finally:
+                handle.stop()
+        except SandboxError as exc:
+            return str(exc)
+        except _native.NativeError as exc:
+            return str(exc.args[1])
+        finally:
+            shutil.rmtree(probe_dir, ignore_errors=True)
+        return None
+
+
+class ProcessHostBashSandbox(_CoreSandbox):
+    """No boundary: ``bash -c`` on the host, for hosts whose outer container or VM is the boundary.
+
+    Commands still get their own process group under a3s-init (a child
+    subreaper, so background and double-forked children die with the
+    command), the same timeout and bounded output, and a scrubbed
+    environment; every result says ``sandboxed=False``.
+    """
+
+    _backend = "process-host"
+    _sandboxed = False
+
+    def __init__(self, workspace: str | os.PathLike[str]) -> None:
+        super().__init__(workspace, _handle=_new_handle(workspace, process_host=True))

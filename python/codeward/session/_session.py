@@ -1,0 +1,541 @@
+"""Agent and Session: the host's handle on a workspace, and the only way tools run in it.
+
+A session binds its sandbox (``select_sandbox``) before any tool exists, and
+every call it owns goes through its InvocationKernel: model calls, governed
+host calls, skill and workflow calls, and the calls of delegated children.
+Privileged host calls (``tool``, ``bash``) skip the mode, the policy and
+confirmations, but still use the same sandbox handle and credential boundary.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .._errors import CodewardError
+from ..hitl import ConfirmationManager, ConfirmationRequest
+from ..hooks import HookConfig, HookContext, HookEvent, HookMatcher, HookRegistry, HookResult
+from ..kernel import (
+    CallScope,
+    ExternalTool,
+    InvocationKernel,
+    InvocationOutcome,
+    Mode,
+    Origin,
+    Skill,
+    ToolAnnotations,
+    ToolCall,
+    ToolRegistry,
+)
+from ..policy import PermissionPolicy
+from ..sandbox import BashSandbox, ProcessHostBashSandbox, select_sandbox
+from ..tools import Tool, ToolResult, builtin_tools
+from ..verification import (
+    MutationLedger,
+    TurnOutcome,
+    VerificationGate,
+    VerificationReport,
+    Waiver,
+    WorkspaceSnapshot,
+    detect_checks,
+    record_bash_changes,
+    run_checks,
+)
+from ..workspace import Workspace
+from ._options import SessionOptions, SessionOptionsError
+
+__all__ = ["Agent", "Session", "SessionClosed", "SkillSession"]
+
+_INHERITANCE = ("auto_approve", "deny_on_ask", "inherit_parent")
+_ENTRY_ORIGINS = (Origin.MODEL, Origin.WORKFLOW, Origin.HOST_GOVERNED)
+
+
+class SessionClosed(CodewardError, RuntimeError):
+    """The session was closed; it runs no more calls."""
+
+
+class Agent:
+    """Creates sessions. Holds nothing but defaults today; one Agent may serve many sessions."""
+
+    def session(
+        self, workspace: str | os.PathLike[str], options: SessionOptions | None = None
+    ) -> Session:
+        """A new session over ``workspace``; its sandbox is bound before this returns."""
+        return Session(workspace, options or SessionOptions())
+
+
+class Session:
+    """A workspace, its sandbox, its tools, and the kernel every call goes through."""
+
+    def __init__(self, workspace: str | os.PathLike[str], options: SessionOptions) -> None:
+        if not isinstance(options, SessionOptions):
+            raise SessionOptionsError(
+                f"options must be SessionOptions, not {type(options).__name__}"
+            )
+        self.id = uuid.uuid4().hex
+        self.options = options
+        self._workspace = Workspace(workspace, credential_boundary=options.credential_boundary)
+        # The boundary first: no tool exists before the sandbox is bound.
+        self.sandbox: BashSandbox = select_sandbox(
+            self._workspace.root,
+            allow_process_host_sandbox=options.allow_process_host_sandbox,
+            sandbox_handle=options.sandbox_handle,
+        )
+        self._registry = ToolRegistry(_default_tools(self._workspace.root))
+        self._hooks = HookRegistry()
+        self._confirmations = ConfirmationManager(options.confirmation_policy)
+        self._ledger = MutationLedger()
+        self._gate = VerificationGate(self._ledger)
+        self._tool_changes = 0  # changes the tools recorded: each one invalidates the bash snapshot
+        self._bash_snapshot: tuple[WorkspaceSnapshot, int] | None = None
+        self._snapshot_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._scope = CallScope(
+            "session",
+            Mode.parse(options.mode),
+            options.permission_policy,
+            options.confirmation_provider,
+        )
+        self._parent: Session | None = None
+        self._started = False
+        self._closed = False
+        self._ids = itertools.count(1)
+        self._kernel = self._make_kernel()
+
+    # -- identity -------------------------------------------------------------------------
+
+    @property
+    def workspace(self) -> str:
+        """The workspace's real path."""
+        return self._workspace.root
+
+    @property
+    def mode(self) -> Mode:
+        return self._scope.mode
+
+    def set_mode(self, mode: Mode | str) -> None:
+        """Switches the mode; a call already admitted keeps the mode it was admitted with."""
+        try:
+            new = Mode.parse(mode)
+        except ValueError as exc:
+            raise SessionOptionsError(str(exc)) from None
+        with self._lock:
+            self._scope = CallScope(
+                self._scope.name,
+                new,
+                self._scope.policy,
+                self._scope.provider,
+                self._scope.inheritance,
+            )
+
+    def __repr__(self) -> str:
+        return (
+            f"<Session {self.id[:8]} {self.workspace!r} mode={self.mode.value} "
+            f"sandbox={self.sandbox.backend}>"
+        )
+
+    # -- calls -------------------------------------------------------------------------
+
+    def invoke(self, call: ToolCall, origin: Origin | str = Origin.MODEL) -> InvocationOutcome:
+        """Runs a model, workflow or governed host call through the kernel."""
+        origin = Origin(origin)
+        if origin not in _ENTRY_ORIGINS:
+            entry = {
+                Origin.HOST_DIRECT: "session.tool() or session.bash()",
+                Origin.SKILL: "session.skill(name).invoke()",
+                Origin.DELEGATED: "a child session from session.delegate()",
+            }[origin]
+            raise SessionOptionsError(
+                f"origin {origin.value} is set by its own entry point: use {entry}"
+            )
+        return self._run(call, origin)
+
+    def governed_tool(self, name: str, args: Mapping[str, Any] | None = None) -> InvocationOutcome:
+        """A host call that asks for the whole kernel: mode, policy, hooks, confirmations."""
+        return self._run(ToolCall(self._next_id("host"), name, args or {}), Origin.HOST_GOVERNED)
+
+    def tool(self, name: str, args: Mapping[str, Any] | None = None) -> ToolResult:
+        """A privileged host call: no policy or confirmation; the same sandbox and credential rules.
+
+        Hard guardrails and argument validation still apply: a refused call
+        returns a failed ToolResult saying why.
+        """
+        outcome = self._run(ToolCall(self._next_id("direct"), name, args or {}), Origin.HOST_DIRECT)
+        if outcome.result is not None:
+            return outcome.result
+        from ..tools import ErrorKind
+
+        return ToolResult.failure(
+            name, outcome.error_kind or ErrorKind.PERMISSION_DENIED, outcome.reason
+        )
+
+    def bash(self, command: str, *, timeout_ms: int | None = None) -> ToolResult:
+        """``session.tool("bash", ...)`` for the host: runs in the session's sandbox."""
+        args: dict[str, Any] = {"command": command}
+        if timeout_ms is not None:
+            args["timeout"] = timeout_ms
+        return self.tool("bash", args)
+
+    def _run(
+        self, call: ToolCall, origin: Origin, *, skill: str | None = None
+    ) -> InvocationOutcome:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"call must be a ToolCall, not {type(call).__name__}")
+        self._ensure_open()
+        self._start_once()
+        if self._parent is not None and origin is not Origin.HOST_DIRECT:
+            origin = Origin.DELEGATED
+        return self._kernel.invoke(call, origin, self._scopes(), skill=skill)
+
+    def _scopes(self) -> tuple[CallScope, ...]:
+        """The authority chain of this session, root first, snapshotted for one call."""
+        chain = []
+        node: Session | None = self
+        while node is not None:
+            with node._lock:
+                chain.append(node._scope)
+            node = node._parent
+        return tuple(reversed(chain))
+
+    def _next_id(self, prefix: str) -> str:
+        return f"{prefix}-{self.id[:8]}-{next(self._ids)}"
+
+    # -- tools, skills -----------------------------------------------------------------
+
+    def register_tool(
+        self,
+        name: str,
+        handler: Callable[[Mapping[str, Any]], Any],
+        schema: Mapping[str, Any],
+        annotations: Mapping[str, Any] | ToolAnnotations | None = None,
+        *,
+        description: str = "",
+        launch: bool = False,
+        replace: bool = False,
+    ) -> None:
+        """Registers an external (MCP-style) tool; missing or unsafe annotations mean side effects.
+
+        ``launch=True`` marks a tool that starts a task or workflow whose own
+        calls come back through the kernel one by one.
+        """
+        if not callable(handler):
+            raise SessionOptionsError(f"tool {name!r}: the handler must be callable")
+        tool = ExternalTool(
+            name,
+            handler,
+            schema,
+            ToolAnnotations.from_mapping(annotations),
+            description,
+            launch=launch,
+        )
+        self._registry.add(tool, replace=replace)
+
+    def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
+        """Registers a Tool object (a host's own subclass of codeward.tools.Tool)."""
+        self._registry.add(tool, replace=replace)
+
+    def unregister_tool(self, name: str) -> bool:
+        return self._registry.remove(name)
+
+    def tool_names(self) -> list[str]:
+        return self._registry.names()
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The definitions to show a model: every tool the policy does not deny outright."""
+        policy = self._scope.policy
+        out = []
+        for name in self._registry.names():
+            tool = self._registry.get(name)
+            if tool is not None and (policy is None or policy.exposes_to_model(name)):
+                out.append(tool.model_schema())
+        return out
+
+    def register_skill(
+        self,
+        name: str,
+        allowed_tools: Sequence[str],
+        handler: Callable[..., Any] | None = None,
+        *,
+        description: str = "",
+    ) -> None:
+        """Registers a skill and the tools its calls may use (names or rule-style globs)."""
+        self._registry.add_skill(Skill(name, tuple(allowed_tools), handler, description))
+
+    def skill(self, name: str) -> SkillSession:
+        """The entry point for calls made on behalf of skill ``name`` (origin SKILL)."""
+        if self._registry.skill(name) is None:
+            raise SessionOptionsError(f"no skill named {name!r} is registered")
+        return SkillSession(self, name)
+
+    # -- delegation --------------------------------------------------------------------
+
+    def delegate(
+        self,
+        name: str,
+        permission_policy: PermissionPolicy | None = None,
+        mode: Mode | str | None = None,
+        confirmation_inheritance: str = "auto_approve",
+    ) -> Session:
+        """A child session on the same workspace and sandbox handle: it can narrow, never widen.
+
+        Every child call is checked against this session's scope too: a parent
+        Deny wins; a parent Ask is answered by the parent's provider only; an
+        Ask only the child introduces follows ``confirmation_inheritance``.
+        """
+        if confirmation_inheritance not in _INHERITANCE:
+            raise SessionOptionsError(
+                f"confirmation_inheritance must be one of {', '.join(_INHERITANCE)}, "
+                f"not {confirmation_inheritance!r}"
+            )
+        if permission_policy is not None and not isinstance(permission_policy, PermissionPolicy):
+            raise SessionOptionsError("permission_policy must be a PermissionPolicy or None")
+        if not isinstance(name, str) or not name.strip():
+            raise SessionOptionsError("a delegated run needs a non-blank name")
+        self._ensure_open()
+        child = object.__new__(Session)
+        child.id = uuid.uuid4().hex
+        child.options = self.options
+        child._workspace = self._workspace
+        child.sandbox = self.sandbox  # the same handle: a child never replaces the boundary
+        child._registry = self._registry
+        child._hooks = self._hooks
+        child._confirmations = self._confirmations
+        child._ledger = self._ledger  # a child's changes are the parent's turn's changes
+        child._gate = self._gate
+        child._lock = threading.Lock()
+        child._scope = CallScope(
+            name,
+            self.mode if mode is None else Mode.parse(mode),
+            permission_policy,
+            None,  # a child has no provider of its own: asks go to the root's
+            confirmation_inheritance,
+        )
+        child._parent = self
+        child._started = True
+        child._closed = False
+        child._ids = itertools.count(1)
+        child._kernel = self._kernel
+        return child
+
+    @property
+    def parent(self) -> Session | None:
+        return self._parent
+
+    # -- confirmations -----------------------------------------------------------------
+
+    def pending_confirmations(self) -> list[ConfirmationRequest]:
+        return self._confirmations.pending()
+
+    def confirm_tool_use(self, call_id: str, approved: bool, reason: str | None = None) -> bool:
+        """Answers the pending confirmation of exactly ``call_id``; False if none is pending."""
+        return self._confirmations.confirm(call_id, approved, reason)
+
+    def cancel_confirmations(self) -> int:
+        """Rejects every pending confirmation; returns how many there were."""
+        return self._confirmations.cancel_all()
+
+    # -- hooks -------------------------------------------------------------------------
+
+    def register_hook(
+        self,
+        id: str,
+        event: HookEvent | str,
+        matcher: HookMatcher | Mapping[str, Any] | None,
+        config: HookConfig | Mapping[str, Any] | None,
+        handler: Callable[[HookContext], HookResult | None],
+    ) -> None:
+        if isinstance(matcher, Mapping):
+            matcher = HookMatcher(**matcher)
+        if isinstance(config, Mapping):
+            config = HookConfig(**config)
+        self._hooks.register(id, event, matcher, config, handler)
+
+    def unregister_hook(self, id: str) -> bool:
+        return self._hooks.unregister(id)
+
+    def hook_count(self) -> int:
+        return self._hooks.count()
+
+    # -- verification ------------------------------------------------------------------
+
+    @property
+    def effect_digest(self) -> str:
+        """The digest of everything the current turn changed (see docs/verification.md)."""
+        return self._ledger.effect_digest()
+
+    def verify(self, *, timeout_ms: int = 600_000) -> VerificationReport:
+        """Runs the workspace's checks in the sandbox; the report is bound to the current digest."""
+        self._ensure_open()
+        specs = detect_checks(
+            self.workspace,
+            configured=self.options.verification_checks,
+            auto=self.options.detect_checks,
+        )
+        report = run_checks(
+            self.sandbox,
+            specs,
+            self._ledger.effect_digest(),
+            timeout_ms,
+            workspace_root=self.workspace,
+            ledger=self._ledger,
+        )
+        self._gate.add_report(report)
+        return report
+
+    def complete_turn(self, text: str = "") -> TurnOutcome:
+        """Completes the turn only if nothing changed, or the change is verified or waived."""
+        return self._gate.complete_turn(text)
+
+    def waive(self, effect_digest: str, reason: str) -> Waiver:
+        """Host only: accept exactly this effect digest without a passing report."""
+        return self._gate.waive(effect_digest, reason)
+
+    def verification_reports(self) -> list[VerificationReport]:
+        return list(self._gate.reports())
+
+    def verification_summary(self) -> dict[str, Any]:
+        return self._gate.summary()
+
+    def new_turn(self) -> list[VerificationReport]:
+        """Starts a new turn: an empty ledger; returns the closed turn's reports."""
+        return list(self._gate.new_turn())
+
+    def _observe_bash(self, run: Callable[[], ToolResult], escalated: bool) -> ToolResult:
+        """Runs a bash call between two workspace snapshots and records what it changed.
+
+        The snapshot taken after one bash call serves as the "before" of the
+        next, unless a tool recorded a change in between (it is then taken
+        again, so the tool's change is not booked to bash). A change made
+        outside the session between two bash calls is booked to the second:
+        the turn's effect then covers the workspace as it is, which is what a
+        verification must see. An escalated call (outside the sandbox) can
+        touch the protected names too, so its snapshots include them.
+        """
+        skip = () if escalated else None
+        with self._snapshot_lock:
+            cached, self._bash_snapshot = self._bash_snapshot, None
+        fresh = cached is not None and not escalated and cached[1] == self._tool_changes
+        before = cached[0] if fresh and cached is not None else self._snapshot(skip)
+        try:
+            return run()
+        finally:
+            after = self._snapshot(skip)
+            record_bash_changes(self._ledger, before, after, self.workspace)
+            if not escalated:
+                with self._snapshot_lock:
+                    self._bash_snapshot = (after, self._tool_changes)
+
+    def _snapshot(self, skip_top: tuple[str, ...] | None) -> WorkspaceSnapshot:
+        if skip_top is None:
+            return WorkspaceSnapshot.take(self.workspace)
+        return WorkspaceSnapshot.take(self.workspace, skip_top=skip_top)
+
+    # -- life cycle --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Emits ``session_start`` (done by the first call if the host does not call this)."""
+        self._ensure_open()
+        self._start_once()
+
+    def close(self) -> None:
+        """Rejects pending confirmations, emits ``session_end``; later calls raise SessionClosed."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._parent is None:
+            self._confirmations.cancel_all()
+            if self._started:
+                self._hooks.run(
+                    HookEvent.SESSION_END, self._lifecycle_context(HookEvent.SESSION_END)
+                )
+            close = getattr(self.sandbox, "close", None)
+            if callable(close) and self.options.sandbox_handle is None:
+                close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise SessionClosed(f"session {self.id[:8]} is closed")
+
+    def _start_once(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        self._hooks.run(HookEvent.SESSION_START, self._lifecycle_context(HookEvent.SESSION_START))
+
+    def _lifecycle_context(self, event: HookEvent) -> HookContext:
+        return HookContext(
+            event=event,
+            session_id=self.id,
+            call_id=None,
+            tool=None,
+            args={},
+            paths=(),
+            origin=None,
+            result=None,
+            error=None,
+            extra={"workspace": self.workspace, "mode": self.mode.value},
+        )
+
+    def _make_kernel(self) -> InvocationKernel:
+        root = self._workspace.root
+        return InvocationKernel(
+            session_id=self.id,
+            workspace=self._workspace,
+            sandbox=self.sandbox,
+            registry=self._registry,
+            hooks=self._hooks,
+            confirmations=self._confirmations,
+            recorder=_ToolRecorder(self),
+            host_sandbox_factory=lambda: ProcessHostBashSandbox(root),
+            bash_observer=self._observe_bash,
+            release_placeholders=self._release_placeholders,
+        )
+
+    def _release_placeholders(self) -> None:
+        """Stops the session's own long-lived sandbox so its placeholders leave the workspace."""
+        close = getattr(self.sandbox, "close", None)
+        if callable(close) and self.options.sandbox_handle is None:
+            close()
+
+
+class _ToolRecorder:
+    """Books a tool's change in the ledger and tells the bash observer its snapshot is stale."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def record(self, tool: str, path: str, content_digest: str) -> None:
+        self._session._ledger.record(tool, path, content_digest)
+        with self._session._snapshot_lock:
+            self._session._tool_changes += 1
+
+
+class SkillSession:
+    """Calls made on behalf of one skill: origin SKILL, limited to the skill's tools."""
+
+    def __init__(self, session: Session, name: str) -> None:
+        self._session = session
+        self.name = name
+
+    def invoke(self, call: ToolCall) -> InvocationOutcome:
+        return self._session._run(call, Origin.SKILL, skill=self.name)
+
+
+def _default_tools(root: str) -> list[Tool]:
+    tools = builtin_tools()
+    if os.access(root, os.W_OK):  # download is a workspace mutation: only where one can happen
+        from ..tools import DownloadTool
+
+        tools.append(DownloadTool())
+    return tools
