@@ -24,6 +24,7 @@ import os
 import re
 import stat
 import time
+import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -153,6 +154,41 @@ class Workspace:
     def relpath(self, path: str) -> str:
         """``path`` as a normalised workspace-relative path ("." for the root)."""
         return "/".join(self.parts(path)) or "."
+
+    def locate(self, path: str, *, follow_last: bool = True) -> tuple[str, ...]:
+        """The components the tools reach for ``path``, without opening anything.
+
+        Every symlink on the way is followed as the walk of :meth:`open_parent`
+        and :meth:`open_dir` follows it (the last one only with
+        ``follow_last``: a deletion removes the link itself); components after
+        a missing one are kept as written, since a write creates them there. On
+        a file system that folds case or Unicode normalization, each existing
+        name is the one on disk, so ``SECRETS/key`` is located as ``secrets/key``.
+        Raises PathOutsideWorkspace for a symlink leading out and
+        WorkspaceError for a loop, as the walk does.
+        """
+        pending = list(self.parts(path))
+        done: list[str] = []
+        hops = 0
+        while pending:
+            name = pending.pop(0)
+            if not pending and not follow_last:
+                done.append(_on_disk_name(os.path.join(self.root, *done), name))
+                break
+            full = os.path.join(self.root, *done, name)
+            try:
+                st = os.lstat(full)
+            except OSError:  # missing, or under a file: created or refused as written
+                return (*done, name, *pending)
+            if not stat.S_ISLNK(st.st_mode):
+                done.append(_on_disk_name(os.path.join(self.root, *done), name))
+                continue
+            hops += 1
+            if hops > _MAX_SYMLINK_HOPS:
+                raise WorkspaceError(f"{path!r}: too many levels of symbolic links", path=path)
+            pending = list(self._follow(tuple(done), os.readlink(full), tuple(pending), path))
+            done = []
+        return tuple(done)
 
     def credential_reason(self, parts: Sequence[str]) -> str | None:
         """Why ``parts`` is off limits as a credential, or None (always None with it off)."""
@@ -402,6 +438,41 @@ class Workspace:
                 f"{path!r} crosses a symlink to {target!r}, which leads outside the workspace",
                 path=path,
             ) from None
+
+
+def _on_disk_name(directory: str, name: str) -> str:
+    """The name of the entry ``name`` reaches in ``directory``, as the directory lists it.
+
+    The same as ``name`` unless the file system folds case or Unicode
+    normalization and another spelling of the name reaches the same entry.
+    """
+    variants = {name.swapcase(), unicodedata.normalize("NFC", name)}
+    variants |= {unicodedata.normalize("NFD", name)}
+    variants.discard(name)
+    try:
+        st = os.lstat(os.path.join(directory, name))
+        folds = any(_same_entry(os.path.join(directory, v), st) for v in variants)
+        if not folds:
+            return name
+        folded = _fold(name)
+        for entry in os.listdir(directory):
+            if _fold(entry) == folded and _same_entry(os.path.join(directory, entry), st):
+                return entry
+    except OSError:
+        pass
+    return name
+
+
+def _fold(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _same_entry(path: str, st: os.stat_result) -> bool:
+    try:
+        other = os.lstat(path)
+    except OSError:
+        return False
+    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
 
 
 def _stores_reachable(root: str, home: str) -> bool:
