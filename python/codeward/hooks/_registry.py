@@ -135,7 +135,8 @@ class HookRegistry:
         rewrite, ``refresh`` (the session's resolution) gives the arguments as
         they will run and their paths. When it cannot (the rewrite is invalid,
         so the call will be refused), the next hooks see the rewritten
-        arguments and no paths.
+        arguments and no paths; without ``refresh`` the paths stay those of
+        ``context``.
         """
         parsed = HookEvent.parse(event)
         if not isinstance(context, HookContext):

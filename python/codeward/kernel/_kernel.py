@@ -385,8 +385,8 @@ class InvocationKernel:
             )
         available_for = getattr(root.provider, "available_for", None)
         if available_for is not None:
-            try:
-                available = available_for(s.call) is True
+            try:  # the call as it will run: its resolved arguments
+                available = available_for(ToolCall(s.call.id, s.call.name, s.args)) is True
             except Exception as exc:
                 available = False
                 log.warning("available_for raised %s: %s", type(exc).__name__, exc)
