@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
+import subprocess
 
 import pytest
 from kernelkit import CountingProvider
@@ -311,6 +313,33 @@ def test_a_search_never_shows_what_a_read_may_not(make_session, tree):
     # a host-direct call is bound by no policy: it sees everything the boundary allows
     direct = session.tool("search", {"mode": "grep", "query": "TOPSECRET"})
     assert "secrets/key.txt:1:TOPSECRET" in direct.output
+
+
+def test_git_never_shows_what_a_read_may_not(make_session, tree):
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tree),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Dev",
+        "GIT_AUTHOR_EMAIL": "dev@example.com",
+        "GIT_COMMITTER_NAME": "Dev",
+        "GIT_COMMITTER_EMAIL": "dev@example.com",
+    }
+    shutil.rmtree(tree / ".git")
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "c"]):
+        subprocess.run(["git", *argv], cwd=tree, env=env, check=True, capture_output=True)
+    (tree / "secrets" / "key.txt").write_text("ROTATED\n")
+    session = make_session(
+        permission_policy=policy(deny=["read(secrets/**)"], default_decision="allow")
+    )
+    show = session.invoke(
+        ToolCall("c", "git", {"command": "show", "target": "HEAD:secrets/key.txt"})
+    )
+    assert show.executed and not show.result.success and "TOPSECRET" not in show.result.output
+    commit = session.invoke(ToolCall("c", "git", {"command": "show", "target": "HEAD"}))
+    assert "TOPSECRET" not in commit.result.output and "print('app')" in commit.result.output
+    diff = session.invoke(ToolCall("c", "git", {"command": "diff"}))
+    assert "ROTATED" not in diff.result.output and diff.result.metadata["withheld_by_policy"] == 1
 
 
 def test_a_childs_read_deny_holds_in_its_searches(make_session, tree):
