@@ -157,16 +157,23 @@ def spellings(draw, root: str) -> str:
     return prefix + text
 
 
-def _run(world, tool: str, args: dict[str, Any]) -> tuple[list[str], tuple[str, ...] | None, Any]:
+def _run(world, data, tool: str, args_for) -> tuple[str, list[str], tuple[str, ...], Any] | None:
+    """Draws a spelling and runs ``tool`` on it; None when the call was refused, after checking
+    that nothing was opened and nothing decided on."""
     root, session, policy = world
+    path = data.draw(spellings(str(root)))
     policy.decided.clear()
     policy.checked.clear()
     with opened_files(str(root)) as seen:
-        outcome = session.invoke(ToolCall("c", tool, args))
+        outcome = session.invoke(ToolCall("c", tool, args_for(path)))
     decided = policy.decided[0] if policy.decided else None
     if decided is None and policy.checked:
         decided = policy.checked[0]
-    return seen, decided, outcome
+    if not outcome.executed:
+        assert seen == [] and decided is None, (path, outcome.reason)
+        return None
+    assert decided is not None
+    return path, seen, decided, outcome
 
 
 PROPERTY = settings(
@@ -177,13 +184,10 @@ PROPERTY = settings(
 @PROPERTY
 @given(data=st.data())
 def test_a_read_opens_exactly_a_path_it_was_decided_on(world, data):
-    root = world[0]
-    path = data.draw(spellings(str(root)))
-    seen, decided, outcome = _run(world, "read", {"file_path": path})
-    if not outcome.executed:
-        assert seen == [] and decided is None, (path, outcome.reason)
+    ran = _run(world, data, "read", lambda p: {"file_path": p})
+    if ran is None:
         return
-    assert decided is not None
+    path, seen, decided, outcome = ran
     if outcome.result.success:
         assert len(seen) == 1, (path, seen)
         assert seen[0] in decided, (path, seen, decided)
@@ -195,13 +199,10 @@ def test_a_read_opens_exactly_a_path_it_was_decided_on(world, data):
 @PROPERTY
 @given(data=st.data())
 def test_a_write_replaces_exactly_a_path_it_was_decided_on(world, data):
-    root = world[0]
-    path = data.draw(spellings(str(root)))
-    seen, decided, outcome = _run(world, "write", {"file_path": path, "content": "w\n"})
-    if not outcome.executed:
-        assert seen == [] and decided is None, (path, outcome.reason)
+    ran = _run(world, data, "write", lambda p: {"file_path": p, "content": "w\n"})
+    if ran is None:
         return
-    assert decided is not None
+    path, seen, decided, outcome = ran
     written = [s for s in seen if s in decided]
     if outcome.result.success:
         assert written == [decided[-1]], (path, seen, decided)
@@ -211,13 +212,10 @@ def test_a_write_replaces_exactly_a_path_it_was_decided_on(world, data):
 @PROPERTY
 @given(data=st.data())
 def test_a_grep_of_one_file_opens_exactly_a_path_it_was_decided_on(world, data):
-    root = world[0]
-    path = data.draw(spellings(str(root)))
-    seen, decided, outcome = _run(world, "search", {"mode": "grep", "query": "x", "path": path})
-    if not outcome.executed:
-        assert seen == [] and decided is None, (path, outcome.reason)
+    ran = _run(world, data, "search", lambda p: {"mode": "grep", "query": "x", "path": p})
+    if ran is None:
         return
-    assert decided is not None
+    path, seen, decided, _outcome = ran
     spelled, real = decided[0].split(" ", 2)[2], decided[-1].split(" ", 2)[2]
     for opened in seen:  # a file named by the call, or files below the directory it named
         assert opened == real or opened.startswith(real.rstrip(".") + "/") or real == ".", (

@@ -316,17 +316,10 @@ def test_a_search_never_shows_what_a_read_may_not(make_session, tree):
 
 
 def test_git_never_shows_what_a_read_may_not(make_session, tree):
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tree),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "Dev",
-        "GIT_AUTHOR_EMAIL": "dev@example.com",
-        "GIT_COMMITTER_NAME": "Dev",
-        "GIT_COMMITTER_EMAIL": "dev@example.com",
-    }
     shutil.rmtree(tree / ".git")
-    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "c"]):
+    who = ["-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    for argv in (["init", "-q"], ["add", "-A"], [*who, "commit", "-qm", "c"]):
         subprocess.run(["git", *argv], cwd=tree, env=env, check=True, capture_output=True)
     (tree / "secrets" / "key.txt").write_text("ROTATED\n")
     session = make_session(
@@ -409,3 +402,43 @@ def test_the_prompt_says_where_a_file_tool_runs(make_session, tree):
     text = provider.requests[0].render(color=False)
     assert "sandboxed: NO — runs in the host process" in text and "credential boundary" in text
     assert "inside the sandbox" not in text
+
+
+class SwappingPolicy(PermissionPolicy):
+    """Allows, then retargets a symlink: a concurrent command swapping it after the decision."""
+
+    swap: tuple[str, str] | None = None
+
+    def evaluate(self, tool, args=None, *, paths=None):
+        result = super().evaluate(tool, args, paths=paths)
+        if self.swap is not None:
+            link, target = self.swap
+            os.unlink(link)
+            os.symlink(target, link)
+        return result
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read", {"file_path": "docs/keys/key.txt"}),
+        ("ls", {"path": "docs/keys"}),
+        ("search", {"mode": "grep", "query": "TOPSECRET", "path": "docs/keys"}),
+        ("write", {"file_path": "docs/keys/key.txt", "content": "overwritten\n"}),
+    ],
+)
+def test_a_symlink_swapped_after_the_decision_is_not_followed(make_session, tree, tool, args):
+    (tree / "public").mkdir()
+    (tree / "public" / "key.txt").write_text("public\n")
+    (tree / "docs" / "keys").symlink_to("../public")
+    swapping = SwappingPolicy(
+        deny=["read(secrets/**)", "write(secrets/**)", "ls(secrets)", "search(** secrets)"],
+        default_decision="allow",
+    )
+    swapping.swap = (str(tree / "docs" / "keys"), "../secrets")
+    session = make_session(permission_policy=swapping)
+    out = session.invoke(ToolCall("c", tool, args))
+    assert out.decision is ALLOW and out.executed  # decided while the link led to public/
+    assert not out.result.success and "a symlink on the way changed" in out.result.output
+    assert "TOPSECRET" not in out.result.output
+    assert (tree / "secrets" / "key.txt").read_text() == "TOPSECRET\n"

@@ -474,8 +474,9 @@ class InvocationKernel:
             )
             s.note("execution", "error", result.output)
             return result
+        pins = {t.path: t.real for t in s.resolved.targets if t.action != "delete"}
         ctx = ToolContext(
-            workspace=self.workspace,
+            workspace=self.workspace.pinned(pins) if pins else self.workspace,
             sandbox=self.sandbox,
             recorder=self.recorder,
             escalated=s.escalated,

@@ -19,13 +19,14 @@ from them. Every path they touch goes through a :class:`Workspace`:
 
 from __future__ import annotations
 
+import copy
 import errno
 import os
 import re
 import stat
 import time
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
@@ -113,9 +114,24 @@ class Workspace:
         self._homes = [h for h in self._all_homes if _stores_reachable(self.root, h)]
         self._inodes: frozenset[tuple[int, int]] = frozenset()
         self._inodes_at = -_INODE_CACHE_SECONDS
+        self._pins: Mapping[str, str] = {}
 
     def __repr__(self) -> str:
         return f"Workspace({self.root!r}, credential_boundary={self.credential_boundary})"
+
+    def pinned(self, pins: Mapping[str, str]) -> Workspace:
+        """This workspace, refusing to reach anything but ``pins[path]`` through a pinned path.
+
+        ``pins`` maps workspace-relative paths a call was decided on to where
+        they led then (their symlinks followed, see :meth:`locate`). Opening
+        a pinned path (:meth:`open_parent`, :meth:`open_dir` and what uses
+        them) that now leads elsewhere, because a symlink was swapped between
+        the decision and the use, raises PathOutsideWorkspace instead of
+        reaching a place nobody decided on. Other paths open as before.
+        """
+        view = copy.copy(self)
+        view._pins = dict(pins)
+        return view
 
     # -- lexical ---------------------------------------------------------------------------
 
@@ -215,8 +231,10 @@ class Workspace:
         if not parts:
             raise WorkspaceError("the workspace root itself is not a file", path=path)
         self._check_credentials(parts, path)  # before touching the disk, then again once resolved
+        lexical = parts
         fd, parts = self._walk(parts, path, create=create, resolve_last=True)
         try:
+            self._check_pin(lexical, parts, path)
             self._check_credentials(parts, path)
             yield fd, parts[-1], parts
         finally:
@@ -227,9 +245,11 @@ class Workspace:
         """Yields ``(dirfd, parts)`` of the directory at ``path`` (the root for ``"."``)."""
         parts = self.parts(path)
         self._check_credentials(parts, path)
+        lexical = parts
         fd, parts = self._walk((*parts, ""), path, create=create, resolve_last=False)
         parts = parts[:-1]
         try:
+            self._check_pin(lexical, parts, path)
             self._check_credentials(parts, path)
             yield fd, parts
         finally:
@@ -362,6 +382,24 @@ class Workspace:
             self._inodes = frozenset(_discover_credential_inodes(self.root, self._all_homes))
             self._inodes_at = now
         return self._inodes
+
+    def _check_pin(self, lexical: Sequence[str], reached: Sequence[str], path: str) -> None:
+        want = self._pins.get("/".join(lexical) or ".")
+        got = "/".join(reached) or "."
+        if want is not None and got != want and not self._same_entry(want, got):
+            raise PathOutsideWorkspace(
+                f"{path!r} now leads to {got!r}, not to {want!r} as when the call was decided "
+                "on: a symlink on the way changed since",
+                path=path,
+            )
+
+    def _same_entry(self, a: str, b: str) -> bool:
+        """Whether two spellings reach the same entry (a file system folding case does that)."""
+        try:
+            first = os.lstat(os.path.join(self.root, a))
+        except OSError:
+            return False
+        return _same_entry(os.path.join(self.root, b), first)
 
     def _check_credentials(self, parts: Sequence[str], path: str) -> None:
         reason = self.credential_reason(parts)
