@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _native
-from ..guardrail import assess_risk, check_command, check_paths, is_protected_path
+from ..guardrail import assess_risk, check_command, is_protected_path
 from ..hitl import (
     ConfirmationManager,
     ConfirmationProvider,
@@ -207,15 +207,13 @@ class InvocationKernel:
                     f"{s.call.name!r} is not among them"
                 )
             s.note("skill", "allow", f"{s.call.name!r} is among the tools of skill {skill.name!r}")
+        # the resolution refuses every path the path guardrail refuses (resolve_call)
         s.resolution = self._resolve(s.call.name, s.tool, s.args)
         s.args = s.resolution.args
-        hit = None
         if s.tool is not None and s.tool.kind is ToolKind.BASH:
             hit = check_command(str(s.args.get("command", "")))
-        if hit is None:
-            hit = check_paths(self.workspace, s.paths)
-        if hit is not None:
-            raise _Denied(f"guardrail {hit.rule}: {hit.message}")
+            if hit is not None:
+                raise _Denied(f"guardrail {hit.rule}: {hit.message}")
         s.note("guardrail", "allow", "no hard guardrail applies")
 
     def _resolve(self, name: str, tool: Tool | None, args: Mapping[str, Any]) -> Resolution:

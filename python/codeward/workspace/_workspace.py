@@ -185,25 +185,26 @@ class Workspace:
         """
         pending = list(self.parts(path))
         done: list[str] = []
+        here = self.root  # the directory of done, as a path
         hops = 0
         while pending:
             name = pending.pop(0)
-            if not pending and not follow_last:
-                done.append(_on_disk_name(os.path.join(self.root, *done), name))
-                break
-            full = os.path.join(self.root, *done, name)
+            full = f"{here}/{name}"
             try:
                 st = os.lstat(full)
             except OSError:  # missing, or under a file: created or refused as written
                 return (*done, name, *pending)
-            if not stat.S_ISLNK(st.st_mode):
-                done.append(_on_disk_name(os.path.join(self.root, *done), name))
+            if not stat.S_ISLNK(st.st_mode) or (not pending and not follow_last):
+                name = _on_disk_name(here, name, st)
+                done.append(name)
+                here = f"{here}/{name}"
                 continue
             hops += 1
             if hops > _MAX_SYMLINK_HOPS:
                 raise WorkspaceError(f"{path!r}: too many levels of symbolic links", path=path)
             pending = list(self._follow(tuple(done), os.readlink(full), tuple(pending), path))
             done = []
+            here = self.root
         return tuple(done)
 
     def credential_reason(self, parts: Sequence[str]) -> str | None:
@@ -478,18 +479,19 @@ class Workspace:
             ) from None
 
 
-def _on_disk_name(directory: str, name: str) -> str:
-    """The name of the entry ``name`` reaches in ``directory``, as the directory lists it.
+def _on_disk_name(directory: str, name: str, st: os.stat_result) -> str:
+    """The name of the entry ``name`` (whose ``lstat`` is ``st``) reaches in ``directory``, as
+    the directory lists it.
 
     The same as ``name`` unless the file system folds case or Unicode
     normalization and another spelling of the name reaches the same entry.
     """
-    variants = {name.swapcase(), unicodedata.normalize("NFC", name)}
-    variants |= {unicodedata.normalize("NFD", name)}
+    variants = {name.swapcase()}
+    if not name.isascii():
+        variants |= {unicodedata.normalize("NFC", name), unicodedata.normalize("NFD", name)}
     variants.discard(name)
     try:
-        st = os.lstat(os.path.join(directory, name))
-        folds = any(_same_entry(os.path.join(directory, v), st) for v in variants)
+        folds = any(_same_entry(f"{directory}/{v}", st) for v in variants)
         if not folds:
             return name
         folded = _fold(name)
