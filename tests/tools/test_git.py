@@ -324,3 +324,16 @@ def test_a_read_deny_withholds_content_from_git(repo, ctx):
     # without a policy (a host-direct call) git shows it
     ctx.read_denied = None
     assert "TOPSECRET" in call(GIT, ctx, command="diff").output
+
+
+def test_an_index_that_is_not_a_regular_file_is_not_copied(repo, ctx, tmp_path):
+    outside = tmp_path / "host-file"
+    outside.write_bytes(b"DIRC not really an index")
+    os.unlink(repo / ".git" / "index")
+    os.symlink(outside, repo / ".git" / "index")
+    r = call(GIT, ctx, command="diff")
+    assert r.error_kind is ErrorKind.TOOL_FAILED and "symbolic" in r.output
+    os.unlink(repo / ".git" / "index")
+    os.mkfifo(repo / ".git" / "index")
+    r = call(GIT, ctx, command="status")  # never blocks on a FIFO
+    assert r.error_kind is ErrorKind.TOOL_FAILED and "not a regular file" in r.output

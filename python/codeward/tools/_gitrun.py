@@ -17,6 +17,7 @@ gives git a private copy of the index (:func:`private_index`) through
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import selectors
 import shutil
@@ -220,7 +221,8 @@ def private_index(ws: Workspace, deadline: float | None = None) -> Iterator[str]
     outside the workspace, and the repository is never changed. A
     repository without an index gets a path where none exists, which git
     reads as empty, as it reads the missing original. Raises ToolError when
-    the index is not a regular file or is larger than MAX_INDEX_BYTES.
+    the index is a symbolic link, not a regular file, or larger than
+    MAX_INDEX_BYTES.
     """
     out = run_git(ws, ["rev-parse", "--git-path", "index"], deadline=deadline)
     where = os.fsdecode(out.stdout).strip()
@@ -233,17 +235,19 @@ def private_index(ws: Workspace, deadline: float | None = None) -> Iterator[str]
 
 
 def _copy_index(source: str, copy: str) -> None:
+    refused = ToolError(
+        ErrorKind.TOOL_FAILED,
+        f"the git index is not a regular file of at most {MAX_INDEX_BYTES} bytes (a symbolic "
+        "link, a FIFO or a device is not one); the git tool does not read it",
+    )
     try:
-        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return  # no index yet (a new repository): git reads the missing copy as empty
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise refused from None
         raise ToolError(ErrorKind.TOOL_FAILED, f"cannot read the git index: {exc}") from None
-    refused = ToolError(
-        ErrorKind.TOOL_FAILED,
-        f"the git index is not a regular file of at most {MAX_INDEX_BYTES} bytes; "
-        "the git tool does not read it",
-    )
     with os.fdopen(fd, "rb") as src, open(copy, "xb") as dst:
         if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
             raise refused
