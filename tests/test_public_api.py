@@ -50,6 +50,7 @@ EXPECTED = {
 
 EXPECTED_POLICY = {
     "Decision",
+    "Evaluation",
     "LintFinding",
     "PermissionPolicy",
     "RuleView",
