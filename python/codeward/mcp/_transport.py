@@ -48,7 +48,7 @@ from ._errors import (
     McpTimeout,
 )
 from ._process import OwnedProcess
-from ._text import one_line
+from ._text import one_line, untrusted
 
 __all__ = ["MAX_LINE", "STDERR_RING", "StdioTransport"]
 
@@ -124,7 +124,7 @@ class _State:
     def stderr_tail(self) -> str:
         with self.stderr_lock:
             data = bytes(self.stderr_ring)
-        return one_line(data.decode("utf-8", "replace"), 2000)
+        return untrusted(data.decode("utf-8", "replace"))
 
     def disconnect(self, cause: McpConnectionError) -> None:
         """Marks the transport disconnected (the first cause wins); every pending request fails."""
