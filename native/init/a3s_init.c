@@ -14,7 +14,7 @@
  * caller dies, at any moment, the read end hangs up and everything is killed.
  *
  * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N] [--host-pidfd N]
- *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock]
+ *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock] [--allow-connect]
  *                 -- PROGRAM [ARG]...
  *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
  *                 [--rw PATH]... [--clean PATH]... [--no-landlock] -- PROGRAM [ARG]...
@@ -122,6 +122,9 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             break;
         } else if (strcmp(a, "--no-landlock") == 0) {
             cfg->landlock = false;
+            continue;
+        } else if (strcmp(a, "--allow-connect") == 0) {
+            cfg->allow_connect = true;
             continue;
         }
         if (!v)
@@ -426,7 +429,8 @@ int main(int argc, char **argv) {
     struct a3s_seccomp_program filter = {0};
     a3s_error err;
     if (cfg.sandbox) {
-        if (cfg.landlock && a3s_landlock_prepare(cfg.rw, cfg.nrw, &ll, &err) != A3S_OK)
+        if (cfg.landlock &&
+            a3s_landlock_prepare_net(cfg.rw, cfg.nrw, cfg.allow_connect, &ll, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
         if (a3s_seccomp_build(0, &filter, &err) != A3S_OK)
             die(&cfg, "%s", err.message);

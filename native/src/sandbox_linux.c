@@ -993,6 +993,8 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
     if (sandbox) {
         if (sb->flags & A3S_SANDBOX_NO_LANDLOCK)
             a3s_strvec_push(a, "--no-landlock");
+        if (sb->flags & A3S_SANDBOX_SHARE_NET)
+            a3s_strvec_push(a, "--allow-connect"); /* the network the host granted */
         /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
         for (size_t i = 0; i < COUNT(rw); i++) {

@@ -18,6 +18,8 @@ MODE:
   paginate       lists 3 pages of tools
   asks-client    sends the client a ping and a roots/list request, reports the answers
                  on stderr, then answers the call
+  probe          tries to write ./probe.txt and to connect to 127.0.0.1:<port> (the call's
+                 "port" argument); answers with what happened and its GIVEN variable
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -109,11 +112,31 @@ def on_call(ident: int, params: dict) -> None:
             else:
                 note = {"method": "notifications/tools/list_changed"}
             send({"jsonrpc": "2.0", **note})
+    if MODE == "probe":
+        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [probe(params)]}})
+        return
     if MODE == "asks-client":
         send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
         send({"jsonrpc": "2.0", "id": "s2", "method": "roots/list"})
     text = json.dumps(params.get("arguments", {}))
     send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
+
+
+def probe(params: dict) -> dict:
+    found = {"given": os.environ.get("GIVEN"), "cwd": os.getcwd()}
+    try:
+        with open("probe.txt", "w") as f:
+            f.write("written from the server")
+        found["write"] = "ok"
+    except OSError as exc:
+        found["write"] = exc.strerror
+    try:
+        port = int(params.get("arguments", {}).get("port", 9))
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            found["connect"] = "ok"
+    except OSError as exc:
+        found["connect"] = exc.strerror or str(exc)
+    return {"type": "text", "text": json.dumps(found)}
 
 
 def main() -> None:
