@@ -2,9 +2,10 @@
 
 Three threads, none of which waits for another:
 
-- the **writer** owns stdin and writes queued messages (a caller never
-  blocks on a full pipe; a server that stops reading while more than
-  ``MAX_QUEUED`` bytes wait is disconnected);
+- the **writer** owns stdin and writes what the pipe could not take at
+  once (a caller writes directly only when the pipe has room and nothing
+  waits, so it never blocks on a full pipe; a server that stops reading
+  while more than ``MAX_QUEUED`` bytes wait is disconnected);
 - the **reader** splits stdout into lines of at most ``MAX_LINE`` bytes (a
   longer line closes the transport: nothing is buffered past the cap),
   answers the server's own requests (``ping``; anything else is "method not
@@ -87,13 +88,23 @@ class _Budget:
 
 
 class _Pending:
-    __slots__ = ("error", "event", "method", "result")
+    """One request waiting for its answer. ``done`` is a lock held until the answer (or the
+    failure) is in: the cheapest one-shot signal CPython has."""
+
+    __slots__ = ("done", "error", "method", "result")
 
     def __init__(self, method: str) -> None:
         self.method = method
-        self.event = threading.Event()
+        self.done = threading.Lock()
+        self.done.acquire()
         self.result: Any = None
         self.error: McpError | None = None
+
+    def settle(self) -> None:
+        self.done.release()
+
+    def wait(self, timeout_s: float = -1) -> bool:
+        return self.done.acquire(timeout=timeout_s)
 
 
 class _State:
@@ -109,6 +120,8 @@ class _State:
         self.queue: deque[bytes | None] = deque()
         self.queued_bytes = 0
         self.queue_ready = threading.Condition(self.lock)
+        self.writing = False  # the writer holds a message it has not finished writing
+        os.set_blocking(process.stdin, False)
         self.wake_r, self.wake_w = os.pipe()  # ends the readers' polls on close
         self.stderr_ring = bytearray()
         self.stderr_lock = threading.Lock()
@@ -137,7 +150,7 @@ class _State:
             self.queue_ready.notify()
         for pending in failed:
             pending.error = _copy(self.cause)
-            pending.event.set()
+            pending.settle()
         self.changed.set()  # the dispatcher ends
 
     def ended(self, what: str) -> McpConnectionError:
@@ -155,10 +168,20 @@ class _State:
     # -- sending -----------------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
+        """Writes at once when the pipe has room and nothing waits (no thread hand-off);
+        otherwise queues the rest for the writer. Never blocks on the server."""
         data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
         with self.lock:
             if self.cause is not None:
                 raise _copy(self.cause)
+            if not self.queue and not self.writing:
+                try:
+                    written = os.write(self.process.stdin, data)  # non-blocking
+                except OSError:  # full (EAGAIN), or broken: the writer meets it and reports
+                    written = 0
+                if written == len(data):
+                    return
+                data = data[written:]
             self.queued_bytes += len(data)
             over = self.queued_bytes > MAX_QUEUED
             if not over:
@@ -187,20 +210,26 @@ def _copy(cause: McpConnectionError) -> McpConnectionError:
 
 def _writer(st: _State) -> None:
     fd = st.process.stdin
+    writable = select.poll()
+    writable.register(fd, select.POLLOUT)
     try:
         while True:
             with st.lock:
+                st.writing = False
                 while not st.queue:
                     st.queue_ready.wait()
                 data = st.queue.popleft()
                 if data is not None:
                     st.queued_bytes -= len(data)
+                st.writing = True
             if data is None:
                 return
             view = memoryview(data)
             while view:
-                written = os.write(fd, view)
-                view = view[written:]
+                try:
+                    view = view[os.write(fd, view) :]
+                except BlockingIOError:
+                    writable.poll()  # room, or an error once the server is gone
     except OSError:
         if not st.closing:
             st.disconnect(st.ended("closed its input"))
@@ -359,7 +388,7 @@ def _handle_message(st: _State, message: Any, line: bytes) -> None:
             f"MCP server {st.name!r} answered {pending.method} with neither result nor error",
             server=st.name,
         )
-    pending.event.set()
+    pending.settle()
 
 
 def _server_error(server: str, method: str, error: Any) -> McpServerError:
@@ -517,11 +546,11 @@ class StdioTransport:
             with st.lock:
                 st.pending.pop(ident, None)
             raise
-        if not pending.event.wait(timeout_ms / 1000):
+        if not pending.wait(min(timeout_ms / 1000, threading.TIMEOUT_MAX)):
             with st.lock:
                 unanswered = st.pending.pop(ident, None) is not None
             if not unanswered:  # answered (or failed) just now: its outcome is being set
-                pending.event.wait()
+                pending.wait()
             else:
                 self._cancel(ident, timeout_ms)
                 raise McpTimeout(
