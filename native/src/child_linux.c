@@ -63,17 +63,6 @@ struct a3s_child {
     void *release_ctx;
 };
 
-/* Thread-safe strerror for both the GNU and the XSI strerror_r. */
-static const char *errstr(int e, char *buf, size_t len) {
-#if defined(__GLIBC__)
-    return strerror_r(e, buf, len);
-#else
-    if (strerror_r(e, buf, len) != 0)
-        snprintf(buf, len, "errno %d", e);
-    return buf;
-#endif
-}
-
 /* ---- the fds of one launch ---------------------------------------------------- */
 
 void a3s_child_fds_close(struct a3s_child_fds *f) {
@@ -95,7 +84,7 @@ int a3s_child_fds_open(struct a3s_child_fds *f, a3s_error *err) {
         a3s_pipe_above_stdio(f->lifeline, 0) < 0) {
         int e = errno;
         a3s_child_fds_close(f);
-        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe: %s", errstr(e, eb, sizeof eb));
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe: %s", a3s_errstr(e, eb, sizeof eb));
     }
 #ifdef SYS_pidfd_open
     f->host_pidfd = a3s_fd_above_stdio((int)syscall(SYS_pidfd_open, getpid(), 0));
@@ -106,15 +95,6 @@ int a3s_child_fds_open(struct a3s_child_fds *f, a3s_error *err) {
 }
 
 /* ---- signals to what we own --------------------------------------------------- */
-
-static bool readable(int fd, int timeout_ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int rc;
-    do
-        rc = poll(&p, 1, timeout_ms);
-    while (rc < 0 && errno == EINTR);
-    return rc > 0;
-}
 
 static pid_t parent_of(pid_t pid) {
     char path[64], buf[512];
@@ -138,7 +118,7 @@ static pid_t parent_of(pid_t pid) {
 int a3s_signal_children(pid_t parent, int parent_pidfd, int sig) {
     int sent = 0;
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
-    if (parent_pidfd < 0 || readable(parent_pidfd, 0))
+    if (parent_pidfd < 0 || a3s_readable(parent_pidfd, 0))
         return 0; /* gone: its former children's pids prove nothing */
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)parent, (int)parent);
@@ -148,7 +128,7 @@ int a3s_signal_children(pid_t parent, int parent_pidfd, int sig) {
         int cfd = (int)syscall(SYS_pidfd_open, child, 0);
         /* the pidfd pins the process; it is the one we mean if, after it was
          * taken, it is still parent's child and parent has not exited */
-        if (cfd >= 0 && parent_of(child) == parent && !readable(parent_pidfd, 0) &&
+        if (cfd >= 0 && parent_of(child) == parent && !a3s_readable(parent_pidfd, 0) &&
             syscall(SYS_pidfd_send_signal, cfd, sig, NULL, 0) == 0)
             sent++;
         if (cfd >= 0)
@@ -230,7 +210,7 @@ static int wait_for(struct a3s_child *c, uint64_t timeout_ms) {
             return 0;
         int ms = a3s_ms_until(now, deadline);
         if (c->pidfd >= 0)
-            readable(c->pidfd, ms);
+            a3s_readable(c->pidfd, ms);
         else
             poll(NULL, 0, ms < WAIT_POLL_MS ? ms : WAIT_POLL_MS);
     }
@@ -258,7 +238,7 @@ static int wait_failed(const struct a3s_child *c, int e, a3s_error *err) {
         return a3s_fail(err, A3S_E_SYSTEM, e, 0,
                         "waitid %d: the child was reaped by someone else", (int)c->pid);
     return a3s_fail(err, A3S_E_SYSTEM, e, 0, "waiting for %d: %s", (int)c->pid,
-                    errstr(e, eb, sizeof eb));
+                    a3s_errstr(e, eb, sizeof eb));
 }
 
 /* ---- the API ---------------------------------------------------------------------- */
@@ -394,7 +374,8 @@ static int await_start(struct a3s_child *c, int status_fd, int report_fd, const 
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            snprintf(why, cap, "poll: %s", strerror(errno));
+            char eb[128];
+            snprintf(why, cap, "poll: %s", a3s_errstr(errno, eb, sizeof eb));
             return 0;
         }
         if (report_fd >= 0 && p[1].revents) {
@@ -450,7 +431,8 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
         if (l->release)
             l->release(l->release_ctx, true);
         return e == ENOMEM ? a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory")
-                           : a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe: %s", errstr(e, eb, sizeof eb));
+                           : a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe: %s",
+                                      a3s_errstr(e, eb, sizeof eb));
     }
     pthread_mutex_init(&c->lock, NULL);
     c->owner = getpid();
@@ -498,7 +480,7 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
         c->reaped = true; /* nothing to wait for */
         a3s_child_free(c);
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "fork for %s: %s", l->path,
-                        errstr(e, eb, sizeof eb));
+                        a3s_errstr(e, eb, sizeof eb));
     }
     c->pid = pid;
 #ifdef SYS_pidfd_open

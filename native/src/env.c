@@ -222,19 +222,20 @@ int a3s_env_check_extra(const char *entry, a3s_error *err) {
     return A3S_OK;
 }
 
-int a3s_env_build(const char *const *host, size_t nhost, const char *const *extra, size_t nextra,
-                  const char *home, struct a3s_strvec *out, a3s_error *err) {
-    for (size_t i = 0; i < nextra; i++) {
-        int rc = a3s_env_check_extra(extra[i], err);
-        if (rc)
-            return rc;
-    }
+/* Adds the allowlisted, non-secret entries of host that extra does not set
+ * (and, with keep_home, an absolute HOME); true if PATH was among them. */
+static bool add_host(struct a3s_strvec *out, const char *const *host, size_t nhost,
+                     const char *const *extra, size_t nextra, bool keep_home) {
     bool have_path = false;
     for (size_t i = 0; i < nhost; i++) {
         const char *eq = strchr(host[i], '=');
         if (!eq)
             continue;
         size_t n = (size_t)(eq - host[i]);
+        if (keep_home && name_is(host[i], n, "HOME") && eq[1] == '/') {
+            a3s_strvec_push(out, host[i]);
+            continue;
+        }
         if (!allowed(host[i], n) || a3s_env_name_is_secret(host[i], n) ||
             a3s_env_value_is_secret(eq + 1))
             continue;
@@ -250,6 +251,17 @@ int a3s_env_build(const char *const *host, size_t nhost, const char *const *extr
             a3s_strvec_push(out, host[i]);
         }
     }
+    return have_path;
+}
+
+int a3s_env_build(const char *const *host, size_t nhost, const char *const *extra, size_t nextra,
+                  const char *home, struct a3s_strvec *out, a3s_error *err) {
+    for (size_t i = 0; i < nextra; i++) {
+        int rc = a3s_env_check_extra(extra[i], err);
+        if (rc)
+            return rc;
+    }
+    bool have_path = add_host(out, host, nhost, extra, nextra, false);
     for (size_t i = 0; i < nextra; i++) {
         if (strncmp(extra[i], "PATH=", 5) == 0) {
             have_path = true;
@@ -315,27 +327,7 @@ int a3s_env_overlay(struct a3s_strvec *out, const char *const *given, size_t ngi
 
 int a3s_env_build_host(const char *const *host, size_t nhost, const char *const *given,
                        size_t ngiven, struct a3s_strvec *out, a3s_error *err) {
-    bool have_path = false;
-    for (size_t i = 0; i < nhost; i++) {
-        const char *eq = strchr(host[i], '=');
-        if (!eq)
-            continue;
-        size_t n = (size_t)(eq - host[i]);
-        if (name_is(host[i], n, "HOME") && eq[1] == '/') {
-            a3s_strvec_push(out, host[i]);
-            continue;
-        }
-        if (!allowed(host[i], n) || a3s_env_name_is_secret(host[i], n) ||
-            a3s_env_value_is_secret(eq + 1))
-            continue;
-        if (name_is(host[i], n, "PATH")) {
-            have_path = true;
-            push_path(out, eq + 1);
-        } else {
-            a3s_strvec_push(out, host[i]);
-        }
-    }
-    if (!have_path)
+    if (!add_host(out, host, nhost, NULL, 0, true))
         a3s_strvec_push(out, "PATH=" A3S_DEFAULT_PATH);
     if (out->failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory building the environment");

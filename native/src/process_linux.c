@@ -280,17 +280,6 @@ struct a3s_process_result {
     char *setup_error;
 };
 
-/* Thread-safe strerror for both the GNU and the XSI strerror_r. */
-static const char *errstr(int e, char *buf, size_t len) {
-#if defined(__GLIBC__)
-    return strerror_r(e, buf, len);
-#else
-    if (strerror_r(e, buf, len) != 0)
-        snprintf(buf, len, "errno %d", e);
-    return buf;
-#endif
-}
-
 static bool fd_is_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
 
 static int check_options(const a3s_process_options *o, a3s_error *err) {
@@ -527,7 +516,7 @@ static const char *step_name(int32_t step) {
 int a3s_exec_report_fail(const struct a3s_exec_report *rep, const char *path, const char *cwd,
                          a3s_error *err) {
     char eb[128];
-    const char *msg = errstr(rep->err, eb, sizeof eb);
+    const char *msg = a3s_errstr(rep->err, eb, sizeof eb);
     if (rep->step == STEP_EXECVE)
         return a3s_fail(err, A3S_E_SYSTEM, rep->err, 0, "execve %s: %s", path, msg);
     if (rep->step == STEP_CHDIR)
@@ -607,15 +596,15 @@ static int prepare(struct run *r, a3s_error *err) {
     p->in = a3s_fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (p->in < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "open /dev/null: %s",
-                        errstr(errno, eb, sizeof eb));
+                        a3s_errstr(errno, eb, sizeof eb));
     if (a3s_pipe_above_stdio(r->out_p, 0) < 0 || a3s_pipe_above_stdio(r->err_p, 0) < 0 ||
         a3s_pipe_above_stdio(r->report_p, 0) < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "pipe for %s: %s", o->path,
-                        errstr(errno, eb, sizeof eb));
+                        a3s_errstr(errno, eb, sizeof eb));
     if (a3s_set_nonblock(r->out_p[0]) < 0 || a3s_set_nonblock(r->err_p[0]) < 0 ||
         a3s_set_nonblock(r->report_p[0]) < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "fcntl for %s: %s", o->path,
-                        errstr(errno, eb, sizeof eb));
+                        a3s_errstr(errno, eb, sizeof eb));
     p->out = r->out_p[1];
     p->err = r->err_p[1];
     p->report_w = r->report_p[1];
@@ -661,7 +650,7 @@ static int spawn(struct run *r, a3s_error *err) {
     int e = errno;
     if (pid < 0)
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "fork for %s: %s", r->o->path,
-                        errstr(e, eb, sizeof eb));
+                        a3s_errstr(e, eb, sizeof eb));
     r->pid = pid;
     /* The parent keeps only the read ends. */
     a3s_close_fd(&r->out_p[1]);
@@ -713,7 +702,7 @@ A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result 
                             "waitid %d (%s): the child was reaped by someone else", (int)r.pid,
                             opts->path);
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "waiting for %s: %s", opts->path,
-                        errstr(e, eb, sizeof eb));
+                        a3s_errstr(e, eb, sizeof eb));
     }
     rc = r.reported ? report_failure(&r, err) : build_result(&r, start, out, err);
     run_release(&r);

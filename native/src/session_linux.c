@@ -79,17 +79,6 @@ struct a3s_session {
     struct plan plan;
 };
 
-/* ---- small helpers ---------------------------------------------------------- */
-
-static bool readable(int fd, int timeout_ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int rc;
-    do
-        rc = poll(&p, 1, timeout_ms);
-    while (rc < 0 && errno == EINTR);
-    return rc > 0;
-}
-
 /* ---- starting bubblewrap, detached ------------------------------------------ */
 
 /* In the intermediate child (a fork of a possibly multi-threaded caller):
@@ -237,9 +226,9 @@ static void session_end(a3s_sandbox *sb, struct a3s_session *s) {
         }
         a3s_close_fd(&s->ctl);
         a3s_close_fd(&s->lifeline); /* the init also stops on this alone */
-        if (s->pidfd >= 0 && !readable(s->pidfd, STOP_WAIT_MS)) {
+        if (s->pidfd >= 0 && !a3s_readable(s->pidfd, STOP_WAIT_MS)) {
             kill_now(s);
-            readable(s->pidfd, STOP_WAIT_MS);
+            a3s_readable(s->pidfd, STOP_WAIT_MS);
         }
         a3s_plan_release(sb, &s->plan);
     } else {

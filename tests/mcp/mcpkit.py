@@ -88,27 +88,6 @@ def rss_bytes() -> int:
     raise AssertionError("no VmRSS")
 
 
-def descendants_of(pid: int) -> list[int]:
-    """Every live process whose parent chain reaches ``pid``."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    out = []
-    for child in parents:
-        node = child
-        while node in parents and node > 1:
-            node = parents[node]
-            if node == pid:
-                out.append(child)
-                break
-    return out
-
-
 def marked(marker: str) -> list[int]:
     """Host pids whose environment holds ``CODEWARD_TEST_MARK=<marker>``."""
     needle = f"CODEWARD_TEST_MARK={marker}".encode()
