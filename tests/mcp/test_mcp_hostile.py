@@ -217,3 +217,15 @@ def test_a_missing_command_is_a_start_error() -> None:
         McpClient(McpServerConfig("nope", "codeward-no-such-mcp-server"))
     with pytest.raises(McpStartError, match="execve"):
         McpClient(McpServerConfig("nope", "/nonexistent/mcp-server"))
+
+
+def test_names_and_texts_a_human_sees_are_escaped() -> None:
+    from codeward.mcp import McpTool
+
+    with McpClient(hostile_config("evil-meta")) as client:
+        assert client.instructions == "read me\\u202e\\x07"
+        tools = client.list_tools()
+        assert [t.name for t in tools] == ["work"]  # the Cyrillic look-alike name is left out
+        tool = McpTool(client, tools[0])
+        assert tool.description == "\\x1b[31mred\\u202eevil"
+        assert tool.model_schema()["description"] == tool.description

@@ -22,7 +22,7 @@ from .._version import __version__
 from ._config import McpServerConfig
 from ._errors import McpError, McpProtocolError, McpStartError
 from ._process import SandboxSpec, spawn
-from ._text import one_line
+from ._text import cap_text, one_line, untrusted
 from ._transport import StdioTransport
 
 __all__ = ["PROTOCOL_VERSIONS", "McpCallResult", "McpClient", "McpToolInfo"]
@@ -33,6 +33,7 @@ log = logging.getLogger("codeward.mcp")
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MAX_PAGES = 100  # of tools/list
 MAX_TOOLS = 4096
+MAX_INSTRUCTIONS = 65536  # bytes of the server's instructions kept
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 _ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
@@ -143,7 +144,12 @@ class McpClient:
         )
         self.server_info: Mapping[str, Any] = info if isinstance(info, Mapping) else {}
         instructions = result.get("instructions")
-        self.instructions: str | None = instructions if isinstance(instructions, str) else None
+        # escaped and capped: a host may show it, or hand it to a model
+        self.instructions: str | None = (
+            untrusted(cap_text(instructions, MAX_INSTRUCTIONS)[0])
+            if isinstance(instructions, str)
+            else None
+        )
         self._transport.notify("notifications/initialized")
 
     # -- tools -------------------------------------------------------------------------
