@@ -13,9 +13,12 @@ from mcpkit import SERVERS, hostile_config, new_marker, sdk_config, sleeping, wa
 from codeward.mcp import McpClient, McpSandbox, McpServerConfig, McpStartError
 from codeward.sandbox import NativeBashSandbox
 
-pytestmark = pytest.mark.skipif(
-    NativeBashSandbox.probe() is not None, reason=f"no native sandbox: {NativeBashSandbox.probe()}"
-)
+
+@pytest.fixture(autouse=True)
+def native_boundary() -> None:
+    """Like the sandbox suites: a missing boundary is a failure here, not a skip."""
+    reason = NativeBashSandbox.probe()
+    assert reason is None, f"the native boundary is unavailable: {reason}"
 
 
 @pytest.fixture
