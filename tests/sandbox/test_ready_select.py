@@ -41,9 +41,11 @@ REAL_INIT = _locate.init_path()
 
 
 @pytest.fixture(autouse=True)
-def fresh_probe(monkeypatch):
-    """Each case probes for itself; nothing it breaks leaks into the cache of later tests."""
+def fresh_probe(monkeypatch, tmp_path_factory):
+    """Each case probes for itself; nothing it breaks leaks into the cache of later tests
+    (neither the process's nor the verdicts kept for other processes)."""
     monkeypatch.setattr(NativeBashSandbox, "_probe_cache", {})
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("runtime")))
     monkeypatch.delenv(ENV_OPT_IN, raising=False)
 
 

@@ -11,17 +11,20 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
 from ..sandbox import ENV_OPT_IN, CommandOutput, select_sandbox
 
+if TYPE_CHECKING:
+    from ._main import _Commands
+
 EXIT_UNAVAILABLE = 125
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: _Commands) -> None:
     p = commands.add_parser(
         "exec",
-        help="run a command inside the sandbox",
         description=(
             "Run COMMAND with bash -c inside the sandbox a session over DIR would get: "
             "bubblewrap namespaces, seccomp and Landlock, no network, writes only to the "

@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from .._errors import CodewardError
-from . import _doctor, _exec, _mcp, _policy, _replay, _version
+
+TYPE_CHECKING = False  # typing itself costs a few ms on every call
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+# Each command lives in its own module, imported only when that command runs: `codeward
+# version` must not pay for the sandbox, nor `codeward exec` for the policy engine. The
+# one-line summaries are here so that `codeward --help` can list every command without
+# importing any.
+COMMANDS = {
+    "version": ("_version", "print the package, C core and ABI versions"),
+    "doctor": ("_doctor", "check what this machine offers the sandbox"),
+    "exec": ("_exec", "run a command inside the sandbox"),
+    "policy": ("_policy", "check a call against a policy, or lint a policy"),
+    "replay": ("_replay", "run a recorded transcript of model tool calls through the kernel"),
+    "mcp": ("_mcp", "list the tools of configured MCP servers and how the kernel decides them"),
+}
 
 DESCRIPTION = """\
 codeward: the security kernel of a coding agent.
@@ -36,7 +52,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"codeward: error: {message} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Commands:
+    """What a command module's ``register`` gets: the subparsers, with the summary listed here."""
+
+    def __init__(self, action: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        self._action = action
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = self._action.add_parser(
+            name, help=COMMANDS[name][1], **kwargs
+        )
+        return parser
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the arguments, it imports only the command they name.
+
+    Without ``argv`` every command is registered in full. With it, only the
+    command named by its first word is; the others are listed by name and
+    summary (``codeward --help``) and refused if used.
+    """
+    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     parser = _Parser(
         prog="codeward",
         description=DESCRIPTION,
@@ -45,18 +81,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    _version.register(commands)
-    _doctor.register(commands)
-    _exec.register(commands)
-    _policy.register(commands)
-    _replay.register(commands)
-    _mcp.register(commands)
+    for name, (module, summary) in COMMANDS.items():
+        if chosen is None or chosen == name:
+            importlib.import_module(f".{module}", __package__).register(_Commands(commands))
+        else:
+            commands.add_parser(name, help=summary)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         code: int = args.run(args)

@@ -19,6 +19,7 @@ from ._args import check_exec_args
 from ._base import SandboxBase
 from ._locate import MIN_BWRAP, bwrap_version, find_bwrap, init_path
 from ._output import CommandOutput
+from ._probe_cache import probe_key, recall_pass, remember_pass
 
 DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_MAX_OUTPUT = 102_400
@@ -53,11 +54,19 @@ def _raise_native(exc: Any, workspace: str) -> None:
 
 
 class _CancelBridge:
-    """Turns a threading.Event-like `cancel` into a pipe the C runner polls."""
+    """Turns a threading.Event-like `cancel` into a pipe the C runner polls.
+
+    The watcher polls the event every 50 ms; ``close()`` does not wait for
+    it (a command must not pay up to a poll interval when it ends): under
+    the lock it marks the bridge closed and closes the pipe, and the
+    watcher, which writes only under the same lock while the bridge is
+    open, then exits at its next poll.
+    """
 
     def __init__(self, cancel: Any) -> None:
         self._read, self._write = os.pipe()
-        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._closed = False
         self._thread = threading.Thread(target=self._watch, args=(cancel,), daemon=True)
         self._thread.start()
 
@@ -66,21 +75,24 @@ class _CancelBridge:
         return self._read
 
     def _watch(self, cancel: Any) -> None:
-        while not self._done.is_set():
-            waiter = getattr(cancel, "wait", None)
+        waiter = getattr(cancel, "wait", None)
+        while True:
             if waiter is not None:
                 waiter(0.05)
             else:
                 time.sleep(0.05)
-            if cancel.is_set():
-                os.write(self._write, b"x")
-                return
+            with self._lock:
+                if self._closed:
+                    return
+                if cancel.is_set():
+                    os.write(self._write, b"x")
+                    return
 
     def close(self) -> None:
-        self._done.set()
-        self._thread.join()
-        os.close(self._read)
-        os.close(self._write)
+        with self._lock:
+            self._closed = True
+            os.close(self._read)
+            os.close(self._write)
 
 
 # Handles whose long-lived sandbox must be stopped when the interpreter exits, so its
@@ -242,11 +254,18 @@ class NativeBashSandbox(_CoreSandbox):
         return self._reuse
 
     @classmethod
-    def probe(cls, bwrap: str | None = None, workspace: str | None = None) -> str | None:
+    def probe(
+        cls, bwrap: str | None = None, workspace: str | None = None, *, fresh: bool = False
+    ) -> str | None:
         """None if the boundary works on this machine, else the reason it does not.
 
         It runs a self-test through the real boundary once per process (per
-        bubblewrap binary) and caches the verdict.
+        bubblewrap binary) and caches the verdict. A pass is also kept for
+        other processes of the same user, keyed on everything it depends on
+        (the bubblewrap, a3s-init and C core files, the kernel, the caller's
+        ids and namespaces, the user namespace settings: sandbox/_probe_cache.py),
+        so a new process skips the self-test until one of those changes.
+        ``fresh=True`` runs the self-test whatever was kept (``codeward doctor``).
         """
         bwrap = bwrap or find_bwrap(workspace)
         if bwrap is None:
@@ -254,12 +273,22 @@ class NativeBashSandbox(_CoreSandbox):
                 "bubblewrap (bwrap) is not installed as a root-owned system program: "
                 "apt-get install bubblewrap"
             )
-        init = init_path() or ""
-        key = (bwrap, init)
+        init = init_path()
+        key = (bwrap, init or "")
         with cls._probe_lock:
-            if key not in cls._probe_cache:
-                cls._probe_cache[key] = cls._run_probe(bwrap)
+            if fresh or key not in cls._probe_cache:
+                cls._probe_cache[key] = cls._probe_or_recall(bwrap, init, fresh)
             return cls._probe_cache[key]
+
+    @classmethod
+    def _probe_or_recall(cls, bwrap: str, init: str | None, fresh: bool) -> str | None:
+        stored = probe_key(bwrap, init, getattr(_native, "__file__", None))
+        if not fresh and recall_pass(stored):
+            return None
+        verdict = cls._run_probe(bwrap)
+        if verdict is None:
+            remember_pass(stored)
+        return verdict
 
     @staticmethod
     def _run_probe(bwrap: str) -> str | None:
