@@ -9,6 +9,7 @@ confirmations, but still use the same sandbox handle and credential boundary.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import threading
@@ -36,6 +37,7 @@ from ..sandbox import BashSandbox, ProcessHostBashSandbox, select_sandbox
 from ..tools import Tool, ToolResult, builtin_tools
 from ..verification import (
     MutationLedger,
+    SnapshotTracker,
     TurnOutcome,
     VerificationGate,
     VerificationReport,
@@ -93,6 +95,7 @@ class Session:
         self._tool_changes = 0  # changes the tools recorded: each one invalidates the bash snapshot
         self._bash_snapshot: tuple[WorkspaceSnapshot, int] | None = None
         self._snapshot_lock = threading.Lock()
+        self._tracking = _Tracking(self._workspace.root, self.sandbox)
         self._lock = threading.Lock()
         self._scope = CallScope(
             "session",
@@ -389,6 +392,7 @@ class Session:
         child._hooks = self._hooks
         child._confirmations = self._confirmations
         child._ledger = self._ledger  # a child's changes are the parent's turn's changes
+        child._tracking = self._tracking
         child._gate = self._gate
         child._lock = threading.Lock()
         child._scope = CallScope(
@@ -466,6 +470,7 @@ class Session:
             timeout_ms,
             workspace_root=self.workspace,
             ledger=self._ledger,
+            tracker=self._tracking.tracker(),
         )
         self._gate.add_report(report)
         return report
@@ -497,7 +502,10 @@ class Session:
         outside the session between two bash calls is booked to the second:
         the turn's effect then covers the workspace as it is, which is what a
         verification must see. An escalated call (outside the sandbox) can
-        touch the protected names too, so its snapshots include them.
+        touch the protected names too, so its snapshots include them, and are
+        walks of the whole tree. Otherwise the session's tracker re-reads only
+        the directories the command changed; the result's metadata
+        (``change_detection``) says how the "after" snapshot was taken.
         """
         skip = () if escalated else None
         with self._snapshot_lock:
@@ -505,16 +513,27 @@ class Session:
         fresh = cached is not None and not escalated and cached[1] == self._tool_changes
         before = cached[0] if fresh and cached is not None else self._snapshot(skip)
         try:
-            return run()
+            result = run()
         finally:
             after = self._snapshot(skip)
             record_bash_changes(self._ledger, before, after, self.workspace)
             if not escalated:
                 with self._snapshot_lock:
                     self._bash_snapshot = (after, self._tool_changes)
+        detection = {
+            "incremental": after.incremental,
+            "directories_read": after.directories_read,
+            "fallback": after.fallback,
+        }
+        return dataclasses.replace(
+            result, metadata={**result.metadata, "change_detection": detection}
+        )
 
     def _snapshot(self, skip_top: tuple[str, ...] | None) -> WorkspaceSnapshot:
         if skip_top is None:
+            tracker = self._tracking.tracker()
+            if tracker is not None:
+                return tracker.snapshot()
             return WorkspaceSnapshot.take(self.workspace)
         return WorkspaceSnapshot.take(self.workspace, skip_top=skip_top)
 
@@ -596,6 +615,37 @@ class Session:
         close = getattr(self.sandbox, "close", None)
         if callable(close) and self.options.sandbox_handle is None:
             close()
+
+
+class _Tracking:
+    """The session's change tracker, made on first use, only where it can vouch for a command.
+
+    A command confined by the sandbox can change the workspace only through
+    names inside it (every other name it sees is on a read-only or separate
+    mount), which is what directory watches see. An unconfined one (the
+    process host, an escalated call) could change a workspace file through a
+    hard link elsewhere: its snapshots are walks of the whole tree.
+    """
+
+    def __init__(self, root: str, sandbox: BashSandbox) -> None:
+        self._root = root
+        self._confined = getattr(sandbox, "sandboxed", False) is True
+        self._lock = threading.Lock()
+        self._tracker: SnapshotTracker | None = None
+
+    def tracker(self) -> SnapshotTracker | None:
+        if not self._confined:
+            return None
+        with self._lock:
+            if self._tracker is None:
+                self._tracker = SnapshotTracker(self._root)
+            return self._tracker
+
+    def close(self) -> None:
+        with self._lock:
+            tracker, self._tracker = self._tracker, None
+        if tracker is not None:
+            tracker.close()
 
 
 class _ToolRecorder:
