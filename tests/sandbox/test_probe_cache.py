@@ -3,7 +3,6 @@ changed, and only from a store nobody else can write (sandbox/_probe_cache.py)."
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -79,8 +78,7 @@ def test_the_real_probe_is_kept_for_the_next_process(store) -> None:
         )
         for _ in range(2)
     ]
-    assert _entry(store).is_file()
-    assert json.loads(_entry(store).read_text())["verdict"] == "pass"
+    assert _entry(store).read_text().startswith("codeward probe pass v1\n")
     # the second run did not start a sandbox: its probe is a few file reads
     assert float(runs[1].stdout) < float(runs[0].stdout)
 
@@ -116,11 +114,19 @@ def test_the_key_follows_every_dependency(tmp_path, monkeypatch) -> None:
     assert _probe_cache.probe_key(bwrap, init, native) != before
 
 
-def _plant(store: Path, name: str, **changes: object) -> Path:
+def _plant(
+    store: Path,
+    key: str,
+    *,
+    at: float | None = None,
+    header: str = "codeward probe pass v1",
+    facts: str | None = None,
+) -> Path:
+    """An entry as remember_pass writes it, or with one part changed."""
     store.mkdir(mode=0o700, exist_ok=True)
-    body = {"key": name, "verdict": "pass", "at": time.time(), **changes}
-    entry = store / f"probe-{name}"
-    entry.write_text(json.dumps(body))
+    entry = store / _probe_cache._entry_name(key)
+    stamp = time.time() if at is None else at
+    entry.write_text(f"{header}\n{stamp!r}\n{key if facts is None else facts}")
     entry.chmod(0o600)
     return entry
 
@@ -143,7 +149,7 @@ def test_a_pass_planted_by_another_user_is_ignored(store, probes) -> None:
 
 
 def test_entries_that_are_not_exactly_a_recent_pass_are_ignored(store, tmp_path) -> None:
-    key = "k" * 64
+    key = "bwrap /usr/bin/bwrap 1 2 3\nkernel Linux 6.1"
     entry = _plant(store, key)
     assert _probe_cache.recall_pass(key)
     entry.chmod(0o622)  # writable by others
@@ -158,16 +164,18 @@ def test_entries_that_are_not_exactly_a_recent_pass_are_ignored(store, tmp_path)
     assert _probe_cache.recall_pass(key)
     _plant(store, key, at=time.time() - _probe_cache.MAX_AGE_S - 1)  # too old
     assert not _probe_cache.recall_pass(key)
-    _plant(store, key, verdict="fail")
+    _plant(store, key, at=time.time() + 3600)  # from the future
     assert not _probe_cache.recall_pass(key)
-    _plant(store, key, key="x" * 64)  # stored under another key's name
+    _plant(store, key, header="codeward probe fail v1")
+    assert not _probe_cache.recall_pass(key)
+    _plant(store, key, facts=key + "\nsetting changed")  # the same file name, other facts
     assert not _probe_cache.recall_pass(key)
     entry.unlink()
-    target = _plant(store, "t" * 64)
+    target = _plant(store, "other facts")
     entry.symlink_to(target)  # a symlink is never followed
     assert not _probe_cache.recall_pass(key)
     entry.unlink()
-    entry.write_text("{not json")
+    entry.write_text("garbage")
     entry.chmod(0o600)
     assert not _probe_cache.recall_pass(key)
 

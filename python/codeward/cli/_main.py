@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -50,6 +51,29 @@ default_decision and enabled; see docs/policy.md."""
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other error
         self.exit(2, f"codeward: error: {message} (see '{self.prog} --help')\n")
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for every argument added, and a formatter without a
+        # width imports shutil (with bz2 and lzma) to ask the terminal: give it the width.
+        formatter: argparse.HelpFormatter = self.formatter_class(
+            prog=self.prog,
+            width=_width(),  # type: ignore[call-arg]
+        )
+        return formatter
+
+
+def _width() -> int:
+    """The help's width, as argparse would find it (COLUMNS, else the terminal), less 2."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return max(columns - 2, 11)
 
 
 class _Commands:

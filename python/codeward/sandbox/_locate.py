@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
-from pathlib import Path
 
 MIN_BWRAP = (0, 8, 0)
 SYSTEM_BWRAP = ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 def init_path() -> str | None:
     """The a3s-init executable shipped inside the package, if it was built."""
-    candidate = _PACKAGE_DIR / "_bin" / "a3s-init"
-    return str(candidate) if os.access(candidate, os.X_OK) else None
+    candidate = os.path.join(_PACKAGE_DIR, "_bin", "a3s-init")
+    return candidate if os.access(candidate, os.X_OK) else None
+
+
+def _which(name: str) -> str | None:
+    """The first executable ``name`` on PATH (``shutil.which`` without importing shutil, which
+    costs `codeward exec` more start-up time than the sandbox itself)."""
+    for directory in os.get_exec_path():
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def _trusted(path: str, workspace: str | None) -> bool:
@@ -43,7 +49,7 @@ def find_bwrap(workspace: str | None = None) -> str | None:
     ever executed, not even for ``--version``.
     """
     found = [c for c in SYSTEM_BWRAP if os.access(c, os.X_OK)]
-    which = shutil.which("bwrap")
+    which = _which("bwrap")
     if which:
         found.append(which)
     for candidate in found:
@@ -54,6 +60,9 @@ def find_bwrap(workspace: str | None = None) -> str | None:
 
 
 def bwrap_version(path: str) -> tuple[int, ...] | None:
+    import re
+    import subprocess
+
     try:
         out = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=5, check=False

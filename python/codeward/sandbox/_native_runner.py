@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
-import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, ClassVar
 
 from .. import _native
 from .._errors import NativeCoreError, SandboxArgumentError, SandboxError, SandboxUnavailable
 from ._args import check_exec_args
 from ._base import SandboxBase
 from ._locate import MIN_BWRAP, bwrap_version, find_bwrap, init_path
-from ._output import CommandOutput
 from ._probe_cache import probe_key, recall_pass, remember_pass
+
+# This module is on `codeward exec`'s path, where every import is start-up time: what is
+# needed only for annotations, the output type or the probe is imported where it is used.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import TracebackType
+    from typing import Any, ClassVar
+
+    from ._output import CommandOutput
 
 DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_MAX_OUTPUT = 102_400
@@ -155,6 +159,30 @@ class _CoreSandbox(SandboxBase):
         cancel: Any = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` and returns its output (never raises for the command's fate)."""
+        from ._output import CommandOutput
+
+        return CommandOutput(
+            **self._run(
+                command,
+                timeout_ms=timeout_ms,
+                env=env,
+                max_output_bytes=max_output_bytes,
+                kill_grace_ms=kill_grace_ms,
+                cancel=cancel,
+            )
+        )
+
+    def _run(
+        self,
+        command: str,
+        *,
+        timeout_ms: int,
+        env: Mapping[str, str] | None,
+        max_output_bytes: int,
+        kill_grace_ms: int,
+        cancel: Any,
+    ) -> dict[str, Any]:
+        """``exec``, with the fields of its CommandOutput as a dict (the command line's path)."""
         check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
         entries = _env_entries(env)
         bridge = _CancelBridge(cancel) if cancel is not None else None
@@ -173,19 +201,19 @@ class _CoreSandbox(SandboxBase):
         finally:
             if bridge:
                 bridge.close()
-        return CommandOutput(
-            stdout=raw["stdout"].decode("utf-8", "replace"),
-            stderr=raw["stderr"].decode("utf-8", "replace"),
-            exit_code=raw["exit_code"],
-            timed_out=raw["timed_out"],
-            truncated=raw["stdout_truncated"] or raw["stderr_truncated"],
-            total_bytes=raw["stdout_total"] + raw["stderr_total"],
-            sandboxed=self._sandboxed,
-            backend=self._backend,
-            setup_error=raw["setup_error"],
-            cancelled=raw["cancelled"],
-            duration_ms=raw["duration_us"] / 1000.0,
-        )
+        return {
+            "stdout": raw["stdout"].decode("utf-8", "replace"),
+            "stderr": raw["stderr"].decode("utf-8", "replace"),
+            "exit_code": raw["exit_code"],
+            "timed_out": raw["timed_out"],
+            "truncated": raw["stdout_truncated"] or raw["stderr_truncated"],
+            "total_bytes": raw["stdout_total"] + raw["stderr_total"],
+            "sandboxed": self._sandboxed,
+            "backend": self._backend,
+            "setup_error": raw["setup_error"],
+            "cancelled": raw["cancelled"],
+            "duration_ms": raw["duration_us"] / 1000.0,
+        }
 
 
 def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
@@ -305,6 +333,9 @@ class NativeBashSandbox(_CoreSandbox):
             )
         if not features["seccomp_filter"]:
             return "the kernel has no seccomp filter support"
+        import shutil
+        import tempfile
+
         probe_dir = tempfile.mkdtemp(prefix="a3s-probe-")
         try:
             # through a long-lived sandbox: the path commands take by default

@@ -9,8 +9,10 @@ mount namespaces) and the kernel settings that decide whether a sandbox can
 start (user namespace sysctls, the LSMs). Those facts are the key: a passed
 probe is stored under their digest, and a process that computes the same
 digest skips the probe. Change any of them and the digest changes, so the
-probe runs again. A failed probe is never stored (a transient failure must
-not stick), and an entry older than ``MAX_AGE_S`` is ignored.
+probe runs again. The facts themselves are stored and compared exactly (the
+file name is only a short checksum of them, to keep different
+configurations apart). A failed probe is never stored (a transient failure
+must not stick), and an entry older than ``MAX_AGE_S`` is ignored.
 
 Only a pass is ever read from the store, so what matters is that nobody
 else can write one: the entry is read only from a directory the caller owns
@@ -22,17 +24,15 @@ without following a symlink. Anything else counts as no entry.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import stat
 import time
-from typing import Any
+import zlib
 
 __all__ = ["MAX_AGE_S", "cache_dir", "probe_key", "recall_pass", "remember_pass"]
 
 MAX_AGE_S = 24 * 3600
-_SCHEMA = "codeward.probe-cache/v1"
+_HEADER = "codeward probe pass v1"
 # Kernel settings that decide whether an unprivileged sandbox can start.
 _SETTINGS = (
     "/proc/sys/kernel/unprivileged_userns_clone",
@@ -48,45 +48,49 @@ _SETTINGS = (
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _identity(path: str | None) -> list[Any]:
+def _identity(path: str | None) -> str:
     if not path:
-        return [None]
+        return "-"
     try:
         st = os.stat(path)
     except OSError:
-        return [path, None]
-    return [path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode]
+        return f"{path} missing"
+    fields = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+    return " ".join(map(str, (path, *fields)))
 
 
-def _read(path: str) -> str | None:
+def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read(4096)
     except OSError:
-        return None
+        return "-"
 
 
-def _namespace(name: str) -> str | None:
+def _namespace(name: str) -> str:
     try:
         return os.readlink(f"/proc/self/ns/{name}")
     except OSError:
-        return None
+        return "-"
 
 
 def probe_key(bwrap: str, init: str | None, native: str | None) -> str:
-    """The digest of everything the probe's verdict depends on."""
+    """Everything the probe's verdict depends on, as one text, a fact a line."""
     uname = os.uname()
-    facts = {
-        "schema": _SCHEMA,
-        "bwrap": _identity(bwrap),
-        "init": _identity(init),
-        "native": _identity(native),
-        "kernel": [uname.sysname, uname.release, uname.version, uname.machine],
-        "ids": [os.geteuid(), os.getegid()],
-        "namespaces": [_namespace("user"), _namespace("mnt")],
-        "settings": {path: _read(path) for path in _SETTINGS},
-    }
-    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
+    facts = [
+        f"bwrap {_identity(bwrap)}",
+        f"init {_identity(init)}",
+        f"native {_identity(native)}",
+        f"kernel {uname.sysname} {uname.release} {uname.version} {uname.machine}",
+        f"ids {os.geteuid()} {os.getegid()}",
+        f"namespaces {_namespace('user')} {_namespace('mnt')}",
+        *(f"setting {path} {_read(path)!r}" for path in _SETTINGS),
+    ]
+    return "\n".join(line.replace("\n", " ") for line in facts)
+
+
+def _entry_name(key: str) -> str:
+    return f"probe-{zlib.crc32(key.encode()):08x}"
 
 
 def cache_dir() -> str | None:
@@ -130,8 +134,9 @@ def recall_pass(key: str) -> bool:
     dirfd = None if directory is None else _open_dir(directory, create=False)
     if dirfd is None:
         return False
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(f"probe-{key}", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        fd = os.open(_entry_name(key), flags, dir_fd=dirfd)
     except OSError:
         return False
     finally:
@@ -140,15 +145,20 @@ def recall_pass(key: str) -> bool:
         st = os.fstat(fd)
         if not (stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and _owned_private(st)):
             return False
-        data = json.loads(os.read(fd, 4096))
-    except (OSError, ValueError):
+        data = os.read(fd, 65536).decode("utf-8", "replace")
+    except OSError:
         return False
     finally:
         os.close(fd)
-    if not isinstance(data, dict) or data.get("key") != key or data.get("verdict") != "pass":
+    header, _, rest = data.partition("\n")
+    stored, _, facts = rest.partition("\n")
+    if header != _HEADER or facts != key:
         return False
-    stored = data.get("at")
-    return isinstance(stored, (int, float)) and 0 <= time.time() - stored < MAX_AGE_S
+    try:
+        age = time.time() - float(stored)
+    except ValueError:
+        return False
+    return 0 <= age < MAX_AGE_S
 
 
 def remember_pass(key: str) -> None:
@@ -157,8 +167,9 @@ def remember_pass(key: str) -> None:
     dirfd = None if directory is None else _open_dir(directory, create=True)
     if dirfd is None:
         return
-    temp = f".probe-{key}.{os.getpid()}"
-    body = json.dumps({"key": key, "verdict": "pass", "at": time.time()}).encode()
+    name = _entry_name(key)
+    temp = f".{name}.{os.getpid()}"
+    body = f"{_HEADER}\n{time.time()!r}\n{key}".encode()
     try:
         fd = os.open(
             temp,
@@ -170,7 +181,7 @@ def remember_pass(key: str) -> None:
             os.write(fd, body)
         finally:
             os.close(fd)
-        os.replace(temp, f"probe-{key}", src_dir_fd=dirfd, dst_dir_fd=dirfd)
+        os.replace(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dirfd)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from typing import Any
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
-from ._output import CommandOutput
-from ._protocol import BashSandbox
+
+TYPE_CHECKING = False  # on `codeward exec`'s path: annotations cost no import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from ._output import CommandOutput
+    from ._protocol import BashSandbox
 
 ENV_OPT_IN = "A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX"
 _TRUE = {"1", "true", "yes", "on"}
