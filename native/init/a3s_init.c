@@ -379,6 +379,11 @@ static int run_probe(void) {
     if (d)
         closedir(d);
     probe_check(d && pids <= 3, "no host processes visible", NULL);
+    char denied[2048];
+    int checked = probe_denials(denied, sizeof denied);
+    char what[64];
+    snprintf(what, sizeof what, "every denied system call refused (%d)", checked);
+    probe_check(checked > 0, what, denied);
     printf("a3s-probe: %s\n", probe_failures ? "FAILED" : "ok");
     return probe_failures ? 1 : 0;
 }

@@ -61,6 +61,13 @@ int status_of(int wstatus);
 int arm_timer(uint64_t ms);
 _Noreturn void run_child(const struct child_spec *c);
 
+/* The self-test's seccomp check (probe_seccomp.c): calls every system call
+ * the filter refuses whatever its arguments, without running any of them,
+ * and checks each errno. The number checked, or minus the number that
+ * were not refused as the table says; `detail` names the calls checked, or
+ * the failures. */
+int probe_denials(char *detail, size_t cap);
+
 /* Server mode (server.c): answers requests on cfg->control_fd until the
  * host shuts it down, hangs up, or the lifeline breaks; never returns. */
 _Noreturn void serve(const struct config *cfg, const char *program,
