@@ -16,6 +16,7 @@ INIT_SOURCES = [
     "native/init/a3s_init.c",
     "native/init/server.c",
     "native/init/probe_seccomp.c",
+    "native/init/limits.c",
     "native/src/error.c",
     "native/src/landlock_linux.c",
     "native/src/seccomp_linux.c",

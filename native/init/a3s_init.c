@@ -1,9 +1,10 @@
 /* a3s_init.c - the supervisor every sandboxed command runs under.
  *
  * In sandbox mode it is PID 1 of the bubblewrap pid namespace: non-dumpable,
- * without capabilities, it prepares Landlock and seccomp, forks the command
- * with both applied, forwards TERM/INT/HUP, reaps, enforces the timeout, and
- * exits with the command's status; when PID 1 exits the kernel kills every
+ * without capabilities, under the same seccomp filter as the command
+ * (installed on itself once prepared), it forks the command with Landlock
+ * applied, reaps, enforces the timeout, and exits with the command's
+ * status (signals reach it only from commands, and are ignored); when PID 1 exits the kernel kills every
  * process left in the namespace. In host mode (the opted-in process host) it
  * is a child subreaper that runs the command unconfined but still takes every
  * descendant down with it. In server mode (server.c) it is PID 1 of a
@@ -110,6 +111,7 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
                            .lifeline_fd = -1,
                            .control_fd = -1,
                            .host_pidfd = -1,
+                           .oom_fd = -1,
                            .grace_ms = 2000,
                            .landlock = true};
     bool mode_set = false;
@@ -398,6 +400,9 @@ int main(int argc, char **argv) {
     set_cloexec(cfg.control_fd);
     set_cloexec(cfg.host_pidfd);
 
+    /* Opened while /proc/self is still ours (limits.c). */
+    if (cfg.sandbox && !oom_adj_open(&cfg))
+        die(&cfg, "cannot open /proc/self/oom_score_adj: %s", strerror(errno));
     /* Nobody may ptrace or read the memory of the supervisor. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die(&cfg, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
@@ -435,6 +440,13 @@ int main(int argc, char **argv) {
             die(&cfg, "%s", err.message);
         if (a3s_seccomp_build(0, &filter, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
+        /* The init runs under the command's filter too, installed once here
+         * with everything prepared (nothing it does later is refused by
+         * it): a process of ours in the sandbox without a filter would be
+         * the one a command tries to reach. Every command inherits it. */
+        int rc = a3s_seccomp_install(&filter);
+        if (rc != 0)
+            die(&cfg, "cannot install the seccomp filter on the init: %s", strerror(-rc));
     }
 
     sigset_t mask;
@@ -450,12 +462,16 @@ int main(int argc, char **argv) {
     if (sfd < 0)
         die(&cfg, "signalfd: %s", strerror(errno));
     if (cfg.server)
-        serve(&cfg, program, &ll, &filter, sfd); /* never returns */
+        serve(&cfg, program, &ll, NULL, sfd); /* never returns; commands inherit the filter */
 
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)
         die(&cfg, "pipe2: %s", strerror(errno));
+    if (cfg.sandbox)
+        oom_adj_for_command(&cfg);
     pid_t child = fork();
+    if (cfg.sandbox && child != 0)
+        oom_adj_for_init(&cfg);
     if (child < 0)
         die(&cfg, "fork: %s", strerror(errno));
     if (child == 0) {
@@ -468,7 +484,7 @@ int main(int argc, char **argv) {
             .out = -1,
             .err = -1,
             .ll = cfg.sandbox ? &ll : NULL,
-            .filter = cfg.sandbox ? &filter : NULL,
+            .filter = NULL, /* inherited from the init (sandbox mode) */
             .report_fd = report[1],
         };
         run_child(&spec);
@@ -522,9 +538,18 @@ int main(int argc, char **argv) {
         if (fds[0].revents & POLLIN) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo != SIGCHLD && cfg.sandbox) {
+                    /* In a sandbox nothing outside sends these to PID 1: the
+                     * caller stops a run by killing bubblewrap (whose death
+                     * kills us: the parent-death signal) or through the
+                     * lifeline. So a signal here came from a command, and
+                     * whatever it claims to be (rt_sigqueueinfo forges any
+                     * si_pid), it does not stop the run. */
+                    continue;
+                }
                 if (si.ssi_signo != SIGCHLD) {
-                    /* a stop request from outside (the caller's cancel or timeout):
-                     * pass it on, then KILL everything after the grace period */
+                    /* host mode: a stop request from the caller's cancel or
+                     * timeout: pass it on, then KILL everything after the grace */
                     signal_all(&cfg, child, (int)si.ssi_signo);
                     if (!stopping) {
                         stopping = true;

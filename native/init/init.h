@@ -30,6 +30,9 @@ struct config {
     size_t nclean;
     bool landlock;
     char **argv; /* the command (server mode: its first words) */
+    /* limits.c */
+    int oom_fd;   /* the init's own /proc/self/oom_score_adj, opened while dumpable */
+    int oom_base; /* its value at start */
 };
 
 /* What a child reports through its close-on-exec pipe when it cannot exec. */
@@ -60,6 +63,15 @@ bool resolve_program(const char *name, char out[PATH_MAX]);
 int status_of(int wstatus);
 int arm_timer(uint64_t ms);
 _Noreturn void run_child(const struct child_spec *c);
+
+/* OOM scores (limits.c). oom_adj_open opens the init's own
+ * /proc/self/oom_score_adj (call it while still dumpable) and records its
+ * value; oom_adj_for_command sets the value a command inherits through the
+ * next fork (the kernel's maximum), oom_adj_for_init puts the init's own
+ * back (false if it cannot). */
+bool oom_adj_open(struct config *cfg);
+void oom_adj_for_command(const struct config *cfg);
+bool oom_adj_for_init(const struct config *cfg);
 
 /* The self-test's seccomp check (probe_seccomp.c): calls every system call
  * the filter refuses whatever its arguments, without running any of them,

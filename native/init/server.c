@@ -5,7 +5,7 @@
  * fresh child: a new session and process group, a private scratch
  * directory (mode 0700, under /run/a3s/scratch) that the request's
  * environment names as HOME, TMPDIR and XDG_*, NoNewPrivs, Landlock and
- * seccomp, then execve(bash -c COMMAND) with the stdout and stderr fds that
+ * the seccomp filter (the init's own, inherited), then execve(bash -c COMMAND) with the stdout and stderr fds that
  * came with the request. When the command's main process ends, or its
  * timeout or a CANCEL stops it (TERM to every process of the namespace,
  * KILL after the grace), every other process of the namespace is killed
@@ -437,15 +437,16 @@ static void kill_and_reap(pid_t child, int *status, bool *reaped) {
 }
 
 /* Handles what the signalfd holds: reaps children (noting the command's
- * status) and treats a signal from outside the namespace as a shutdown. */
+ * status). Any other signal is ignored, whoever seems to send it: the host
+ * stops the sandbox only through what a command cannot forge (the control
+ * socket, the lifeline, the caller's pidfd, or SIGKILL), while a command
+ * can queue a signal to PID 1 with any si_pid it likes (rt_sigqueueinfo)
+ * where Landlock does not scope signals. */
 static void drain_signals(int sfd, pid_t child, int *status, bool *reaped) {
     struct signalfd_siginfo si;
     while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        if (si.ssi_signo != SIGCHLD) {
-            if (si.ssi_pid == 0)
-                shut_down(); /* sent from the host side: stop */
-            continue;        /* a command signalling PID 1: ignored */
-        }
+        if (si.ssi_signo != SIGCHLD)
+            continue;
         int st;
         pid_t p;
         while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
@@ -486,6 +487,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     char **argv = command_argv(cfg, m->command);
     int report[2] = {-1, -1};
     pid_t child = -1;
+    oom_adj_for_command(cfg);
     if (!argv) {
         fail_setup(d, "%s: %s", "out of memory", ENOMEM);
     } else if (mkdir(A3S_SCRATCH_PARENT, 0700) < 0 && errno != EEXIST) {
@@ -513,6 +515,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         };
         run_child(&spec);
     }
+    oom_adj_for_init(cfg); /* the child was forked with the command's value */
     close(out);
     close(err);
     if (report[1] >= 0)
@@ -676,6 +679,7 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         run_one(program, ll, filter, sfd, &m, fds[0], fds[1], &d);
         a3s_msg_exec_free(&m);
         bool clean = restore_trees(cfg) & remove_ipc();
+        clean = oom_adj_for_init(cfg) && clean; /* a command may have changed it (root) */
         if (!clean)
             d.flags |= A3S_DONE_CLOSING;
         send_done(&d);

@@ -5,8 +5,8 @@
  * root-owned Python environment is out of reach, to check that the boundary
  * holds for a non-root caller too.
  *
- * Usage: sandbox_driver [--process-host] [--reuse] [--timeout-ms N] [--grace-ms N]
- *                       [--max-output N] [--state-dir DIR] [--scratch DIR]
+ * Usage: sandbox_driver [--process-host] [--reuse] [--no-landlock] [--timeout-ms N]
+ *                       [--grace-ms N] [--max-output N] [--state-dir DIR] [--scratch DIR]
  *                       INIT BWRAP WORKSPACE COMMAND [COMMAND]...
  *        sandbox_driver --probe [--reuse] INIT BWRAP WORKSPACE
  *
@@ -34,10 +34,10 @@
 #include <string.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: sandbox_driver [--process-host] [--reuse] [--timeout-ms N] "
-                    "[--grace-ms N] [--max-output N] [--state-dir DIR] [--scratch DIR] INIT "
-                    "BWRAP WORKSPACE COMMAND...\n       sandbox_driver --probe [--reuse] INIT "
-                    "BWRAP WORKSPACE\n");
+    fprintf(stderr, "usage: sandbox_driver [--process-host] [--reuse] [--no-landlock] "
+                    "[--timeout-ms N] [--grace-ms N] [--max-output N] [--state-dir DIR] "
+                    "[--scratch DIR] INIT BWRAP WORKSPACE COMMAND...\n"
+                    "       sandbox_driver --probe [--reuse] INIT BWRAP WORKSPACE\n");
     return 2;
 }
 
@@ -74,6 +74,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(a, "--reuse") == 0) {
             cfg.flags |= A3S_SANDBOX_REUSE;
+            continue;
+        }
+        if (strcmp(a, "--no-landlock") == 0) {
+            cfg.flags |= A3S_SANDBOX_NO_LANDLOCK;
             continue;
         }
         if (!v)

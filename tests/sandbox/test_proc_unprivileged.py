@@ -9,6 +9,7 @@ world-readable directory together with a copy of a3s-init, and run through
 from __future__ import annotations
 
 import errno
+import json
 import os
 import select
 import shlex
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from hostprocs import sleeping, survivors
+from initreach import EXPECTED_DENIED, FORGE, HOSTILE, REFUSED, STATE, py
 
 from codeward.sandbox import _locate
 
@@ -108,6 +110,7 @@ class Driver:
         timeout_ms: int = 20_000,
         probe: bool = False,
         reuse: bool = False,
+        landlock: bool = True,
     ) -> list:
         head = [
             "setpriv",
@@ -122,6 +125,8 @@ class Driver:
         timing = ["--timeout-ms", str(timeout_ms), "--grace-ms", "300"]
         if reuse:
             timing.insert(0, "--reuse")
+        if not landlock:
+            timing.insert(0, "--no-landlock")
         commands = [command] if isinstance(command, str) else list(command or [])
         return [*head, *timing, *opts, str(self.init), self.bwrap, str(self.ws), *commands]
 
@@ -142,10 +147,10 @@ class Driver:
         assert r.rc == "ok", r
         return r
 
-    def run_reusing(self, commands: list[str]) -> tuple[list[Result], int]:
+    def run_reusing(self, commands: list[str], landlock: bool = True) -> tuple[list[Result], int]:
         """The commands one after the other in one long-lived sandbox; (results, starts)."""
         p = subprocess.run(
-            self.argv(commands, reuse=True),
+            self.argv(commands, reuse=True, landlock=landlock),
             capture_output=True,
             env=self.env,
             cwd=self.root,
@@ -415,3 +420,33 @@ def test_unprivileged_reuse_caller_killed_leaves_nothing(driver, marker) -> None
     proc.kill()
     proc.wait()
     assert survivors(marker) == [], "killing the unprivileged caller left processes alive"
+
+
+# ---- PID 1 out of reach, for an unprivileged caller (test_proc_init_reach.py) ----------------
+
+
+@pytest.mark.parametrize("landlock", [True, False], ids=["landlock", "no-landlock"])
+def test_unprivileged_pid1_is_out_of_reach_of_every_command(driver, landlock) -> None:
+    results, starts = driver.run_reusing(
+        [
+            "grep -E '^(Seccomp|NoNewPrivs):' /proc/1/status",
+            py(STATE),
+            py(HOSTILE),
+            py(STATE),
+            py(FORGE) + "; echo alive",
+            "exec /run/a3s/init --probe",
+        ],
+        landlock=landlock,
+    )
+    status, before, hostile, after, forged, probe = results
+    assert starts == 1, "a command ended the sandbox"
+    assert sorted(status.stdout.split()) == ["1", "2", "NoNewPrivs:", "Seccomp:"], status
+    got = json.loads(hostile.stdout)
+    assert {k: got[k] for k in REFUSED} == dict.fromkeys(REFUSED, errno.EPERM), got
+    assert got["write /proc/1/oom_score_adj"] in (errno.EACCES, errno.EPERM), got
+    assert json.loads(after.stdout) == json.loads(before.stdout)
+    assert forged.exit_code == 0 and forged.stdout.endswith("alive\n"), forged
+    if not landlock:  # without signal scoping they reach PID 1, which ignores them
+        assert "queued SIGTERM" in forged.stdout and "killed SIGTERM" in forged.stdout, forged
+    line = next(ln for ln in probe.stdout.splitlines() if "every denied system call" in ln)
+    assert line.startswith("ok ") and set(line.split(": ", 1)[1].split()) >= EXPECTED_DENIED
