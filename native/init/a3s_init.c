@@ -4,9 +4,10 @@
  * without capabilities, under the same seccomp filter as the command
  * (installed on itself once prepared), it forks the command with Landlock
  * applied, reaps, enforces the timeout, and exits with the command's
- * status (signals reach it only from commands, and are ignored); when PID 1 exits the kernel kills every
- * process left in the namespace. In host mode (the opted-in process host) it
- * is a child subreaper that runs the command unconfined but still takes every
+ * status (signals reach it only from commands, and are ignored); when
+ * PID 1 exits the kernel kills every process left in the namespace. In host
+ * mode (the opted-in process host) it is a child subreaper that runs the
+ * command unconfined, forwards TERM/INT/HUP, and still takes every
  * descendant down with it. In server mode (server.c) it is PID 1 of a
  * long-lived sandbox and runs one command after another, each as a fresh
  * child, on requests from the host's control socket.
