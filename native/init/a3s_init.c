@@ -17,11 +17,17 @@
  *
  * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N]
  *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock]
- *                 -- PROGRAM [ARG]...
+ *                 [LIMITS] -- PROGRAM [ARG]...
  *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
- *                 [--rw PATH]... [--clean PATH]... [--no-landlock] -- PROGRAM [ARG]...
+ *                 [--rw PATH]... [--clean PATH]... [--no-landlock] [LIMITS]
+ *                 -- PROGRAM [ARG]...
+ * LIMITS (sandbox and server modes; limits.c): --max-processes N (each
+ * command's RLIMIT_NPROC), --memory-max N (the memory watchdog's bound, for
+ * a sandbox without a memory cgroup) and --watch-tmpfs PATH... (the tmpfs
+ * mounts whose contents it counts).
  * The status fd receives "R" once the command runs, "E<message>" if setting it
- * up failed (the init then exits 125), and "T" if it timed out (exit 124).
+ * up failed (the init then exits 125), "T" if it timed out (exit 124) and
+ * "M" if the memory watchdog killed it.
  * In server mode each request's command is appended to PROGRAM [ARG]...
  */
 #define _GNU_SOURCE
@@ -45,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -155,6 +162,14 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             if (cfg->nclean == MAX_CLEAN)
                 die(NULL, "too many --clean paths (limit %d)", MAX_CLEAN);
             cfg->clean[cfg->nclean++] = v;
+        } else if (strcmp(a, "--max-processes") == 0) {
+            cfg->max_processes = parse_u64(v, a);
+        } else if (strcmp(a, "--memory-max") == 0) {
+            cfg->memory_max = parse_u64(v, a);
+        } else if (strcmp(a, "--watch-tmpfs") == 0) {
+            if (cfg->nwatch_tmpfs == MAX_CLEAN)
+                die(NULL, "too many --watch-tmpfs paths (limit %d)", MAX_CLEAN);
+            cfg->watch_tmpfs[cfg->nwatch_tmpfs++] = v;
         } else {
             die(NULL, "unknown option '%s'", a);
         }
@@ -236,6 +251,10 @@ _Noreturn void run_child(const struct child_spec *c) {
                (c->err >= 0 && dup2(c->err, 2) < 0)) {
         f.err = errno;
         memcpy(f.step, "dup2", 5);
+    } else if (c->nproc &&
+               setrlimit(RLIMIT_NPROC, &(struct rlimit){c->nproc, c->nproc}) < 0) {
+        f.err = errno;
+        memcpy(f.step, "rlimit_nproc", 13);
     } else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         f.err = errno;
         memcpy(f.step, "no_new_privs", 13);
@@ -486,6 +505,7 @@ int main(int argc, char **argv) {
             .err = -1,
             .ll = cfg.sandbox ? &ll : NULL,
             .filter = NULL, /* inherited from the init (sandbox mode) */
+            .nproc = cfg.sandbox ? command_nproc(&cfg) : 0,
             .report_fd = report[1],
         };
         run_child(&spec);
@@ -508,18 +528,28 @@ int main(int argc, char **argv) {
     status_write(cfg.status_fd, "R", 1);
 
     int tfd = cfg.timeout_ms ? arm_timer(cfg.timeout_ms) : -1;
+    int wfd = cfg.sandbox ? watchdog_arm(&cfg) : -1;
     bool timed_out = false, stopping = false;
     for (;;) {
-        struct pollfd fds[3] = {
+        struct pollfd fds[4] = {
             {.fd = sfd, .events = POLLIN},
             {.fd = tfd, .events = POLLIN},
             {.fd = cfg.lifeline_fd, .events = POLLIN},
+            {.fd = wfd, .events = POLLIN},
         };
-        int rc = poll(fds, 3, -1);
+        int rc = poll(fds, 4, -1);
         if (rc < 0 && errno != EINTR)
             finish(&cfg, child, EXIT_SETUP);
         if (fds[2].revents) /* the caller is gone: take everything down */
             finish(&cfg, child, 128 + SIGKILL);
+        if ((fds[3].revents & POLLIN) && watchdog_over(&cfg, wfd)) {
+            /* over the memory bound: the command goes, as if the kernel's OOM
+             * killer had struck in a memory cgroup */
+            status_write(cfg.status_fd, "M", 1);
+            kill(-1, SIGKILL);
+            close(wfd);
+            wfd = -1;
+        }
         if (fds[1].revents & POLLIN) {
             uint64_t ticks;
             ssize_t ignored = read(tfd, &ticks, sizeof ticks);

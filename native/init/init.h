@@ -31,8 +31,12 @@ struct config {
     bool landlock;
     char **argv; /* the command (server mode: its first words) */
     /* limits.c */
-    int oom_fd;   /* the init's own /proc/self/oom_score_adj, opened while dumpable */
-    int oom_base; /* its value at start */
+    int oom_fd;             /* the init's own /proc/self/oom_score_adj, opened while dumpable */
+    int oom_base;           /* its value at start */
+    uint64_t max_processes; /* each command's RLIMIT_NPROC; 0: none */
+    uint64_t memory_max;    /* the watchdog's bound on the sandbox's memory; 0: no watchdog */
+    const char *watch_tmpfs[MAX_CLEAN]; /* the sandbox's tmpfs mounts: their contents count */
+    size_t nwatch_tmpfs;
 };
 
 /* What a child reports through its close-on-exec pipe when it cannot exec. */
@@ -52,6 +56,7 @@ struct child_spec {
     int in, out, err;
     const struct a3s_landlock *ll;
     const struct a3s_seccomp_program *filter;
+    uint64_t nproc; /* RLIMIT_NPROC to set (0: leave it) */
     int report_fd;
 };
 
@@ -72,6 +77,19 @@ _Noreturn void run_child(const struct child_spec *c);
 bool oom_adj_open(struct config *cfg);
 void oom_adj_for_command(const struct config *cfg);
 bool oom_adj_for_init(const struct config *cfg);
+
+/* The RLIMIT_NPROC a command gets: cfg->max_processes, or less if the
+ * init's own hard limit is lower (it cannot raise it); 0 for none. */
+uint64_t command_nproc(const struct config *cfg);
+
+/* The memory watchdog (limits.c), for a sandbox without a memory cgroup:
+ * watchdog_arm returns a timerfd ticking while a command runs (-1 when
+ * there is no bound, or no timer); watchdog_over, on a tick, says whether
+ * the sandbox's memory (its processes' resident anonymous memory, the
+ * contents of its tmpfs mounts and of SysV shared memory) is above the
+ * bound: the caller then kills the command. */
+int watchdog_arm(const struct config *cfg);
+bool watchdog_over(const struct config *cfg, int tfd);
 
 /* The self-test's seccomp check (probe_seccomp.c): calls every system call
  * the filter refuses whatever its arguments, without running any of them,

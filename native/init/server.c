@@ -511,6 +511,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             .err = err,
             .ll = ll,
             .filter = filter,
+            .nproc = command_nproc(cfg),
             .report_fd = report[1],
         };
         run_child(&spec);
@@ -538,20 +539,22 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     if (report[0] >= 0)
         close(report[0]);
 
-    bool stopping = false, timed_out = false, cancelled = false;
-    int tfd = -1;
+    bool stopping = false, timed_out = false, cancelled = false, oom_killed = false;
+    int tfd = -1, wfd = -1;
     if (child > 0 && !(d->flags & A3S_DONE_SETUP_FAILED)) {
         tfd = m->timeout_ms ? arm_timer(m->timeout_ms) : -1;
+        wfd = watchdog_arm(cfg);
         uint64_t grace = m->grace_ms ? m->grace_ms : 2000;
         while (!reaped) {
-            struct pollfd p[5] = {
+            struct pollfd p[6] = {
                 {.fd = sfd, .events = POLLIN},
                 {.fd = tfd, .events = POLLIN},
                 {.fd = cfg->control_fd, .events = POLLIN},
                 {.fd = cfg->lifeline_fd, .events = POLLIN},
                 {.fd = cfg->host_pidfd, .events = POLLIN},
+                {.fd = wfd, .events = POLLIN},
             };
-            if (poll(p, 5, -1) < 0) {
+            if (poll(p, 6, -1) < 0) {
                 if (errno == EINTR)
                     continue;
                 shut_down();
@@ -587,12 +590,18 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
                 close(tfd);
                 tfd = arm_timer(grace);
             }
+            if ((p[5].revents & POLLIN) && !oom_killed && watchdog_over(cfg, wfd)) {
+                oom_killed = true; /* over the memory bound: the command goes */
+                kill(-1, SIGKILL);
+            }
             if (p[0].revents & POLLIN)
                 drain_signals(sfd, child, &status, &reaped);
         }
     }
     if (tfd >= 0)
         close(tfd);
+    if (wfd >= 0)
+        close(wfd);
     if (child > 0)
         kill_and_reap(child, &status, &reaped);
     if (!(d->flags & A3S_DONE_SETUP_FAILED)) {
@@ -602,6 +611,8 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         } else {
             d->exit_code = status_of(status);
         }
+        if (oom_killed)
+            d->flags |= A3S_DONE_OOM_KILLED;
         d->pid = child;
     }
     free(argv);

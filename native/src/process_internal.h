@@ -45,9 +45,19 @@ a3s_process_result *a3s_process_result_captured(struct a3s_capture *out, struct 
 a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t flags,
                                                  const char *setup_error);
 
+/* a3s_process_run, with the child moving itself into the cgroup(s) of cg
+ * (cgroup_linux.h) just before execve; a failure to join is reported like
+ * a failed execve (A3S_E_SYSTEM, step "cgroup.procs"). cg may be NULL. */
+struct a3s_cgroup;
+int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                              a3s_process_result **out, a3s_error *err);
+
 /* Sets exit_code and term_signal, adds `flags`, and replaces setup_error
  * when it is non-NULL (copied). */
 int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_t term_signal,
                                  uint64_t flags, const char *setup_error);
+
+/* Adds flags to a finished run's result (r may be NULL). */
+void a3s_process_result_add_flags(a3s_process_result *r, uint64_t flags);
 
 #endif

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "cgroup_linux.h"
 #include "posix_util.h"
 #include "process_internal.h"
 
@@ -41,7 +42,7 @@
 
 /* ---- the child: async-signal-safe code only ---------------------------- */
 
-enum child_step { STEP_SETSID = 1, STEP_DUP2, STEP_FDS, STEP_CHDIR, STEP_EXECVE };
+enum child_step { STEP_SETSID = 1, STEP_DUP2, STEP_FDS, STEP_CHDIR, STEP_CGROUP, STEP_EXECVE };
 
 struct child_report {
     int32_t step;
@@ -57,6 +58,7 @@ struct child_plan {
     int devnull, out_w, err_w, report_w;
     const int *keep;
     size_t nkeep;
+    const struct a3s_cgroup *cgroup; /* joined before execve; NULL: none */
     bool try_close_range;
     int brute_limit; /* sweep bound when neither close_range nor /proc works */
 };
@@ -163,6 +165,11 @@ static _Noreturn void child_exec(const struct child_plan *p) {
         child_fail(p, STEP_FDS);
     if (p->cwd && chdir(p->cwd) < 0)
         child_fail(p, STEP_CHDIR);
+    int joined = p->cgroup ? a3s_cgroup_join(p->cgroup) : 0;
+    if (joined < 0) {
+        errno = -joined;
+        child_fail(p, STEP_CGROUP);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -538,6 +545,7 @@ static const char *step_name(int32_t step) {
     case STEP_DUP2: return "dup2";
     case STEP_FDS: return "keep_fds";
     case STEP_CHDIR: return "chdir";
+    case STEP_CGROUP: return "cgroup.procs";
     default: return "execve";
     }
 }
@@ -676,8 +684,21 @@ static int spawn(struct run *r, a3s_error *err) {
     return A3S_OK;
 }
 
+static int run_process(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                       a3s_process_result **out, a3s_error *err);
+
 A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
                             a3s_error *err) {
+    return run_process(opts, NULL, out, err);
+}
+
+int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                              a3s_process_result **out, a3s_error *err) {
+    return run_process(opts, cg, out, err);
+}
+
+static int run_process(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                       a3s_process_result **out, a3s_error *err) {
     if (out)
         *out = NULL;
     if (!opts || !out || opts->struct_size < sizeof(a3s_process_options))
@@ -694,6 +715,7 @@ A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result 
     r.report_p[0] = r.report_p[1] = r.plan.devnull = r.pidfd = -1;
     r.out.fd = r.err.fd = -1;
 
+    r.plan.cgroup = cg;
     rc = prepare(&r, err);
     uint64_t start = a3s_now_ns();
     if (rc == A3S_OK)
@@ -791,6 +813,11 @@ int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_
     r->term_signal = term_signal;
     r->flags |= flags;
     return A3S_OK;
+}
+
+void a3s_process_result_add_flags(a3s_process_result *r, uint64_t flags) {
+    if (r)
+        r->flags |= flags;
 }
 
 #endif /* __linux__ */

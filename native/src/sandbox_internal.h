@@ -39,6 +39,12 @@ struct a3s_sandbox {
     atomic_int session_pid;       /* host pid of its bubblewrap, 0 if none */
     atomic_bool one_shot_only;    /* no pidfd, or the long-lived sandbox keeps failing to start */
     unsigned start_failures;      /* in a row (under session_lock) */
+    /* resource bounds, defaults resolved; UINT64_MAX: none */
+    uint64_t memory_max;
+    uint64_t max_processes;
+    uint64_t tmpfs_max;
+    atomic_bool cgroups_swept; /* dead sandboxes' cgroups removed once per handle */
+    atomic_uint_fast64_t session_bounds; /* A3S_SANDBOX_INFO_*_CGROUP of the last started */
 };
 
 /* What a plan assumed about one host path when the sandbox was built. */
@@ -78,6 +84,8 @@ struct plan {
     ino_t ws_ino;
     struct timespec ws_mtime, ws_ctime;
     int link_ifd;         /* inotify over link_dirs; -1: walk them again at each check */
+    bool memory_cgroup;   /* set by the caller: a memory cgroup bounds the sandbox, so the
+                             init needs no watchdog */
 };
 
 /* The fds the init gets: one-shot runs pass status_fd and lifeline_fd, a

@@ -40,6 +40,10 @@ class Sandbox:
         scratch_parent: str | None = None,
         host_env: list[str] | None = None,
         reuse: bool = False,
+        memory_max_bytes: int = 0,
+        max_processes: int = 0,
+        tmpfs_max_bytes: int = 0,
+        inotify_watch_budget: int = 0,
     ) -> None: ...
     def exec(
         self,

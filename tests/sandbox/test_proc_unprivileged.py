@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hostprocs import sleeping, survivors
+from hostload import HostWatch, balloon, fork_bomb, fork_count, tmpfs_fill
+from hostprocs import new_marker, sleeping, survivors
 from initreach import EXPECTED_DENIED, FORGE, HOSTILE, REFUSED, STATE, py
 
 from codeward.sandbox import _locate
@@ -45,6 +46,7 @@ class Result:
     exit_code: int
     timed_out: bool
     setup_failed: bool
+    oom_killed: bool
     setup_error: str
     stdout: str
     stderr: str
@@ -83,6 +85,7 @@ def _parse_one(raw: bytes) -> tuple[Result, bytes]:
         exit_code=int(fields.get("exit_code", "-1")),
         timed_out=fields.get("timed_out") == "1",
         setup_failed=fields.get("setup_failed") == "1",
+        oom_killed=fields.get("oom_killed") == "1",
         setup_error=fields.get("setup_error", ""),
         stdout=streams["stdout"],
         stderr=streams["stderr"],
@@ -111,6 +114,7 @@ class Driver:
         probe: bool = False,
         reuse: bool = False,
         landlock: bool = True,
+        limits: dict[str, int] | None = None,
     ) -> list:
         head = [
             "setpriv",
@@ -127,6 +131,8 @@ class Driver:
             timing.insert(0, "--reuse")
         if not landlock:
             timing.insert(0, "--no-landlock")
+        for name, value in (limits or {}).items():  # --memory-max, --max-processes ...
+            timing += [f"--{name.replace('_', '-')}", str(value)]
         commands = [command] if isinstance(command, str) else list(command or [])
         return [*head, *timing, *opts, str(self.init), self.bwrap, str(self.ws), *commands]
 
@@ -134,9 +140,11 @@ class Driver:
     def env(self) -> dict:
         return {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "LANG": "C.UTF-8"}
 
-    def run(self, command: str, timeout_ms: int = 20_000) -> Result:
+    def run(
+        self, command: str, timeout_ms: int = 20_000, limits: dict[str, int] | None = None
+    ) -> Result:
         p = subprocess.run(
-            self.argv(command, timeout_ms),
+            self.argv(command, timeout_ms, limits=limits),
             capture_output=True,
             env=self.env,
             cwd=self.root,
@@ -149,17 +157,29 @@ class Driver:
 
     def run_reusing(self, commands: list[str], landlock: bool = True) -> tuple[list[Result], int]:
         """The commands one after the other in one long-lived sandbox; (results, starts)."""
+        results, info = self.run_session(commands, landlock=landlock)
+        return results, int(info["starts"])
+
+    def run_session(
+        self,
+        commands: list[str],
+        landlock: bool = True,
+        limits: dict[str, int] | None = None,
+        timeout_ms: int = 20_000,
+    ) -> tuple[list[Result], dict[str, str]]:
+        """The commands in one long-lived sandbox; (results, the driver's closing lines)."""
         p = subprocess.run(
-            self.argv(commands, reuse=True, landlock=landlock),
+            self.argv(commands, timeout_ms, reuse=True, landlock=landlock, limits=limits),
             capture_output=True,
             env=self.env,
             cwd=self.root,
-            timeout=60,
+            timeout=120,
         )
         assert p.returncode == 0, f"driver failed ({p.returncode}): {p.stdout!r} {p.stderr!r}"
         results, rest = _parse_many(p.stdout)
         assert len(results) == len(commands) and rest.startswith(b"starts="), p.stdout
-        return results, int(rest.split(b"=")[1])
+        info = dict(ln.split("=", 1) for ln in rest.decode().splitlines() if "=" in ln)
+        return results, info
 
 
 @pytest.fixture(scope="module")
@@ -450,3 +470,53 @@ def test_unprivileged_pid1_is_out_of_reach_of_every_command(driver, landlock) ->
         assert "queued SIGTERM" in forged.stdout and "killed SIGTERM" in forged.stdout, forged
     line = next(ln for ln in probe.stdout.splitlines() if "every denied system call" in ln)
     assert line.startswith("ok ") and set(line.split(": ", 1)[1].split()) >= EXPECTED_DENIED
+
+
+# ---- bounded resources, for an unprivileged caller (test_proc_limits.py) ----------------------
+# No cgroup can be made here for nobody: RLIMIT_NPROC bounds the processes and the
+# init's watchdog the memory.
+
+MiB = 1 << 20
+TIGHT = {"memory_max": 256 * MiB, "max_processes": 48, "tmpfs_max": 8 * MiB}
+
+
+@pytest.mark.parametrize("landlock", [True, False], ids=["landlock", "no-landlock"])
+def test_unprivileged_fork_bomb_balloon_and_full_tmpfs_are_bounded(driver, landlock) -> None:
+    m = new_marker()
+    with HostWatch(m) as host:
+        results, info = driver.run_session(
+            [
+                fork_count(m),
+                fork_bomb(m),
+                balloon(m, max_mib=64),
+                balloon(m),
+                tmpfs_fill(["/tmp", "/var/tmp", "/dev/shm", "/run", "$HOME"], 32),
+                "ls /proc | grep -c '^[0-9]'; echo ok",
+            ],
+            landlock=landlock,
+            limits=TIGHT,
+        )
+    counted, bomb, small, big, fill, after = results
+    assert info["starts"] == "1" and info["cgroups"] == "", info
+    kids, err = counted.stdout.split()
+    assert err == "11" and int(kids) < 48, counted  # EAGAIN
+    assert bomb.exit_code == 0 and bomb.stdout == "EAGAIN\n", bomb
+    assert small.stdout.endswith("survived\n"), small
+    assert big.exit_code == 137 and big.oom_killed, big
+    assert int(big.stdout.split()[-1]) < 1024, big
+    for line in fill.stdout.splitlines():
+        _path, size, result = line.split()
+        assert result == "ENOSPC" and int(size) <= 8 * MiB, fill
+    assert len(fill.stdout.splitlines()) == 5, fill
+    assert after.stdout.split() in (["3", "ok"], ["4", "ok"]), after
+    assert host.max_marked <= 48, host
+    assert host.max_load <= host.start_load + 48 + 2, host
+    assert host.memory_drop() <= 256 * MiB + 768 * MiB, host
+    assert survivors(m) == []
+
+
+def test_unprivileged_one_shot_balloon_is_killed_and_says_why(driver) -> None:
+    m = new_marker()
+    r = driver.run(balloon(m), limits={"memory_max": 256 * MiB})
+    assert r.exit_code == 137 and r.oom_killed and int(r.stdout.split()[-1]) < 1024, r
+    assert survivors(m) == []
