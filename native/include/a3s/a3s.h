@@ -492,7 +492,21 @@ typedef struct a3s_exec_options {
 #define A3S_RESULT_OOM_KILLED (1ull << 5)
 
 /* Checks the configuration and binds a handle to the workspace. Nothing is
- * probed or run here: see a3s_sandbox_probe. */
+ * probed or run here: see a3s_sandbox_probe. cfg->struct_size may be the
+ * size of an older, shorter a3s_sandbox_config (from the start of the
+ * struct to memory_max_bytes, exclusive): the later fields then take their
+ * defaults. Errors:
+ *   A3S_E_INVALID      NULL cfg or out, a struct_size shorter than that, a
+ *                      larger struct with a non-zero byte this library does
+ *                      not know, an unknown flag, a relative path, a
+ *                      workspace that is missing or not a directory, a
+ *                      bound below the least a sandbox runs with
+ *                      (memory_max_bytes 16 MiB, max_processes 8,
+ *                      tmpfs_max_bytes 1 MiB), no usable state directory;
+ *   A3S_E_REFUSED      the workspace is a symlink;
+ *   A3S_E_UNSUPPORTED  a3s-init or bubblewrap is not executable, no bash
+ *                      in /bin or /usr/bin;
+ *   A3S_E_NOMEM        memory ran out. */
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err);
 
 /* Runs one command. Returns A3S_OK with a result whenever the command's
