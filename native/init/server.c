@@ -4,9 +4,10 @@
  * control socket (native/src/session_msg.h). For each EXEC the init forks a
  * fresh child: a new session and process group, a private scratch
  * directory (mode 0700, under /run/a3s/scratch) that the request's
- * environment names as HOME, TMPDIR and XDG_*, NoNewPrivs, Landlock and
- * the seccomp filter (the init's own, inherited), then execve(bash -c COMMAND) with the stdout and stderr fds that
- * came with the request. When the command's main process ends, or its
+ * environment names as HOME, TMPDIR and XDG_*, NoNewPrivs, Landlock, the
+ * seccomp filter (the init's own, inherited) and the bounds of limits.c,
+ * then execve(bash -c COMMAND) with the stdout and stderr fds that came with
+ * the request. When the command's main process ends, or its
  * timeout or a CANCEL stops it (TERM to every process of the namespace,
  * KILL after the grace), every other process of the namespace is killed
  * and reaped; the writable trees (/tmp, /var/tmp, /run, /dev, the masked

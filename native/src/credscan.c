@@ -327,6 +327,15 @@ static int refresh(struct walk *w, struct node *n, const char *dirname) {
     /* watched and quiet since it was read: current without a system call */
     if (n->read && n->wd >= 0 && !n->dirty)
         return 1;
+    /* no watch to be had (the budget is spent): one lstat tells whether the
+     * directory read before is unchanged */
+    struct stat st;
+    if (n->read && !n->dirty && n->fresh && (w->cs->ifd < 0 || w->cs->watches >= w->cs->budget) &&
+        lstat(w->path, &st) == 0 && S_ISDIR(st.st_mode) && n->dev == st.st_dev &&
+        n->ino == st.st_ino && n->mtime_ns == ns(st.st_mtim) && n->ctime_ns == ns(st.st_ctim)) {
+        n->fresh = w->started - n->mtime_ns > RACY_NS && w->started - n->ctime_ns > RACY_NS;
+        return 1;
+    }
     int fd = open(w->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
@@ -336,7 +345,6 @@ static int refresh(struct walk *w, struct node *n, const char *dirname) {
                         strerror(errno));
     }
     bool watched = watch(w->cs, n, w->path); /* before reading: no change is lost */
-    struct stat st;
     if (fstat(fd, &st) < 0) {
         close(fd);
         return 0;

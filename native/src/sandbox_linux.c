@@ -257,20 +257,21 @@ static char *choose_state_dir(const char *given, const struct a3s_strvec *env,
 #define MIN_PROCESSES 8
 #define MIN_TMPFS (1ull << 20)
 #define DEFAULT_PROCESSES 4096
-#define DEFAULT_WATCH_BUDGET 8192
+#define FALLBACK_WATCH_BUDGET 2048 /* a quarter of the kernels' old fixed 8192 */
 
 static uint64_t physical_memory(void) {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 8ull << 30;
 }
 
-/* A quarter of fs.inotify.max_user_watches (the whole user's, shared with
- * its editors and file watchers), at most DEFAULT_WATCH_BUDGET. */
+/* A quarter of fs.inotify.max_user_watches: the whole user's, shared with
+ * its editors and file watchers (since Linux 5.11 the kernel sizes it to
+ * about 1% of memory, a watch pinning about 1 KiB). */
 static uint64_t default_watch_budget(void) {
-    uint64_t budget = DEFAULT_WATCH_BUDGET;
+    uint64_t budget = FALLBACK_WATCH_BUDGET;
     FILE *f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
     unsigned long long max = 0;
-    if (f && fscanf(f, "%llu", &max) == 1 && max / 4 < budget)
+    if (f && fscanf(f, "%llu", &max) == 1 && max >= 4)
         budget = max / 4;
     if (f)
         fclose(f);

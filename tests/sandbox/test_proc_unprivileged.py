@@ -141,10 +141,14 @@ class Driver:
         return {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "LANG": "C.UTF-8"}
 
     def run(
-        self, command: str, timeout_ms: int = 20_000, limits: dict[str, int] | None = None
+        self,
+        command: str,
+        timeout_ms: int = 20_000,
+        limits: dict[str, int] | None = None,
+        landlock: bool = True,
     ) -> Result:
         p = subprocess.run(
-            self.argv(command, timeout_ms, limits=limits),
+            self.argv(command, timeout_ms, landlock=landlock, limits=limits),
             capture_output=True,
             env=self.env,
             cwd=self.root,
@@ -470,6 +474,13 @@ def test_unprivileged_pid1_is_out_of_reach_of_every_command(driver, landlock) ->
         assert "queued SIGTERM" in forged.stdout and "killed SIGTERM" in forged.stdout, forged
     line = next(ln for ln in probe.stdout.splitlines() if "every denied system call" in ln)
     assert line.startswith("ok ") and set(line.split(": ", 1)[1].split()) >= EXPECTED_DENIED
+    one_shot = driver.run(
+        "grep -E '^(Seccomp|NoNewPrivs):' /proc/1/status; " + py(HOSTILE), landlock=landlock
+    )
+    lines = one_shot.stdout.splitlines()
+    assert sorted(lines[:2]) == ["NoNewPrivs:\t1", "Seccomp:\t2"], one_shot
+    got = json.loads(lines[2])
+    assert {k: got[k] for k in REFUSED} == dict.fromkeys(REFUSED, errno.EPERM), got
 
 
 # ---- bounded resources, for an unprivileged caller (test_proc_limits.py) ----------------------

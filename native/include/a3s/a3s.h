@@ -460,7 +460,7 @@ typedef struct a3s_sandbox_config {
                                       homes); 0: an eighth of the machine's memory */
     uint64_t inotify_watch_budget; /* inotify watches of the credential scan, beyond which it
                                       checks directories by their metadata; 0: a quarter of
-                                      fs.inotify.max_user_watches, at most 8192 */
+                                      fs.inotify.max_user_watches */
 } a3s_sandbox_config;
 
 /* A bound of a3s_sandbox_config that is not wanted. */

@@ -27,7 +27,7 @@ class SandboxLimits:
       machine's memory.
     - ``inotify_watch_budget``: watches the credential scan may hold; beyond
       them it checks directories by their metadata. Default: a quarter of
-      ``fs.inotify.max_user_watches``, at most 8192.
+      ``fs.inotify.max_user_watches`` (the user's whole budget).
 
     Each also takes :data:`UNLIMITED`. docs/security.md ("Resource bounds")
     says what each bound does and does not cover; the Seatbelt (macOS) and
