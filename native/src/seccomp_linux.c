@@ -378,6 +378,15 @@ static void rule_end(struct prog *p) {
     block_end(p);
 }
 
+/* The end of a rule whose jumps lead to L_DENY (EPERM) or L_ALLOW. */
+static void deny_or_allow(struct prog *p) {
+    here(p, L_DENY);
+    ret(p, RET_ERRNO(EPERM));
+    here(p, L_ALLOW);
+    ret(p, RET_ALLOW);
+    rule_end(p);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Rules with argument checks                                                */
 /* ------------------------------------------------------------------------ */
@@ -449,11 +458,7 @@ static void rule_deny_bits(struct prog *p, uint32_t nr, unsigned arg, uint32_t m
     rule_begin(p, nr);
     load_arg_low(p, arg);
     jump(p, BPF_JSET, mask, L_DENY, L_ALLOW);
-    here(p, L_DENY);
-    ret(p, RET_ERRNO(EPERM));
-    here(p, L_ALLOW);
-    ret(p, RET_ALLOW);
-    rule_end(p);
+    deny_or_allow(p);
 }
 
 static void rule_clone(struct prog *p) {
@@ -474,11 +479,7 @@ static void rule_ioctl(struct prog *p) {
     load_arg_low(p, 1);
     jump(p, BPF_JEQ, TIOCSTI, L_DENY, L_FALL);
     jump(p, BPF_JEQ, TIOCLINUX, L_DENY, L_ALLOW);
-    here(p, L_DENY);
-    ret(p, RET_ERRNO(EPERM));
-    here(p, L_ALLOW);
-    ret(p, RET_ALLOW);
-    rule_end(p);
+    deny_or_allow(p);
 }
 
 /* personality(): only the query (0xffffffff) and the harmless personas
@@ -554,11 +555,7 @@ static void rule_not_pid1(struct prog *p, int nr, unsigned pid_arg) {
     rule_begin(p, (uint32_t)nr);
     load_arg_low(p, pid_arg);
     jump(p, BPF_JEQ, 1, L_DENY, L_ALLOW);
-    here(p, L_DENY);
-    ret(p, RET_ERRNO(EPERM));
-    here(p, L_ALLOW);
-    ret(p, RET_ALLOW);
-    rule_end(p);
+    deny_or_allow(p);
 }
 
 static void rule_not_pid1_nor_user(struct prog *p, int nr, uint32_t user_which) {
@@ -567,11 +564,7 @@ static void rule_not_pid1_nor_user(struct prog *p, int nr, uint32_t user_which) 
     jump(p, BPF_JEQ, user_which, L_DENY, L_FALL);
     load_arg_low(p, 1);
     jump(p, BPF_JEQ, 1, L_DENY, L_ALLOW);
-    here(p, L_DENY);
-    ret(p, RET_ERRNO(EPERM));
-    here(p, L_ALLOW);
-    ret(p, RET_ALLOW);
-    rule_end(p);
+    deny_or_allow(p);
 }
 
 static void rules_pid1(struct prog *p) {

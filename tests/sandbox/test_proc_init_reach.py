@@ -17,28 +17,12 @@ from __future__ import annotations
 import errno
 import json
 import os
-from pathlib import Path
 
 import pytest
 from initreach import EXPECTED_DENIED, FORGE, HOSTILE, REFUSED, STATE, py
+from procbox import proc_sandbox
 
-from codeward import _native
-from codeward.sandbox import NativeBashSandbox
-from codeward.sandbox._locate import find_bwrap, init_path
 from codeward.sandbox._native_runner import _CoreSandbox
-
-
-def _sandbox(workspace: Path, *, reuse: bool, landlock: bool) -> _CoreSandbox:
-    if landlock:
-        return NativeBashSandbox(workspace, reuse=reuse)
-    handle = _native.Sandbox(
-        os.fspath(workspace),
-        init_path(),
-        bwrap=find_bwrap(os.fspath(workspace)),
-        no_landlock=True,
-        reuse=reuse,
-    )
-    return _CoreSandbox(workspace, _handle=handle)
 
 
 def _run(sb: _CoreSandbox, command: str) -> str:
@@ -54,7 +38,7 @@ def landlock(request: pytest.FixtureRequest, fs_boundary_ready: None) -> bool:
 
 @pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "one-shot"])
 def test_pid1_runs_under_the_seccomp_filter_with_no_new_privs(workspace, landlock, reuse) -> None:
-    with _sandbox(workspace, reuse=reuse, landlock=landlock) as sb:
+    with proc_sandbox(workspace, reuse=reuse, landlock=landlock) as sb:
         status = _run(sb, "grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/1/status")
     fields = dict(line.split(":\t") for line in status.splitlines())
     assert fields == {"Seccomp": "2", "NoNewPrivs": "1", "CapEff": "0000000000000000"}, status
@@ -62,7 +46,7 @@ def test_pid1_runs_under_the_seccomp_filter_with_no_new_privs(workspace, landloc
 
 @pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "one-shot"])
 def test_every_call_on_pid1_is_refused(workspace, landlock, reuse) -> None:
-    with _sandbox(workspace, reuse=reuse, landlock=landlock) as sb:
+    with proc_sandbox(workspace, reuse=reuse, landlock=landlock) as sb:
         got = json.loads(_run(sb, py(HOSTILE)))
     assert {k: v for k, v in got.items() if k in REFUSED} == dict.fromkeys(REFUSED, errno.EPERM)
     # Landlock refuses writes under /proc; without it a root caller's command owns
@@ -72,7 +56,7 @@ def test_every_call_on_pid1_is_refused(workspace, landlock, reuse) -> None:
 
 
 def test_a_command_changing_pid1_changes_nothing_for_the_next(workspace, landlock) -> None:
-    with _sandbox(workspace, reuse=True, landlock=landlock) as sb:
+    with proc_sandbox(workspace, reuse=True, landlock=landlock) as sb:
         before = json.loads(_run(sb, py(STATE)))
         _run(sb, py(HOSTILE))
         after = json.loads(_run(sb, py(STATE)))
@@ -86,7 +70,7 @@ def test_a_command_changing_pid1_changes_nothing_for_the_next(workspace, landloc
 
 @pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "one-shot"])
 def test_a_signal_queued_to_pid1_does_not_stop_the_sandbox(workspace, landlock, reuse) -> None:
-    with _sandbox(workspace, reuse=reuse, landlock=landlock) as sb:
+    with proc_sandbox(workspace, reuse=reuse, landlock=landlock) as sb:
         first = sb.exec(py(FORGE) + "; sleep 0.2; echo alive", timeout_ms=30_000)
         assert first.exit_code == 0 and first.stdout.endswith("alive\n"), first
         if not landlock:  # without signal scoping the signals do reach PID 1
@@ -100,7 +84,7 @@ def test_a_signal_queued_to_pid1_does_not_stop_the_sandbox(workspace, landlock, 
 @pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "one-shot"])
 def test_every_listed_system_call_is_refused_on_this_kernel(workspace, landlock, reuse) -> None:
     """The self-test calls each plain denial for real (none runs) and checks its errno."""
-    with _sandbox(workspace, reuse=reuse, landlock=landlock) as sb:
+    with proc_sandbox(workspace, reuse=reuse, landlock=landlock) as sb:
         out = sb.exec("exec /run/a3s/init --probe", timeout_ms=30_000)
     line = next(ln for ln in out.stdout.splitlines() if "every denied system call" in ln)
     assert line.startswith("ok "), line

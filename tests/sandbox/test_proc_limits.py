@@ -19,28 +19,13 @@ from pathlib import Path
 import pytest
 from hostload import HostWatch, balloon, fork_bomb, fork_count, mem_total, tmpfs_fill
 from hostprocs import new_marker, survivors
+from procbox import proc_sandbox
 
-from codeward import _native
 from codeward.sandbox import UNLIMITED, NativeBashSandbox, SandboxLimits
-from codeward.sandbox._locate import find_bwrap, init_path
 from codeward.sandbox._native_runner import _CoreSandbox
 
 MiB = 1 << 20
 TIGHT = SandboxLimits(memory_max_bytes=256 * MiB, max_processes=48, tmpfs_max_bytes=8 * MiB)
-
-
-def sandbox(ws: Path, limits: SandboxLimits, *, reuse: bool = True, landlock: bool = True):
-    if landlock:
-        return NativeBashSandbox(ws, reuse=reuse, limits=limits)
-    handle = _native.Sandbox(
-        os.fspath(ws),
-        init_path(),
-        bwrap=find_bwrap(os.fspath(ws)),
-        no_landlock=True,
-        reuse=reuse,
-        **limits.native_kwargs(),
-    )
-    return _CoreSandbox(ws, _handle=handle)
 
 
 def run(sb: _CoreSandbox, command: str, timeout_ms: int = 30_000):
@@ -56,7 +41,7 @@ def landlock(request: pytest.FixtureRequest, fs_boundary_ready: None) -> bool:
 
 def test_a_fork_bomb_gets_eagain_and_the_next_command_runs(workspace, landlock) -> None:
     m = new_marker()
-    with sandbox(workspace, TIGHT, landlock=landlock) as sb:
+    with proc_sandbox(workspace, limits=TIGHT, landlock=landlock) as sb:
         counted = run(sb, fork_count(m))
         kids, err = counted.stdout.split()
         assert err == "11" and int(kids) < 48, f"no process bound: {counted}"  # EAGAIN
@@ -78,7 +63,7 @@ def test_a_fork_bomb_gets_eagain_and_the_next_command_runs(workspace, landlock) 
 def test_a_memory_balloon_is_killed_and_says_why(workspace, landlock, reuse) -> None:
     m = new_marker()
     limits = SandboxLimits(memory_max_bytes=256 * MiB)
-    with sandbox(workspace, limits, reuse=reuse, landlock=landlock) as sb:
+    with proc_sandbox(workspace, limits=limits, reuse=reuse, landlock=landlock) as sb:
         assert run(sb, balloon(m, max_mib=64)).stdout.endswith("survived\n")  # under the bound
         with HostWatch(m) as host:
             out = run(sb, balloon(m))
@@ -96,7 +81,7 @@ def test_a_memory_balloon_is_killed_and_says_why(workspace, landlock, reuse) -> 
 @pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "one-shot"])
 def test_a_full_tmpfs_gives_enospc(workspace, landlock, reuse) -> None:
     paths = ["/tmp", "/var/tmp", "/dev/shm", "/run"] + (["$HOME"] if reuse else [])
-    with sandbox(workspace, TIGHT, reuse=reuse, landlock=landlock) as sb:
+    with proc_sandbox(workspace, limits=TIGHT, reuse=reuse, landlock=landlock) as sb:
         with HostWatch("no-such-marker") as host:
             out = run(sb, tmpfs_fill(paths, 32))
         lines = out.stdout.splitlines()
