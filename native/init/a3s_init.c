@@ -120,6 +120,7 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
                            .control_fd = -1,
                            .host_pidfd = -1,
                            .oom_fd = -1,
+                           .dump_fd = -1,
                            .grace_ms = 2000,
                            .landlock = true};
     bool mode_set = false;
@@ -421,8 +422,9 @@ int main(int argc, char **argv) {
     set_cloexec(cfg.host_pidfd);
 
     /* Opened while /proc/self is still ours (limits.c). */
-    if (cfg.sandbox && !oom_adj_open(&cfg))
-        die(&cfg, "cannot open /proc/self/oom_score_adj: %s", strerror(errno));
+    if (cfg.sandbox && !own_settings_open(&cfg))
+        die(&cfg, "cannot open /proc/self/oom_score_adj and coredump_filter: %s",
+            strerror(errno));
     /* Nobody may ptrace or read the memory of the supervisor. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die(&cfg, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
@@ -491,7 +493,7 @@ int main(int argc, char **argv) {
         oom_adj_for_command(&cfg);
     pid_t child = fork();
     if (cfg.sandbox && child != 0)
-        oom_adj_for_init(&cfg);
+        own_settings_restore(&cfg);
     if (child < 0)
         die(&cfg, "fork: %s", strerror(errno));
     if (child == 0) {

@@ -33,6 +33,8 @@ struct config {
     /* limits.c */
     int oom_fd;             /* the init's own /proc/self/oom_score_adj, opened while dumpable */
     int oom_base;           /* its value at start */
+    int dump_fd;            /* likewise /proc/self/coredump_filter */
+    unsigned long long dump_base;
     uint64_t max_processes; /* each command's RLIMIT_NPROC; 0: none */
     uint64_t memory_max;    /* the watchdog's bound on the sandbox's memory; 0: no watchdog */
     const char *watch_tmpfs[MAX_CLEAN]; /* the sandbox's tmpfs mounts: their contents count */
@@ -69,14 +71,15 @@ int status_of(int wstatus);
 int arm_timer(uint64_t ms);
 _Noreturn void run_child(const struct child_spec *c);
 
-/* OOM scores (limits.c). oom_adj_open opens the init's own
- * /proc/self/oom_score_adj (call it while still dumpable) and records its
- * value; oom_adj_for_command sets the value a command inherits through the
- * next fork (the kernel's maximum), oom_adj_for_init puts the init's own
- * back (false if it cannot). */
-bool oom_adj_open(struct config *cfg);
+/* The init's own settings a fork passes on (limits.c). own_settings_open
+ * opens its /proc/self/oom_score_adj and coredump_filter (call it while
+ * still dumpable) and records their values; oom_adj_for_command sets the
+ * OOM score a command inherits through the next fork (the kernel's
+ * maximum); own_settings_restore puts the init's own back (false if it
+ * cannot). */
+bool own_settings_open(struct config *cfg);
 void oom_adj_for_command(const struct config *cfg);
-bool oom_adj_for_init(const struct config *cfg);
+bool own_settings_restore(const struct config *cfg);
 
 /* The RLIMIT_NPROC a command gets: cfg->max_processes, or less if the
  * init's own hard limit is lower (it cannot raise it); 0 for none. */

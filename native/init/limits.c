@@ -7,9 +7,12 @@
  *    started with: it writes the command's value just before each fork and
  *    its own right after, and puts its own back after every command (a
  *    root caller's command owns /proc/1/oom_score_adj and could change
- *    it). It writes through a descriptor opened while it was still
- *    dumpable: once it is not, /proc/self belongs to root, which an
- *    unprivileged caller's init is not.
+ *    it), and so its coredump_filter, which a fork inherits too. It writes
+ *    through descriptors opened while it was still dumpable: once it is
+ *    not, /proc/self belongs to root, which an unprivileged caller's init
+ *    is not. (What else of /proc/1 such a command can write is not passed
+ *    on: comm and autogroup, which a command's setsid replaces, and
+ *    statistics.)
  *  - Processes: each command's RLIMIT_NPROC (set in the child, see
  *    run_child), counted per user inside the sandbox's user namespace.
  *    The kernel does not apply it to a root caller (uid 0 on the host):
@@ -49,17 +52,25 @@ static bool write_adj(int fd, int value) {
     return fd >= 0 && pwrite(fd, buf, (size_t)n, 0) == n;
 }
 
-bool oom_adj_open(struct config *cfg) {
-    cfg->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
-    char buf[16] = {0};
-    ssize_t n = cfg->oom_fd >= 0 ? pread(cfg->oom_fd, buf, sizeof buf - 1, 0) : -1;
-    if (n <= 0)
-        return false;
+/* Reads the number in a /proc file (base 10, or 16 for coredump_filter). */
+static bool read_number(int fd, int base, long long *out) {
+    char buf[32] = {0};
+    ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
     char *end;
-    long v = strtol(buf, &end, 10);
-    if (end == buf || v < -1000 || v > 1000)
+    *out = n > 0 ? strtoll(buf, &end, base) : 0;
+    return n > 0 && end != buf;
+}
+
+bool own_settings_open(struct config *cfg) {
+    long long v;
+    cfg->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    if (!read_number(cfg->oom_fd, 10, &v) || v < -1000 || v > 1000)
         return false;
     cfg->oom_base = (int)v;
+    cfg->dump_fd = open("/proc/self/coredump_filter", O_RDWR | O_CLOEXEC);
+    if (!read_number(cfg->dump_fd, 16, &v) || v < 0)
+        return false;
+    cfg->dump_base = (unsigned long long)v;
     return true;
 }
 
@@ -67,12 +78,17 @@ void oom_adj_for_command(const struct config *cfg) {
     write_adj(cfg->oom_fd, OOM_ADJ_COMMAND);
 }
 
-bool oom_adj_for_init(const struct config *cfg) {
-    char buf[16] = {0};
-    ssize_t n = pread(cfg->oom_fd, buf, sizeof buf - 1, 0);
-    if (n > 0 && atoi(buf) == cfg->oom_base)
-        return true;
-    return write_adj(cfg->oom_fd, cfg->oom_base);
+bool own_settings_restore(const struct config *cfg) {
+    long long v;
+    bool ok = true;
+    if (!read_number(cfg->oom_fd, 10, &v) || v != cfg->oom_base)
+        ok = write_adj(cfg->oom_fd, cfg->oom_base);
+    if (!read_number(cfg->dump_fd, 16, &v) || (unsigned long long)v != cfg->dump_base) {
+        char buf[32]; /* written in hex: the kernel reads a leading 0 as octal */
+        int n = snprintf(buf, sizeof buf, "0x%llx", cfg->dump_base);
+        ok = pwrite(cfg->dump_fd, buf, (size_t)n, 0) == n && ok;
+    }
+    return ok;
 }
 
 uint64_t command_nproc(const struct config *cfg) {

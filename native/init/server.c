@@ -517,7 +517,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         };
         run_child(&spec);
     }
-    oom_adj_for_init(cfg); /* the child was forked with the command's value */
+    own_settings_restore(cfg); /* the child was forked with the command's OOM score */
     close(out);
     close(err);
     if (report[1] >= 0)
@@ -691,7 +691,7 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         run_one(program, ll, filter, sfd, &m, fds[0], fds[1], &d);
         a3s_msg_exec_free(&m);
         bool clean = restore_trees(cfg) & remove_ipc();
-        clean = oom_adj_for_init(cfg) && clean; /* a command may have changed it (root) */
+        clean = own_settings_restore(cfg) && clean; /* a root caller's command owns them */
         if (!clean)
             d.flags |= A3S_DONE_CLOSING;
         send_done(&d);

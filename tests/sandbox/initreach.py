@@ -24,6 +24,7 @@ def of(pid):
         "affinity": sorted(os.sched_getaffinity(pid)),
         "ioprio": libc.syscall(IOPRIO_GET, 1, pid),
         "oom_score_adj": int(open(f"/proc/{pid or 'self'}/oom_score_adj").read()),
+        "coredump_filter": open(f"/proc/{pid or 'self'}/coredump_filter").read(),
     }
 me = of(0)
 me["limits"] = {n: list(resource.getrlimit(getattr(resource, n))) for n in LIMITS}
@@ -74,6 +75,10 @@ def oom():
     with open("/proc/1/oom_score_adj", "w") as f:
         f.write("1000")
 attempt("write /proc/1/oom_score_adj", oom)
+def dump():
+    with open("/proc/1/coredump_filter", "w") as f:
+        f.write("0x1ff")
+attempt("write /proc/1/coredump_filter", dump)
 print(json.dumps(out))
 """
 
