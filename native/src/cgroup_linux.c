@@ -28,6 +28,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -260,12 +261,30 @@ static bool v2_parent(char parent[PATH_MAX], char mnt[PATH_MAX]) {
     return access(procs, W_OK) == 0;
 }
 
-void a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_processes,
-                       bool do_sweep) {
+/* Whether a child can move itself into the cgroup(s): write access to the
+ * cgroups we made is not enough where the common ancestor, a cgroup
+ * namespace or delegation rules stand in the way, and a sandbox whose
+ * bubblewrap cannot join would not start at all. The child only write()s
+ * and _exit()s, so forking a multi-threaded caller is safe. */
+static bool joinable(const struct a3s_cgroup *cg) {
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(a3s_cgroup_join(cg) == 0 ? 0 : 1);
+    int st;
+    pid_t got;
+    do
+        got = pid > 0 ? waitpid(pid, &st, 0) : -1;
+    while (got < 0 && errno == EINTR);
+    return got == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_processes,
+                      bool first) {
     a3s_cgroup_init(cg);
     bool want_mem = memory_max != UINT64_MAX, want_pids = max_processes != UINT64_MAX;
     if (!want_mem && !want_pids)
-        return;
+        return 0;
+    bool do_sweep = first;
     char parent[PATH_MAX], mnt[PATH_MAX];
     if (v2_parent(parent, mnt)) {
         bool mem = want_mem && lists_controller(parent, "cgroup.subtree_control", "memory");
@@ -280,12 +299,17 @@ void a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_
     bool pids_v1 = want_pids && !cg->pids && own_cgroup("pids", own_pids);
     if (mem_v1 && pids_v1 && !strcmp(own_mem, own_pids)) { /* one hierarchy carries both */
         make_one(cg, own_mem, false, memory_max, max_processes, do_sweep);
-        return;
+    } else {
+        if (mem_v1)
+            make_one(cg, own_mem, false, memory_max, UINT64_MAX, do_sweep);
+        if (pids_v1)
+            make_one(cg, own_pids, false, UINT64_MAX, max_processes, do_sweep);
     }
-    if (mem_v1)
-        make_one(cg, own_mem, false, memory_max, UINT64_MAX, do_sweep);
-    if (pids_v1)
-        make_one(cg, own_pids, false, UINT64_MAX, max_processes, do_sweep);
+    if (first && cg->ndirs && !joinable(cg)) {
+        a3s_cgroup_destroy(cg);
+        return -1;
+    }
+    return 0;
 }
 
 int a3s_cgroup_join(const struct a3s_cgroup *cg) {

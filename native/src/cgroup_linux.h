@@ -43,11 +43,13 @@ void a3s_cgroup_init(struct a3s_cgroup *cg);
 /* Makes the cgroup(s) for one sandbox with memory.max = memory_max and
  * pids.max = max_processes (UINT64_MAX: that bound is not wanted), as far
  * as this caller may; cg->memory and cg->pids say which bounds it carries
- * (neither: nothing was made). With sweep, first removes the cgroups that
- * dead sandboxes left next to the new ones. Never fails: a bound it cannot
- * set is the caller's to enforce otherwise. */
-void a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_processes,
-                       bool sweep);
+ * (neither: nothing was made). A bound it cannot set is the caller's to
+ * enforce otherwise. With first (the first sandbox of a handle), it also
+ * removes the cgroups dead sandboxes left next to the new ones, and checks
+ * with a short-lived child that a process can move into them: -1 (and
+ * nothing made) when it cannot, so the caller stops trying; else 0. */
+int a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_processes,
+                      bool first);
 
 /* In a child between fork and exec (async-signal-safe): moves the calling
  * process into the cgroup(s). 0, or -errno. */

@@ -43,7 +43,8 @@ struct a3s_sandbox {
     uint64_t memory_max;
     uint64_t max_processes;
     uint64_t tmpfs_max;
-    atomic_bool cgroups_swept; /* dead sandboxes' cgroups removed once per handle */
+    atomic_bool cgroups_swept;   /* dead sandboxes' cgroups removed, joining checked */
+    atomic_bool cgroups_refused; /* a process cannot join the cgroups this caller makes */
     atomic_uint_fast64_t session_bounds; /* A3S_SANDBOX_INFO_*_CGROUP of the last started */
 };
 
@@ -119,6 +120,11 @@ void a3s_plan_forget(struct plan *p);
  * files and protected names, no new hard link under a protected or masked
  * directory). false means: stop it and build a new one. */
 bool a3s_plan_current(a3s_sandbox *sb, struct plan *p);
+
+/* The cgroup of one sandbox of the handle (cgroup_linux.h), unless the
+ * handle found that its processes cannot join the cgroups it makes. */
+struct a3s_cgroup;
+void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg);
 
 /* session_linux.c */
 int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,

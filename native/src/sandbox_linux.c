@@ -1475,6 +1475,16 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
     return exec_one_shot(sb, o, out, err);
 }
 
+void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg) {
+    if (atomic_load(&sb->cgroups_refused)) {
+        a3s_cgroup_init(cg);
+        return;
+    }
+    bool first = !atomic_exchange(&sb->cgroups_swept, true);
+    if (a3s_cgroup_create(cg, sb->memory_max, sb->max_processes, first) < 0)
+        atomic_store(&sb->cgroups_refused, true); /* the fallbacks carry the bounds */
+}
+
 /* One bubblewrap for this command (the arguments are checked). */
 static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                          a3s_error *err) {
@@ -1491,10 +1501,8 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     memset(&p, 0, sizeof p);
     /* this run's own cgroup, where the caller may make one */
     struct a3s_cgroup cg;
-    bool sandbox = !(sb->flags & A3S_SANDBOX_PROCESS_HOST);
-    if (sandbox)
-        a3s_cgroup_create(&cg, sb->memory_max, sb->max_processes,
-                          !atomic_exchange(&sb->cgroups_swept, true));
+    if (!(sb->flags & A3S_SANDBOX_PROCESS_HOST))
+        a3s_sandbox_cgroup(sb, &cg);
     else
         a3s_cgroup_init(&cg);
     p.memory_cgroup = cg.memory;

@@ -370,8 +370,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
     struct plan_fds fds = {
         .status_fd = -1, .lifeline_fd = life[0], .control_fd = sp[1], .host_pidfd = self};
     a3s_error perr = {0};
-    a3s_cgroup_create(&s->cg, sb->memory_max, sb->max_processes,
-                      !atomic_exchange(&sb->cgroups_swept, true));
+    a3s_sandbox_cgroup(sb, &s->cg);
     s->plan.memory_cgroup = s->cg.memory;
     rc = a3s_plan_build(sb, NULL, &s->plan, &fds, &perr);
     bool planned = rc == A3S_OK;
