@@ -15,6 +15,8 @@ CORE = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "native" / "src").glob("
 INIT_SOURCES = [
     "native/init/a3s_init.c",
     "native/init/server.c",
+    "native/init/probe_seccomp.c",
+    "native/init/limits.c",
     "native/src/error.c",
     "native/src/landlock_linux.c",
     "native/src/seccomp_linux.c",

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from .hooks import HookConfig, HookContext, HookEvent, HookMatcher, HookResult
     from .kernel import InvocationOutcome, Mode, Origin, ToolCall, TraceEntry
     from .policy import Decision, LintFinding, PermissionPolicy
+    from .sandbox import SandboxLimits
     from .session import Agent, Session, SessionClosed, SessionOptions, SessionOptionsError
     from .tools import ErrorKind, ToolResult
     from .verification import CheckSpec, TurnOutcome, VerificationReport
@@ -43,6 +44,7 @@ _LAZY = {
     "hooks": ("HookConfig", "HookContext", "HookEvent", "HookMatcher", "HookResult"),
     "kernel": ("InvocationOutcome", "Mode", "Origin", "ToolCall", "TraceEntry"),
     "policy": ("Decision", "LintFinding", "PermissionPolicy"),
+    "sandbox": ("SandboxLimits",),
     "session": ("Agent", "Session", "SessionClosed", "SessionOptions", "SessionOptionsError"),
     "tools": ("ErrorKind", "ToolResult"),
     "verification": ("CheckSpec", "TurnOutcome", "VerificationReport"),
@@ -77,6 +79,7 @@ __all__ = [
     "Risk",
     "SandboxArgumentError",
     "SandboxError",
+    "SandboxLimits",
     "SandboxUnavailable",
     "Session",
     "SessionClosed",

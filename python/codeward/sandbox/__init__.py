@@ -6,6 +6,7 @@ native boundary does and does not promise.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and readers
+    from ._limits import UNLIMITED, SandboxLimits
     from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
     from ._output import CommandOutput
     from ._protocol import BashSandbox
@@ -14,11 +15,13 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and read
 
 __all__ = [
     "ENV_OPT_IN",
+    "UNLIMITED",
     "BashSandbox",
     "CommandOutput",
     "NativeBashSandbox",
     "ProcessHostBashSandbox",
     "PythonProcessHostBashSandbox",
+    "SandboxLimits",
     "SeatbeltBashSandbox",
     "UnavailableBashSandbox",
     "process_host_opted_in",
@@ -31,6 +34,8 @@ __all__ = [
 # the macOS backends.
 _HOME = {
     "ENV_OPT_IN": "_select",
+    "UNLIMITED": "_limits",
+    "SandboxLimits": "_limits",
     "BashSandbox": "_protocol",
     "CommandOutput": "_output",
     "NativeBashSandbox": "_native_runner",
