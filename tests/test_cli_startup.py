@@ -61,6 +61,11 @@ def test_exec_imports_the_sandbox_and_no_other_subsystem(tmp_path, help_only: bo
     loaded = _modules_after(argv)
     assert "codeward.sandbox" in loaded
     assert not {m for m in loaded if m.startswith(SUBSYSTEMS)}
+    # once the probe's verdict is kept (the first run), neither the output dataclass nor
+    # the probe's own tools
+    loaded = _modules_after(argv)
+    heavy = {"dataclasses", "typing", "tempfile", "shutil", "subprocess", "pathlib", "hashlib"}
+    assert not loaded & heavy, loaded & heavy
 
 
 def test_the_exec_help_names_the_real_opt_in_variable() -> None:

@@ -52,6 +52,7 @@
 extern char **environ;
 
 #define DEFAULT_TIMEOUT_MS A3S_DEFAULT_TIMEOUT_MS
+#define DEFAULT_IDLE_STOP_MS 300000u /* a long-lived sandbox idle this long is stopped */
 #define MAX_MASKS 4096
 #define INIT_INSIDE A3S_INIT_INSIDE
 
@@ -178,10 +179,13 @@ A3S_API void a3s_sandbox_free(a3s_sandbox *sb) {
     if (!sb)
         return;
     if (sb->wake[0] >= 0) { /* made with the session lock: the handle was fully set up */
+        a3s_session_idle_end(sb);
         a3s_session_stop(sb);
         close(sb->wake[0]);
         close(sb->wake[1]);
         pthread_mutex_destroy(&sb->session_lock);
+        pthread_cond_destroy(&sb->idle_wake);
+        pthread_mutex_destroy(&sb->idle_lock);
     }
     a3s_credscan_free(sb->creds);
     a3s_strvec_free(&sb->host_env);
@@ -359,6 +363,15 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe2: %s", strerror(e));
     }
     pthread_mutex_init(&sb->session_lock, NULL);
+    pthread_mutex_init(&sb->idle_lock, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&sb->idle_wake, &monotonic);
+    pthread_condattr_destroy(&monotonic);
+    sb->idle_stop_ms = cfg->idle_stop_ms == A3S_NO_LIMIT ? UINT64_MAX
+                       : cfg->idle_stop_ms             ? cfg->idle_stop_ms
+                                                       : DEFAULT_IDLE_STOP_MS;
     sb->flags = cfg->flags;
     sb->workspace = realpath(cfg->workspace, NULL);
     sb->init = strdup(cfg->init_path);

@@ -407,15 +407,17 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                              "max_processes",
                              "tmpfs_max_bytes",
                              "inotify_watch_budget",
+                             "idle_stop_ms",
                              NULL};
     const char *workspace, *init, *bwrap = NULL, *scratch = NULL;
     int process_host = 0, no_landlock = 0, reuse = 0, readonly_workspace = 0, share_net = 0;
-    unsigned long long memory_max = 0, max_processes = 0, tmpfs_max = 0, watch_budget = 0;
+    unsigned long long memory_max = 0, max_processes = 0, tmpfs_max = 0, watch_budget = 0,
+                       idle_stop = 0;
     PyObject *host_env = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKK", kwlist, &workspace, &init,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKKK", kwlist, &workspace, &init,
                                      &bwrap, &process_host, &no_landlock, &scratch, &host_env,
                                      &reuse, &readonly_workspace, &share_net, &memory_max,
-                                     &max_processes, &tmpfs_max, &watch_budget))
+                                     &max_processes, &tmpfs_max, &watch_budget, &idle_stop))
         return NULL;
     PyObject *mod = PyType_GetModule(type);
     if (!mod)
@@ -440,6 +442,7 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         .max_processes = max_processes,
         .tmpfs_max_bytes = tmpfs_max,
         .inotify_watch_budget = watch_budget,
+        .idle_stop_ms = idle_stop,
     };
     a3s_sandbox *sb = NULL;
     a3s_error err;

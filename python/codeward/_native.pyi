@@ -46,6 +46,7 @@ class Sandbox:
         max_processes: int = 0,
         tmpfs_max_bytes: int = 0,
         inotify_watch_budget: int = 0,
+        idle_stop_ms: int = 0,
     ) -> None: ...
     def exec(
         self,

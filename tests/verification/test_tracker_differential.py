@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(
 SCRIPTS = int(os.environ.get("A3S_TEST_TRACKER_SCRIPTS", "150"))
 SEED = int(os.environ.get("A3S_TEST_TRACKER_SEED", "16"))
 DIRS = ["a", "b", "a/x", "a/x/y", "b/z", "c", "c/d/e"]
-NAMES = ["f1", "f2", "f3", "g", "h.txt", ".env.local"]
+NAMES = ["f1", "f2", "f3", "g", "h.txt", ".hidden"]  # no credential name: a linked one refuses runs
 
 
 class Scripts:

@@ -595,6 +595,11 @@ typedef struct a3s_sandbox_config {
     uint64_t inotify_watch_budget; /* inotify watches of the credential scan, beyond which it
                                       checks directories by their metadata; 0: a quarter of
                                       fs.inotify.max_user_watches */
+    uint64_t idle_stop_ms;         /* A3S_SANDBOX_REUSE: a long-lived sandbox that ran no
+                                      command for this long is stopped (its processes,
+                                      placeholders, descriptors and watches released); the
+                                      next command starts a new one; 0: 300000 (5 minutes),
+                                      A3S_NO_LIMIT: never */
 } a3s_sandbox_config;
 
 /* A bound of a3s_sandbox_config that is not wanted. */

@@ -9,7 +9,7 @@ import sys
 import threading
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
-from ..sandbox import ENV_OPT_IN, SandboxLimits, select_sandbox
+from ..sandbox import ENV_OPT_IN, select_sandbox
 from ..sandbox._native_runner import _CoreSandbox
 
 # Start-up time is this command's cost: nothing is imported for annotations alone, and
@@ -152,11 +152,16 @@ def run(args: argparse.Namespace) -> int:
     command = " ".join(words)
     env = _parse_env(args.env)
     workspace = os.path.abspath(os.path.expanduser(args.workspace))
-    limits = SandboxLimits(
-        memory_max_bytes=args.memory_max,
-        max_processes=args.max_processes,
-        tmpfs_max_bytes=args.tmpfs_max,
-    )
+    bounds = (args.memory_max, args.max_processes, args.tmpfs_max)
+    limits = None
+    if any(b is not None for b in bounds):
+        from ..sandbox import SandboxLimits
+
+        limits = SandboxLimits(
+            memory_max_bytes=args.memory_max,
+            max_processes=args.max_processes,
+            tmpfs_max_bytes=args.tmpfs_max,
+        )
     sandbox = select_sandbox(
         workspace, allow_process_host_sandbox=args.allow_process_host_sandbox, limits=limits
     )

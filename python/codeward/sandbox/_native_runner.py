@@ -12,7 +12,6 @@ from .. import _native
 from .._errors import NativeCoreError, SandboxArgumentError, SandboxError, SandboxUnavailable
 from ._args import check_exec_args
 from ._base import SandboxBase
-from ._limits import SandboxLimits
 from ._locate import MIN_BWRAP, bwrap_version, find_bwrap, init_path
 from ._probe_cache import probe_key, recall_pass, remember_pass
 
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any, ClassVar
 
+    from ._limits import SandboxLimits
     from ._output import CommandOutput
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -277,13 +277,15 @@ class NativeBashSandbox(_CoreSandbox):
             reuse = self._default_reuse
         if not isinstance(reuse, bool):
             raise SandboxArgumentError("reuse must be True or False")
-        if limits is None:
-            limits = SandboxLimits()
-        if not isinstance(limits, SandboxLimits):
-            raise SandboxArgumentError("limits must be a SandboxLimits")
+        bounds: dict[str, int] = {}
+        if limits is not None:  # (None: the C core's defaults, without importing the class)
+            from ._limits import SandboxLimits
+
+            if not isinstance(limits, SandboxLimits):
+                raise SandboxArgumentError("limits must be a SandboxLimits")
+            bounds = limits.native_kwargs()
         super().__init__(
-            workspace,
-            _handle=_new_handle(workspace, bwrap=bwrap, reuse=reuse, **limits.native_kwargs()),
+            workspace, _handle=_new_handle(workspace, bwrap=bwrap, reuse=reuse, **bounds)
         )
         self._bwrap = bwrap
         self._reuse = reuse
@@ -297,7 +299,9 @@ class NativeBashSandbox(_CoreSandbox):
     @property
     def limits(self) -> SandboxLimits:
         """The resource bounds asked for (``None`` fields: the defaults)."""
-        return self._limits
+        from ._limits import SandboxLimits
+
+        return self._limits or SandboxLimits()
 
     @classmethod
     def probe(

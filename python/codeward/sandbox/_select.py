@@ -6,7 +6,6 @@ import os
 import sys
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
-from ._limits import SandboxLimits
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
 
 TYPE_CHECKING = False  # on `codeward exec`'s path: annotations cost no import
@@ -14,6 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from ._limits import SandboxLimits
     from ._output import CommandOutput
     from ._protocol import BashSandbox
 
@@ -90,8 +90,11 @@ def select_sandbox(
         return sandbox_handle
     if not isinstance(allow_process_host_sandbox, bool):
         raise SandboxArgumentError("allow_process_host_sandbox must be True or False")
-    if limits is not None and not isinstance(limits, SandboxLimits):
-        raise SandboxArgumentError("limits must be a SandboxLimits")
+    if limits is not None:
+        from ._limits import SandboxLimits  # (not imported for the defaults)
+
+        if not isinstance(limits, SandboxLimits):
+            raise SandboxArgumentError("limits must be a SandboxLimits")
     path = os.fspath(workspace)
     if not os.path.isabs(path):
         path = os.path.abspath(path)
