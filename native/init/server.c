@@ -542,24 +542,32 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         close(report[0]);
 
     bool stopping = false, timed_out = false, cancelled = false, oom_killed = false;
+    bool linked = cfg->links_fd < 0; /* unwatchable: assume the command made links */
+    int links_fd = cfg->links_fd;
     int tfd = -1, wfd = -1;
     if (child > 0 && !(d->flags & A3S_DONE_SETUP_FAILED)) {
         tfd = m->timeout_ms ? arm_timer(m->timeout_ms) : -1;
         wfd = watchdog_arm(cfg);
         uint64_t grace = m->grace_ms ? m->grace_ms : 2000;
         while (!reaped) {
-            struct pollfd p[6] = {
+            struct pollfd p[7] = {
                 {.fd = sfd, .events = POLLIN},
                 {.fd = tfd, .events = POLLIN},
                 {.fd = cfg->control_fd, .events = POLLIN},
                 {.fd = cfg->lifeline_fd, .events = POLLIN},
                 {.fd = cfg->host_pidfd, .events = POLLIN},
                 {.fd = wfd, .events = POLLIN},
+                {.fd = links_fd, .events = POLLIN},
             };
-            if (poll(p, 6, -1) < 0) {
+            if (poll(p, 7, -1) < 0) {
                 if (errno == EINTR)
                     continue;
                 shut_down();
+            }
+            if (p[6].revents & POLLIN) {
+                linked = true;
+                if (a3s_seccomp_continue_link(links_fd) < 0)
+                    shut_down(); /* a link call we cannot answer would hang the command */
             }
             if (p[3].revents || p[4].revents)
                 shut_down(); /* the caller is gone */
@@ -615,6 +623,8 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         }
         if (oom_killed)
             d->flags |= A3S_DONE_OOM_KILLED;
+        if (linked)
+            d->flags |= A3S_DONE_LINKED;
         d->pid = child;
     }
     free(argv);

@@ -1608,6 +1608,8 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
         } else if (oom_killed) {
             a3s_process_result_add_flags(result, A3S_RESULT_OOM_KILLED);
         }
+        if (st[0] == 'R' && strchr(st, 'L'))
+            a3s_process_result_add_flags(result, A3S_RESULT_HARD_LINKED);
     }
     if (rc != A3S_OK) {
         a3s_process_result_free(result);

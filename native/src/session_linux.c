@@ -649,7 +649,8 @@ static a3s_process_result *outcome(struct exchange *x) {
                          ((x->d.flags & A3S_DONE_CANCELLED) ? A3S_RESULT_CANCELLED : 0) |
                          ((x->d.flags & A3S_DONE_OOM_KILLED) || x->oom_killed
                               ? A3S_RESULT_OOM_KILLED
-                              : 0);
+                              : 0) |
+                         ((x->d.flags & A3S_DONE_LINKED) ? A3S_RESULT_HARD_LINKED : 0);
         return a3s_process_result_captured(&x->out, &x->err, x->d.exit_code, 0, flags, us,
                                            x->d.pid, NULL);
     }

@@ -215,6 +215,7 @@ class _CoreSandbox(SandboxBase):
             "cancelled": raw["cancelled"],
             "duration_ms": raw["duration_us"] / 1000.0,
             "oom_killed": raw["oom_killed"],
+            "hard_linked": raw["hard_linked"],
         }
 
 

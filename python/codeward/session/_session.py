@@ -33,7 +33,7 @@ from ..kernel import (
     ToolRegistry,
 )
 from ..policy import PermissionPolicy
-from ..sandbox import BashSandbox, ProcessHostBashSandbox, select_sandbox
+from ..sandbox import BashSandbox, NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
 from ..tools import Tool, ToolResult, builtin_tools
 from ..verification import (
     MutationLedger,
@@ -53,6 +53,11 @@ from ._options import SessionOptions, SessionOptionsError
 __all__ = ["Agent", "Session", "SessionClosed", "SkillSession"]
 
 _INHERITANCE = ("auto_approve", "deny_on_ask", "inherit_parent")
+# Why a bash call's "after" snapshot walks the whole workspace.
+_HARD_LINKED = (
+    "the command called link() or linkat(): a hard link, even one removed again, can change "
+    "a file where no directory watch sees it"
+)
 _ENTRY_ORIGINS = (Origin.MODEL, Origin.WORKFLOW, Origin.HOST_GOVERNED)
 
 
@@ -513,14 +518,17 @@ class Session:
             cached, self._bash_snapshot = self._bash_snapshot, None
         fresh = cached is not None and not escalated and cached[1] == self._tool_changes
         before = cached[0] if fresh and cached is not None else self._snapshot(skip)
+        result: ToolResult | None = None
         try:
             result = run()
         finally:
-            after = self._snapshot(skip)
+            linked = result is None or result.metadata.get("hard_linked", False) is not False
+            after = self._snapshot(skip, linked=linked)
             record_bash_changes(self._ledger, before, after, self.workspace)
             if not escalated:
                 with self._snapshot_lock:
                     self._bash_snapshot = (after, self._tool_changes)
+        assert result is not None
         detection = {
             "incremental": after.incremental,
             "directories_read": after.directories_read,
@@ -530,11 +538,13 @@ class Session:
             result, metadata={**result.metadata, "change_detection": detection}
         )
 
-    def _snapshot(self, skip_top: tuple[str, ...] | None) -> WorkspaceSnapshot:
+    def _snapshot(
+        self, skip_top: tuple[str, ...] | None, *, linked: bool = False
+    ) -> WorkspaceSnapshot:
         if skip_top is None:
             tracker = self._tracking.tracker()
             if tracker is not None:
-                return tracker.snapshot()
+                return tracker.snapshot(walk=_HARD_LINKED if linked else None)
             return WorkspaceSnapshot.take(self.workspace)
         return WorkspaceSnapshot.take(self.workspace, skip_top=skip_top)
 
@@ -621,16 +631,19 @@ class Session:
 class _Tracking:
     """The session's change tracker, made on first use, only where it can vouch for a command.
 
-    A command confined by the sandbox can change the workspace only through
-    names inside it (every other name it sees is on a read-only or separate
-    mount), which is what directory watches see. An unconfined one (the
-    process host, an escalated call) could change a workspace file through a
-    hard link elsewhere: its snapshots are walks of the whole tree.
+    A command confined by the native sandbox can change the workspace only
+    through names inside it (every other name it sees is on a read-only or
+    separate mount), which is what directory watches see, except through a
+    hard link, and the sandbox reports every command that called link()
+    (``hard_linked``): that call's snapshot is a walk. Any other sandbox (the
+    process host, a host's own handle, an escalated call) is not known to
+    confine or to report links: its snapshots are walks of the whole tree.
     """
 
     def __init__(self, root: str, sandbox: BashSandbox) -> None:
         self._root = root
-        self._confined = getattr(sandbox, "sandboxed", False) is True
+        # only the native sandbox reports the hard links its commands make (hard_linked)
+        self._confined = isinstance(sandbox, NativeBashSandbox)
         self._lock = threading.Lock()
         self._tracker: SnapshotTracker | None = None
 

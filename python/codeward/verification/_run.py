@@ -73,6 +73,7 @@ def _run_one(
     evidence_chars: int,
     cancel: Any,
     risks: list[str],
+    linked: list[bool],
 ) -> VerificationCheck:
     timeout = spec.timeout_ms or timeout_ms
     started = time.monotonic()
@@ -92,6 +93,7 @@ def _run_one(
             (time.monotonic() - started) * 1000,
         )
     status, headline = _outcome(out, timeout)
+    linked.append(getattr(out, "hard_linked", False) is True)
     if not out.sandboxed:
         risks.append(
             f"check {spec.id} ran without a sandbox (backend {out.backend}): "
@@ -109,12 +111,18 @@ def _run_one(
     )
 
 
+_HARD_LINKED = (
+    "a check called link() or linkat(): a hard link, even one removed again, can change a "
+    "file where no directory watch sees it"
+)
+
+
 def _snapshot(
-    root: str, skip_top: Collection[str], tracker: SnapshotTracker | None
+    root: str, skip_top: Collection[str], tracker: SnapshotTracker | None, *, linked: bool = False
 ) -> WorkspaceSnapshot:
     """Through the tracker when it tracks exactly this (it re-reads only what changed)."""
     if tracker is not None and tracker.root == root and set(tracker.skip_top) == set(skip_top):
-        return tracker.snapshot()
+        return tracker.snapshot(walk=_HARD_LINKED if linked else None)
     return WorkspaceSnapshot.take(root, skip_top=skip_top)
 
 
@@ -229,9 +237,12 @@ def run_checks(
     # unconfined checks could also write the names the sandbox protects: look there too
     skip_top: Collection[str] = PROTECTED_NAMES if getattr(sandbox, "sandboxed", False) else ()
     before = None if root is None else _snapshot(root, skip_top, tracker)
-    checks = [_run_one(sandbox, s, timeout_ms, evidence_chars, cancel, risks) for s in specs]
+    linked: list[bool] = []
+    checks = [
+        _run_one(sandbox, s, timeout_ms, evidence_chars, cancel, risks, linked) for s in specs
+    ]
     if root is not None and before is not None:
-        after = _snapshot(root, skip_top, tracker)
+        after = _snapshot(root, skip_top, tracker, linked=any(linked))
         checks.append(_integrity(specs, before, after, root, ledger, risks))
     else:
         risks.append("the workspace was not compared before and after the checks (no root given)")

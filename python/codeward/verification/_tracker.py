@@ -250,8 +250,10 @@ class SnapshotTracker:
 
     # -- snapshots ---------------------------------------------------------------------
 
-    def snapshot(self) -> WorkspaceSnapshot:
-        """The workspace as it is now (see the class docs)."""
+    def snapshot(self, *, walk: str | None = None) -> WorkspaceSnapshot:
+        """The workspace as it is now (see the class docs); ``walk`` names a reason to walk
+        the whole tree this time (the caller knows something the events cannot show, such
+        as a command that made hard links)."""
         with self._lock:
             _path, root_fd = open_root(self._root, self._max_entries)
             try:
@@ -261,7 +263,8 @@ class SnapshotTracker:
                     gone, self._gone = self._gone, set()
                     overflowed, self._overflowed = self._overflowed, False
                 state = self._state
-                reason = self._why_walk(state, root_fd, overflowed)
+                reason = walk if state is not None and walk else None
+                reason = reason or self._why_walk(state, root_fd, overflowed)
                 if state is not None and reason is None:
                     try:
                         return self._refresh(state, root_fd, pending, gone)
