@@ -675,7 +675,9 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         }
         run_one(program, ll, filter, sfd, &m, fds[0], fds[1], &d);
         a3s_msg_exec_free(&m);
-        bool clean = restore_trees(cfg) & remove_ipc();
+        bool trees_restored = restore_trees(cfg); /* both run, whatever the other found */
+        bool ipc_removed = remove_ipc();
+        bool clean = trees_restored && ipc_removed;
         if (!clean)
             d.flags |= A3S_DONE_CLOSING;
         send_done(&d);
