@@ -56,15 +56,22 @@ ALLOWED_TOP = {
 
 
 def run(
-    argv: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None, *, summary: bool = False
+    argv: list[str],
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+    *,
+    summary: bool = False,
+    quiet: bool = False,
 ) -> str:
-    """Runs argv, echoes its output (only the "# " summary lines of a TAP stream if summary)."""
+    """Runs argv and echoes its output: none if quiet, only a TAP stream's "# " lines if summary."""
     print("+", " ".join(argv), f"(in {cwd})", flush=True)
     done = subprocess.run(
         argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, text=True
     )
     out = done.stdout
-    if summary and done.returncode == 0:
+    if quiet and done.returncode == 0:
+        out = ""
+    elif summary and done.returncode == 0:
         out = "".join(line for line in out.splitlines(True) if line.startswith("# "))
     sys.stdout.write(out)
     if done.returncode != 0:
@@ -89,17 +96,18 @@ def prebuild(zig_python: str) -> None:
     run(["npm", "run", "prebuildify"], env={**node_dir(), "CC": cc, "CXX": cc, "LINK": cc})
     if not PREBUILD.is_file():
         fail(f"prebuildify made no {PREBUILD.relative_to(ROOT)}")
-    versions = run(["objdump", "-T", str(PREBUILD)])
+    versions = run(["objdump", "-T", str(PREBUILD)], quiet=True)
     needed = {w.strip("()") for w in versions.split() if w.strip("()").startswith("GLIBC_")}
     newest = max((tuple(map(int, v[6:].split("."))) for v in needed), default=(0,))
     if newest > tuple(map(int, GLIBC_FLOOR.split("."))):
         fail(f"the prebuild needs GLIBC_{'.'.join(map(str, newest))}, above {GLIBC_FLOOR}")
-    if ".symtab" in run(["objdump", "-h", str(PREBUILD)]):
+    if ".symtab" in run(["objdump", "-h", str(PREBUILD)], quiet=True):
         fail("the prebuild is not stripped")
 
 
 def pack(out: Path) -> Path:
-    listing = json.loads(run(["npm", "pack", "--json", "--pack-destination", str(out)]))
+    pack = ["npm", "pack", "--json", "--pack-destination", str(out)]
+    listing = json.loads(run(pack, quiet=True))
     tgz = out / listing[0]["filename"]
     with tarfile.open(tgz) as tar:
         names = {n.removeprefix("package/") for n in tar.getnames()}
