@@ -728,6 +728,10 @@ static int refuse_linked_files(struct plan *p, const char *dir, bool is_git, con
         return A3S_OK;
     struct link_walk w = {.budget = LINK_WALK_BUDGET, .ifd = p ? p->link_ifd : -1};
     if (p && p->server) {
+        /* the plan's inotify instance is made for its first such directory only: a
+         * workspace without one (no .git, no masked directory) holds none */
+        if (p->link_dirs.len == 0 && p->link_ifd < 0)
+            p->link_ifd = w.ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: walk */
         a3s_strvec_push2(&p->link_dirs, is_git ? "g" : "-", dir);
         if (p->link_ifd < 0)
             w.unwatched = true;
@@ -1269,8 +1273,6 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         return p->argv.failed || p->env.failed ? a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory")
                                                : A3S_OK;
     }
-    if (p->server)
-        p->link_ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: walk at each check */
 
     struct a3s_strvec *a = &p->argv;
     a3s_strvec_push(a, sb->bwrap);
