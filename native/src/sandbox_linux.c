@@ -571,26 +571,56 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
     closedir(d);
 }
 
+/* The workspace's journal directory, state_dir/placeholders-<hash>.d: runs
+ * look for dead callers' journals there, not in the whole state directory,
+ * which keeps one lock file for every workspace ever used (thousands, on a
+ * machine that runs the test suite) and was listed twice per sandbox. */
+static bool journal_dir(const a3s_sandbox *sb, char *out, size_t cap) {
+    size_t plen = strlen(sb->journal_prefix); /* "placeholders-<hash>-" */
+    return plen > 1 && snprintf(out, cap, "%s/%.*s.d", sb->state_dir, (int)(plen - 1),
+                                sb->journal_prefix) < (int)cap;
+}
+
+/* The journal directory, opened without following a symlink, only if it is
+ * ours alone (a journal is data that decides what we delete); -1 if not. */
+static int open_journal_dir(const a3s_sandbox *sb, bool create) {
+    char dir[PATH_MAX];
+    if (!journal_dir(sb, dir, sizeof dir))
+        return -1;
+    if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 0077))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 static void recover_journals(a3s_sandbox *sb, int lock_fd) {
     /* run dirs of dead callers: once per handle, the scratch parent can be big */
     if (!atomic_exchange(&sb->swept, true))
         recover_run_dirs(sb);
     if (!alone(lock_fd))
         return; /* another run may rely on what those journals name */
-    DIR *d = opendir(sb->state_dir);
-    if (!d)
+    int dfd = open_journal_dir(sb, false);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
         return;
-    size_t plen = strlen(sb->journal_prefix);
+    }
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, sb->journal_prefix, plen) != 0)
+        if (!strstr(e->d_name, ".journal"))
             continue;
-        if (!pid_is_dead(atoi(e->d_name + plen)) && !strstr(e->d_name, ".done"))
+        if (!pid_is_dead(atoi(e->d_name)) && !strstr(e->d_name, ".done"))
             continue; /* its owner may still be running */
-        char path[PATH_MAX];
-        if (!join(path, sizeof path, sb->state_dir, e->d_name))
-            continue;
-        FILE *f = fopen(path, "re");
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+        if (!f && fd >= 0)
+            close(fd);
         char line[PATH_MAX + 64];
         while (f && fgets(line, sizeof line, f)) {
             line[strcspn(line, "\n")] = '\0';
@@ -598,7 +628,7 @@ static void recover_journals(a3s_sandbox *sb, int lock_fd) {
         }
         if (f)
             fclose(f);
-        unlink(path);
+        unlinkat(dirfd(d), e->d_name, 0);
     }
     closedir(d);
 }
@@ -620,8 +650,13 @@ static FILE *open_journal(const a3s_sandbox *sb, char *path, size_t cap) {
         tag[2 * i + 1] = hex[rnd[i] & 15];
     }
     tag[12] = '\0';
-    if (snprintf(path, cap, "%s/%s%d-%s.journal", sb->state_dir, sb->journal_prefix,
-                 (int)getpid(), tag) >= (int)cap)
+    char dir[PATH_MAX];
+    int dfd = open_journal_dir(sb, true);
+    if (dfd < 0)
+        return NULL;
+    close(dfd); /* checked: ours alone; the path below names the same directory */
+    if (!journal_dir(sb, dir, sizeof dir) ||
+        snprintf(path, cap, "%s/%d-%s.journal", dir, (int)getpid(), tag) >= (int)cap)
         return NULL;
     fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
     return fd < 0 ? NULL : fdopen(fd, "we");
