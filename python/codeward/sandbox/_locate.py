@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 MIN_BWRAP = (0, 8, 0)
 SYSTEM_BWRAP = ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -48,15 +52,19 @@ def find_bwrap(workspace: str | None = None) -> str | None:
     cannot write, and must not lie inside the workspace; nothing else is
     ever executed, not even for ``--version``.
     """
-    found = [c for c in SYSTEM_BWRAP if os.access(c, os.X_OK)]
-    which = _which("bwrap")
-    if which:
-        found.append(which)
-    for candidate in found:
+    for candidate in _candidates():
         real = os.path.realpath(candidate)
         if os.path.isabs(real) and _trusted(real, workspace):
             return real
     return None
+
+
+def _candidates() -> Iterator[str]:
+    """The fixed system paths, then (only if none of them will do) the one on PATH."""
+    yield from (c for c in SYSTEM_BWRAP if os.access(c, os.X_OK))
+    which = _which("bwrap")
+    if which:
+        yield which
 
 
 def bwrap_version(path: str) -> tuple[int, ...] | None:
