@@ -632,7 +632,10 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
 
 /* Between commands the init needs none of its own code: its pages go back
  * (the next command reads them again from the page cache), so an idle
- * sandbox costs the memory it wrote, not the size of this static binary. */
+ * sandbox costs the memory it wrote, not the size of this static binary.
+ * MADV_PAGEOUT, not MADV_DONTNEED: pages left in the page cache would be
+ * mapped back around the next fault (fault-around), and pageout never
+ * discards what was written (the relocated data after the code). */
 static void page_out_code(void) {
 #ifdef MADV_PAGEOUT
     extern const char __executable_start[], __data_start[];
