@@ -253,7 +253,7 @@ def test_forged_journal_cannot_make_the_host_delete_files(
     out = fs.run(
         sb,
         "cd .local/state/codeward || exit 0; "
-        "d=$(ls -d placeholders-*.d | head -1); mkdir -p \"${d:-none}\"; "
+        'd=$(ls -d placeholders-*.d | head -1); mkdir -p "${d:-none}"; '
         f"printf '{forged}\\n' > \"$d/2147483646-forged.journal\"; ls; echo FORGED",
     )
     fs.run(sb, "true")  # the next run recovers "dead" journals

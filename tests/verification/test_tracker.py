@@ -435,3 +435,31 @@ def _unreadable_as_nobody(base: Path) -> None:
     assert message == repr(
         [(0, True, ["d2/inner"]), (0o700, True, []), (0o300, True, ["d2/inner"]), (0o755, True, [])]
     )
+
+
+def test_a_tracker_collected_while_the_hub_is_busy_does_not_deadlock(workspace: Path) -> None:
+    """The collector runs finalizers in whatever thread it interrupts: one draining the hub
+    (under its lock) once collected a forgotten tracker whose finalizer took the same lock.
+    A finalizer now only notes the tracker; its watches go at the hub's next call."""
+    import gc
+
+    tree(workspace)
+    hub = _inotify.WatchHub()
+    tracker = SnapshotTracker(workspace, watch_hub=hub)
+    tracker.snapshot()
+    assert hub.watches() == 13
+    cycle: list[object] = [tracker]
+    cycle.append(cycle)  # only the cyclic collector frees it, at a moment of its choosing
+    del tracker, cycle
+    done = threading.Event()
+
+    def collect_under_the_lock() -> None:
+        with hub._lock:  # as inside drain(), when an allocation runs the collector
+            gc.collect()
+        done.set()
+
+    thread = threading.Thread(target=collect_under_the_lock, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert done.is_set(), "the finalizer deadlocked on the hub's lock"
+    assert hub.watches() == 0, "the collected tracker's watches were not released"

@@ -84,6 +84,7 @@ class WatchHub:
         self._listeners: weakref.WeakValueDictionary[int, Listener] = weakref.WeakValueDictionary()
         self._holders: dict[int, set[int]] = {}  # wd -> ids of the listeners holding it
         self._held: dict[int, set[int]] = {}  # listener id -> the wds it holds
+        self._collected: list[int] = []  # ids of listeners gone (see register)
         self._mounts: select.poll | None = None
         self._mounts_file = -1
         self._mount_generation = 0
@@ -99,15 +100,26 @@ class WatchHub:
             self._next_id += 1
             self._listeners[ident] = listener
             self._held[ident] = set()
-        weakref.finalize(listener, self.release_all, ident)
+        # The collector runs finalizers in whatever thread it interrupts, perhaps one that
+        # holds our lock: the finalizer only notes the id (list.append is atomic), and the
+        # next call that takes the lock releases its watches.
+        weakref.finalize(listener, self._collected.append, ident)
         return ident
 
     def release_all(self, ident: int) -> None:
-        """Drops every watch ``ident`` holds (a tracker closed or collected)."""
+        """Drops every watch ``ident`` holds (a tracker closed)."""
         with self._lock:
-            for wd in self._held.pop(ident, set()):
-                self._let_go(ident, wd)
-            self._listeners.pop(ident, None)
+            self._forget(ident)
+
+    def _forget(self, ident: int) -> None:
+        for wd in self._held.pop(ident, set()):
+            self._let_go(ident, wd)
+        self._listeners.pop(ident, None)
+
+    def _forget_collected(self) -> None:
+        """Releases the watches of listeners collected since (called with the lock held)."""
+        while self._collected:
+            self._forget(self._collected.pop())
 
     # -- the instance -----------------------------------------------------------------
 
@@ -169,6 +181,7 @@ class WatchHub:
         """Watches the directory open as ``dir_fd`` (exactly that inode, through
         /proc/self/fd: no path is resolved again) for ``ident``; raises NoWatch."""
         with self._lock:
+            self._forget_collected()
             self._ensure()
             if self._fd < 0:
                 raise NoWatch(self._unavailable or "no inotify instance")
@@ -205,6 +218,7 @@ class WatchHub:
     def watches(self) -> int:
         """How many watches the process holds."""
         with self._lock:
+            self._forget_collected()
             return len(self._holders)
 
     # -- events -----------------------------------------------------------------------
@@ -212,6 +226,7 @@ class WatchHub:
     def drain(self) -> None:
         """Reads every queued event and tells each tracker which of its watches saw one."""
         with self._lock:
+            self._forget_collected()
             if self._fd < 0:
                 return
             dirty: dict[int, set[int]] = {}

@@ -218,7 +218,6 @@ class SnapshotTracker:
         self._overflowed = False
         self._state: _State | None = None
         self._log = _ChangeLog()
-        self._closed = False
         self._id = self._hub.register(self)
 
     @property
@@ -232,7 +231,6 @@ class SnapshotTracker:
     def close(self) -> None:
         """Releases the watches; a later snapshot walks (and watches) again."""
         with self._lock:
-            self._closed = True
             self._state = None
             self._hub.release_all(self._id)
             self._id = self._hub.register(self)
