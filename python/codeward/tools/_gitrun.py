@@ -1,11 +1,17 @@
 """Running git on the host, read-only and defanged: the only way the git tool starts git.
 
-Nothing in the repository's configuration may make git run a program:
-fsmonitor, hooks, external diff, textconv and clean/smudge filters are
-switched off on the command line (which wins over every configuration
-file), system and global configuration are not read, the environment is
-minimal, no lock is taken, no network protocol is allowed, and discovery
-stops at the workspace root (a repository above it is never used).
+git never discovers a repository: it is given the workspace's own ``.git``
+directory and the workspace as its working tree (``--git-dir``,
+``--work-tree``), after ``_gitdir`` has checked that directory, so
+``core.worktree``, ``core.bare`` and a bare repository written at the
+workspace root change nothing. Nothing in the repository's configuration may
+make git run a program or read a host file: fsmonitor, hooks, external diff,
+textconv, pagers, signature programs and clean/smudge filters are switched
+off, and the files git would read from configured paths (attributes,
+excludes, mailmap, diff order) are ``/dev/null``, all on the command line,
+which wins over every configuration file. System and global configuration
+are not read, the environment is minimal, no lock is taken, no network
+protocol is allowed, and submodules are never entered.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 from ..workspace import Workspace
 from ._base import ErrorKind
 from ._failure import ToolError
+from ._gitdir import Repository, open_repository
 
 __all__ = ["GitOutput", "git_available", "run_git"]
 
@@ -35,11 +42,26 @@ _CONFIG = (
     "core.pager=cat",
     "core.quotePath=false",
     "core.sshCommand=false",
+    "core.askPass=/bin/false",
+    "core.editor=/bin/false",
+    "sequence.editor=/bin/false",
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    "safe.bareRepository=explicit",
     "color.ui=false",
     "log.showSignature=false",
+    "log.mailmap=false",
+    "mailmap.file=/dev/null",
+    "mailmap.blob=",
+    "diff.orderFile=/dev/null",
+    "gpg.program=/bin/false",
+    "gpg.ssh.program=/bin/false",
+    "gpg.x509.program=/bin/false",
     "gc.auto=0",
     "maintenance.auto=false",
     "submodule.recurse=false",
+    "status.submoduleSummary=false",
+    "diff.ignoreSubmodules=all",
     "credential.helper=",
 )
 _MAX_STDERR = 8192
@@ -61,23 +83,28 @@ def git_available() -> str | None:
 def run_git(
     ws: Workspace, args: list[str], *, limit: int | None = None, deadline: float | None = None
 ) -> GitOutput:
-    """Runs ``git <defanged config> args`` in the workspace root; reads at most ``limit`` bytes.
+    """Runs ``git <defanged config> args`` on the workspace's repository; reads at most
+    ``limit`` bytes.
 
-    Past ``limit`` git is stopped and ``complete`` is False. Past the deadline
-    (TIMEOUT_S from now by default) it is killed and a Timeout ToolError raised.
+    The repository is checked first (see ``_gitdir``); a workspace without a
+    ``.git`` directory of its own, or with one git must not read, raises a
+    ToolError before git starts. Past ``limit`` git is stopped and
+    ``complete`` is False. Past the deadline (TIMEOUT_S from now by default)
+    it is killed and a Timeout ToolError raised.
     """
     git = git_available()
     if git is None:
         raise ToolError(ErrorKind.TOOL_FAILED, "git is not installed on this machine")
     deadline = deadline if deadline is not None else time.monotonic() + TIMEOUT_S
-    argv = [git]
+    repo = open_repository(ws, git, deadline)
+    argv = [git, "--no-pager", f"--git-dir={repo.git_dir}", f"--work-tree={repo.work_tree}"]
     for setting in _CONFIG:
         argv += ["-c", setting]
     argv += args
     proc = subprocess.Popen(
         argv,
         cwd=ws.root,
-        env=_environment(ws, _filter_overrides(ws, git)),
+        env=_environment(ws, _filter_overrides(repo)),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -158,22 +185,12 @@ def _environment(ws: Workspace, extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _filter_overrides(ws: Workspace, git: str) -> dict[str, str]:
-    """Configuration (as GIT_CONFIG_KEY_n/VALUE_n) that empties every clean/smudge filter the
-    repository defines, so status and diff never run one."""
-    proc = subprocess.run(
-        [git, "config", "-z", "--get-regexp", r"^filter\."],
-        cwd=ws.root,
-        env=_environment(ws, {}),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+def _filter_overrides(repo: Repository) -> dict[str, str]:
+    """Configuration (as GIT_CONFIG_KEY_n/VALUE_n, which takes any name) that empties every
+    clean/smudge filter the repository defines, so status and diff never run one."""
     names: list[str] = []
-    for entry in proc.stdout.split(b"\0"):
-        key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
-        if key.startswith("filter.") and key.count(".") >= 2:
+    for key, _value in repo.config:
+        if key.lower().startswith("filter.") and key.count(".") >= 2:
             name = key[len("filter.") : key.rindex(".")]
             if name not in names:
                 names.append(name)
