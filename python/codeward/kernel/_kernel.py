@@ -30,7 +30,7 @@ from ..guardrail import assess_risk, check_command, check_paths, is_protected_pa
 from ..hitl import ConfirmationManager, ConfirmationProvider, ConfirmationRequest
 from ..hooks import HookContext, HookEvent, HookRegistry
 from ..policy import Decision, PermissionPolicy
-from ..sandbox import BashSandbox
+from ..sandbox import BashSandbox, UnavailableBashSandbox
 from ..tools import (
     ArgumentError,
     ErrorKind,
@@ -256,6 +256,16 @@ class InvocationKernel:
                 raise _Denied(
                     f"invalid sandbox_permissions: {exc}", ErrorKind.INVALID_ARGUMENT
                 ) from None
+            if perms.mode != "require_escalated" and isinstance(
+                self.sandbox, UnavailableBashSandbox
+            ):
+                # Only an approved escalation runs elsewhere (on the process host); asking
+                # for a call that can only fail would be a question with no real answer.
+                raise _Denied(
+                    f"bash cannot run in this session: no boundary is available "
+                    f"({self.sandbox.cause}); the call is refused before anyone is asked",
+                    ErrorKind.SANDBOX_UNAVAILABLE,
+                )
             if perms.mode != "use_default":
                 s.escalated = perms.mode == "require_escalated"
                 s.network_grant = (
