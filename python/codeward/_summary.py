@@ -19,7 +19,9 @@ from typing import Any
 
 from ._redact import REDACTED, clip, is_secret_name, safe_text
 
-__all__ = ["summarize_call"]
+__all__ = ["DEFAULT_GRANT_PORTS", "grant_target", "summarize_call"]
+
+DEFAULT_GRANT_PORTS = (443, 80)  # what a network grant without a port covers: HTTPS and HTTP
 
 _VALUE_LIMIT = 4096  # a value is cut here before the line is: a huge value costs no more
 _MAX_DEPTH = 8  # nested deeper than this (or a cycle) shows as "..."
@@ -83,6 +85,18 @@ def _path(args: Mapping[str, Any], *keys: str) -> str:
     return "?"
 
 
+def grant_target(host: object, port: object) -> str:
+    """Where a network grant reaches, as a person should read it before approving it:
+    ``host:port``, or both web ports when no port is given (an IPv6 host in brackets)."""
+    name = _clean(host)
+    if ":" in name and not name.startswith("["):
+        name = f"[{name}]"
+    if port is None:
+        https, http = DEFAULT_GRANT_PORTS
+        return f"{name}:{https} and {name}:{http} (no port given: HTTPS and HTTP)"
+    return f"{name}:{_clean(port)}"
+
+
 def _bash(args: Mapping[str, Any]) -> str:
     command = _clean(args.get("command", ""))
     mode = args.get("sandbox_permissions", "use_default")
@@ -92,7 +106,7 @@ def _bash(args: Mapping[str, Any]) -> str:
         grant = args.get("network_grant")
         where = ""
         if isinstance(grant, Mapping):
-            where = f" {_clean(grant.get('host'))}:{_clean(grant.get('port'))}"
+            where = f" {grant_target(grant.get('host'), grant.get('port'))}"
         return f"bash (network{where}): {command}"
     return f"bash: {command}"
 

@@ -171,3 +171,19 @@ def test_an_escalated_bash_call_with_the_error_only_handle_still_asks(make_sessi
     }
     outcome = session.invoke(ToolCall("c1", "bash", args), Origin.MODEL)
     assert outcome.decision is ASK and len(provider.requests) == 1
+
+
+def test_a_network_grant_without_a_port_says_which_ports_it_covers(make_session):
+    provider = CountingProvider(False)
+    session = make_session(confirmation_provider=provider)
+    args = {
+        "command": "pip download x",
+        "sandbox_permissions": "request_network_grant",
+        "network_grant": {"host": "pypi.org"},
+    }
+    outcome = session.invoke(ToolCall("c1", "bash", args), Origin.MODEL)
+    assert outcome.decision is ASK and len(provider.requests) == 1, outcome.trace
+    request = provider.requests[0]
+    for shown in (request.scope["host_port"], request.operation, request.reason):
+        assert "pypi.org:443 and pypi.org:80" in shown, shown
+    assert any("pypi.org:443 and pypi.org:80" in r for r in request.risk.reasons)

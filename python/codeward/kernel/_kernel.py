@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _native
+from .._summary import grant_target
 from ..guardrail import assess_risk, check_command, check_paths, is_protected_path, summarize_call
 from ..hitl import ConfirmationManager, ConfirmationProvider, ConfirmationRequest
 from ..hooks import HookContext, HookEvent, HookRegistry
@@ -583,7 +584,7 @@ def _origin_reason(s: _Call) -> str:
 def _grant_text(grant: Mapping[str, Any] | None) -> str:
     if not grant:
         return "?"
-    return f"{grant.get('host')}:{grant.get('port')}"
+    return grant_target(grant.get("host"), grant.get("port"))
 
 
 def _result_reason(result: ToolResult) -> str:
