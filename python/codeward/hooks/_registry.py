@@ -32,7 +32,7 @@ from ._types import (
 
 __all__ = ["HookHandler", "HookRegistry"]
 
-HookHandler = Callable[[HookContext], "HookResult | None"]
+HookHandler = Callable[[HookContext], "HookResult | Mapping[str, Any] | None"]
 _log = logging.getLogger("codeward.hooks")
 
 
@@ -203,6 +203,13 @@ def _call(hook: _Hook, context: HookContext) -> HookResult:
         raise _Failure(f"raised {type(value).__name__}: {value}")
     if value is None:
         return HookResult.proceed()
+    if isinstance(value, Mapping) and not isinstance(value, HookResult):
+        try:
+            return HookResult.from_mapping(value)
+        except HookError as exc:
+            raise _Failure(f"returned a mapping that is not a hook result: {exc}") from None
     if not isinstance(value, HookResult):
-        raise _Failure(f"returned {type(value).__name__}, not a HookResult or None")
+        raise _Failure(
+            f"returned {type(value).__name__}, not a HookResult, a mapping of one, or None"
+        )
     return value
