@@ -92,6 +92,7 @@ class _Call:
     reasons: list[str] = field(default_factory=list)  # why an Ask is needed
     escalated: bool = False  # approved require_escalated: run outside the sandbox
     network_grant: Mapping[str, Any] | None = None
+    caller: object | None = None  # the session that made the call
 
     def note(self, stage: str, verdict: str, reason: str) -> None:
         self.trace.append(TraceEntry(stage, verdict, reason))
@@ -150,9 +151,15 @@ class InvocationKernel:
         scopes: Sequence[CallScope],
         *,
         skill: str | None = None,
+        caller: object | None = None,
     ) -> InvocationOutcome:
-        """Runs ``call`` through every stage; never raises for anything the call itself causes."""
+        """Runs ``call`` through every stage; never raises for anything the call itself causes.
+
+        ``caller`` is the session making the call; a launch tool (``task``)
+        starts its delegated run from it.
+        """
         state = _Call(call, origin, tuple(scopes), skill, self.registry.get(call.name), call.args)
+        state.caller = caller
         try:
             self._admit(state)
             decision = self._decide(state)
@@ -460,6 +467,7 @@ class InvocationKernel:
             recorder=self.recorder,
             escalated=s.escalated,
             host_sandbox_factory=self.host_sandbox_factory,
+            caller=s.caller,
         )
         tool = s.tool
         if (

@@ -110,7 +110,9 @@ class ToolContext:
     """What a running tool may use: the session's boundary, never more.
 
     ``escalated`` is set only for a bash call whose ``require_escalated``
-    request was confirmed: it then runs outside the sandbox.
+    request was confirmed: it then runs outside the sandbox. ``caller`` is
+    the session that made the call, for the launch tools that start a
+    delegated run of it (``task``); other tools never look at it.
     """
 
     workspace: Workspace
@@ -119,6 +121,7 @@ class ToolContext:
     cancel: CancelToken | None = None
     escalated: bool = False
     host_sandbox_factory: Callable[[], BashSandbox] | None = None
+    caller: Any = None
 
 
 class Tool(ABC):
