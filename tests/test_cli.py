@@ -151,3 +151,45 @@ def test_console_script_and_module_entry_points(policy_file) -> None:
         )
         assert done.returncode == 0, done.stderr
         assert "decision: deny" in done.stdout
+
+
+def _exec_json(capsys, argv) -> tuple[int, dict]:
+    code = main(["exec", "--json", *argv])
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 1, (captured.out, captured.err)
+    return code, json.loads(lines[0])
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        ([], "SandboxArgumentError"),
+        (["--env", "NOEQUALS", "--", "true"], "SandboxArgumentError"),
+        (["--workspace", "/nonexistent/ws", "--", "true"], "SandboxArgumentError"),
+    ],
+)
+def test_exec_json_reports_a_refusal_before_start(capsys, argv, error) -> None:
+    code, got = _exec_json(capsys, argv)
+    assert code == got["exit_code"] == 2
+    assert got["error"] == error and got["setup_error"]
+    assert got["stdout"] == "" and got["sandboxed"] is False
+
+
+def test_exec_json_reports_an_unavailable_sandbox(capsys, tmp_path, monkeypatch) -> None:
+    from codeward.cli import _exec
+    from codeward.sandbox import UnavailableBashSandbox
+
+    monkeypatch.setattr(
+        _exec, "select_sandbox", lambda ws, **kw: UnavailableBashSandbox(ws, "no bubblewrap")
+    )
+    code, got = _exec_json(capsys, ["--workspace", str(tmp_path), "--", "true"])
+    assert code == got["exit_code"] == 125
+    assert got["error"] == "SandboxUnavailable" and "no bubblewrap" in got["setup_error"]
+
+
+def test_exec_json_of_a_command_that_ran(capsys, tmp_path) -> None:
+    code, got = _exec_json(
+        capsys, ["--workspace", str(tmp_path), "--allow-process-host-sandbox", "--", "echo hi"]
+    )
+    assert code == got["exit_code"] == 0 and got["stdout"] == "hi\n" and got["error"] is None
