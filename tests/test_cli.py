@@ -193,3 +193,26 @@ def test_exec_json_of_a_command_that_ran(capsys, tmp_path) -> None:
         capsys, ["--workspace", str(tmp_path), "--allow-process-host-sandbox", "--", "echo hi"]
     )
     assert code == got["exit_code"] == 0 and got["stdout"] == "hi\n" and got["error"] is None
+
+
+def test_policy_check_names_the_simple_command_that_decided(tmp_path, capsys) -> None:
+    policy = tmp_path / "p.json"
+    policy.write_text(json.dumps({"deny": ["bash(git push**)"], "allow": ["bash(cd *)"]}))
+    args = ["policy", "check", "--policy", str(policy)]
+    assert main([*args, "bash", '{"command": "cd . && git -c x=y push"}']) == 0
+    out = capsys.readouterr().out
+    assert "decision: deny" in out
+    assert "deny on the simple command 'git -c x=y push'" in out and "as 'git push'" in out
+    assert "  cd .  ->  allow: allow rule 'bash(cd *)' matched" in out
+    assert main([*args, "--json", "bash", '{"command": "\\\\git push"}']) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["decision"] == "deny"
+    assert got["commands"] == [
+        {
+            "command": "git push",
+            "decision": "deny",
+            "rule": "bash(git push**)",
+            "matched_as": "git push",
+            "why": "rule",
+        }
+    ]

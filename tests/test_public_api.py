@@ -49,6 +49,8 @@ EXPECTED = {
 }
 
 EXPECTED_POLICY = {
+    "BashVerdict",
+    "CommandVerdict",
     "Decision",
     "LintFinding",
     "PermissionPolicy",

@@ -31,6 +31,7 @@ from ..guardrail import assess_risk, check_command, check_paths, is_protected_pa
 from ..hitl import ConfirmationManager, ConfirmationProvider, ConfirmationRequest
 from ..hooks import HookContext, HookEvent, HookRegistry
 from ..policy import Decision, PermissionPolicy
+from ..policy._decision import strictest
 from ..sandbox import BashSandbox, UnavailableBashSandbox
 from ..tools import (
     ArgumentError,
@@ -53,13 +54,7 @@ __all__ = ["CallScope", "InvocationKernel", "strictest"]
 
 log = logging.getLogger("codeward.kernel")
 
-_RANK = {Decision.ALLOW: 0, Decision.ASK: 1, Decision.DENY: 2}
 _BASH_TIMEOUT_DEFAULT_MS = 120_000
-
-
-def strictest(*decisions: Decision) -> Decision:
-    """deny > ask > allow."""
-    return max(decisions, key=_RANK.__getitem__)
 
 
 @dataclass(frozen=True)
@@ -295,7 +290,9 @@ class InvocationKernel:
         if scope.policy is not None:
             policy_decision = scope.policy.check(s.call.name, s.args)
             rules = scope.policy.matching_rules(s.call.name, s.args)
-            explicit_allow = policy_decision is Decision.ALLOW and bool(rules["allow"])
+            explicit_allow = policy_decision is Decision.ALLOW and scope.policy.allowed_by_rule(
+                s.call.name, s.args
+            )
             if mode_cell is Decision.ASK and explicit_allow and scope.mode is Mode.DEFAULT:
                 decision = Decision.ALLOW
                 detail += f"; allow rule {rules['allow'][0]} lowers the ask in default mode"
@@ -303,6 +300,7 @@ class InvocationKernel:
                 decision = strictest(mode_cell, policy_decision)
                 matched = rules.get(policy_decision.value) or []
                 why = f"rule {matched[0]}" if matched else "the policy default"
+                why += _bash_command_note(scope.policy, s.call.name, s.args)
                 detail += f"; policy: {policy_decision.value} ({why})"
         s.note("mode_policy", decision.value, f"scope {scope.name!r}: {detail}")
         if decision is Decision.ASK and scope is s.scopes[0]:
@@ -587,6 +585,19 @@ def _origin_reason(s: _Call) -> str:
     if s.origin is Origin.SKILL:
         return f"a call of skill {s.skill!r}"
     return f"origin {s.origin.value}: the mode and the policy decide"
+
+
+def _bash_command_note(policy: PermissionPolicy, tool: str, args: Mapping[str, Any]) -> str:
+    """Which simple command of a bash line decided, when the line has more than one or the
+    rule matched it in another spelling (``git -c x=y push`` as ``git push``)."""
+    command = args.get("command")
+    if tool.lower() != "bash" or not isinstance(command, str):
+        return ""
+    deciding = policy.bash_verdict(command).deciding
+    if deciding is None or deciding.spelling == command:
+        return ""
+    shown = f" as {deciding.spelling!r}" if deciding.spelling != deciding.command else ""
+    return f" on the simple command {deciding.command!r}{shown}"
 
 
 def _grant_text(grant: Mapping[str, Any] | None) -> str:
