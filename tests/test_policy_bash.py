@@ -9,6 +9,8 @@ allowed; a rule matching the whole line still applies when it is stricter.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codeward.policy import Decision, PermissionPolicy
 
@@ -220,3 +222,49 @@ def test_allowed_by_rule_needs_every_command_allowed_by_a_rule():
     assert policy.allowed_by_rule("bash", {"command": "ls -la"})
     assert not policy.allowed_by_rule("bash", {"command": "ls; rm -rf build"})
     assert check(policy, "ls; rm -rf build") is ALLOW  # by the default, not by the rule
+
+
+_PLAIN_WORDS = [
+    *("git", "GIT", "/usr/bin/git", "ls", "make", "push", "-c", "x=y", "-C", "dir", "--no-pager"),
+    *("--git-dir=.git", "status", "*.py", "a/b", "~/x", "-rf", "--", "!", "cd", "echo", "bash"),
+    *("env", "'a b'", '"c d"', "''", '--grep="x y"', "'it''s'"),
+    *("> out", ">>log", "2>&1", "2> /dev/null", "&>x", "<in", ">|f", "> 'a b'", "3<>f", ">&2"),
+]
+_PLAIN_SEPARATORS = [" ", "  ", "\t", " && ", " || ", "; ", " | ", "\n", ";", ";;", ";&", "|&", "&"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_PLAIN_WORDS), st.sampled_from(_PLAIN_SEPARATORS)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from(["", "\n", " "]),
+)
+def test_plain_lines_are_spelled_as_the_walk_spells_them(pieces, end):
+    """Lines of plain commands skip the shell walk (the fast path): their simple commands and
+    spellings must be exactly the walk's."""
+    from codeward.guardrail import _simple
+
+    line = "".join(w + sep for w, sep in pieces[:-1]) + pieces[-1][0] + end
+    fast = _simple._plain_commands(line)
+    if fast is None:
+        return
+    found: list[_simple.SimpleCommand] = []
+
+    def visit(cmd, env, script, top):
+        whole = top and not found and _simple._only_command(script)
+        found.append(_simple._spell(cmd, env, line if whole else None))
+
+    assert _simple.walk_commands(line, visit)
+    assert fast == tuple(found), line
+
+
+def test_the_fast_path_takes_the_common_lines():
+    from codeward.guardrail._simple import _plain_commands
+
+    for line in ("ls -la", "cd web && npm ci && npm test 2>&1 | tail", "rg -n 'a b' src >out"):
+        assert _plain_commands(line) is not None, line
+    for line in ("bash -c ls", "env git push", "FOO=1 make", "echo $HOME", "cat <<E", "\\git"):
+        assert _plain_commands(line) is None, line

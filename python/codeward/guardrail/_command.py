@@ -127,7 +127,8 @@ class _Analysis:
     def _check(self, item: _Item) -> GuardrailHit | None:
         root = lex(item.code, self.budget)
         order = _preorder(root)
-        mark_scripts(order)
+        if self.visit is None:  # what downloads or decodes matters only to a refusal
+            mark_scripts(order)
         env = item.env
 
         def run_code(code: str, via: str, extra: Mapping[str, Sequence[str]] | None) -> None:
@@ -214,6 +215,9 @@ def _relevant(name: str) -> bool:
 
 def _check_invocation(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     """The rules for one program run (in the directory a wrapper moved it to, if any)."""
+    if ctx.observing:  # walking only: the rules that find code to walk, no refusal
+        rule = EXEC_RULES.get(inv.name)
+        return rule(inv, cmd, ctx) if rule is not None else None
     if "xargs" in inv.wrappers and cmd.piped_in:
         fed = _xargs_input(cmd, ctx)
         if fed:  # `echo / | xargs rm -rf` is `rm -rf /`

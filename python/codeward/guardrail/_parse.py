@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 from ._shell import LIT, Redirect, Script, Word
 
-__all__ = ["Command", "commands", "fork_bomb"]
+__all__ = ["RESERVED", "Command", "commands", "fork_bomb"]
 
 # Words that open or continue a compound command: not commands themselves.
-_RESERVED = frozenset(
+RESERVED = frozenset(
     {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "esac"}
 )
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
@@ -92,7 +92,7 @@ def commands(script: Script) -> list[Command]:
             continue
         if not cur.words:
             lit = tok.literal() if not tok.quoted else None
-            if lit in _RESERVED:
+            if lit in RESERVED:
                 end()
                 continue
             if not cur.assignments and _prefix_keyword(tokens, idx):

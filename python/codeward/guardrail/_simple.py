@@ -28,14 +28,18 @@ The policy decides per simple command (policy/_bash.py); docs/policy.md,
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._command import walk_commands
-from ._parse import Command, commands
-from ._shell import Redirect, Script, Word
-from ._words import expand
-from ._wrappers import Invocation, resolve, shown
+from ._exec import EXEC_RULES
+from ._parse import RESERVED, Command, commands
+from ._shell import LIT, Redirect, Script, Word
+from ._words import Env, command_name, expand
+from ._wrappers import WRAPPER_NAMES, Invocation, resolve_command, shown
+
+RUNS_CODE = frozenset(EXEC_RULES) | {"find"}
 
 __all__ = ["BashLine", "SimpleCommand", "split_line"]
 
@@ -74,20 +78,93 @@ def split_line(line: str) -> BashLine:
     return _split(line)
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=4096)
 def _split_cached(line: str) -> BashLine:
     return _split(line)
 
 
 def _split(line: str) -> BashLine:
+    plain = _plain_commands(line)
+    if plain is not None:
+        return BashLine(plain, True)
     found: list[SimpleCommand] = []
 
-    def visit(cmd: Command, env: Mapping[str, Sequence[str]], script: Script, top: bool) -> None:
+    def visit(cmd: Command, env: Env, script: Script, top: bool) -> None:
         whole = top and not found and _only_command(script)
         found.append(_spell(cmd, env, line if whole else None))
 
     complete = walk_commands(line, visit)
     return BashLine(tuple(found), complete)
+
+
+# The fast path: a line of plain commands (words, simple quotes) joined by ; && || | or
+# newlines, with nothing the shell would expand, redirect, group or read as a keyword.
+# (possessive quantifiers: a line that is not plain fails at once, with no backtracking)
+_WORD = r"""(?:[A-Za-z0-9_./:=@%+,*?\[\]~^!-]++|"[^"$`\\!]*+"|'[^']*+')++"""
+_REDIRECT = rf"(?:[0-9]*+(?:>>|>&|>\||<>|<&|>|<(?!<))|&>>|&>)[ \t]*+{_WORD}"
+_ITEM = rf"(?:{_REDIRECT}|{_WORD})"
+_ONE = rf"[ \t]*+{_ITEM}(?:[ \t]*+{_ITEM})*+[ \t]*+"
+_OPERATOR = r"&&|\|\||;(?![;&])|\|(?!&)|\n"  # not ;; ;& |& (case arms, stderr pipes)
+_PLAIN_LINE = re.compile(rf"{_ONE}(?:(?:{_OPERATOR}){_ONE})*+\n?[ \t]*+")
+_PLAIN_TOKEN = re.compile(
+    rf"(?P<op>{_OPERATOR})"
+    rf"|(?P<redirect>(?P<fd>[0-9]*+)(?P<how>>>|>&|>\||<>|<&|>|<|&>>|&>)[ \t]*+(?P<to>{_WORD}))"
+    rf"|(?P<word>{_WORD})"
+)
+_QUOTED = re.compile(r"\"([^\"]*)\"|'([^']*)'")
+_PROGRAM = re.compile(r"[A-Za-z0-9_./:@%+,^-]+")  # unquoted: no assignment, glob or tilde
+# First words that need the walk even among plain words: keywords, wrappers, and programs that
+# run code of their own (sh -c ls, find -exec, eval ...).
+_NOT_PLAIN = frozenset({"!", "[[", "coproc", "function", "select", "time", "until", "while"})
+_WALKED = _NOT_PLAIN | RUNS_CODE | WRAPPER_NAMES | RESERVED
+
+
+def _plain_commands(line: str) -> tuple[SimpleCommand, ...] | None:
+    """The simple commands of a line of plain commands, spelled without the walk, or None
+    when the line needs it (tests/test_policy_bash.py checks both spell alike)."""
+    if _PLAIN_LINE.fullmatch(line) is None:
+        return None
+    commands: list[tuple[list[str], list[str]]] = [([], [])]  # (words, redirects) of each
+    for m in _PLAIN_TOKEN.finditer(line):
+        if m.group("op") is not None:
+            commands.append(([], []))
+        elif m.group("redirect") is not None:
+            target = _shown(_unquote(m.group("to")))
+            commands[-1][1].append(f"{m.group('fd')}{m.group('how')}{target}")
+        else:
+            commands[-1][0].append(m.group("word"))
+    if not commands[-1][0] and not commands[-1][1]:
+        commands.pop()  # the final newline
+    names = [command_name(words[0]) if words else "" for words, _redirects in commands]
+    for (words, _redirects), name in zip(commands, names, strict=True):
+        if not words or _PROGRAM.fullmatch(words[0]) is None or name in _WALKED:
+            return None  # only redirections, or a program the walk must look into
+    whole = line if len(commands) == 1 else None
+    out = []
+    for (words, redirects), name in zip(commands, names, strict=True):
+        args = [_shown(_unquote(w)) if "'" in w or '"' in w else w for w in words[1:]]
+        out.append(_spell_plain(words[0], name, args, redirects, whole))
+    return tuple(out)
+
+
+def _spell_plain(
+    program: str, name: str, args: list[str], redirects: list[str], whole_line: str | None
+) -> SimpleCommand:
+    """What :func:`_spell` makes of a plain command: no wrapper, assignment or expansion, so
+    its only other readings are the bare name and, for git, the subcommand."""
+    written = " ".join([program, *args, *redirects])
+    forms = [written]
+    aliases = [" ".join([name, *args, *redirects])]
+    if name == "git":
+        subcommand = _without_git_globals(args)
+        if subcommand != args:
+            forms.append(" ".join([program, *subcommand, *redirects]))
+            aliases.append(" ".join([name, *subcommand, *redirects]))
+    return _assemble(whole_line, written, forms, [written], aliases, False)
+
+
+def _unquote(word: str) -> str:
+    return _QUOTED.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), word)
 
 
 def _only_command(script: Script) -> bool:
@@ -96,28 +173,42 @@ def _only_command(script: Script) -> bool:
     return not script.children and all(t == "\n" for t in ops) and len(commands(script)) == 1
 
 
-def _spell(cmd: Command, env: Mapping[str, Sequence[str]], whole_line: str | None) -> SimpleCommand:
+def _spell(cmd: Command, env: Env, whole_line: str | None) -> SimpleCommand:
     """The spellings of one simple command (see the module docstring).
 
     ``whole_line`` is the line when this command is all of it: the line is
     then the command as written, exactly as a rule for the line has always
     been matched on it.
     """
-    envs = {k: list(v) for k, v in env.items()}
     redirects = [_redirect(r) for r in cmd.redirects]
-    written = " ".join([*(w.source() for w in cmd.assignments), *_words(cmd.words), *redirects])
-    forms = [" ".join([*_words(cmd.words), *redirects])]
+    words = _words(cmd.words)
+    written = " ".join([*(w.source() for w in cmd.assignments), *words, *redirects])
+    forms = [" ".join([*words, *redirects])]
     plain: list[str] = []  # the words as they are, only unquoted: the line itself, to a rule
     aliases: list[str] = []
-    invocations, _code = resolve(cmd.words, envs)
+    invocations, _code = resolve_command(cmd, env)  # cached for the guardrail's rules too
     dynamic = False
     for inv in invocations:
         dynamic = dynamic or inv.dynamic
         bare = not cmd.assignments and len(inv.args) == len(cmd.words) - 1
-        for program, args, changed in _forms(inv, envs):
-            text = " ".join([shown(program), *args, *redirects])
+        for program, args, changed in _forms(inv, env):
+            text = " ".join([program, *args, *redirects])
             (forms if changed or not bare else plain).append(text)
             aliases.append(" ".join([inv.name, *args, *redirects]))
+    return _assemble(whole_line, written, forms, plain, aliases, dynamic)
+
+
+def _assemble(
+    whole_line: str | None,
+    written: str,
+    forms: list[str],
+    plain: list[str],
+    aliases: list[str],
+    dynamic: bool,
+) -> SimpleCommand:
+    """The command's spellings from its readings: ``forms`` (the words, then each reading with
+    something removed or expanded), ``plain`` (the program's readings with only quotes
+    removed) and the bare-name ``aliases``."""
     if whole_line is None:
         spellings = [written, *forms, *plain]
     else:  # the line is this command as written; what was removed from it must be allowed too
@@ -133,19 +224,21 @@ def _spell(cmd: Command, env: Mapping[str, Sequence[str]], whole_line: str | Non
     )
 
 
-def _forms(inv: Invocation, env: dict[str, list[str]]) -> list[tuple[Word, list[str], bool]]:
-    """(program word, argument texts, whether anything was removed or expanded) for the
-    invocation as written, with known variables expanded, and without git's global options."""
+def _forms(inv: Invocation, env: Env) -> list[tuple[str, list[str], bool]]:
+    """(program, argument texts, whether anything was removed or expanded) for the invocation
+    as written, with known variables expanded, and without git's global options."""
+    program = shown(inv.word)
     written = _words(inv.args)
-    forms = [(inv.word, written, False)]
-    expanded = [_first(w, env) for w in inv.args]
-    if expanded != written:
-        forms.append((inv.word, expanded, True))
+    forms = [(program, written, False)]
+    if any(p.kind != LIT for w in inv.args for p in w.parts):
+        expanded = [_first(w, env) for w in inv.args]
+        if expanded != written:
+            forms.append((program, expanded, True))
     if inv.name == "git":
-        for _word, args, _changed in list(forms):
+        for _program, args, _changed in list(forms):
             subcommand = _without_git_globals(args)
             if subcommand != args:
-                forms.append((inv.word, subcommand, True))
+                forms.append((program, subcommand, True))
     return forms
 
 
@@ -162,12 +255,19 @@ def _without_git_globals(args: list[str]) -> list[str]:
 
 
 def _words(words: Sequence[Word]) -> list[str]:
-    return [shown(w) for w in words]
+    return [_shown(w.source()) for w in words]
 
 
-def _first(word: Word, env: dict[str, list[str]]) -> str:
-    text = expand(word, env, braces=False)[0]
-    return f'"{text}"' if not text or any(c.isspace() for c in text) else text
+def _first(word: Word, env: Env) -> str:
+    return _shown(expand(word, env, braces=False)[0])
+
+
+def _shown(text: str) -> str:
+    """A word's text as a rule reads it: quoted when it is empty or holds a blank."""
+    return f'"{text}"' if not text or _BLANK.search(text) else text
+
+
+_BLANK = re.compile(r"\s")
 
 
 def _redirect(r: Redirect) -> str:
