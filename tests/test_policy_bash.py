@@ -268,3 +268,9 @@ def test_the_fast_path_takes_the_common_lines():
         assert _plain_commands(line) is not None, line
     for line in ("bash -c ls", "env git push", "FOO=1 make", "echo $HOME", "cat <<E", "\\git"):
         assert _plain_commands(line) is None, line
+
+
+def test_a_program_among_more_values_than_the_walk_follows_is_unknown():
+    names = " ".join(f"tool{i}" for i in range(20))
+    assert check(NO_PUSH, f"for p in {names} git; do $p push; done") is ASK
+    assert check(NO_PUSH, "for p in ls git; do $p push; done") is DENY

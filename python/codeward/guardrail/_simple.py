@@ -35,16 +35,16 @@ from dataclasses import dataclass
 from ._command import walk_commands
 from ._exec import EXEC_RULES
 from ._parse import RESERVED, Command, commands
-from ._shell import LIT, Redirect, Script, Word
-from ._words import Env, command_name, expand
+from ._shell import LIT, VAR, Redirect, Script, Word
+from ._words import MAX_CANDIDATES, Env, command_name, expand
 from ._wrappers import WRAPPER_NAMES, Invocation, resolve_command, shown
-
-RUNS_CODE = frozenset(EXEC_RULES) | {"find"}
 
 __all__ = ["BashLine", "SimpleCommand", "split_line"]
 
-_MAX_SPELLINGS = 16  # per simple command; more candidates add nothing a rule could use
-_MAX_CACHED_LINE = 8192
+RUNS_CODE = frozenset(EXEC_RULES) | {"find"}  # programs whose arguments hold commands to walk
+# Lines up to this long are cached (1024 of them): a check and matching_rules of one call, and
+# a kernel's several scopes, split the line once; the cache stays a few MB at most.
+_MAX_CACHED_LINE = 1024
 # git's options before the subcommand that take the next word as their value
 _GIT_TAKES = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 
@@ -78,7 +78,7 @@ def split_line(line: str) -> BashLine:
     return _split(line)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def _split_cached(line: str) -> BashLine:
     return _split(line)
 
@@ -187,7 +187,7 @@ def _spell(cmd: Command, env: Env, whole_line: str | None) -> SimpleCommand:
     plain: list[str] = []  # the words as they are, only unquoted: the line itself, to a rule
     aliases: list[str] = []
     invocations, _code = resolve_command(cmd, env)  # cached for the guardrail's rules too
-    dynamic = False
+    dynamic = bool(cmd.words) and _many_values(cmd.words[0], env)
     for inv in invocations:
         dynamic = dynamic or inv.dynamic
         bare = not cmd.assignments and len(inv.args) == len(cmd.words) - 1
@@ -215,12 +215,9 @@ def _assemble(
         same = "".join(whole_line.split())
         spellings = [whole_line, *(f for f in forms[1:] if "".join(f.split()) != same)]
         aliases = [written, *forms, *plain, *aliases]
-    unique = _unique(spellings)
+    unique = _unique(spellings)  # bounded by the walk: at most a few dozen, never cut
     return SimpleCommand(
-        written,
-        unique[:_MAX_SPELLINGS],
-        tuple(a for a in _unique(aliases) if a not in unique)[:_MAX_SPELLINGS],
-        dynamic,
+        written, unique, tuple(a for a in _unique(aliases) if a not in unique), dynamic
     )
 
 
@@ -240,6 +237,15 @@ def _forms(inv: Invocation, env: Env) -> list[tuple[str, list[str], bool]]:
             if subcommand != args:
                 forms.append((program, subcommand, True))
     return forms
+
+
+def _many_values(word: Word, env: Env) -> bool:
+    """Whether the program's name has more candidate values than the walk follows (a loop over
+    twenty names): the ones past the limit are unknown, so the program is too."""
+    return any(
+        p.kind == VAR and len(env.get(p.text, ())) + len(p.defaults) >= MAX_CANDIDATES
+        for p in word.parts
+    )
 
 
 def _without_git_globals(args: list[str]) -> list[str]:
