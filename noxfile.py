@@ -22,7 +22,8 @@ nox.options.error_on_missing_interpreters = True
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 CONSTRAINTS = str(ROOT / "ci" / "constraints.txt")
-TEST_DEPS = ["-c", CONSTRAINTS, "pytest", "hypothesis", "cryptography"]
+TEST_DEPS = ["-c", CONSTRAINTS, "pytest", "hypothesis", "cryptography", "mcp"]
+MCP_NPM = ROOT / "tests" / "mcp"  # the npm MCP servers the tests run (package-lock.json)
 
 
 def _require(session: nox.Session, tool: str) -> None:
@@ -48,11 +49,26 @@ def native(session: nox.Session) -> None:
     session.run("make", "-C", "native", "test", "test-sanitize", external=True)
 
 
+def _npm_servers(session: nox.Session) -> None:
+    """npm ci in tests/mcp, unless node_modules already matches package-lock.json."""
+    import hashlib
+
+    lock = hashlib.sha256((MCP_NPM / "package-lock.json").read_bytes()).hexdigest()
+    stamp = MCP_NPM / "node_modules" / ".codeward-lock"
+    if stamp.is_file() and stamp.read_text() == lock:
+        return
+    _require(session, "npm")
+    with session.chdir(MCP_NPM):
+        session.run("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts", external=True)
+    stamp.write_text(lock)
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """pytest against the installed (not the source-tree) package."""
     session.install(*TEST_DEPS)
     session.install(".")
+    _npm_servers(session)
     session.run("pytest", "-q", *session.posargs)
 
 
@@ -116,7 +132,7 @@ def dist(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Benchmarks; in CI a quick smoke run (pass --full for the real figures)."""
-    session.install("-c", CONSTRAINTS, "wcmatch", ".")
+    session.install("-c", CONSTRAINTS, "wcmatch", "mcp", ".")
     full = "--full" in session.posargs
     for script in sorted((ROOT / "bench").glob("*/run.py")):
         session.run("python", str(script), *([] if full else ["--quick"]))

@@ -13,8 +13,8 @@
  * It watches a lifeline pipe whose write end only the caller holds: when the
  * caller dies, at any moment, the read end hangs up and everything is killed.
  *
- * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N]
- *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock]
+ * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N] [--host-pidfd N]
+ *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock] [--allow-connect]
  *                 -- PROGRAM [ARG]...
  *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
  *                 [--rw PATH]... [--clean PATH]... [--no-landlock] -- PROGRAM [ARG]...
@@ -122,6 +122,9 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             break;
         } else if (strcmp(a, "--no-landlock") == 0) {
             cfg->landlock = false;
+            continue;
+        } else if (strcmp(a, "--allow-connect") == 0) {
+            cfg->allow_connect = true;
             continue;
         }
         if (!v)
@@ -426,7 +429,8 @@ int main(int argc, char **argv) {
     struct a3s_seccomp_program filter = {0};
     a3s_error err;
     if (cfg.sandbox) {
-        if (cfg.landlock && a3s_landlock_prepare(cfg.rw, cfg.nrw, &ll, &err) != A3S_OK)
+        if (cfg.landlock &&
+            a3s_landlock_prepare_net(cfg.rw, cfg.nrw, cfg.allow_connect, &ll, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
         if (a3s_seccomp_build(0, &filter, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
@@ -488,15 +492,17 @@ int main(int argc, char **argv) {
     int tfd = cfg.timeout_ms ? arm_timer(cfg.timeout_ms) : -1;
     bool timed_out = false, stopping = false;
     for (;;) {
-        struct pollfd fds[3] = {
+        struct pollfd fds[4] = {
             {.fd = sfd, .events = POLLIN},
             {.fd = tfd, .events = POLLIN},
             {.fd = cfg.lifeline_fd, .events = POLLIN},
+            /* a copy of the lifeline in a child the caller forked must not keep us up */
+            {.fd = cfg.host_pidfd, .events = POLLIN},
         };
-        int rc = poll(fds, 3, -1);
+        int rc = poll(fds, 4, -1);
         if (rc < 0 && errno != EINTR)
             finish(&cfg, child, EXIT_SETUP);
-        if (fds[2].revents) /* the caller is gone: take everything down */
+        if (fds[2].revents || fds[3].revents) /* the caller is gone: take everything down */
             finish(&cfg, child, 128 + SIGKILL);
         if (fds[1].revents & POLLIN) {
             uint64_t ticks;

@@ -29,6 +29,7 @@ struct config {
     const char *clean[MAX_CLEAN]; /* server mode: trees restored after every command */
     size_t nclean;
     bool landlock;
+    bool allow_connect; /* --allow-connect: Landlock leaves TCP connect alone (a network grant) */
     char **argv; /* the command (server mode: its first words) */
 };
 

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define A3S_CAPTURE_CHUNK 65536 /* bytes a3s_capture_read reads at once */
 
@@ -49,5 +50,41 @@ a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t fla
  * when it is non-NULL (copied). */
 int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_t term_signal,
                                  uint64_t flags, const char *setup_error);
+
+/* ---- fork and exec, shared by the runner and owned processes (child_linux.c) ---- */
+
+/* Everything a forked child needs, prepared before fork. Every fd is >= 3. */
+struct a3s_exec_plan {
+    const char *path; /* absolute; execve, no PATH search */
+    char **argv;      /* NULL-terminated */
+    char **envp;      /* NULL-terminated: the whole environment */
+    const char *cwd;  /* NULL: inherit */
+    int in, out, err; /* become the child's 0, 1 and 2 */
+    int report_w;     /* a failure before execve is written here as a struct a3s_exec_report */
+    const int *keep;  /* fds inherited at the same numbers; every other fd >= 3 is closed */
+    size_t nkeep;
+    bool try_close_range;
+    int brute_limit; /* sweep bound when neither close_range nor /proc works */
+};
+
+/* What a child that could not exec writes to report_w before _exit(127). */
+struct a3s_exec_report {
+    int32_t step; /* which step failed (see a3s_exec_report_fail) */
+    int32_t err;  /* its errno */
+};
+
+/* Sets try_close_range and brute_limit (portable: no close_range). */
+void a3s_exec_plan_limits(struct a3s_exec_plan *p, bool portable);
+
+/* fork()s with every signal blocked in the calling thread; the child makes
+ * only async-signal-safe calls: default dispositions, setsid, dup2 of in,
+ * out and err, every other fd >= 3 but keep close-on-exec, chdir, an empty
+ * signal mask, execve. Returns the pid, or -1 with errno set. */
+pid_t a3s_exec_fork(const struct a3s_exec_plan *p);
+
+/* Fills err from a child's failure report ("execve PATH: No such file or
+ * directory") and returns A3S_E_SYSTEM. */
+int a3s_exec_report_fail(const struct a3s_exec_report *rep, const char *path, const char *cwd,
+                         a3s_error *err);
 
 #endif

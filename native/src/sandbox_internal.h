@@ -78,6 +78,9 @@ struct plan {
     ino_t ws_ino;
     struct timespec ws_mtime, ws_ctime;
     int link_ifd;         /* inotify over link_dirs; -1: walk them again at each check */
+    /* a3s_sandbox_spawn: the program to start instead of bash -c, with no
+     * timeout (set by the caller before a3s_plan_build; NULL for commands) */
+    const a3s_child_options *spawn;
 };
 
 /* The fds the init gets: one-shot runs pass status_fd and lifeline_fd, a

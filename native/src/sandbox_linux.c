@@ -248,7 +248,8 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3
     if (!cfg || !out || cfg->struct_size < sizeof(a3s_sandbox_config))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: NULL or too small config");
     *out = NULL;
-    uint64_t known = A3S_SANDBOX_PROCESS_HOST | A3S_SANDBOX_NO_LANDLOCK | A3S_SANDBOX_REUSE;
+    uint64_t known = A3S_SANDBOX_PROCESS_HOST | A3S_SANDBOX_NO_LANDLOCK | A3S_SANDBOX_REUSE |
+                     A3S_SANDBOX_WORKSPACE_READONLY | A3S_SANDBOX_SHARE_NET;
     if (cfg->flags & ~known)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: unknown flag bits");
     bool host = cfg->flags & A3S_SANDBOX_PROCESS_HOST;
@@ -767,7 +768,8 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
      * a placeholder never shows up in the host's `git status`, nor is it staged
      * by `git add -A`, while a long-lived sandbox keeps it (docs/security.md).
      * Journals of older versions may still name file placeholders ('f'). */
-    for (int kind = 0; kind < 2; kind++) {
+    bool readonly = sb->flags & A3S_SANDBOX_WORKSPACE_READONLY; /* nothing can be created */
+    for (int kind = 0; kind < 2 && !readonly; kind++) {
         const char *const *names = kind ? PROTECTED_FILES : PROTECTED_DIRS;
         size_t n = kind ? COUNT(PROTECTED_FILES) : COUNT(PROTECTED_DIRS);
         for (size_t i = 0; i < n; i++) {
@@ -975,6 +977,13 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
     if (p->server) {
         push_num(a, "--control-fd", (uint64_t)fds->control_fd);
         push_num(a, "--host-pidfd", (uint64_t)fds->host_pidfd);
+    } else if (p->spawn) {
+        /* a server runs until it is stopped */
+        push_num(a, "--status-fd", (uint64_t)fds->status_fd);
+        push_num(a, "--grace-ms",
+                 p->spawn->kill_grace_ms ? p->spawn->kill_grace_ms : A3S_CHILD_DEFAULT_GRACE_MS);
+        if (fds->host_pidfd >= 0)
+            push_num(a, "--host-pidfd", (uint64_t)fds->host_pidfd);
     } else {
         push_num(a, "--status-fd", (uint64_t)fds->status_fd);
         push_num(a, "--timeout-ms", o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
@@ -984,14 +993,18 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
     if (sandbox) {
         if (sb->flags & A3S_SANDBOX_NO_LANDLOCK)
             a3s_strvec_push(a, "--no-landlock");
+        if (sb->flags & A3S_SANDBOX_SHARE_NET)
+            a3s_strvec_push(a, "--allow-connect"); /* the network the host granted */
         /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
         for (size_t i = 0; i < COUNT(rw); i++) {
             a3s_strvec_push(a, "--rw");
             a3s_strvec_push(a, rw[i]);
         }
-        a3s_strvec_push(a, "--rw");
-        a3s_strvec_push(a, sb->workspace);
+        if (!(sb->flags & A3S_SANDBOX_WORKSPACE_READONLY)) {
+            a3s_strvec_push(a, "--rw");
+            a3s_strvec_push(a, sb->workspace);
+        }
         if (!p->server) {
             a3s_strvec_push(a, "--rw");
             a3s_strvec_push(a, p->home);
@@ -1009,6 +1022,12 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
         a3s_strvec_push(a, "/dev");
     }
     a3s_strvec_push(a, "--");
+    if (p->spawn) {
+        a3s_strvec_push(a, p->spawn->path);
+        for (size_t i = 0; i < p->spawn->nargs; i++)
+            a3s_strvec_push(a, p->spawn->args[i]);
+        return;
+    }
     a3s_strvec_push(a, sb->bash);
     a3s_strvec_push(a, "-c");
     if (!p->server)
@@ -1109,7 +1128,12 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     int rc = make_run_dir(sb, p, err);
     if (rc)
         return rc;
-    if (!p->server &&
+    if (p->spawn &&
+        ((rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, NULL, 0,
+                             p->home, &p->env, err)) != A3S_OK ||
+         (rc = a3s_env_overlay(&p->env, p->spawn->env, p->spawn->envc, err)) != A3S_OK))
+        return rc;
+    if (!p->server && !p->spawn &&
         (rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, o->env,
                             o->envc, p->home, &p->env, err)) != A3S_OK)
         return rc;
@@ -1145,6 +1169,8 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
             continue;
         a3s_strvec_push(a, ns[i]);
     }
+    if (sb->flags & A3S_SANDBOX_SHARE_NET)
+        a3s_strvec_push(a, "--share-net"); /* granted by the host for this handle */
     push3(a, "--ro-bind", "/", "/");
     a3s_strvec_push(a, "--dev");
     a3s_strvec_push(a, "/dev");
@@ -1168,7 +1194,8 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         if (p->server) /* e.g. passwd creates /etc/shadow- later */
             a3s_strvec_push(&p->extra, host_secrets[i]);
     }
-    push3(a, "--bind", sb->workspace, sb->workspace);
+    push3(a, (sb->flags & A3S_SANDBOX_WORKSPACE_READONLY) ? "--ro-bind" : "--bind", sb->workspace,
+          sb->workspace);
     recover_journals(sb, p->lock_fd);
     flock(p->lock_fd, LOCK_SH); /* back to shared for the run */
     FILE *journal = NULL;
@@ -1183,7 +1210,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         push3(a, "--bind", p->home, p->home);
     push3(a, "--ro-bind", sb->init, INIT_INSIDE);
     a3s_strvec_push(a, "--chdir");
-    a3s_strvec_push(a, sb->workspace);
+    a3s_strvec_push(a, p->spawn && p->spawn->cwd ? p->spawn->cwd : sb->workspace);
     a3s_strvec_push(a, "--");
     push_init(sb, p, o, a, true, fds);
     if (p->server && (rc = record_watch(sb, p, err)) != A3S_OK)

@@ -34,6 +34,7 @@
 
 #if defined(__linux__)
 
+#include "child_internal.h"
 #include "env.h"
 #include "internal.h"
 #include "posix_util.h"
@@ -77,17 +78,6 @@ struct a3s_session {
     uint64_t seq; /* commands sent */
     struct plan plan;
 };
-
-/* ---- small helpers ---------------------------------------------------------- */
-
-static bool readable(int fd, int timeout_ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int rc;
-    do
-        rc = poll(&p, 1, timeout_ms);
-    while (rc < 0 && errno == EINTR);
-    return rc > 0;
-}
 
 /* ---- starting bubblewrap, detached ------------------------------------------ */
 
@@ -212,25 +202,6 @@ static bool alive(const struct a3s_session *s) {
     return rc == 0;
 }
 
-static pid_t parent_of(pid_t pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    const char *end = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-    int ppid = -1;
-    char state;
-    if (!end || sscanf(end + 1, " %c %d", &state, &ppid) != 2)
-        return -1;
-    return (pid_t)ppid;
-}
-
 /* Kills the sandbox: its PID 1 (whose death takes the whole namespace) and
  * bubblewrap. The real init also dies with bubblewrap (its parent-death
  * signal), but an init that is not ours, or is stuck, must not survive a
@@ -240,21 +211,7 @@ static pid_t parent_of(pid_t pid) {
 static void kill_now(struct a3s_session *s) {
     if (s->pidfd < 0)
         return;
-    if (!readable(s->pidfd, 0)) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)s->pid, (int)s->pid);
-        FILE *f = fopen(path, "re");
-        int child;
-        while (f && fscanf(f, "%d", &child) == 1) {
-            int cfd = (int)syscall(SYS_pidfd_open, child, 0);
-            if (cfd >= 0 && parent_of(child) == s->pid && !readable(s->pidfd, 0))
-                syscall(SYS_pidfd_send_signal, cfd, SIGKILL, NULL, 0);
-            if (cfd >= 0)
-                close(cfd);
-        }
-        if (f)
-            fclose(f);
-    }
+    a3s_signal_children(s->pid, s->pidfd, SIGKILL);
     syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
 }
 
@@ -269,9 +226,9 @@ static void session_end(a3s_sandbox *sb, struct a3s_session *s) {
         }
         a3s_close_fd(&s->ctl);
         a3s_close_fd(&s->lifeline); /* the init also stops on this alone */
-        if (s->pidfd >= 0 && !readable(s->pidfd, STOP_WAIT_MS)) {
+        if (s->pidfd >= 0 && !a3s_readable(s->pidfd, STOP_WAIT_MS)) {
             kill_now(s);
-            readable(s->pidfd, STOP_WAIT_MS);
+            a3s_readable(s->pidfd, STOP_WAIT_MS);
         }
         a3s_plan_release(sb, &s->plan);
     } else {
