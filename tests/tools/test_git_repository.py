@@ -9,33 +9,16 @@ git read a host path or run a program.
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 from pathlib import Path
 
 import pytest
-from toolkit import call, put
+from toolkit import call, git, put
 
 from codeward.tools import ErrorKind, GitTool
 
 GIT = GitTool()
 HOST_SECRET = "host-only-secret-7c1f"
-
-
-def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    base = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(cwd),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "Dev",
-        "GIT_AUTHOR_EMAIL": "dev@example.com",
-        "GIT_COMMITTER_NAME": "Dev",
-        "GIT_COMMITTER_EMAIL": "dev@example.com",
-    }
-    out = subprocess.run(
-        ["git", *args], cwd=cwd, env=base | (env or {}), capture_output=True, text=True, check=True
-    )
-    return out.stdout
 
 
 @pytest.fixture
@@ -46,6 +29,16 @@ def host_dir(tmp_path: Path) -> Path:
     (d / "key.txt").write_text(f"{HOST_SECRET}\n")
     (d / "host-listing-name").write_text("x\n")
     return d
+
+
+def host_repo(host_dir: Path, content: str = f"{HOST_SECRET}\n") -> Path:
+    """A repository outside the workspace with one commit of notes.txt."""
+    outside = host_dir / "repo"
+    git(host_dir, "init", "-q", "-b", "main", str(outside))
+    put(outside, "notes.txt", content)
+    git(outside, "add", "-A")
+    git(outside, "commit", "-qm", "host commit")
+    return outside
 
 
 def revealed(text: str) -> bool:
@@ -127,11 +120,7 @@ def test_symlinked_parts_of_dot_git_are_refused(repo, ctx, host_dir):
 
 
 def test_a_commondir_pointing_elsewhere_is_refused(repo, ctx, host_dir):
-    outside = host_dir / "repo"
-    git(host_dir, "init", "-q", "-b", "main", str(outside))
-    put(outside, "notes.txt", f"{HOST_SECRET}\n")
-    git(outside, "add", "-A")
-    git(outside, "commit", "-qm", "host commit")
+    outside = host_repo(host_dir)
     (repo / ".git/commondir").write_text(f"{outside / '.git'}\n")
     for command, target in (("log", None), ("show", "HEAD:notes.txt")):
         args = {"command": command} | ({"target": target} if target else {})
@@ -141,11 +130,7 @@ def test_a_commondir_pointing_elsewhere_is_refused(repo, ctx, host_dir):
 
 
 def test_alternates_outside_the_repository_are_refused(repo, ctx, host_dir):
-    outside = host_dir / "repo"
-    git(host_dir, "init", "-q", "-b", "main", str(outside))
-    put(outside, "notes.txt", f"{HOST_SECRET}\n")
-    git(outside, "add", "-A")
-    git(outside, "commit", "-qm", "host commit")
+    outside = host_repo(host_dir)
     host_head = git(outside, "rev-parse", "HEAD").strip()
     (repo / ".git/objects/info/alternates").write_text(f"{outside / '.git/objects'}\n")
     r = call(GIT, ctx, command="show", target=f"{host_head}:notes.txt")
@@ -232,15 +217,11 @@ def test_a_fifo_config_file_is_refused_without_blocking(repo, ctx):
 
 def test_submodule_gitdir_files_are_not_followed(repo, ctx, host_dir):
     """A nested checkout's `.git` file names a host repository; status never enters it."""
-    outside = host_dir / "repo"
-    git(host_dir, "init", "-q", "-b", "main", str(outside))
-    put(outside, "a.txt", "a\n")
-    git(outside, "add", "-A")
-    git(outside, "commit", "-qm", "host commit")
+    outside = host_repo(host_dir, "a\n")
     head = git(outside, "rev-parse", "HEAD").strip()
     git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")
     git(repo, "commit", "-qm", "add a gitlink")
-    put(outside, "a.txt", "changed\n")
+    put(outside, "notes.txt", "changed\n")
     git(outside, "commit", "-qam", "another host commit")  # the host HEAD now differs
     (repo / "sub").mkdir()
     marker = host_dir / "ran"

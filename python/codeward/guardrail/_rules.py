@@ -60,27 +60,14 @@ _START_VERBS = frozenset(
         "set-default",
     }
 )
-_POWER_TARGETS = frozenset(
-    {
-        "poweroff",
-        "reboot",
-        "halt",
-        "kexec",
-        "soft-reboot",
-        "emergency",
-        "rescue",
-        "suspend",
-        "hibernate",
-        "hybrid-sleep",
-        "suspend-then-hibernate",
-        "sleep",
-        "ctrl-alt-del",
-        "exit",
-        "shutdown",
-        "final",
-        "umount",
-    }
-)
+_POWER_TARGETS = (_POWER_VERBS - {"isolate"}) | {
+    "sleep",
+    "ctrl-alt-del",
+    "exit",
+    "shutdown",
+    "final",
+    "umount",
+}
 _RUNLEVELS = frozenset({"0", "1", "2", "3", "4", "5", "6", "s", "S", "single", "emergency"})
 _MKFS = frozenset(
     {"mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "newfs", "mformat"}

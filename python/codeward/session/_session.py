@@ -256,13 +256,7 @@ class Session:
         """
         if not callable(runner):
             raise SessionOptionsError("the task runner must be callable")
-        if confirmation_inheritance not in _INHERITANCE:
-            raise SessionOptionsError(
-                f"confirmation_inheritance must be one of {', '.join(_INHERITANCE)}, "
-                f"not {confirmation_inheritance!r}"
-            )
-        if permission_policy is not None and not isinstance(permission_policy, PermissionPolicy):
-            raise SessionOptionsError("permission_policy must be a PermissionPolicy or None")
+        _check_narrowing(permission_policy, confirmation_inheritance)
         try:
             parsed = None if mode is None else Mode.parse(mode).value
         except ValueError as exc:
@@ -410,13 +404,7 @@ class Session:
         Deny wins; a parent Ask is answered by the parent's provider only; an
         Ask only the child introduces follows ``confirmation_inheritance``.
         """
-        if confirmation_inheritance not in _INHERITANCE:
-            raise SessionOptionsError(
-                f"confirmation_inheritance must be one of {', '.join(_INHERITANCE)}, "
-                f"not {confirmation_inheritance!r}"
-            )
-        if permission_policy is not None and not isinstance(permission_policy, PermissionPolicy):
-            raise SessionOptionsError("permission_policy must be a PermissionPolicy or None")
+        _check_narrowing(permission_policy, confirmation_inheritance)
         if not isinstance(name, str) or not name.strip():
             raise SessionOptionsError("a delegated run needs a non-blank name")
         self._ensure_open()
@@ -659,6 +647,17 @@ class SkillSession:
 
     def invoke(self, call: ToolCall) -> InvocationOutcome:
         return self._session._run(call, Origin.SKILL, skill=self.name)
+
+
+def _check_narrowing(policy: object, inheritance: str) -> None:
+    """What a delegated run (or a task runner's) may be given: a policy and an inheritance."""
+    if inheritance not in _INHERITANCE:
+        raise SessionOptionsError(
+            f"confirmation_inheritance must be one of {', '.join(_INHERITANCE)}, "
+            f"not {inheritance!r}"
+        )
+    if policy is not None and not isinstance(policy, PermissionPolicy):
+        raise SessionOptionsError("permission_policy must be a PermissionPolicy or None")
 
 
 def _default_tools(root: str) -> list[Tool]:

@@ -133,16 +133,24 @@ def _exists(dir_fd: int, name: str) -> bool:
     return True
 
 
-def _read_small(dir_fd: int, name: str, limit: int) -> str | None:
-    """A regular file's text, or None when it is missing; never blocks, never follows a link."""
+def _open_below(name: str, flags: int, dir_fd: int, shown: str) -> int | None:
+    """``openat`` without following a link; None when it is missing, refused when it is a
+    symlink (or a file where a directory should be)."""
     try:
-        fd = os.open(name, _FILE, dir_fd=dir_fd)
+        return os.open(name, flags, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise _refused(f".git/{name} is a symlink") from None
-        raise ToolError(ErrorKind.IO_ERROR, f"cannot open .git/{name}: {exc.strerror}") from None
+            raise _refused(f".git/{shown} is a symlink or not what git expects there") from None
+        raise ToolError(ErrorKind.IO_ERROR, f"cannot open .git/{shown}: {exc.strerror}") from None
+
+
+def _read_small(dir_fd: int, name: str, limit: int) -> str | None:
+    """A regular file's text, or None when it is missing; never blocks, never follows a link."""
+    fd = _open_below(name, _FILE, dir_fd, name)
+    if fd is None:
+        return None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -189,14 +197,9 @@ def _read_small_at(git_fd: int, rel_dir: str, name: str) -> str | None:
     fd = os.dup(git_fd)
     try:
         for part in rel_dir.split("/"):
-            try:
-                nfd = os.open(part, _DIR, dir_fd=fd)
-            except FileNotFoundError:
+            nfd = _open_below(part, _DIR, fd, rel_dir)
+            if nfd is None:
                 return None
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise _refused(f".git/{rel_dir} is not a directory (or is a symlink)") from None
-                raise
             os.close(fd)
             fd = nfd
         return _read_small(fd, name, _MAX_ALTERNATES_BYTES)
