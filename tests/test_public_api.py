@@ -31,6 +31,7 @@ EXPECTED = {
     "Risk",
     "SandboxArgumentError",
     "SandboxError",
+    "SandboxLimits",
     "SandboxUnavailable",
     "Session",
     "SessionClosed",

@@ -46,6 +46,13 @@ a3s_process_result *a3s_process_result_captured(struct a3s_capture *out, struct 
 a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t flags,
                                                  const char *setup_error);
 
+/* a3s_process_run, with the child moving itself into the cgroup(s) of cg
+ * (cgroup_linux.h) just before execve; a failure to join is reported like
+ * a failed execve (A3S_E_SYSTEM, step "cgroup.procs"). cg may be NULL. */
+struct a3s_cgroup;
+int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                              a3s_process_result **out, a3s_error *err);
+
 /* Sets exit_code and term_signal, adds `flags`, and replaces setup_error
  * when it is non-NULL (copied). */
 int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_t term_signal,
@@ -63,6 +70,7 @@ struct a3s_exec_plan {
     int report_w;     /* a failure before execve is written here as a struct a3s_exec_report */
     const int *keep;  /* fds inherited at the same numbers; every other fd >= 3 is closed */
     size_t nkeep;
+    const struct a3s_cgroup *cgroup; /* joined before execve; NULL: none */
     bool try_close_range;
     int brute_limit; /* sweep bound when neither close_range nor /proc works */
 };
@@ -86,5 +94,8 @@ pid_t a3s_exec_fork(const struct a3s_exec_plan *p);
  * directory") and returns A3S_E_SYSTEM. */
 int a3s_exec_report_fail(const struct a3s_exec_report *rep, const char *path, const char *cwd,
                          a3s_error *err);
+
+/* Adds flags to a finished run's result (r may be NULL). */
+void a3s_process_result_add_flags(a3s_process_result *r, uint64_t flags);
 
 #endif

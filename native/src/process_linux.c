@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "cgroup_linux.h"
 #include "posix_util.h"
 #include "process_internal.h"
 
@@ -41,7 +42,7 @@
 
 /* ---- the child: async-signal-safe code only ---------------------------- */
 
-enum child_step { STEP_SETSID = 1, STEP_DUP2, STEP_FDS, STEP_CHDIR, STEP_EXECVE };
+enum child_step { STEP_SETSID = 1, STEP_DUP2, STEP_FDS, STEP_CHDIR, STEP_CGROUP, STEP_EXECVE };
 
 struct linux_dirent64_head {
     uint64_t d_ino;
@@ -145,6 +146,11 @@ static _Noreturn void child_exec(const struct a3s_exec_plan *p) {
         child_fail(p, STEP_FDS);
     if (p->cwd && chdir(p->cwd) < 0)
         child_fail(p, STEP_CHDIR);
+    int joined = p->cgroup ? a3s_cgroup_join(p->cgroup) : 0;
+    if (joined < 0) {
+        errno = -joined;
+        child_fail(p, STEP_CGROUP);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -509,6 +515,7 @@ static const char *step_name(int32_t step) {
     case STEP_DUP2: return "dup2";
     case STEP_FDS: return "keep_fds";
     case STEP_CHDIR: return "chdir";
+    case STEP_CGROUP: return "cgroup.procs";
     default: return "execve";
     }
 }
@@ -664,8 +671,21 @@ static int spawn(struct run *r, a3s_error *err) {
     return A3S_OK;
 }
 
+static int run_process(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                       a3s_process_result **out, a3s_error *err);
+
 A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
                             a3s_error *err) {
+    return run_process(opts, NULL, out, err);
+}
+
+int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                              a3s_process_result **out, a3s_error *err) {
+    return run_process(opts, cg, out, err);
+}
+
+static int run_process(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                       a3s_process_result **out, a3s_error *err) {
     if (out)
         *out = NULL;
     if (!opts || !out || opts->struct_size < sizeof(a3s_process_options))
@@ -682,6 +702,7 @@ A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result 
     r.report_p[0] = r.report_p[1] = r.plan.in = r.pidfd = -1;
     r.out.fd = r.err.fd = -1;
 
+    r.plan.cgroup = cg;
     rc = prepare(&r, err);
     uint64_t start = a3s_now_ns();
     if (rc == A3S_OK)
@@ -779,6 +800,11 @@ int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_
     r->term_signal = term_signal;
     r->flags |= flags;
     return A3S_OK;
+}
+
+void a3s_process_result_add_flags(a3s_process_result *r, uint64_t flags) {
+    if (r)
+        r->flags |= flags;
 }
 
 #endif /* __linux__ */

@@ -25,6 +25,7 @@
 
 #if defined(__linux__)
 
+#include "cgroup_linux.h"
 #include "credscan.h"
 #include "env.h"
 #include "internal.h"
@@ -37,6 +38,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
@@ -114,6 +116,11 @@ static bool eq_nocase(const char *a, const char *b) {
         if (a3s_lower((unsigned char)*a) != a3s_lower((unsigned char)*b))
             return false;
     return *a == *b;
+}
+
+static void push2(struct a3s_strvec *v, const char *a, const char *b) {
+    a3s_strvec_push(v, a);
+    a3s_strvec_push(v, b);
 }
 
 static void push3(struct a3s_strvec *v, const char *a, const char *b, const char *c) {
@@ -244,9 +251,78 @@ static char *choose_state_dir(const char *given, const struct a3s_strvec *env,
     return NULL;
 }
 
-A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err) {
-    if (!cfg || !out || cfg->struct_size < sizeof(a3s_sandbox_config))
+/* ---- resource bounds --------------------------------------------------------- */
+
+#define MIN_MEMORY (16ull << 20)
+#define MIN_PROCESSES 8
+#define MIN_TMPFS (1ull << 20)
+#define DEFAULT_PROCESSES 4096
+#define FALLBACK_WATCH_BUDGET 2048 /* a quarter of the kernels' old fixed 8192 */
+
+static uint64_t physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 8ull << 30;
+}
+
+/* A quarter of fs.inotify.max_user_watches: the whole user's, shared with
+ * its editors and file watchers (since Linux 5.11 the kernel sizes it to
+ * about 1% of memory, a watch pinning about 1 KiB). */
+static uint64_t default_watch_budget(void) {
+    uint64_t budget = FALLBACK_WATCH_BUDGET;
+    FILE *f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
+    unsigned long long max = 0;
+    if (f && fscanf(f, "%llu", &max) == 1 && max >= 4)
+        budget = max / 4;
+    if (f)
+        fclose(f);
+    return budget;
+}
+
+/* value, the default for 0, UINT64_MAX for A3S_NO_LIMIT; A3S_E_INVALID below min. */
+static int resolve_bound(const char *name, uint64_t value, uint64_t dflt, uint64_t min,
+                         uint64_t *out, a3s_error *err) {
+    if (value == A3S_NO_LIMIT) {
+        *out = UINT64_MAX;
+        return A3S_OK;
+    }
+    *out = value ? value : dflt;
+    if (*out < min)
+        return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)value,
+                        "%s %llu is below the least a sandbox can run with (%llu)", name,
+                        (unsigned long long)value, (unsigned long long)min);
+    return A3S_OK;
+}
+
+A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, a3s_error *err) {
+    /* struct_size versioning: a caller built before the resource bounds
+     * existed passes the shorter struct; the fields it lacks are zero. */
+    size_t known_size = offsetof(a3s_sandbox_config, memory_max_bytes);
+    if (!given || !out || given->struct_size < known_size)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: NULL or too small config");
+    a3s_sandbox_config copy;
+    memset(&copy, 0, sizeof copy);
+    memcpy(&copy, given, given->struct_size < sizeof copy ? given->struct_size : sizeof copy);
+    for (size_t i = sizeof copy; i < given->struct_size; i++)
+        if (((const unsigned char *)given)[i] != 0)
+            return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)i,
+                            "a3s_sandbox_new: the config sets a field this library does not "
+                            "know (byte %zu)",
+                            i);
+    const a3s_sandbox_config *cfg = &copy;
+    uint64_t memory_max, max_processes, tmpfs_max;
+    int brc = resolve_bound("memory_max_bytes", cfg->memory_max_bytes, physical_memory() / 2,
+                            MIN_MEMORY, &memory_max, err);
+    if (brc == A3S_OK)
+        brc = resolve_bound("max_processes", cfg->max_processes, DEFAULT_PROCESSES,
+                            MIN_PROCESSES, &max_processes, err);
+    if (brc == A3S_OK)
+        brc = resolve_bound("tmpfs_max_bytes", cfg->tmpfs_max_bytes, physical_memory() / 8,
+                            MIN_TMPFS, &tmpfs_max, err);
+    if (brc != A3S_OK)
+        return brc;
+    uint64_t watch_budget = cfg->inotify_watch_budget == A3S_NO_LIMIT ? UINT64_MAX
+                            : cfg->inotify_watch_budget        ? cfg->inotify_watch_budget
+                                                               : default_watch_budget();
     *out = NULL;
     uint64_t known = A3S_SANDBOX_PROCESS_HOST | A3S_SANDBOX_NO_LANDLOCK | A3S_SANDBOX_REUSE |
                      A3S_SANDBOX_WORKSPACE_READONLY | A3S_SANDBOX_SHARE_NET;
@@ -332,6 +408,10 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3
         a3s_sandbox_free(sb);
         return rc;
     }
+    a3s_credscan_set_watch_budget(sb->creds, watch_budget);
+    sb->memory_max = memory_max;
+    sb->max_processes = max_processes;
+    sb->tmpfs_max = tmpfs_max;
     *out = sb;
     return a3s_ok(err);
 }
@@ -879,6 +959,17 @@ static int by_length(const void *a, const void *b) {
     return la < lb ? -1 : la > lb;
 }
 
+static void push_num(struct a3s_strvec *v, const char *opt, uint64_t n);
+
+/* A tmpfs the sandbox writes to, at most tmpfs_max bytes (bubblewrap's
+ * default is half the machine's memory, for each one). */
+static void push_tmpfs(const a3s_sandbox *sb, struct a3s_strvec *args, const char *path) {
+    if (sb->tmpfs_max != UINT64_MAX)
+        push_num(args, "--size", sb->tmpfs_max);
+    a3s_strvec_push(args, "--tmpfs");
+    a3s_strvec_push(args, path);
+}
+
 /* Homes are masked whole; toolchains under them come back read-only. */
 static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *args) {
     const char *homes[3] = {"/home", "/root", env_get(&sb->host_env, "HOME")};
@@ -894,8 +985,7 @@ static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec 
         for (size_t j = 0; j < masked.len; j++)
             covered |= path_is_under(real, masked.items[j]);
         if (!covered && strcmp(real, "/") != 0) {
-            a3s_strvec_push(args, "--tmpfs");
-            a3s_strvec_push(args, real);
+            push_tmpfs(sb, args, real);
             a3s_strvec_push(&masked, real);
         }
         free(real);
@@ -995,6 +1085,18 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
             a3s_strvec_push(a, "--no-landlock");
         if (sb->flags & A3S_SANDBOX_SHARE_NET)
             a3s_strvec_push(a, "--allow-connect"); /* the network the host granted */
+        if (sb->max_processes != UINT64_MAX)
+            push_num(a, "--max-processes", sb->max_processes);
+        if (sb->memory_max != UINT64_MAX && !p->memory_cgroup) {
+            /* no memory cgroup: the init watches the sandbox's memory itself,
+             * its processes' and that of every tmpfs it writes to */
+            push_num(a, "--memory-max", sb->memory_max);
+            size_t end = a->len; /* bubblewrap's arguments and the init's first */
+            for (size_t i = 0; i + 1 < end; i++)
+                if (!strcmp(a->items[i], "--tmpfs"))
+                    push2(a, "--watch-tmpfs", a->items[i + 1]);
+            push2(a, "--watch-tmpfs", "/dev");
+        }
         /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
         for (size_t i = 0; i < COUNT(rw); i++) {
@@ -1174,15 +1276,14 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     push3(a, "--ro-bind", "/", "/");
     a3s_strvec_push(a, "--dev");
     a3s_strvec_push(a, "/dev");
+    push_tmpfs(sb, a, "/dev/shm"); /* bubblewrap's /dev itself takes no size */
     a3s_strvec_push(a, "--proc");
     a3s_strvec_push(a, "/proc");
     for (size_t i = 0; i < COUNT(PROC_READONLY); i++)
         push3(a, "--ro-bind-try", PROC_READONLY[i], PROC_READONLY[i]);
     static const char *const tmpfs[] = {"/tmp", "/var/tmp", "/run"};
-    for (size_t i = 0; i < COUNT(tmpfs); i++) {
-        a3s_strvec_push(a, "--tmpfs");
-        a3s_strvec_push(a, tmpfs[i]);
-    }
+    for (size_t i = 0; i < COUNT(tmpfs); i++)
+        push_tmpfs(sb, a, tmpfs[i]);
     mask_homes(sb, p, a);
     /* host credential files outside any home */
     static const char *const host_secrets[] = {"/etc/shadow", "/etc/gshadow", "/etc/shadow-",
@@ -1401,6 +1502,16 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
     return exec_one_shot(sb, o, out, err);
 }
 
+void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg) {
+    if (atomic_load(&sb->cgroups_refused)) {
+        a3s_cgroup_init(cg);
+        return;
+    }
+    bool first = !atomic_exchange(&sb->cgroups_swept, true);
+    if (a3s_cgroup_create(cg, sb->memory_max, sb->max_processes, first) < 0)
+        atomic_store(&sb->cgroups_refused, true); /* the fallbacks carry the bounds */
+}
+
 /* One bubblewrap for this command (the arguments are checked). */
 static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                          a3s_error *err) {
@@ -1415,6 +1526,14 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     }
     struct plan p;
     memset(&p, 0, sizeof p);
+    /* this run's own cgroup, where the caller may make one */
+    struct a3s_cgroup cg;
+    if (!(sb->flags & A3S_SANDBOX_PROCESS_HOST))
+        a3s_sandbox_cgroup(sb, &cg);
+    else
+        a3s_cgroup_init(&cg);
+    p.memory_cgroup = cg.memory;
+    uint64_t oom_kills = a3s_cgroup_oom_kills(&cg);
     a3s_error plan_err = {0};
     struct plan_fds fds = {
         .status_fd = status[1], .lifeline_fd = lifeline[0], .control_fd = -1, .host_pidfd = -1};
@@ -1443,7 +1562,7 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
             .keep_fd_count = 2,
             .cancel_fd = o->cancel_fd,
         };
-        rc = a3s_process_run(&po, &result, err);
+        rc = a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, err);
         launched = rc == A3S_OK;
     } else if (plan_err.code == A3S_E_REFUSED || plan_err.code == A3S_E_SYSTEM) {
         /* a refusal is the run's outcome (exit 125), not the caller's mistake */
@@ -1459,6 +1578,8 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     close(status[0]);
     close(lifeline[1]); /* only now: the run is over */
     a3s_plan_release(sb, &p);
+    bool oom_killed = (cg.memory && a3s_cgroup_oom_kills(&cg) > oom_kills) || strchr(st, 'M');
+    a3s_cgroup_destroy(&cg);
 
     if (launched) {
         if (st[0] != 'R') {
@@ -1471,6 +1592,8 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
                                         msg[0] ? msg : "the sandbox did not start");
         } else if (strchr(st, 'T')) {
             a3s_process_result_override(result, 124, 0, A3S_RESULT_TIMED_OUT, NULL);
+        } else if (oom_killed) {
+            a3s_process_result_add_flags(result, A3S_RESULT_OOM_KILLED);
         }
     }
     if (rc != A3S_OK) {

@@ -34,6 +34,7 @@
 
 #if defined(__linux__)
 
+#include "cgroup_linux.h"
 #include "child_internal.h"
 #include "env.h"
 #include "internal.h"
@@ -77,6 +78,7 @@ struct a3s_session {
     int errfd;    /* bubblewrap's stdout and stderr, read if the start fails */
     uint64_t seq; /* commands sent */
     struct plan plan;
+    struct a3s_cgroup cg; /* the sandbox's own, where the caller may make one */
 };
 
 /* ---- starting bubblewrap, detached ------------------------------------------ */
@@ -87,7 +89,7 @@ struct a3s_session {
  * pid and waits until the caller has a pidfd on it: until then the pid
  * cannot be reused, since it is our unreaped child at worst. */
 static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int keep[3],
-                                   int report, int go) {
+                                   const struct a3s_cgroup *cg, int report, int go) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -106,6 +108,11 @@ static _Noreturn void intermediate(char *const *argv, int devnull, int out, cons
     for (int i = 0; i < 3; i++)
         if (fcntl(keep[i], F_SETFD, 0) < 0)
             goto fail;
+    int joined = a3s_cgroup_join(cg); /* bubblewrap and the whole sandbox start in it */
+    if (joined < 0) {
+        errno = -joined;
+        goto fail;
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -151,7 +158,7 @@ static int spawn(struct a3s_session *s, char *const *argv, const int keep[3], in
     if (mid == 0) {
         close(report[0]);
         close(go[1]);
-        intermediate(argv, devnull, out, keep, report[1], go[0]);
+        intermediate(argv, devnull, out, keep, &s->cg, report[1], go[0]);
     }
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -231,8 +238,10 @@ static void session_end(a3s_sandbox *sb, struct a3s_session *s) {
             a3s_readable(s->pidfd, STOP_WAIT_MS);
         }
         a3s_plan_release(sb, &s->plan);
+        a3s_cgroup_destroy(&s->cg);
     } else {
         a3s_plan_forget(&s->plan); /* nothing of the parent's is removed here */
+        a3s_cgroup_forget(&s->cg);
     }
     a3s_close_fd(&s->ctl);
     a3s_close_fd(&s->lifeline);
@@ -288,6 +297,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
     s->owner = getpid();
     s->ctl = s->lifeline = s->pidfd = s->errfd = -1;
     s->plan.lock_fd = s->plan.link_ifd = -1;
+    a3s_cgroup_init(&s->cg);
     int sp[2] = {-1, -1}, life[2] = {-1, -1}, out[2] = {-1, -1};
     int rc = A3S_OK;
     /* the init also watches this process itself: no pidfd, no long-lived sandbox */
@@ -317,6 +327,8 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
     struct plan_fds fds = {
         .status_fd = -1, .lifeline_fd = life[0], .control_fd = sp[1], .host_pidfd = self};
     a3s_error perr = {0};
+    a3s_sandbox_cgroup(sb, &s->cg);
+    s->plan.memory_cgroup = s->cg.memory;
     rc = a3s_plan_build(sb, NULL, &s->plan, &fds, &perr);
     bool planned = rc == A3S_OK;
     if (planned) {
@@ -345,6 +357,8 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
     }
     atomic_fetch_add(&sb->starts, 1);
     atomic_store(&sb->session_pid, (int)s->pid);
+    atomic_store(&sb->session_bounds, (s->cg.memory ? A3S_SANDBOX_INFO_MEMORY_CGROUP : 0) |
+                                          (s->cg.pids ? A3S_SANDBOX_INFO_PIDS_CGROUP : 0));
 
     /* READY, or why not */
     bool watch_cancel = (o->flags & A3S_EXEC_CANCEL_FD) != 0;
@@ -412,6 +426,7 @@ static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_
 struct exchange {
     struct a3s_capture out, err;
     bool done, dead, forced, cancel_sent;
+    bool oom_killed; /* the memory cgroup's OOM killer struck during the command */
     struct a3s_msg_done d;
     uint64_t start, finished;
 };
@@ -547,7 +562,10 @@ static a3s_process_result *outcome(struct exchange *x) {
     uint64_t us = (x->finished > x->start ? x->finished - x->start : 0) / 1000u;
     if (x->done && !(x->d.flags & A3S_DONE_SETUP_FAILED)) {
         uint64_t flags = ((x->d.flags & A3S_DONE_TIMED_OUT) ? A3S_RESULT_TIMED_OUT : 0) |
-                         ((x->d.flags & A3S_DONE_CANCELLED) ? A3S_RESULT_CANCELLED : 0);
+                         ((x->d.flags & A3S_DONE_CANCELLED) ? A3S_RESULT_CANCELLED : 0) |
+                         ((x->d.flags & A3S_DONE_OOM_KILLED) || x->oom_killed
+                              ? A3S_RESULT_OOM_KILLED
+                              : 0);
         return a3s_process_result_captured(&x->out, &x->err, x->d.exit_code, 0, flags, us,
                                            x->d.pid, NULL);
     }
@@ -581,6 +599,7 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
     a3s_capture_init(&x.out, po[0], o->max_output_bytes);
     a3s_capture_init(&x.err, pe[0], o->max_output_bytes);
     x.start = a3s_now_ns();
+    uint64_t oom_kills = a3s_cgroup_oom_kills(&s->cg);
     a3s_error serr = {0};
     int rc = send_request(sb, s, o, po[1], pe[1], &serr);
     if (rc != A3S_OK) {
@@ -596,6 +615,7 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
         return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     }
     exchange(sb, s, o, &x);
+    x.oom_killed = s->cg.memory && a3s_cgroup_oom_kills(&s->cg) > oom_kills;
     if (x.done && (x.d.flags & A3S_DONE_STALE)) {
         /* not run: the init found a mount of its sandbox gone */
         a3s_capture_release(&x.out);
@@ -687,6 +707,8 @@ A3S_API int a3s_sandbox_info_get(const a3s_sandbox *sb, a3s_sandbox_info *out, a
     a3s_sandbox *m = (a3s_sandbox *)sb; /* atomics only: reading does not change the handle */
     int pid = atomic_load(&m->session_pid);
     out->flags = pid ? A3S_SANDBOX_INFO_RUNNING : 0;
+    if (pid)
+        out->flags |= atomic_load(&m->session_bounds);
     out->starts = (uint64_t)atomic_load(&m->starts);
     out->pid = pid;
     out->reserved = 0;

@@ -393,15 +393,29 @@ static int string_array(PyObject *seq, char ***out, Py_ssize_t *n) {
 }
 
 static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"workspace", "init", "bwrap", "process_host", "no_landlock",
-                             "scratch_parent", "host_env", "reuse", "readonly_workspace",
-                             "share_net", NULL};
+    static char *kwlist[] = {"workspace",
+                             "init",
+                             "bwrap",
+                             "process_host",
+                             "no_landlock",
+                             "scratch_parent",
+                             "host_env",
+                             "reuse",
+                             "readonly_workspace",
+                             "share_net",
+                             "memory_max_bytes",
+                             "max_processes",
+                             "tmpfs_max_bytes",
+                             "inotify_watch_budget",
+                             NULL};
     const char *workspace, *init, *bwrap = NULL, *scratch = NULL;
     int process_host = 0, no_landlock = 0, reuse = 0, readonly_workspace = 0, share_net = 0;
+    unsigned long long memory_max = 0, max_processes = 0, tmpfs_max = 0, watch_budget = 0;
     PyObject *host_env = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOppp", kwlist, &workspace, &init, &bwrap,
-                                     &process_host, &no_landlock, &scratch, &host_env, &reuse,
-                                     &readonly_workspace, &share_net))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKK", kwlist, &workspace, &init,
+                                     &bwrap, &process_host, &no_landlock, &scratch, &host_env,
+                                     &reuse, &readonly_workspace, &share_net, &memory_max,
+                                     &max_processes, &tmpfs_max, &watch_budget))
         return NULL;
     PyObject *mod = PyType_GetModule(type);
     if (!mod)
@@ -422,6 +436,10 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         .scratch_parent = scratch,
         .host_env = (const char *const *)env,
         .host_envc = (size_t)envc,
+        .memory_max_bytes = memory_max,
+        .max_processes = max_processes,
+        .tmpfs_max_bytes = tmpfs_max,
+        .inotify_watch_budget = watch_budget,
     };
     a3s_sandbox *sb = NULL;
     a3s_error err;
@@ -464,9 +482,10 @@ static PyObject *result_dict(const a3s_process_result *r) {
     PyObject *d = NULL;
     if (out && err && setup)
         d = Py_BuildValue(
-            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O}", "exit_code",
+            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O}", "exit_code",
             (int)v.exit_code, "term_signal", (int)v.term_signal, "timed_out",
-            (v.flags & A3S_RESULT_TIMED_OUT) ? Py_True : Py_False, "stdout_truncated",
+            (v.flags & A3S_RESULT_TIMED_OUT) ? Py_True : Py_False, "oom_killed",
+            (v.flags & A3S_RESULT_OOM_KILLED) ? Py_True : Py_False, "stdout_truncated",
             (v.flags & A3S_RESULT_STDOUT_TRUNCATED) ? Py_True : Py_False, "stderr_truncated",
             (v.flags & A3S_RESULT_STDERR_TRUNCATED) ? Py_True : Py_False, "cancelled",
             (v.flags & A3S_RESULT_CANCELLED) ? Py_True : Py_False, "setup_failed",
@@ -557,7 +576,8 @@ static PyObject *sandbox_stop(PyObject *obj, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* info() -> {"running": bool, "starts": int, "pid": int}. */
+/* info() -> {"running": bool, "starts": int, "pid": int, "memory_cgroup": bool,
+ * "pids_cgroup": bool}. */
 static PyObject *sandbox_info(PyObject *obj, PyObject *unused) {
     (void)unused;
     SandboxObject *self = (SandboxObject *)obj;
@@ -565,9 +585,12 @@ static PyObject *sandbox_info(PyObject *obj, PyObject *unused) {
     a3s_error err;
     if (a3s_sandbox_info_get(self->sb, &info, &err) != A3S_OK)
         return raise_error(self->native_error, &err);
-    return Py_BuildValue("{s:O,s:K,s:i}", "running",
+    return Py_BuildValue("{s:O,s:K,s:i,s:O,s:O}", "running",
                          (info.flags & A3S_SANDBOX_INFO_RUNNING) ? Py_True : Py_False, "starts",
-                         (unsigned long long)info.starts, "pid", (int)info.pid);
+                         (unsigned long long)info.starts, "pid", (int)info.pid, "memory_cgroup",
+                         (info.flags & A3S_SANDBOX_INFO_MEMORY_CGROUP) ? Py_True : Py_False,
+                         "pids_cgroup",
+                         (info.flags & A3S_SANDBOX_INFO_PIDS_CGROUP) ? Py_True : Py_False);
 }
 
 static PyObject *sandbox_workspace(PyObject *obj, void *closure) {

@@ -42,6 +42,10 @@ class Sandbox:
         reuse: bool = False,
         readonly_workspace: bool = False,
         share_net: bool = False,
+        memory_max_bytes: int = 0,
+        max_processes: int = 0,
+        tmpfs_max_bytes: int = 0,
+        inotify_watch_budget: int = 0,
     ) -> None: ...
     def exec(
         self,

@@ -579,7 +579,26 @@ typedef struct a3s_sandbox_config {
     const char *state_dir;       /* placeholder journals (see docs/security.md); NULL:
                                     $XDG_STATE_HOME/codeward, ~/.local/state/codeward, or
                                     scratch_parent */
+    /* Resource bounds (docs/security.md, "Resource bounds"); 0 is the default,
+     * A3S_NO_LIMIT leaves the resource unbounded. A caller compiled before these
+     * fields existed (a smaller struct_size) gets the defaults. */
+    uint64_t memory_max_bytes;     /* the whole sandbox: a memory cgroup's memory.max where
+                                      the caller may create one, else the init's watchdog over
+                                      its processes' memory and its tmpfs; 0: half the
+                                      machine's memory */
+    uint64_t max_processes;        /* processes and threads: pids.max where a cgroup can be
+                                      made, and RLIMIT_NPROC in the sandbox's user namespace
+                                      (which the kernel does not apply to root); 0: 4096 */
+    uint64_t tmpfs_max_bytes;      /* each tmpfs the sandbox writes to (/tmp, /var/tmp, /run
+                                      with the scratch directories, /dev/shm, the masked
+                                      homes); 0: an eighth of the machine's memory */
+    uint64_t inotify_watch_budget; /* inotify watches of the credential scan, beyond which it
+                                      checks directories by their metadata; 0: a quarter of
+                                      fs.inotify.max_user_watches */
 } a3s_sandbox_config;
+
+/* A bound of a3s_sandbox_config that is not wanted. */
+#define A3S_NO_LIMIT UINT64_MAX
 
 /* Flags for a3s_exec_options.flags. */
 #define A3S_EXEC_CANCEL_FD (1ull << 0) /* cancel_fd is valid (see a3s_process_options) */
@@ -600,9 +619,28 @@ typedef struct a3s_exec_options {
 /* Flag in a3s_process_result_view.flags: the sandbox refused to run or
  * failed to start; exit_code is 125 and setup_error says why. */
 #define A3S_RESULT_SETUP_FAILED (1ull << 4)
+/* Flag in a3s_process_result_view.flags: the sandbox reached memory_max_bytes
+ * while the command ran and a process of it was killed for that (by the
+ * kernel's OOM killer in the sandbox's memory cgroup, or by the init's
+ * watchdog, which kills the whole command); exit_code is then usually 137. */
+#define A3S_RESULT_OOM_KILLED (1ull << 5)
 
 /* Checks the configuration and binds a handle to the workspace. Nothing is
- * probed or run here: see a3s_sandbox_probe. */
+ * probed or run here: see a3s_sandbox_probe. cfg->struct_size may be the
+ * size of an older, shorter a3s_sandbox_config (from the start of the
+ * struct to memory_max_bytes, exclusive): the later fields then take their
+ * defaults. Errors:
+ *   A3S_E_INVALID      NULL cfg or out, a struct_size shorter than that, a
+ *                      larger struct with a non-zero byte this library does
+ *                      not know, an unknown flag, a relative path, a
+ *                      workspace that is missing or not a directory, a
+ *                      bound below the least a sandbox runs with
+ *                      (memory_max_bytes 16 MiB, max_processes 8,
+ *                      tmpfs_max_bytes 1 MiB), no usable state directory;
+ *   A3S_E_REFUSED      the workspace is a symlink;
+ *   A3S_E_UNSUPPORTED  a3s-init or bubblewrap is not executable, no bash
+ *                      in /bin or /usr/bin;
+ *   A3S_E_NOMEM        memory ran out. */
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err);
 
 /* Runs one command. Returns A3S_OK with a result whenever the command's
@@ -662,6 +700,8 @@ A3S_API int a3s_sandbox_stop(a3s_sandbox *sb, a3s_error *err);
 
 /* Flags in a3s_sandbox_info.flags. */
 #define A3S_SANDBOX_INFO_RUNNING (1ull << 0) /* a long-lived sandbox is up */
+#define A3S_SANDBOX_INFO_MEMORY_CGROUP (1ull << 1) /* it runs in a memory cgroup of its own */
+#define A3S_SANDBOX_INFO_PIDS_CGROUP (1ull << 2)   /* it runs in a pids cgroup of its own */
 
 typedef struct a3s_sandbox_info {
     size_t struct_size; /* in: sizeof(a3s_sandbox_info) */

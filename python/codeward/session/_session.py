@@ -85,6 +85,7 @@ class Session:
             self._workspace.root,
             allow_process_host_sandbox=options.allow_process_host_sandbox,
             sandbox_handle=options.sandbox_handle,
+            limits=options.sandbox_limits,
         )
         self._registry = ToolRegistry(_default_tools(self._workspace.root))
         self._hooks = HookRegistry()
