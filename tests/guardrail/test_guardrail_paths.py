@@ -313,3 +313,25 @@ def test_git_file_that_is_not_a_pointer(ws: Workspace, tree: Path) -> None:
     os.makedirs(tree / "x")
     assert is_protected_path(ws, ".git")
     assert not is_protected_path(ws, "x/y")
+
+
+def test_a_fifo_pointer_file_never_blocks_the_host(ws: Workspace, tree: Path) -> None:
+    """The gitdir's commondir (and .git itself) is workspace content: a FIFO there must not
+    hang the kernel deciding whether a write touches a protected name."""
+    import threading
+
+    gitdir = tree / "store"
+    gitdir.mkdir()
+    os.mkfifo(gitdir / "commondir")
+    _worktree(tree, "./store")
+    answers: list[bool] = []
+    worker = threading.Thread(
+        target=lambda: answers.append(is_protected_path(ws, "src/a.py")), daemon=True
+    )
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():
+        with open(gitdir / "commondir", "wb"):  # release the blocked reader
+            pass
+        pytest.fail("is_protected_path blocked on a FIFO in the workspace")
+    assert answers == [False] and is_protected_path(ws, "store/HEAD")

@@ -16,6 +16,7 @@ when it lies inside the workspace.
 from __future__ import annotations
 
 import os
+import stat
 
 from .._errors import WorkspaceError
 from ..workspace import (
@@ -79,12 +80,24 @@ def _gitdirs(workspace: Workspace) -> list[tuple[str, ...]]:
 
 
 def _read_pointer(file: str, prefix: str, base: str) -> str | None:
-    """The directory a one-line pointer file names (``gitdir: PATH``), resolved, if it is one."""
+    """The directory a one-line pointer file names (``gitdir: PATH``), resolved, if it is one.
+
+    The file is workspace content: it is opened without following a symlink
+    and without blocking (a FIFO there must not hang the host process), and
+    only a regular file's first 4 KiB are read.
+    """
     try:
-        with open(file, "rb") as f:
-            line = f.readline(4096)
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        line = os.read(fd, 4096).split(b"\n", 1)[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     text = os.fsdecode(line).strip()
     if not text.startswith(prefix):
         return None
