@@ -30,6 +30,11 @@ struct config {
     size_t nclean;
     bool landlock;
     char **argv; /* the command (server mode: its first words) */
+    /* sandbox modes: the caller's user, mnt, net and pid namespace inodes
+     * (--host-ns), which ours must all differ from */
+    unsigned long long host_ns[4];
+    bool host_ns_set;
+    bool owns_pidns; /* proven PID 1 of a new pid namespace: kill(-1) reaches only it */
 };
 
 /* What a child reports through its close-on-exec pipe when it cannot exec. */

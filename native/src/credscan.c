@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,8 @@ struct a3s_credscan {
     int ifd;               /* inotify instance, -1 if unavailable */
     struct node **by_wd;   /* watch descriptor -> node */
     size_t nwd;
+    uint64_t deadline_ns;  /* CLOCK_MONOTONIC; 0: none */
+    int cancel_fd;         /* -1: none */
 };
 
 #define WATCH_MASK                                                                             \
@@ -350,9 +353,27 @@ static int refresh(struct walk *w, struct node *n, const char *dirname) {
     return rc;
 }
 
+/* A3S_OK, or the failure of a scan past its deadline or cancelled. */
+static int interrupted(const struct a3s_credscan *cs, a3s_error *err) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (cs->deadline_ns && (uint64_t)ns(t) >= cs->deadline_ns)
+        return a3s_fail(err, A3S_E_SYSTEM, ETIMEDOUT, 0,
+                        "the command's time ran out while the workspace was checked for "
+                        "credential files");
+    struct pollfd c = {.fd = cs->cancel_fd, .events = POLLIN};
+    if (cs->cancel_fd >= 0 && poll(&c, 1, 0) > 0)
+        return a3s_fail(err, A3S_E_SYSTEM, ECANCELED, 0,
+                        "cancelled while the workspace was checked for credential files");
+    return A3S_OK;
+}
+
 /* Visits node n at w->path[0..len): refreshes it, reports its credentials, descends. */
 static int visit(struct walk *w, struct node *n, size_t len, const char *dirname, int depth) {
-    int rc = refresh(w, n, dirname);
+    int rc = w->cs->deadline_ns || w->cs->cancel_fd >= 0 ? interrupted(w->cs, w->err) : A3S_OK;
+    if (rc != A3S_OK)
+        return rc;
+    rc = refresh(w, n, dirname);
     if (rc <= 0)
         return rc;
     for (size_t i = 0; i < n->creds.len; i++)
@@ -393,6 +414,7 @@ int a3s_credscan_new(const char *root, struct a3s_credscan **out, a3s_error *err
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     }
     cs->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    cs->cancel_fd = -1;
     *out = cs;
     return A3S_OK;
 }
@@ -412,6 +434,11 @@ int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_erro
     if (found->failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory listing credential files");
     return A3S_OK;
+}
+
+void a3s_credscan_set_deadline(struct a3s_credscan *cs, uint64_t deadline_ns, int cancel_fd) {
+    cs->deadline_ns = deadline_ns;
+    cs->cancel_fd = cancel_fd;
 }
 
 void a3s_credscan_free(struct a3s_credscan *cs) {

@@ -50,4 +50,11 @@ a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t fla
 int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_t term_signal,
                                  uint64_t flags, const char *setup_error);
 
+/* Replaces the duration (for the sandbox: from the call, planning included). */
+void a3s_process_result_set_duration(a3s_process_result *r, uint64_t duration_us);
+
+/* Replaces the result's list of what the sandbox neutralized (copied; NULL
+ * clears it): one line per item, see a3s_process_result_view.neutralized. */
+int a3s_process_result_set_neutralized(a3s_process_result *r, const char *text);
+
 #endif

@@ -296,6 +296,7 @@ struct a3s_process_result {
     uint64_t out_total, err_total, duration_us;
     int32_t pid;
     char *setup_error;
+    char *neutralized;
 };
 
 /* Thread-safe strerror for both the GNU and the XSI strerror_r. */
@@ -738,6 +739,7 @@ A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_resu
     out->duration_us = r->duration_us;
     out->pid = r->pid;
     out->setup_error = r->setup_error;
+    out->neutralized = r->neutralized;
     return a3s_ok(err);
 }
 
@@ -747,6 +749,7 @@ A3S_API void a3s_process_result_free(a3s_process_result *r) {
     free(r->out);
     free(r->errout);
     free(r->setup_error);
+    free(r->neutralized);
     free(r);
 }
 
@@ -790,6 +793,22 @@ int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_
     r->exit_code = exit_code;
     r->term_signal = term_signal;
     r->flags |= flags;
+    return A3S_OK;
+}
+
+void a3s_process_result_set_duration(a3s_process_result *r, uint64_t duration_us) {
+    if (r)
+        r->duration_us = duration_us;
+}
+
+int a3s_process_result_set_neutralized(a3s_process_result *r, const char *text) {
+    char *copy = text ? strdup(text) : NULL;
+    if (!r || (text && !copy)) {
+        free(copy);
+        return r ? A3S_E_NOMEM : A3S_E_INVALID;
+    }
+    free(r->neutralized);
+    r->neutralized = copy;
     return A3S_OK;
 }
 

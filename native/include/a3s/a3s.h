@@ -349,11 +349,16 @@ typedef struct a3s_process_result_view {
     size_t stderr_len;
     uint64_t stdout_total;   /* bytes the process wrote to each stream */
     uint64_t stderr_total;
-    uint64_t duration_us;    /* from fork to reap */
+    uint64_t duration_us;    /* from fork to reap (a3s_sandbox_exec: from the call, the
+                                sandbox's preparation included) */
     int32_t pid;             /* the child's pid (already reaped); 0 if none was started; in a
                                 long-lived sandbox, the command's pid inside the sandbox */
     const char *setup_error; /* NULL, or why a layer above (the sandbox) could not start the
                                 program (with A3S_RESULT_SETUP_FAILED) */
+    const char *neutralized; /* NULL, or what the sandbox found hostile in the workspace and
+                                did not follow or mount for this run, one line each (a
+                                credential name linked to the workspace itself, a .git
+                                pointer leading outside it ...); see docs/security.md */
 } a3s_process_result_view;
 
 /* Runs opts->path with the options above and waits for it to end. On
@@ -421,6 +426,17 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
  */
 
 typedef struct a3s_sandbox a3s_sandbox;
+
+/* Flag in the flags a3s_protected_name returns: the name is a directory's. */
+#define A3S_PROTECTED_DIR (1ull << 0)
+
+/* The index-th protected name: a top-level workspace name the sandbox keeps
+ * read-only (an exact spelling such as ".git" or ".bashrc"; docs/security.md),
+ * in *name (static storage), with A3S_PROTECTED_DIR in *flags for a
+ * directory name. Every binding reads the list from here, so no layer keeps
+ * a copy. A3S_E_RANGE past the last name (detail = how many there are);
+ * A3S_E_INVALID for a NULL name or flags. */
+A3S_API int a3s_protected_name(size_t index, const char **name, uint64_t *flags, a3s_error *err);
 
 /* Flags for a3s_sandbox_config.flags. */
 /* No boundary: run bash on the host under a3s-init in host mode (a child

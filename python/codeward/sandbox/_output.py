@@ -16,6 +16,10 @@ class CommandOutput:
     command's status, 128+N when signal N ended it, 124 on timeout and 125
     when the sandbox refused or failed to start (``setup_error`` says why).
     ``sandboxed`` is False only for the process host, which has no boundary.
+    ``neutralized`` lists, one line each, what the sandbox found hostile in
+    the workspace and did not follow or mount for this run (a credential
+    name linked to the workspace itself, a ``.git`` pointer leading out of
+    it ...): the command still ran with every protection in place.
     """
 
     stdout: str
@@ -29,6 +33,7 @@ class CommandOutput:
     setup_error: str | None = None
     cancelled: bool = False
     duration_ms: float = 0.0
+    neutralized: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,114 @@
+"""A bubblewrap that does not isolate: nothing runs, and nothing of the caller's is killed.
+
+The init used to send kill(-1, SIGKILL) on any setup failure in sandbox mode,
+including "not PID 1 of a new pid namespace": with a broken or hostile
+bubblewrap that is every process the caller can signal (as root, the whole
+machine). Here a fake bubblewrap runs the init without isolating it (or with
+a new pid namespace only). Each case runs inside a pid namespace of its own
+(`unshare --fork --pid --mount-proc`), so that on a regression the kill
+cannot reach beyond it; a canary process of the caller there must survive,
+and the command must not run (exit 125, docs/security.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codeward.sandbox._locate import init_path
+
+FAKE_BWRAP = r"""#!/bin/bash
+# Runs what bubblewrap would run, with a3s-init where bubblewrap would bind it,
+# but without isolating it (MODE=host), or in a new pid namespace only (pidns).
+# (bubblewrap gets no environment from the C core: the mode is written in here.)
+MODE=@MODE@
+args=("$@")
+init=
+rest=()
+for ((i = 0; i < ${#args[@]}; i++)); do
+    if [ "${args[i]}" = --ro-bind ] && [ "${args[i+2]}" = /run/a3s/init ]; then
+        init=${args[i+1]}
+    elif [ "${args[i]}" = -- ]; then
+        rest=("${args[@]:i+1}")
+        break
+    fi
+done
+[ "${rest[0]}" = /run/a3s/init ] && rest[0]=$init
+if [ "$MODE" = pidns ]; then
+    exec unshare --pid --fork --kill-child "${rest[@]}"
+fi
+exec "${rest[@]}"
+"""
+
+CALLER = """
+import json, os, subprocess, sys
+from codeward import _native
+from codeward.sandbox._native_runner import _CoreSandbox
+ws, init, fake, reuse = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+canary = subprocess.Popen(["sleep", "300"])
+handle = _native.Sandbox(ws, init, bwrap=fake, reuse=reuse)
+out = _CoreSandbox(ws, _handle=handle).exec("echo RAN > ran; echo RAN", timeout_ms=10000)
+try:
+    _native.Sandbox(ws, init, bwrap=fake, reuse=reuse).probe(10000)
+    probe = None
+except _native.NativeError as exc:
+    probe = str(exc)
+alive = canary.poll() is None
+canary.kill()
+print(json.dumps({"exit": out.exit_code, "stdout": out.stdout, "setup_error": out.setup_error,
+                  "probe": probe, "canary_alive": alive}))
+"""
+
+
+def _fake_bwrap(where: Path, mode: str) -> Path:
+    path = where / mode / "bwrap"
+    path.parent.mkdir(parents=True)
+    path.write_text(FAKE_BWRAP.replace("@MODE@", mode))
+    path.chmod(0o755)
+    return path
+
+
+def _in_own_pid_namespace(ws: Path, fake: Path, reuse: bool) -> dict:
+    if shutil.which("unshare") is None:
+        pytest.fail("unshare is needed")
+    p = subprocess.run(
+        [
+            "unshare",
+            "--fork",
+            "--pid",
+            "--mount-proc",
+            sys.executable,
+            "-c",
+            textwrap.dedent(CALLER),
+            str(ws),
+            str(init_path()),
+            str(fake),
+            "1" if reuse else "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="unshare --pid needs root here")
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+@pytest.mark.parametrize("mode", ["host", "pidns"])
+def test_a_bwrap_that_does_not_isolate_runs_nothing_and_kills_nothing(
+    mode, reuse, workspace, tmp_path, fs_boundary_ready
+):
+    r = _in_own_pid_namespace(workspace, _fake_bwrap(tmp_path, mode), reuse)
+    assert r["canary_alive"], f"the caller's canary was killed: {r}"
+    assert r["exit"] == 125 and "RAN" not in r["stdout"], r
+    assert not (workspace / "ran").exists(), "the command ran without isolation"
+    assert "did not isolate" in (r["setup_error"] or ""), r
+    assert r["probe"] and "cannot start" in r["probe"], r
