@@ -851,11 +851,50 @@ static int open_journal(const a3s_sandbox *sb, char *path, size_t cap) {
 
 #define LINK_WALK_BUDGET 50000
 
+/* A file with more than one name (dev, ino), and how many of them were
+ * found in the workspace. */
+struct linked_file {
+    dev_t dev;
+    ino_t ino;
+    nlink_t nlink;
+    nlink_t names;
+    char path[PATH_MAX];
+};
+
+struct linked_set {
+    struct linked_file *items;
+    size_t len, cap;
+    bool failed;
+};
+
+static void linked_add(struct linked_set *set, const struct stat *st, const char *path) {
+    for (size_t i = 0; i < set->len; i++)
+        if (set->items[i].dev == st->st_dev && set->items[i].ino == st->st_ino)
+            return;
+    if (set->len == set->cap) {
+        size_t cap = set->cap ? 2 * set->cap : 8;
+        struct linked_file *grown = realloc(set->items, cap * sizeof *grown);
+        if (!grown) {
+            set->failed = true;
+            return;
+        }
+        set->items = grown;
+        set->cap = cap;
+    }
+    struct linked_file *f = &set->items[set->len++];
+    f->dev = st->st_dev;
+    f->ino = st->st_ino;
+    f->nlink = st->st_nlink;
+    f->names = 0;
+    snprintf(f->path, sizeof f->path, "%s", path);
+}
+
 struct link_walk {
     int budget;
     int ifd;                  /* >= 0: every directory read is watched for new names and links */
     bool unwatched;           /* a watch could not be added */
     const struct plan *plan;  /* its deadline and cancel stop the walk; NULL: none */
+    struct linked_set *collect; /* non-NULL: every linked file is added here, none refused */
     char found[PATH_MAX];
 };
 
@@ -903,7 +942,9 @@ static int linked_file_at(int at, const char *path, bool is_git, struct link_wal
         char sub[PATH_MAX];
         if (!join(sub, sizeof sub, path, e->d_name))
             continue;
-        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1 && w->collect) {
+            linked_add(w->collect, &st, sub);
+        } else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
             snprintf(w->found, sizeof w->found, "%s", sub);
             rc = 1;
         } else if (S_ISDIR(st.st_mode) && depth < 64 &&
@@ -919,15 +960,17 @@ static int linked_file_at(int at, const char *path, bool is_git, struct link_wal
     return rc;
 }
 
-/* Refuses the run if the directory holds a file with another name. For a
- * long-lived sandbox (p->server), the directory is remembered and every
- * directory under it watched, so that a link made later is noticed. */
-static int refuse_linked_files(struct plan *p, const char *dir, bool is_git, const char *what,
-                               a3s_error *err) {
+/* Refuses the run if the directory holds a file with another name (or,
+ * with `collect`, adds every such file to it instead). For a long-lived
+ * sandbox (p->server), the directory is remembered and every directory
+ * under it watched, so that a link made later is noticed. */
+static int check_linked_files(struct plan *p, const char *dir, bool is_git, const char *what,
+                              struct linked_set *collect, a3s_error *err) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return A3S_OK;
-    struct link_walk w = {.budget = LINK_WALK_BUDGET, .ifd = p ? p->link_ifd : -1, .plan = p};
+    struct link_walk w = {
+        .budget = LINK_WALK_BUDGET, .ifd = p ? p->link_ifd : -1, .plan = p, .collect = collect};
     if (p && p->server) {
         a3s_strvec_push2(&p->link_dirs, is_git ? "g" : "-", dir);
         if (p->link_ifd < 0)
@@ -949,6 +992,109 @@ static int refuse_linked_files(struct plan *p, const char *dir, bool is_git, con
         return a3s_fail(err, A3S_E_REFUSED, 0, 0,
                         "%s holds more than %d entries: too many to check for hard links", dir,
                         LINK_WALK_BUDGET);
+    return A3S_OK;
+}
+
+static int refuse_linked_files(struct plan *p, const char *dir, bool is_git, const char *what,
+                               a3s_error *err) {
+    return check_linked_files(p, dir, is_git, what, NULL, err);
+}
+
+/* ---- every name of a linked credential ----------------------------------
+ * A credential file with a second name, or a file with one under a masked
+ * credential directory, would be readable through that name. A command can
+ * make such a pair (it writes .env, then links it) but never one to a file
+ * that is already masked (another mount: EXDEV); refusing the run would let
+ * it disable every later command. So every name of such a file in the
+ * workspace is found and masked; only a name outside the workspace (which
+ * only the host can make) still refuses the run. */
+
+#define ALIAS_WALK_BUDGET 2000000 /* entries; past it the workspace cannot be checked */
+#define ALIAS_WALK_DEPTH 1024
+
+/* Adds an 'f' target for every name under the directory open as fd (path)
+ * of a file in `set`. 0, -1 over budget or too deep, -2 past the deadline. */
+static int find_names_at(int fd, const char *path, struct linked_set *set,
+                         struct a3s_strvec *targets, int *budget, const struct plan *p,
+                         int depth) {
+    if (depth > ALIAS_WALK_DEPTH)
+        return -1;
+    int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+    if (!d) {
+        if (dup >= 0)
+            close(dup);
+        return 0; /* unreadable: the credential scan has refused or masked it */
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (--*budget < 0) {
+            rc = -1;
+            break;
+        }
+        if ((*budget & 4095) == 0 && plan_interrupted(p, NULL) != A3S_OK) {
+            rc = -2;
+            break;
+        }
+        if (e->d_type != DT_UNKNOWN && e->d_type != DT_REG && e->d_type != DT_DIR)
+            continue;
+        struct stat st;
+        char sub[PATH_MAX];
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !join(sub, sizeof sub, path, e->d_name))
+            continue;
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+            for (size_t i = 0; i < set->len; i++) {
+                if (set->items[i].dev == st.st_dev && set->items[i].ino == st.st_ino) {
+                    set->items[i].names++;
+                    a3s_strvec_push2(targets, "f", sub);
+                }
+            }
+        } else if (S_ISDIR(st.st_mode)) {
+            int cfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (cfd >= 0) {
+                rc = find_names_at(cfd, sub, set, targets, budget, p, depth + 1);
+                close(cfd);
+            }
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Masks every name in the workspace of each file in `set` (as 'f' targets)
+ * and refuses the run when one has a name outside it. */
+static int mask_every_name(const a3s_sandbox *sb, struct plan *p, struct linked_set *set,
+                           struct a3s_strvec *targets, a3s_error *err) {
+    if (set->failed)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory checking hard links");
+    int fd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot open the workspace: %s",
+                        strerror(errno));
+    int budget = ALIAS_WALK_BUDGET;
+    int rc = find_names_at(fd, sb->workspace, set, targets, &budget, p, 0);
+    close(fd);
+    if (rc == -2)
+        return plan_interrupted(p, err);
+    if (rc < 0)
+        return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                        "%s has hard links, and the workspace is too big to find them all",
+                        set->items[0].path);
+    for (size_t i = 0; i < set->len; i++) {
+        const struct linked_file *f = &set->items[i];
+        if (f->names < f->nlink)
+            return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                            "%s has %lu hard links, %lu of them outside the workspace; an alias "
+                            "could expose this credential file",
+                            f->path, (unsigned long)f->nlink,
+                            (unsigned long)(f->nlink - f->names));
+        note(p, "%s has %lu hard links: every name is masked", f->path,
+             (unsigned long)f->nlink);
+    }
     return A3S_OK;
 }
 
@@ -1168,6 +1314,7 @@ static char symlink_target(const a3s_sandbox *sb, struct plan *p, int wsfd, cons
 static int mask_credentials(a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
                             a3s_error *err) {
     struct a3s_strvec found = {0}, targets = {0};
+    struct linked_set linked = {0};
     int rc = scan_credentials(sb, p, &found, err);
     if (rc) {
         a3s_strvec_free(&found);
@@ -1200,19 +1347,18 @@ static int mask_credentials(a3s_sandbox *sb, struct plan *p, struct a3s_strvec *
                 a3s_strvec_push(&targets, tagged);
             continue;
         }
-        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
-            rc = a3s_fail(err, A3S_E_REFUSED, 0, 0,
-                          "credential file %s has %lu hard links; an alias could expose it", path,
-                          (unsigned long)st.st_nlink);
-            break;
-        }
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+            linked_add(&linked, &st, path); /* every name is masked below */
         if (S_ISDIR(st.st_mode) &&
-            (rc = refuse_linked_files(p, path, false, "credential", err)) != A3S_OK)
+            (rc = check_linked_files(p, path, false, "credential", &linked, err)) != A3S_OK)
             break;
         a3s_strvec_push2(&targets, S_ISDIR(st.st_mode) ? "d" : "f", path);
     }
     if (wsfd >= 0)
         close(wsfd);
+    if (rc == A3S_OK && (linked.len || linked.failed))
+        rc = mask_every_name(sb, p, &linked, &targets, err);
+    free(linked.items);
     /* one mask per path, none inside a masked directory (bubblewrap could not
      * make its mount point in the mode-0 mask): sorted, directories first, and
      * a parent before what it holds */

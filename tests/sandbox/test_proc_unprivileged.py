@@ -475,6 +475,18 @@ def test_unprivileged_a_symlinked_credential_name_cannot_disable_later_commands(
     assert second.exit_code == 0 and second.stdout == "RAN\n", second
 
 
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+def test_unprivileged_a_linked_credential_file_cannot_disable_later_commands(driver, reuse) -> None:
+    second = _two_commands(
+        driver,
+        ["echo TOKEN=x > .env && ln .env alias", "cat alias 2>&1; echo RAN"],
+        reuse,
+        [".env", "alias"],
+    )
+    assert second.exit_code == 0 and second.stdout.endswith("RAN\n"), second
+    assert "TOKEN=x" not in second.stdout, second
+
+
 def test_unprivileged_a_home_that_is_the_workspace_is_not_cleaned(driver) -> None:
     env = {**driver.env, "HOME": str(driver.ws)}
     results, starts = driver.run_reusing(
