@@ -18,10 +18,11 @@
 
 #if defined(__linux__)
 
+#include "posix_util.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,16 +356,11 @@ static int refresh(struct walk *w, struct node *n, const char *dirname) {
 
 /* A3S_OK, or the failure of a scan past its deadline or cancelled. */
 static int interrupted(const struct a3s_credscan *cs, a3s_error *err) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if (cs->deadline_ns && (uint64_t)ns(t) >= cs->deadline_ns)
-        return a3s_fail(err, A3S_E_SYSTEM, ETIMEDOUT, 0,
-                        "the command's time ran out while the workspace was checked for "
-                        "credential files");
-    struct pollfd c = {.fd = cs->cancel_fd, .events = POLLIN};
-    if (cs->cancel_fd >= 0 && poll(&c, 1, 0) > 0)
-        return a3s_fail(err, A3S_E_SYSTEM, ECANCELED, 0,
-                        "cancelled while the workspace was checked for credential files");
+    int why = a3s_stop_reason(cs->deadline_ns, cs->cancel_fd);
+    if (why)
+        return a3s_fail(err, A3S_E_SYSTEM, why, 0,
+                        "%s while the workspace was checked for credential files",
+                        why == ETIMEDOUT ? "the command's time ran out" : "cancelled");
     return A3S_OK;
 }
 

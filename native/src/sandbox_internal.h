@@ -123,8 +123,7 @@ void a3s_plan_forget(struct plan *p);
 /* For a long-lived sandbox, before each command: whether everything the
  * plan was built over is still there (the workspace, every protected name
  * and placeholder, every mask target and host secret, the same credential
- * files and protected names, no new hard link under a protected or masked
- * directory). 1: current; 0: stop it and build a new one; -1 (errno
+ * files, no new hard link under a protected or masked directory). 1: current; 0: stop it and build a new one; -1 (errno
  * ETIMEDOUT or ECANCELED): checking passed p->deadline or was cancelled. */
 int a3s_plan_current(a3s_sandbox *sb, struct plan *p);
 

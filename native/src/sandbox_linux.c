@@ -37,7 +37,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
@@ -47,7 +46,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
-#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -604,12 +602,12 @@ static void note(struct plan *p, const char *fmt, ...) {
 /* Planning counts against the command's time and its cancel: A3S_OK, or a
  * failure with sys_errno ETIMEDOUT or ECANCELED (the run's result is 124). */
 static int plan_interrupted(const struct plan *p, a3s_error *err) {
-    if (p->deadline && a3s_now_ns() >= p->deadline)
-        return a3s_fail(err, A3S_E_SYSTEM, ETIMEDOUT, 0,
+    int why = a3s_stop_reason(p->deadline, p->cancel_fd);
+    if (why == ETIMEDOUT)
+        return a3s_fail(err, A3S_E_SYSTEM, why, 0,
                         "the command's time ran out while the sandbox was being prepared");
-    struct pollfd c = {.fd = p->cancel_fd, .events = POLLIN};
-    if (p->cancel_fd >= 0 && poll(&c, 1, 0) > 0)
-        return a3s_fail(err, A3S_E_SYSTEM, ECANCELED, 0,
+    if (why)
+        return a3s_fail(err, A3S_E_SYSTEM, why, 0,
                         "cancelled while the sandbox was being prepared");
     return A3S_OK;
 }
@@ -1408,16 +1406,29 @@ static int by_length(const void *a, const void *b) {
 }
 
 /* The trees the sandbox covers with a fresh tmpfs, canonical, none inside
- * another: /tmp, /var/tmp, /run and the homes (/home, /root, $HOME). A home
+ * another: /tmp, /var/tmp, /run and the homes (/home, /root, $HOME), and
+ * in `homes` the homes alone (where toolchain roots come back from). A home
  * reached through a symlink in the workspace is not one (the workspace's
  * content would choose the host path). */
-static void masked_trees(const a3s_sandbox *sb, struct a3s_strvec *out) {
+static void masked_trees(const a3s_sandbox *sb, struct a3s_strvec *out, struct a3s_strvec *homes) {
     const char *trees[] = {"/tmp", "/var/tmp", "/run", "/home", "/root",
                            env_get(&sb->host_env, "HOME")};
+    for (size_t i = 3; i < COUNT(trees); i++) {
+        struct stat st;
+        char *real = trees[i] && trees[i][0] == '/' && stat(trees[i], &st) == 0 &&
+                             S_ISDIR(st.st_mode)
+                         ? realpath_outside(trees[i], sb->workspace)
+                         : NULL;
+        if (real && strcmp(real, "/") != 0)
+            a3s_strvec_push(homes, real);
+        free(real);
+    }
     for (size_t i = 0; i < COUNT(trees); i++) {
         const char *t = trees[i];
         bool fixed = i < 3; /* always masked, made by bubblewrap if missing */
-        if (!t || t[0] != '/' || !strcmp(t, "/") || (!fixed && !is_dir_nofollow(t)))
+        struct stat st; /* a home may be a symlink (/home/u -> /data/u): its target is masked */
+        if (!t || t[0] != '/' || !strcmp(t, "/") ||
+            (!fixed && (stat(t, &st) < 0 || !S_ISDIR(st.st_mode))))
             continue;
         char *real = realpath_outside(t, sb->workspace);
         if (!real && fixed && errno == ENOENT)
@@ -1443,7 +1454,8 @@ static bool mounts_before_workspace(const a3s_sandbox *sb, const char *tree) {
 /* The masked trees of one side of the workspace bind, and the toolchain
  * roots under them that come back read-only. */
 static void mask_trees(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *args,
-                       const struct a3s_strvec *trees, bool before) {
+                       const struct a3s_strvec *trees, const struct a3s_strvec *homes,
+                       bool before) {
     for (size_t i = 0; i < trees->len; i++) {
         const char *t = trees->items[i];
         if (strcmp(t, sb->workspace) != 0 && mounts_before_workspace(sb, t) == before) {
@@ -1479,21 +1491,24 @@ static void mask_trees(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec 
         }
         const char *tree = NULL;
         bool secret = false, dup = false;
-        for (size_t j = 0; j < trees->len && !tree; j++) {
-            if (strcmp(trees->items[j], sb->workspace) != 0 &&
-                path_is_under(real, trees->items[j])) {
-                tree = trees->items[j];
+        for (size_t j = 0; j < homes->len && !tree; j++) {
+            if (strcmp(homes->items[j], sb->workspace) != 0 &&
+                path_is_under(real, homes->items[j])) {
+                tree = homes->items[j];
                 secret = !strcmp(real, tree); /* never the home itself */
             }
         }
-        for (size_t j = 0; j < trees->len && !secret; j++)
-            secret = is_home_secret(real, trees->items[j]);
+        for (size_t j = 0; j < homes->len && !secret; j++)
+            secret = is_home_secret(real, homes->items[j]);
         if (home && home[0] == '/')
             secret |= is_home_secret(real, home);
         /* a root inside one already exposed adds nothing but a mount */
         for (size_t j = 0; j < exposed.len && !dup; j++)
             dup = path_is_under(real, exposed.items[j]);
-        if (tree && !secret && !dup && mounts_before_workspace(sb, tree) == before) {
+        /* under a tree that holds the workspace, the workspace shows it already */
+        bool shown = path_is_under(real, sb->workspace) && tree &&
+                     mounts_before_workspace(sb, tree);
+        if (tree && !secret && !dup && !shown && mounts_before_workspace(sb, tree) == before) {
             push3(args, "--ro-bind", real, real);
             a3s_strvec_push(&exposed, real);
             /* cargo keeps its registry token inside CARGO_HOME */
@@ -1761,13 +1776,14 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         push3(a, "--ro-bind-try", PROC_READONLY[i], PROC_READONLY[i]);
     /* the private trees (tmpfs) and the workspace bind, in the order that
      * keeps each where it belongs whichever holds the other (docs/security.md) */
-    struct a3s_strvec trees = {0};
-    masked_trees(sb, &trees);
-    mask_trees(sb, p, a, &trees, true);
+    struct a3s_strvec trees = {0}, homes = {0};
+    masked_trees(sb, &trees, &homes);
+    mask_trees(sb, p, a, &trees, &homes, true);
     push3(a, "--bind", sb->workspace, sb->workspace);
-    mask_trees(sb, p, a, &trees, false);
-    bool trees_failed = trees.failed;
+    mask_trees(sb, p, a, &trees, &homes, false);
+    bool trees_failed = trees.failed || homes.failed;
     a3s_strvec_free(&trees);
+    a3s_strvec_free(&homes);
     if (trees_failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory planning the sandbox");
     mask_home_secrets_in_workspace(sb, p, a);

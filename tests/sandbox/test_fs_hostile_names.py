@@ -57,6 +57,24 @@ def test_a_git_pointer_a_command_writes_binds_nothing(name, ws, host_secret, fs,
     assert out.stdout.endswith("END\n"), out
 
 
+def test_a_toolchain_root_in_the_workspace_cannot_be_pointed_at_the_home(
+    fs_host_dir, fs, fs_env_sandbox
+):
+    """VIRTUAL_ENV (or a PATH entry) inside the workspace is re-exposed from the masked home
+    when it resolves there: a command that replaces it with a link into the home must not
+    make the next sandbox mount that part of the home."""
+    home, ws = fs_host_dir / "home-u", fs_host_dir / "ws"
+    (home / "private").mkdir(parents=True)
+    (home / "private" / "key").write_text("HOME-SECRET\n")
+    ws.mkdir()
+    env = [f"HOME={home}", f"VIRTUAL_ENV={ws}/.venv", f"PATH={ws}/.venv/bin:/usr/bin:/bin"]
+    with fs_env_sandbox(ws, env) as sb:
+        fs.run(sb, f"ln -s {home}/private .venv")
+    with fs_env_sandbox(ws, env) as sb:  # a new session plans anew
+        out = fs.run(sb, f"cat {home}/private/key .venv/key; echo END")
+    assert "HOME-SECRET" not in out.stdout, out
+
+
 def test_a_host_git_pointer_outside_the_workspace_is_not_mounted(ws, host_secret, fs, fs_sandbox):
     """A .git file the host has (an unpacked archive, say) naming a gitdir outside the
     workspace: not mounted, and the result says so."""

@@ -19,23 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from codeward import _native
 from codeward.sandbox import NativeBashSandbox
-from codeward.sandbox._locate import find_bwrap, init_path
 from codeward.sandbox._native_runner import _CoreSandbox
 
 
-def _sandbox(ws: Path, home: Path) -> _CoreSandbox:
-    """The boundary over `ws` for a caller whose HOME is `home` (outside /home)."""
-    env = [f"PATH={os.environ.get('PATH', '/usr/bin:/bin')}", f"HOME={home}", "LANG=C.UTF-8"]
-    handle = _native.Sandbox(
-        str(ws),
-        init_path(),
-        bwrap=find_bwrap(str(ws)),
-        host_env=env,
-        reuse=NativeBashSandbox._default_reuse,
-    )
-    return _CoreSandbox(ws, _handle=handle)
+def _env(home: Path) -> list[str]:
+    """The caller's environment: its HOME (outside /home), a PATH, a locale."""
+    return [f"PATH={os.environ.get('PATH', '/usr/bin:/bin')}", f"HOME={home}", "LANG=C.UTF-8"]
 
 
 def _two_commands_and_a_host_write(sb: _CoreSandbox, ws: Path, fs) -> tuple[str, str]:
@@ -51,25 +41,27 @@ def _long_lived_if_reusing(sb: _CoreSandbox) -> None:
         assert sb._handle.info()["starts"] == 1
 
 
-def test_a_home_that_is_the_workspace_is_not_cleaned(fs_host_dir, fs):
+def test_a_home_that_is_the_workspace_is_not_cleaned(fs_host_dir, fs, fs_env_sandbox):
     """HOME=ws outside /home (root's /root, a service account): the home is the workspace,
     and the init used to delete what the command and the host wrote into it."""
     ws = fs_host_dir / "svc-home"
     ws.mkdir()
-    with _sandbox(ws, ws) as sb:
+    with fs_env_sandbox(ws, _env(ws)) as sb:
         first, second = _two_commands_and_a_host_write(sb, ws, fs)
         _long_lived_if_reusing(sb)
     assert first == "FIRST\n" and second == "made\nhost\nSECOND\n", second
     assert (ws / "made-by-command").exists() and (ws / "written-by-host").exists()
 
 
-def test_a_home_that_is_the_workspace_keeps_its_credential_stores_masked(fs_host_dir, fs):
+def test_a_home_that_is_the_workspace_keeps_its_credential_stores_masked(
+    fs_host_dir, fs, fs_env_sandbox
+):
     ws = fs_host_dir / "svc-home"
     for store in (".ssh", ".config", ".aws", ".docker"):
         (ws / store).mkdir(parents=True)
         (ws / store / "secret").write_text("HOME-SECRET\n")
     (ws / ".netrc").write_text("HOME-SECRET\n")
-    with _sandbox(ws, ws) as sb:
+    with fs_env_sandbox(ws, _env(ws)) as sb:
         out = fs.run(
             sb,
             "cat .ssh/secret .config/secret .aws/secret .docker/secret .netrc; "
@@ -79,12 +71,12 @@ def test_a_home_that_is_the_workspace_keeps_its_credential_stores_masked(fs_host
     assert not (ws / ".config" / "planted").exists()
 
 
-def test_a_workspace_inside_the_home(fs_host_dir, fs):
+def test_a_workspace_inside_the_home(fs_host_dir, fs, fs_env_sandbox):
     home = fs_host_dir / "home-u"
     ws = home / "proj"
     ws.mkdir(parents=True)
     (home / "private").write_text("HOME-SECRET\n")
-    with _sandbox(ws, home) as sb:
+    with fs_env_sandbox(ws, _env(home)) as sb:
         _, second = _two_commands_and_a_host_write(sb, ws, fs)
         _long_lived_if_reusing(sb)
         hidden = fs.run(sb, f"cat {home}/private; ls -A {home}; echo END").stdout
@@ -93,14 +85,14 @@ def test_a_workspace_inside_the_home(fs_host_dir, fs):
     assert "HOME-SECRET" not in hidden and hidden.split() == ["proj", "END"], hidden
 
 
-def test_a_home_inside_the_workspace(fs_host_dir, fs):
+def test_a_home_inside_the_workspace(fs_host_dir, fs, fs_env_sandbox):
     """The home is masked inside the workspace too; the rest of the workspace is not
     cleaned, and what a command writes into the masked home never reaches the host."""
     ws = fs_host_dir / "ws"
     home = ws / "home"
     home.mkdir(parents=True)
     (home / "private").write_text("HOME-SECRET\n")
-    with _sandbox(ws, home) as sb:
+    with fs_env_sandbox(ws, _env(home)) as sb:
         _, second = _two_commands_and_a_host_write(sb, ws, fs)
         _long_lived_if_reusing(sb)
         inside = fs.run(sb, "cat home/private; echo x > home/planted; ls -A home; echo END")

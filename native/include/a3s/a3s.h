@@ -406,11 +406,12 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
  *    init runs each command as a fresh child (a new session, a private
  *    scratch directory, Landlock and seccomp) and, when it ends, kills every
  *    process of the sandbox and puts /tmp, /var/tmp, /run, /dev and the
- *    masked homes back as they were, so commands share nothing but the
+ *    masked homes back as they were (metadata included; only tmpfs trees of
+ *    its own, never the workspace), so commands share nothing but the
  *    workspace. Before each command the host checks that everything the
  *    sandbox was built over is still there (the workspace, every protected
- *    name and placeholder, every masked file, the set of credential files
- *    and protected names, no new hard link under a protected directory);
+ *    name and placeholder, every masked file, the set of credential files,
+ *    no new hard link under a protected directory);
  *    after any host-side change it builds a new sandbox. The placeholders of
  *    missing protected names live as long as the sandbox (journaled as for
  *    one-shot runs). It runs one command at a time: a call that finds it
@@ -484,7 +485,10 @@ typedef struct a3s_exec_options {
 #define A3S_RESULT_SETUP_FAILED (1ull << 4)
 
 /* Checks the configuration and binds a handle to the workspace. Nothing is
- * probed or run here: see a3s_sandbox_probe. */
+ * probed or run here: see a3s_sandbox_probe. Errors: A3S_E_INVALID (a bad
+ * argument or path), A3S_E_REFUSED (the workspace is a symlink, or is or
+ * holds /, /proc, /dev, /sys or /run), A3S_E_UNSUPPORTED (an executable is
+ * missing), A3S_E_NOMEM. */
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err);
 
 /* Runs one command. Returns A3S_OK with a result whenever the command's
