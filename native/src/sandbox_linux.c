@@ -587,7 +587,9 @@ char *a3s_plan_notes(const struct plan *p) {
     return text;
 }
 
-/* Records a note (one line) on what the plan did not follow or neutralized. */
+/* Records a note (one line) on what the plan did not follow or neutralized.
+ * The names in it come from the workspace: control bytes become '?', so a
+ * note printed on a terminal cannot drive it. */
 static void note(struct plan *p, const char *fmt, ...) A3S_PRINTF(2, 3);
 static void note(struct plan *p, const char *fmt, ...) {
     char line[PATH_MAX + 256];
@@ -595,7 +597,9 @@ static void note(struct plan *p, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    line[strcspn(line, "\n")] = '\0';
+    for (char *c = line; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     a3s_strvec_push(&p->notes, line);
 }
 

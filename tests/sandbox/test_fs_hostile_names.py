@@ -78,11 +78,12 @@ def test_a_toolchain_root_in_the_workspace_cannot_be_pointed_at_the_home(
 def test_a_host_git_pointer_outside_the_workspace_is_not_mounted(ws, host_secret, fs, fs_sandbox):
     """A .git file the host has (an unpacked archive, say) naming a gitdir outside the
     workspace: not mounted, and the result says so."""
-    (ws / ".git").write_text(f"gitdir: {host_secret}\n")
+    (ws / ".git").write_text(f"gitdir: {host_secret}/../secret\x1b]0;title\x07\n")
     with fs_sandbox(ws) as sb:
         out = fs.run(sb, f"cat {host_secret}/key; echo END")
     assert "HOST-SECRET-KEY" not in out.stdout, out
     assert any("outside the workspace" in n for n in out.neutralized), out
+    assert not any(ch in "".join(out.neutralized) for ch in "\x1b\x07"), "a note drives a terminal"
 
 
 def test_a_commondir_that_leaves_the_workspace_is_not_mounted(ws, host_secret, fs, fs_sandbox):
