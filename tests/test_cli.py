@@ -151,3 +151,31 @@ def test_console_script_and_module_entry_points(policy_file) -> None:
         )
         assert done.returncode == 0, done.stderr
         assert "decision: deny" in done.stdout
+
+
+def test_policy_check_with_a_workspace_decides_on_what_the_tool_opens(tmp_path, capsys) -> None:
+    ws = tmp_path / "ws"
+    (ws / "secrets").mkdir(parents=True)
+    (ws / "secrets" / "key.txt").write_text("k")
+    (ws / "docs").mkdir()
+    (ws / "docs" / "keys").symlink_to("../secrets")
+    policy = tmp_path / "p.yaml"
+    policy.write_text("deny: ['read(secrets/**)']\ndefault_decision: allow\n")
+    base = ["policy", "check", "--policy", str(policy), "--workspace", str(ws)]
+    assert main([*base, "read", json.dumps({"file_path": f"{ws}/docs/keys/key.txt"})]) == 0
+    out = capsys.readouterr().out
+    assert "decision: deny" in out
+    assert "argument string: read(docs/keys/key.txt)" in out
+    assert "argument string: read(secrets/key.txt)" in out
+    assert "target: read docs/keys/key.txt -> secrets/key.txt" in out
+    # the backslash spelling that the lexical argument string reads as a/secrets/key.txt
+    assert main([*base, "--json", "read", '{"file_path": "a\\\\b/../secrets/key.txt"}']) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["decision"] == "deny" and got["guardrail"] == "path.backslash"
+    # defaults are filled in: a search without a path is decided on the root
+    assert main([*base, "--json", "search", '{"mode": "grep", "query": "x"}']) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["argument_strings"] == ["grep x ."] and got["args"]["path"] == "."
+    # invalid arguments are an error, as the session refuses them
+    assert main([*base, "read", '{"file_path": 3}']) == 2
+    assert "invalid arguments for read" in capsys.readouterr().err

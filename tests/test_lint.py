@@ -83,3 +83,26 @@ def test_allow_covered_by_deny_never_takes_effect() -> None:
 def test_duplicates() -> None:
     got = codes(deny=["bash(rm**)", "Bash(rm**)"])
     assert got == [("duplicate", "Bash(rm**)")]
+
+
+def test_a_search_rule_whose_path_part_the_query_can_satisfy_is_reported() -> None:
+    findings = PermissionPolicy(allow=["search(grep **src/**)", "grep(**/secret**)"]).lint()
+    assert [(f.code, f.rule) for f in findings] == [
+        ("search-path-in-query", "search(grep **src/**)"),
+        ("search-path-in-query", "grep(**/secret**)"),
+    ]
+    assert "search(grep src/ .) is allowed" in findings[0].message
+    assert "search(grep ** src/**)" in findings[0].message
+    # the design's "<mode> <query> <path>" form, bare modes and path-free patterns are fine
+    assert (
+        codes(allow=["search(grep * src/**)", "grep", "grep(TODO*)", "search(glob ** docs)"]) == []
+    )
+    # a deny or ask rule the query matches only denies or asks more
+    assert codes(deny=["search(grep **secrets/**)"], ask=["search(grep **.git/**)"]) == []
+
+
+def test_an_allow_search_rule_with_a_literal_space_in_its_query_never_matches() -> None:
+    findings = PermissionPolicy(allow=["search(grep foo bar src/**)"]).lint()
+    assert [f.code for f in findings] == ["never-matches"]
+    assert "two separators" in findings[0].message
+    assert codes(deny=["search(grep foo bar **)"]) == []  # a deny matches the plain form too

@@ -31,6 +31,7 @@ EXPECTED = {
     "Risk",
     "SandboxArgumentError",
     "SandboxError",
+    "SandboxLimits",
     "SandboxUnavailable",
     "Session",
     "SessionClosed",
@@ -50,6 +51,7 @@ EXPECTED = {
 
 EXPECTED_POLICY = {
     "Decision",
+    "Evaluation",
     "LintFinding",
     "PermissionPolicy",
     "RuleView",
@@ -58,6 +60,50 @@ EXPECTED_POLICY = {
     "lint_policy",
     "normalize_path",
 }
+
+
+EXPECTED_MCP = {
+    "MAX_LINE",
+    "MAX_RESULT_BYTES",
+    "PROTOCOL_VERSIONS",
+    "STDERR_RING",
+    "McpCallResult",
+    "McpClient",
+    "McpConfig",
+    "McpConfigError",
+    "McpConnectionError",
+    "McpError",
+    "McpProtocolError",
+    "McpSandbox",
+    "McpServerConfig",
+    "McpServerError",
+    "McpServers",
+    "McpStartError",
+    "McpTimeout",
+    "McpTool",
+    "McpToolInfo",
+    "load_mcp_config",
+    "render_result",
+}
+
+
+def test_mcp_exports_and_errors() -> None:
+    import codeward.mcp as mcp
+
+    assert set(mcp.__all__) == EXPECTED_MCP
+    assert issubclass(mcp.McpError, codeward.CodewardError)
+    for cls in (
+        mcp.McpConfigError,
+        mcp.McpStartError,
+        mcp.McpConnectionError,
+        mcp.McpTimeout,
+        mcp.McpServerError,
+    ):
+        assert issubclass(cls, mcp.McpError), cls
+    assert issubclass(mcp.McpProtocolError, mcp.McpConnectionError)
+    assert issubclass(mcp.McpConfigError, ValueError)
+    assert issubclass(mcp.McpTimeout, TimeoutError)
+    assert issubclass(mcp.McpTool, codeward.kernel.ExternalTool)
 
 
 def test_top_level_exports() -> None:

@@ -15,7 +15,7 @@ from codeward.hitl import summarize_operation
 def test_the_public_names_are_the_one_implementation():
     assert guardrail_redact is _redact.redact
     args = {"command": "curl -H 'Authorization: Bearer abcdefghijklmnop' https://h/x?sig=S"}
-    assert summarize_operation("bash", args) == summarize_call("bash", args, limit=240)
+    assert summarize_operation("bash", args, 240) == summarize_call("bash", args, limit=240)
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,12 @@ One run measures, each against baselines timed in the same run:
    Python API) in a small workspace, both in the default long-lived sandbox
    (``reuse=True``: one sandbox per object, each command a fresh confined
    child of its init) and one-shot (``reuse=False``: one bubblewrap per
-   command), and through the CLI ``codeward exec -- true`` (a fresh Python,
-   the readiness probe and the command; reported apart, with its start-up
-   references);
+   command), both with the default resource bounds (docs/security.md,
+   "Resource bounds": a cgroup where one can be made, else RLIMIT_NPROC and
+   the init's memory watchdog; tmpfs sizes; the OOM score reset) and, to
+   price them, with every bound UNLIMITED; and through the CLI
+   ``codeward exec -- true`` (a fresh Python, the readiness probe and the
+   command; reported apart, with its start-up references);
 2. the same ``exec("true")`` in a 100,000-file workspace (10,000 directories
    of depth 1-6, ten files each, a few nested ``.env`` files; generated once,
    reused from ``--cache DIR``): the first run of a new sandbox (cold
@@ -72,11 +75,12 @@ except ImportError:  # a source tree with the extension built in place
 from common import Series, measure, ms, plain, ratio  # noqa: E402
 
 import workspace  # noqa: E402
-from codeward.sandbox import NativeBashSandbox  # noqa: E402
+from codeward.sandbox import UNLIMITED, NativeBashSandbox, SandboxLimits  # noqa: E402
 from codeward.sandbox._locate import bwrap_version, find_bwrap  # noqa: E402
 from report import loadavg, section, table  # noqa: E402
 
 TARGET_API_VS_BWRAP = 1.3
+TARGET_BOUNDED_VS_BWRAP = 0.6  # the default, bounded, long-lived sandbox
 TARGET_LARGE_VS_SMALL = 1.5
 TARGET_FLOOD_VS_CAT = 0.5
 TARGET_FLOOD_RSS_MIB = 16.0
@@ -154,6 +158,14 @@ def cli_command(workspace_dir: Path) -> list[str]:
 
 API = "sb.exec (reuse)"  # the default: the long-lived sandbox
 API_ONE_SHOT = "sb.exec (one-shot)"
+API_UNBOUNDED = "sb.exec (reuse, unbounded)"
+API_ONE_SHOT_UNBOUNDED = "sb.exec (one-shot, unbounded)"
+UNBOUNDED = SandboxLimits(
+    memory_max_bytes=UNLIMITED,
+    max_processes=UNLIMITED,
+    tmpfs_max_bytes=UNLIMITED,
+    inotify_watch_budget=UNLIMITED,
+)
 
 
 def bench_startup(
@@ -162,6 +174,7 @@ def bench_startup(
     sb: NativeBashSandbox | None,
     sb_one_shot: NativeBashSandbox | None,
     small: Path,
+    unbounded: tuple[NativeBashSandbox, NativeBashSandbox] | None = None,
 ) -> dict[str, Any]:
     true = shutil.which("true") or "/bin/true"
     bash = shutil.which("bash") or "/bin/bash"
@@ -176,6 +189,9 @@ def bench_startup(
     if sb is not None and sb_one_shot is not None:
         fns[API] = sandbox_fn(sb)
         fns[API_ONE_SHOT] = sandbox_fn(sb_one_shot)
+    if unbounded is not None:
+        fns[API_UNBOUNDED] = sandbox_fn(unbounded[0])
+        fns[API_ONE_SHOT_UNBOUNDED] = sandbox_fn(unbounded[1])
     series = measure(fns, cfg.reps, cfg.rounds)
 
     cli: dict[str, Series] = {}
@@ -221,7 +237,9 @@ def report_startup(res: dict[str, Any]) -> dict[str, float]:
         "  private scratch dir, Landlock + seccomp, bash -c true; then every process killed and\n"
         "  /tmp, /run, /dev put back), after checking the workspace did not change under it;\n"
         "  sb.exec (one-shot): reuse=False, one bubblewrap (namespaces, mounts, a3s-init) per\n"
-        "  command; cpu ms: user+sys of this process and its reaped children, mean per run\n"
+        "  command; both with the default resource bounds, and 'unbounded' with every bound\n"
+        "  UNLIMITED (no cgroup, no RLIMIT_NPROC, no watchdog, no tmpfs sizes) to price them;\n"
+        "  cpu ms: user+sys of this process and its reaped children, mean per run\n"
         "  (the long-lived sandbox is not a child: its init's and bash's CPU is not counted)."
     )
     ratios: dict[str, float] = {}
@@ -237,6 +255,17 @@ def report_startup(res: dict[str, Any]) -> dict[str, float]:
         ratios["api_minus_plain_bwrap_ms"] = (api.median - bw) * 1e3
         ratios["api_one_shot_vs_plain_bwrap"] = ratio(one.median, bw)
         ratios["api_one_shot_vs_api"] = ratio(one.median, api.median)
+    if API_UNBOUNDED in s and API in s:
+        free, free_one = s[API_UNBOUNDED], s[API_ONE_SHOT_UNBOUNDED]
+        ratios["api_unbounded_vs_plain_bwrap"] = ratio(free.median, bw)
+        ratios["bounds_cost_ms"] = (s[API].median - free.median) * 1e3
+        ratios["bounds_cost_one_shot_ms"] = (s[API_ONE_SHOT].median - free_one.median) * 1e3
+        print(
+            f"  the resource bounds cost {ratios['bounds_cost_ms']:+.2f} ms per command in the"
+            f" long-lived sandbox ({ratio(s[API].median, bw):.2f}x vs"
+            f" {ratios['api_unbounded_vs_plain_bwrap']:.2f}x plain bwrap unbounded) and"
+            f" {ratios['bounds_cost_one_shot_ms']:+.2f} ms per one-shot run (its own cgroup)"
+        )
     cli: dict[str, Series] = res["cli"]
     if cli:
         c = cli["codeward exec"]
@@ -547,10 +576,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         small = workspace.small_workspace(tmp / "small")
         sb = NativeBashSandbox(small, reuse=True) if sandbox_ok else None
         sb_one_shot = NativeBashSandbox(small, reuse=False) if sandbox_ok else None
+        unbounded = (
+            (
+                NativeBashSandbox(small, reuse=True, limits=UNBOUNDED),
+                NativeBashSandbox(small, reuse=False, limits=UNBOUNDED),
+            )
+            if sandbox_ok
+            else None
+        )
 
         # ---- 1. start-up ---------------------------------------------------
         section("1. Start-up of `true`: direct, plain bwrap, the Python API, the CLI")
-        st = bench_startup(cfg, bwrap, sb, sb_one_shot, small)
+        st = bench_startup(cfg, bwrap, sb, sb_one_shot, small, unbounded)
         ratios.update(report_startup(st))
         doc["startup"] = plain(st)
         mark("startup")
@@ -582,6 +619,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         api = ratios.get("api_vs_plain_bwrap")
         targets["api_within_1.3x_plain_bwrap"] = None if api is None else api <= TARGET_API_VS_BWRAP
+        targets["bounded_within_0.6x_plain_bwrap"] = (
+            None if api is None else api <= TARGET_BOUNDED_VS_BWRAP
+        )
         lvs = ratios.get("large_vs_small")
         targets["large_within_1.5x_small"] = None if lvs is None else lvs <= TARGET_LARGE_VS_SMALL
         fvc = ratios.get("sandbox_vs_cat")
@@ -601,6 +641,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 " long-lived sandbox;\n        one-shot (reuse=False, not the target's path):"
                 f" {ratios['api_one_shot_vs_plain_bwrap']:.2f}x ({ms(s[API_ONE_SHOT].median)} ms)"
                 if api is not None
+                else "n/a"
+            )
+        )
+        print(
+            f"  {verdict(targets['bounded_within_0.6x_plain_bwrap'])}  with the default resource"
+            f" bounds and PID 1's resets, exec('true') within {TARGET_BOUNDED_VS_BWRAP}x plain"
+            " bwrap: "
+            + (
+                f"{api:.2f}x (unbounded {ratios['api_unbounded_vs_plain_bwrap']:.2f}x; the bounds"
+                f" cost {ratios['bounds_cost_ms']:+.2f} ms per command)"
+                if api is not None and "bounds_cost_ms" in ratios
                 else "n/a"
             )
         )

@@ -211,6 +211,10 @@ func (p *PermissionPolicy) add(list C.int, raw string) error {
 // else [Allow]. Its joined argument string is never matched as a whole,
 // because ** crosses newlines and read(src/**) would otherwise allow src/a
 // together with /etc/shadow.
+//
+// A search's allow rules match only its strict form (spaces inside the
+// mode, query and path as U+001F), so its query never satisfies a rule's
+// path part; its deny and ask rules match either form.
 func (p *PermissionPolicy) Check(tool string, args map[string]any) (Decision, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -223,6 +227,23 @@ func (p *PermissionPolicy) Check(tool string, args map[string]any) (Decision, er
 	name, each, err := subjects(tool, args)
 	if err != nil {
 		return "", err
+	}
+	if strict, ok, err := strictSearchSubject(tool, args); err != nil || ok {
+		if err != nil {
+			return "", err
+		}
+		matched, err := p.searchMatches(name, each[0], strict)
+		if err != nil {
+			return "", err
+		}
+		for _, d := range []Decision{Deny, Allow, Ask} {
+			for _, i := range matched {
+				if p.rules[i].List == string(d) {
+					return d, nil
+				}
+			}
+		}
+		return p.fallback, nil
 	}
 	asked := false
 	for _, subject := range each {
@@ -277,20 +298,22 @@ func (p *PermissionPolicy) MatchingRules(tool string, args map[string]any) (Matc
 	if len(p.rules) == 0 {
 		return found, nil
 	}
-	// At most every rule matches, so this buffer is always large enough.
-	indices := make([]C.size_t, len(p.rules))
 	matched := make([]bool, len(p.rules)) // by rule index, so the union is in policy order
+	strict, isSearch, err := strictSearchSubject(tool, args)
+	if err != nil {
+		return found, err
+	}
 	for _, subject := range each {
-		var count C.size_t
-		t, tn := borrow(name)
-		s, sn := borrow(subject)
-		rc := C.a3s_ruleset_matches(p.rs, t, tn, s, sn, &indices[0], C.size_t(len(indices)),
-			&count, nil)
-		runtime.KeepAlive(p)
-		if rc != C.A3S_OK {
-			return found, coreError(rc, nil)
+		var indices []int
+		if isSearch {
+			indices, err = p.searchMatches(name, subject, strict)
+		} else {
+			indices, err = p.matches(name, subject)
 		}
-		for _, i := range indices[:count] {
+		if err != nil {
+			return found, err
+		}
+		for _, i := range indices {
 			matched[i] = true
 		}
 	}
@@ -308,6 +331,60 @@ func (p *PermissionPolicy) MatchingRules(tool string, args map[string]any) (Matc
 		}
 	}
 	return found, nil
+}
+
+// matches is the indices of the rules matching one argument string. The
+// caller holds p.mu.
+func (p *PermissionPolicy) matches(name, subject string) ([]int, error) {
+	if len(p.rules) == 0 {
+		return nil, nil
+	}
+	// At most every rule matches, so this buffer is always large enough.
+	indices := make([]C.size_t, len(p.rules))
+	var count C.size_t
+	t, tn := borrow(name)
+	s, sn := borrow(subject)
+	rc := C.a3s_ruleset_matches(p.rs, t, tn, s, sn, &indices[0], C.size_t(len(indices)),
+		&count, nil)
+	runtime.KeepAlive(p)
+	if rc != C.A3S_OK {
+		return nil, coreError(rc, nil)
+	}
+	out := make([]int, count)
+	for i, index := range indices[:count] {
+		out[i] = int(index)
+	}
+	return out, nil
+}
+
+// searchMatches is the indices of the rules matching a search, in policy
+// order: deny and ask rules matching either form of its argument string,
+// allow rules matching the strict form. The caller holds p.mu.
+func (p *PermissionPolicy) searchMatches(name, subject, strict string) ([]int, error) {
+	loose, err := p.matches(name, subject)
+	if err != nil {
+		return nil, err
+	}
+	inStrict, err := p.matches(name, strict)
+	if err != nil {
+		return nil, err
+	}
+	keep := make([]bool, len(p.rules))
+	for _, i := range inStrict {
+		keep[i] = true
+	}
+	for _, i := range loose {
+		if p.rules[i].List != "allow" {
+			keep[i] = true
+		}
+	}
+	var out []int
+	for i, k := range keep {
+		if k {
+			out = append(out, i)
+		}
+	}
+	return out, nil
 }
 
 // ExposesToModel reports whether the tool should be offered to the model at

@@ -125,25 +125,59 @@ func ArgumentString(tool string, args map[string]any) (name, subject string, err
 	return name, subject, nil
 }
 
+// separatorStandIn stands for a space inside the mode, query or path of a
+// search in the strict form an allow rule is matched on (Python's
+// SEPARATOR_STAND_IN).
+const separatorStandIn = "\x1f"
+
 // searchString is "<mode> <query> <path>" for a search call or a call of
 // the search-mode tool name (grep, glob, bm25), which is its mode.
 func searchString(name string, args map[string]any) (string, error) {
+	parts, err := searchParts(name, args)
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(parts, " "), nil
+}
+
+// strictSearchSubject is the strict form of a search call's argument
+// string, and false for any other tool: every space inside the mode, the
+// query and the path replaced by separatorStandIn. Deny and ask rules match
+// either form, allow rules only the strict one, where a literal space can
+// only be a separator: text in the query never stands in for the path.
+func strictSearchSubject(tool string, args map[string]any) (string, bool, error) {
+	name := canonicalTool(tool)
+	if name != "search" && !isSearchMode(name) {
+		return "", false, nil
+	}
+	parts, err := searchParts(name, args)
+	if err != nil {
+		return "", false, err
+	}
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(p, " ", separatorStandIn)
+	}
+	return strings.Join(parts, " "), true, nil
+}
+
+// searchParts is [mode, query, path] of a search call.
+func searchParts(name string, args map[string]any) ([]string, error) {
 	mode := name
 	if name == "search" {
 		var err error
 		if mode, err = text(args["mode"]); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	query, err := text(args["query"])
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	path, err := pathField(args, "path")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return mode + " " + query + " " + path, nil
+	return []string{mode, query, path}, nil
 }
 
 // text is a field as text: a string as is, null or missing as "", anything
@@ -193,7 +227,7 @@ func isMultiRead(name string, args map[string]any) bool {
 // Joining the paths with newlines would let read(src/**) allow src/a plus
 // /etc/shadow in one call, since ** crosses newlines; so a multi-file read
 // is decided per file, strictest first. It mirrors Python's
-// codeward.policy._subject.subjects.
+// codeward.policy._subject.decision_subjects.
 func subjects(tool string, args map[string]any) (string, []string, error) {
 	if name := canonicalTool(tool); isMultiRead(name, args) {
 		paths, err := readPaths(args["files"])

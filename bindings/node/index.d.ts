@@ -73,9 +73,14 @@ export class PermissionPolicy {
    * The decision for one call. Throws TypeError for arguments with no JSON form.
    * A multi-file read (`files`, no `file_path`) is decided per file: 'deny' if any
    * file is denied, else 'ask' if any is asked or falls to an ask default, else 'allow'.
+   * A search's allow rules match only its strict form (spaces inside the mode, query
+   * and path as U+001F), so the query never satisfies a rule's path part.
    */
   check(tool: string, args?: ToolArgs): Decision;
-  /** Every matching rule, per list; for a multi-file read, those matching any file. */
+  /**
+   * Every matching rule, per list; for a multi-file read, those matching any file;
+   * for a search, the allow rules its strict form matches.
+   */
   matchingRules(tool: string, args?: ToolArgs): MatchingRules;
   /** False only if every call of the tool is denied before its arguments are known. */
   exposesToModel(tool: string): boolean;

@@ -1,11 +1,13 @@
 /* a3s_init.c - the supervisor every sandboxed command runs under.
  *
  * In sandbox mode it is PID 1 of the bubblewrap pid namespace: non-dumpable,
- * without capabilities, it prepares Landlock and seccomp, forks the command
- * with both applied, forwards TERM/INT/HUP, reaps, enforces the timeout, and
- * exits with the command's status; when PID 1 exits the kernel kills every
- * process left in the namespace. In host mode (the opted-in process host) it
- * is a child subreaper that runs the command unconfined but still takes every
+ * without capabilities, under the same seccomp filter as the command
+ * (installed on itself once prepared), it forks the command with Landlock
+ * applied, reaps, enforces the timeout, and exits with the command's
+ * status (signals reach it only from commands, and are ignored); when
+ * PID 1 exits the kernel kills every process left in the namespace. In host
+ * mode (the opted-in process host) it is a child subreaper that runs the
+ * command unconfined, forwards TERM/INT/HUP, and still takes every
  * descendant down with it. In server mode (server.c) it is PID 1 of a
  * long-lived sandbox and runs one command after another, each as a fresh
  * child, on requests from the host's control socket.
@@ -13,13 +15,19 @@
  * It watches a lifeline pipe whose write end only the caller holds: when the
  * caller dies, at any moment, the read end hangs up and everything is killed.
  *
- * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N]
- *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock]
- *                 -- PROGRAM [ARG]...
+ * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N] [--host-pidfd N]
+ *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock] [--allow-connect]
+ *                 [LIMITS] -- PROGRAM [ARG]...
  *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
- *                 [--rw PATH]... [--clean PATH]... [--no-landlock] -- PROGRAM [ARG]...
+ *                 [--rw PATH]... [--clean PATH]... [--no-landlock] [LIMITS]
+ *                 -- PROGRAM [ARG]...
+ * LIMITS (sandbox and server modes; limits.c): --max-processes N (each
+ * command's RLIMIT_NPROC), --memory-max N (the memory watchdog's bound, for
+ * a sandbox without a memory cgroup) and --watch-tmpfs PATH... (the tmpfs
+ * mounts whose contents it counts).
  * The status fd receives "R" once the command runs, "E<message>" if setting it
- * up failed (the init then exits 125), and "T" if it timed out (exit 124).
+ * up failed (the init then exits 125), "T" if it timed out (exit 124) and
+ * "M" if the memory watchdog killed it.
  * In server mode each request's command is appended to PROGRAM [ARG]...
  */
 #define _GNU_SOURCE
@@ -43,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -85,12 +94,17 @@ _Noreturn void die(const struct config *cfg, const char *fmt, ...) {
         a3s_msg_send(cfg->control_fd, buf, dlen, NULL, 0, 1000);
     }
     fprintf(stderr, "a3s-init: sandbox setup failed: %.*s\n", (int)(len - 1), msg + 1);
-    /* nothing may outlive a failed setup; but "everything" is only ours to
-     * signal once we are proven PID 1 of a new pid namespace (a bubblewrap
-     * that did not isolate would make it every process the caller can reach) */
-    if (cfg && cfg->sandbox && cfg->owns_pidns)
-        kill(-1, SIGKILL);
+    if (cfg) /* nothing may outlive a failed setup (once we may say so) */
+        signal_namespace(cfg, SIGKILL);
     _exit(EXIT_SETUP);
+}
+
+/* "Every process" is ours to signal only once prove_isolation showed we are
+ * PID 1 of a new pid namespace: a bubblewrap that did not isolate would make
+ * kill(-1) reach every process the caller can. */
+void signal_namespace(const struct config *cfg, int sig) {
+    if (cfg->sandbox && cfg->owns_pidns)
+        kill(-1, sig);
 }
 
 static uint64_t parse_u64(const char *s, const char *what) {
@@ -158,6 +172,8 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
                            .lifeline_fd = -1,
                            .control_fd = -1,
                            .host_pidfd = -1,
+                           .oom_fd = -1,
+                           .dump_fd = -1,
                            .grace_ms = 2000,
                            .landlock = true};
     bool mode_set = false;
@@ -170,6 +186,9 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             break;
         } else if (strcmp(a, "--no-landlock") == 0) {
             cfg->landlock = false;
+            continue;
+        } else if (strcmp(a, "--allow-connect") == 0) {
+            cfg->allow_connect = true;
             continue;
         }
         if (!v)
@@ -202,6 +221,14 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             if (cfg->nclean == MAX_CLEAN)
                 die(NULL, "too many --clean paths (limit %d)", MAX_CLEAN);
             cfg->clean[cfg->nclean++] = v;
+        } else if (strcmp(a, "--max-processes") == 0) {
+            cfg->max_processes = parse_u64(v, a);
+        } else if (strcmp(a, "--memory-max") == 0) {
+            cfg->memory_max = parse_u64(v, a);
+        } else if (strcmp(a, "--watch-tmpfs") == 0) {
+            if (cfg->nwatch_tmpfs == MAX_CLEAN)
+                die(NULL, "too many --watch-tmpfs paths (limit %d)", MAX_CLEAN);
+            cfg->watch_tmpfs[cfg->nwatch_tmpfs++] = v;
         } else {
             die(NULL, "unknown option '%s'", a);
         }
@@ -283,6 +310,10 @@ _Noreturn void run_child(const struct child_spec *c) {
                (c->err >= 0 && dup2(c->err, 2) < 0)) {
         f.err = errno;
         memcpy(f.step, "dup2", 5);
+    } else if (c->nproc &&
+               setrlimit(RLIMIT_NPROC, &(struct rlimit){c->nproc, c->nproc}) < 0) {
+        f.err = errno;
+        memcpy(f.step, "rlimit_nproc", 13);
     } else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         f.err = errno;
         memcpy(f.step, "no_new_privs", 13);
@@ -305,8 +336,7 @@ _Noreturn void run_child(const struct child_spec *c) {
  * reaped pid may already name another process. */
 static void signal_all(const struct config *cfg, pid_t child, int sig) {
     if (cfg->sandbox) {
-        if (cfg->owns_pidns)
-            kill(-1, sig); /* proven PID 1: every other process of our namespace */
+        signal_namespace(cfg, sig); /* every other process of our namespace */
         return;
     }
     if (child > 0) {
@@ -353,10 +383,9 @@ int status_of(int wstatus) {
 }
 
 static _Noreturn void finish(const struct config *cfg, pid_t child, int code) {
-    if (cfg->sandbox) {
-        if (cfg->owns_pidns)
-            kill(-1, SIGKILL);
-    } else
+    if (cfg->sandbox)
+        signal_namespace(cfg, SIGKILL);
+    else
         reap_everything(cfg, child);
     _exit(code);
 }
@@ -437,6 +466,11 @@ static int run_probe(void) {
     if (d)
         closedir(d);
     probe_check(d && pids <= 3, "no host processes visible", NULL);
+    char denied[2048];
+    int checked = probe_denials(denied, sizeof denied);
+    char what[64];
+    snprintf(what, sizeof what, "every denied system call refused (%d)", checked);
+    probe_check(checked > 0, what, denied);
     printf("a3s-probe: %s\n", probe_failures ? "FAILED" : "ok");
     return probe_failures ? 1 : 0;
 }
@@ -456,6 +490,10 @@ int main(int argc, char **argv) {
     set_cloexec(cfg.control_fd);
     set_cloexec(cfg.host_pidfd);
 
+    /* Opened while /proc/self is still ours (limits.c). */
+    if (cfg.sandbox && !own_settings_open(&cfg))
+        die(&cfg, "cannot open /proc/self/oom_score_adj and coredump_filter: %s",
+            strerror(errno));
     /* Nobody may ptrace or read the memory of the supervisor. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die(&cfg, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
@@ -488,10 +526,18 @@ int main(int argc, char **argv) {
     struct a3s_seccomp_program filter = {0};
     a3s_error err;
     if (cfg.sandbox) {
-        if (cfg.landlock && a3s_landlock_prepare(cfg.rw, cfg.nrw, &ll, &err) != A3S_OK)
+        if (cfg.landlock &&
+            a3s_landlock_prepare_net(cfg.rw, cfg.nrw, cfg.allow_connect, &ll, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
         if (a3s_seccomp_build(0, &filter, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
+        /* The init runs under the command's filter too, installed once here
+         * with everything prepared (nothing it does later is refused by
+         * it): a process of ours in the sandbox without a filter would be
+         * the one a command tries to reach. Every command inherits it. */
+        int rc = a3s_seccomp_install(&filter);
+        if (rc != 0)
+            die(&cfg, "cannot install the seccomp filter on the init: %s", strerror(-rc));
     }
 
     sigset_t mask;
@@ -507,12 +553,16 @@ int main(int argc, char **argv) {
     if (sfd < 0)
         die(&cfg, "signalfd: %s", strerror(errno));
     if (cfg.server)
-        serve(&cfg, program, &ll, &filter, sfd); /* never returns */
+        serve(&cfg, program, &ll, NULL, sfd); /* never returns; commands inherit the filter */
 
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)
         die(&cfg, "pipe2: %s", strerror(errno));
+    if (cfg.sandbox)
+        oom_adj_for_command(&cfg);
     pid_t child = fork();
+    if (cfg.sandbox && child != 0)
+        own_settings_restore(&cfg);
     if (child < 0)
         die(&cfg, "fork: %s", strerror(errno));
     if (child == 0) {
@@ -525,7 +575,8 @@ int main(int argc, char **argv) {
             .out = -1,
             .err = -1,
             .ll = cfg.sandbox ? &ll : NULL,
-            .filter = cfg.sandbox ? &filter : NULL,
+            .filter = NULL, /* inherited from the init (sandbox mode) */
+            .nproc = cfg.sandbox ? command_nproc(&cfg) : 0,
             .report_fd = report[1],
         };
         run_child(&spec);
@@ -548,18 +599,30 @@ int main(int argc, char **argv) {
     status_write(cfg.status_fd, "R", 1);
 
     int tfd = cfg.timeout_ms ? arm_timer(cfg.timeout_ms) : -1;
+    int wfd = cfg.sandbox ? watchdog_arm(&cfg) : -1;
     bool timed_out = false, stopping = false;
     for (;;) {
-        struct pollfd fds[3] = {
+        struct pollfd fds[5] = {
             {.fd = sfd, .events = POLLIN},
             {.fd = tfd, .events = POLLIN},
             {.fd = cfg.lifeline_fd, .events = POLLIN},
+            /* a copy of the lifeline in a child the caller forked must not keep us up */
+            {.fd = cfg.host_pidfd, .events = POLLIN},
+            {.fd = wfd, .events = POLLIN},
         };
-        int rc = poll(fds, 3, -1);
+        int rc = poll(fds, 5, -1);
         if (rc < 0 && errno != EINTR)
             finish(&cfg, child, EXIT_SETUP);
-        if (fds[2].revents) /* the caller is gone: take everything down */
+        if (fds[2].revents || fds[3].revents) /* the caller is gone: take everything down */
             finish(&cfg, child, 128 + SIGKILL);
+        if ((fds[4].revents & POLLIN) && watchdog_over(&cfg, wfd)) {
+            /* over the memory bound: the command goes, as if the kernel's OOM
+             * killer had struck in a memory cgroup */
+            status_write(cfg.status_fd, "M", 1);
+            signal_all(&cfg, child, SIGKILL);
+            close(wfd);
+            wfd = -1;
+        }
         if (fds[1].revents & POLLIN) {
             uint64_t ticks;
             ssize_t ignored = read(tfd, &ticks, sizeof ticks);
@@ -579,9 +642,18 @@ int main(int argc, char **argv) {
         if (fds[0].revents & POLLIN) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo != SIGCHLD && cfg.sandbox) {
+                    /* In a sandbox nothing outside sends these to PID 1: the
+                     * caller stops a run by killing bubblewrap (whose death
+                     * kills us: the parent-death signal) or through the
+                     * lifeline. So a signal here came from a command, and
+                     * whatever it claims to be (rt_sigqueueinfo forges any
+                     * si_pid), it does not stop the run. */
+                    continue;
+                }
                 if (si.ssi_signo != SIGCHLD) {
-                    /* a stop request from outside (the caller's cancel or timeout):
-                     * pass it on, then KILL everything after the grace period */
+                    /* host mode: a stop request from the caller's cancel or
+                     * timeout: pass it on, then KILL everything after the grace */
                     signal_all(&cfg, child, (int)si.ssi_signo);
                     if (!stopping) {
                         stopping = true;

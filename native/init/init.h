@@ -29,12 +29,22 @@ struct config {
     const char *clean[MAX_CLEAN]; /* server mode: trees restored after every command */
     size_t nclean;
     bool landlock;
+    bool allow_connect; /* --allow-connect: Landlock leaves TCP connect alone (a network grant) */
     char **argv; /* the command (server mode: its first words) */
     /* sandbox modes: the caller's user, mnt, net and pid namespace inodes
      * (--host-ns), which ours must all differ from */
     unsigned long long host_ns[4];
     bool host_ns_set;
     bool owns_pidns; /* proven PID 1 of a new pid namespace: kill(-1) reaches only it */
+    /* limits.c */
+    int oom_fd;             /* the init's own /proc/self/oom_score_adj, opened while dumpable */
+    int oom_base;           /* its value at start */
+    int dump_fd;            /* likewise /proc/self/coredump_filter */
+    unsigned long long dump_base;
+    uint64_t max_processes; /* each command's RLIMIT_NPROC; 0: none */
+    uint64_t memory_max;    /* the watchdog's bound on the sandbox's memory; 0: no watchdog */
+    const char *watch_tmpfs[MAX_CLEAN]; /* the sandbox's tmpfs mounts: their contents count */
+    size_t nwatch_tmpfs;
 };
 
 /* What a child reports through its close-on-exec pipe when it cannot exec. */
@@ -54,17 +64,52 @@ struct child_spec {
     int in, out, err;
     const struct a3s_landlock *ll;
     const struct a3s_seccomp_program *filter;
+    uint64_t nproc; /* RLIMIT_NPROC to set (0: leave it) */
     int report_fd;
 };
 
 _Noreturn void die(const struct config *cfg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Sandbox modes: sig to every other process of the pid namespace, only
+ * once the init proved it is PID 1 of one it owns (cfg->owns_pidns); else
+ * nothing. Every kill(-1, ...) of the init goes through here. */
+void signal_namespace(const struct config *cfg, int sig);
 void set_cloexec(int fd);
 bool has_capabilities(void);
 bool resolve_program(const char *name, char out[PATH_MAX]);
 int status_of(int wstatus);
 int arm_timer(uint64_t ms);
 _Noreturn void run_child(const struct child_spec *c);
+
+/* The init's own settings a fork passes on (limits.c). own_settings_open
+ * opens its /proc/self/oom_score_adj and coredump_filter (call it while
+ * still dumpable) and records their values; oom_adj_for_command sets the
+ * OOM score a command inherits through the next fork (the kernel's
+ * maximum); own_settings_restore puts the init's own back (false if it
+ * cannot). */
+bool own_settings_open(struct config *cfg);
+void oom_adj_for_command(const struct config *cfg);
+bool own_settings_restore(const struct config *cfg);
+
+/* The RLIMIT_NPROC a command gets: cfg->max_processes, or less if the
+ * init's own hard limit is lower (it cannot raise it); 0 for none. */
+uint64_t command_nproc(const struct config *cfg);
+
+/* The memory watchdog (limits.c), for a sandbox without a memory cgroup:
+ * watchdog_arm returns a timerfd ticking while a command runs (-1 when
+ * there is no bound, or no timer); watchdog_over, on a tick, says whether
+ * the sandbox's memory (its processes' resident anonymous memory, the
+ * contents of its tmpfs mounts and of SysV shared memory) is above the
+ * bound: the caller then kills the command. */
+int watchdog_arm(const struct config *cfg);
+bool watchdog_over(const struct config *cfg, int tfd);
+
+/* The self-test's seccomp check (probe_seccomp.c): calls every system call
+ * the filter refuses whatever its arguments, without running any of them,
+ * and checks each errno. The number checked, or minus the number that
+ * were not refused as the table says; `detail` names the calls checked, or
+ * the failures. */
+int probe_denials(char *detail, size_t cap);
 
 /* Server mode (server.c): answers requests on cfg->control_fd until the
  * host shuts it down, hangs up, or the lifeline breaks; never returns. */

@@ -4,9 +4,10 @@
  * control socket (native/src/session_msg.h). For each EXEC the init forks a
  * fresh child: a new session and process group, a private scratch
  * directory (mode 0700, under /run/a3s/scratch) that the request's
- * environment names as HOME, TMPDIR and XDG_*, NoNewPrivs, Landlock and
- * seccomp, then execve(bash -c COMMAND) with the stdout and stderr fds that
- * came with the request. When the command's main process ends, or its
+ * environment names as HOME, TMPDIR and XDG_*, NoNewPrivs, Landlock, the
+ * seccomp filter (the init's own, inherited) and the bounds of limits.c,
+ * then execve(bash -c COMMAND) with the stdout and stderr fds that came with
+ * the request. When the command's main process ends, or its
  * timeout or a CANCEL stops it (TERM to every process of the namespace,
  * KILL after the grace), every other process of the namespace is killed
  * and reaped; the writable trees (/tmp, /var/tmp, /run, /dev, the masked
@@ -521,7 +522,7 @@ static int devnull = -1;
 
 /* Takes everything down: PID 1 exiting makes the kernel kill what is left. */
 static _Noreturn void shut_down(void) {
-    kill(-1, SIGKILL);
+    signal_namespace(cfg_g, SIGKILL);
     _exit(0);
 }
 
@@ -553,7 +554,7 @@ static uint16_t receive(uint8_t **buf, size_t *len, int fds[2], size_t *nfds) {
  * command's status if it was still to be reaped. */
 static void kill_and_reap(pid_t child, int *status, bool *reaped) {
     for (;;) {
-        kill(-1, SIGKILL);
+        signal_namespace(cfg_g, SIGKILL);
         int st;
         pid_t p = waitpid(-1, &st, 0);
         if (p < 0 && errno == EINTR)
@@ -568,15 +569,16 @@ static void kill_and_reap(pid_t child, int *status, bool *reaped) {
 }
 
 /* Handles what the signalfd holds: reaps children (noting the command's
- * status) and treats a signal from outside the namespace as a shutdown. */
+ * status). Any other signal is ignored, whoever seems to send it: the host
+ * stops the sandbox only through what a command cannot forge (the control
+ * socket, the lifeline, the caller's pidfd, or SIGKILL), while a command
+ * can queue a signal to PID 1 with any si_pid it likes (rt_sigqueueinfo)
+ * where Landlock does not scope signals. */
 static void drain_signals(int sfd, pid_t child, int *status, bool *reaped) {
     struct signalfd_siginfo si;
     while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        if (si.ssi_signo != SIGCHLD) {
-            if (si.ssi_pid == 0)
-                shut_down(); /* sent from the host side: stop */
-            continue;        /* a command signalling PID 1: ignored */
-        }
+        if (si.ssi_signo != SIGCHLD)
+            continue;
         int st;
         pid_t p;
         while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
@@ -617,6 +619,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     char **argv = command_argv(cfg, m->command);
     int report[2] = {-1, -1};
     pid_t child = -1;
+    oom_adj_for_command(cfg);
     if (!argv) {
         fail_setup(d, "%s: %s", "out of memory", ENOMEM);
     } else if (mkdir(A3S_SCRATCH_PARENT, 0700) < 0 && errno != EEXIST) {
@@ -640,10 +643,12 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             .err = err,
             .ll = ll,
             .filter = filter,
+            .nproc = command_nproc(cfg),
             .report_fd = report[1],
         };
         run_child(&spec);
     }
+    own_settings_restore(cfg); /* the child was forked with the command's OOM score */
     close(out);
     close(err);
     if (report[1] >= 0)
@@ -666,20 +671,22 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     if (report[0] >= 0)
         close(report[0]);
 
-    bool stopping = false, timed_out = false, cancelled = false;
-    int tfd = -1;
+    bool stopping = false, timed_out = false, cancelled = false, oom_killed = false;
+    int tfd = -1, wfd = -1;
     if (child > 0 && !(d->flags & A3S_DONE_SETUP_FAILED)) {
         tfd = m->timeout_ms ? arm_timer(m->timeout_ms) : -1;
+        wfd = watchdog_arm(cfg);
         uint64_t grace = m->grace_ms ? m->grace_ms : 2000;
         while (!reaped) {
-            struct pollfd p[5] = {
+            struct pollfd p[6] = {
                 {.fd = sfd, .events = POLLIN},
                 {.fd = tfd, .events = POLLIN},
                 {.fd = cfg->control_fd, .events = POLLIN},
                 {.fd = cfg->lifeline_fd, .events = POLLIN},
                 {.fd = cfg->host_pidfd, .events = POLLIN},
+                {.fd = wfd, .events = POLLIN},
             };
-            if (poll(p, 5, -1) < 0) {
+            if (poll(p, 6, -1) < 0) {
                 if (errno == EINTR)
                     continue;
                 shut_down();
@@ -697,8 +704,9 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
                     shut_down(); /* SHUTDOWN, or a request out of turn */
                 if (!stopping) {
                     cancelled = stopping = true;
-                    kill(-1, SIGTERM);
-                    kill(-1, SIGCONT); /* a stopped process would never see the TERM */
+                    signal_namespace(cfg, SIGTERM);
+                    /* a stopped process would never see the TERM */
+                    signal_namespace(cfg, SIGCONT);
                     if (tfd >= 0)
                         close(tfd);
                     tfd = arm_timer(grace);
@@ -710,10 +718,14 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
                 if (stopping)
                     break; /* the grace is over: everything is killed below */
                 timed_out = stopping = true;
-                kill(-1, SIGTERM);
-                kill(-1, SIGCONT);
+                signal_namespace(cfg, SIGTERM);
+                signal_namespace(cfg, SIGCONT);
                 close(tfd);
                 tfd = arm_timer(grace);
+            }
+            if ((p[5].revents & POLLIN) && !oom_killed && watchdog_over(cfg, wfd)) {
+                oom_killed = true; /* over the memory bound: the command goes */
+                signal_namespace(cfg, SIGKILL);
             }
             if (p[0].revents & POLLIN)
                 drain_signals(sfd, child, &status, &reaped);
@@ -721,6 +733,8 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     }
     if (tfd >= 0)
         close(tfd);
+    if (wfd >= 0)
+        close(wfd);
     if (child > 0)
         kill_and_reap(child, &status, &reaped);
     if (!(d->flags & A3S_DONE_SETUP_FAILED)) {
@@ -730,6 +744,8 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         } else {
             d->exit_code = status_of(status);
         }
+        if (oom_killed)
+            d->flags |= A3S_DONE_OOM_KILLED;
         d->pid = child;
     }
     free(argv);
@@ -739,6 +755,8 @@ _Noreturn void serve(const struct config *cfg, const char *program,
                      const struct a3s_landlock *ll, const struct a3s_seccomp_program *filter,
                      int sfd) {
     cfg_g = cfg;
+    if (!cfg->owns_pidns) /* main proves it first; every kill here relies on it */
+        die(cfg, "server mode runs only as proven PID 1 of a new pid namespace");
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (devnull < 0)
         die(cfg, "open /dev/null: %s", strerror(errno));
@@ -808,8 +826,11 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         }
         run_one(program, ll, filter, sfd, &m, fds[0], fds[1], &d);
         a3s_msg_exec_free(&m);
-        bool trees = restore_trees(cfg), metadata = restore_metadata(), ipc = remove_ipc();
-        bool clean = trees && metadata && ipc;
+        bool trees_restored = restore_trees(cfg); /* all run, whatever the others found */
+        bool metadata_restored = restore_metadata();   /* after the trees: see there */
+        bool ipc_removed = remove_ipc();
+        bool settings_restored = own_settings_restore(cfg); /* a root caller's command owns them */
+        bool clean = trees_restored && metadata_restored && ipc_removed && settings_restored;
         if (!clean)
             d.flags |= A3S_DONE_CLOSING;
         send_done(&d);

@@ -8,10 +8,11 @@
  *  - inotify: every directory read is watched (the watch is added before
  *    the read, so no change between the two is lost); a directory with no
  *    event since it was read is current, and costs no system call at all;
- *  - metadata, where a watch cannot be had (the per-user limit, an inotify
- *    queue overflow): a directory whose inode, mtime and ctime did not
- *    change still has the same entries, unless it was modified within
- *    RACY_NS of the scan that read it (timestamps are coarse).
+ *  - metadata, where a watch cannot be had (the handle's watch budget, the
+ *    per-user limit, an inotify queue overflow): a directory whose inode,
+ *    mtime and ctime did not change still has the same entries, unless it
+ *    was modified within RACY_NS of the scan that read it (timestamps are
+ *    coarse).
  */
 #define _GNU_SOURCE
 #include "credscan.h"
@@ -56,6 +57,8 @@ struct a3s_credscan {
     size_t nwd;
     uint64_t deadline_ns;  /* CLOCK_MONOTONIC; 0: none */
     int cancel_fd;         /* -1: none */
+    size_t watches;        /* held now */
+    uint64_t budget;       /* at most this many (a3s_credscan_set_watch_budget) */
 };
 
 #define WATCH_MASK                                                                             \
@@ -119,6 +122,7 @@ static bool is_credential(const char *dir, const char *name, bool is_dir) {
 static void unwatch(struct a3s_credscan *cs, struct node *n) {
     if (n->wd >= 0 && (size_t)n->wd < cs->nwd && cs->by_wd[n->wd] == n) {
         cs->by_wd[n->wd] = NULL;
+        cs->watches--;
         inotify_rm_watch(cs->ifd, n->wd);
     }
     n->wd = -1;
@@ -161,10 +165,13 @@ static int cmp_nodes(const void *a, const void *b) {
     return strcmp((*(struct node *const *)a)->name, (*(struct node *const *)b)->name);
 }
 
-/* Watches n (at path) before its entries are read; false if no watch can be had. */
+/* Watches n (at path) before its entries are read; false if no watch can be
+ * had (none left in the budget, or the kernel refuses one). */
 static bool watch(struct a3s_credscan *cs, struct node *n, const char *path) {
     if (cs->ifd < 0 || n->wd >= 0)
         return n->wd >= 0;
+    if (cs->watches >= cs->budget)
+        return false;
     int wd = inotify_add_watch(cs->ifd, path, WATCH_MASK);
     if (wd < 0)
         return false;
@@ -183,6 +190,8 @@ static bool watch(struct a3s_credscan *cs, struct node *n, const char *path) {
     }
     if (cs->by_wd[wd] && cs->by_wd[wd] != n)
         cs->by_wd[wd]->wd = -1; /* the same directory watched through another node */
+    else if (!cs->by_wd[wd])
+        cs->watches++;
     cs->by_wd[wd] = n;
     n->wd = wd;
     return true;
@@ -217,6 +226,7 @@ static void drain_events(struct a3s_credscan *cs) {
             n->dirty = true;
             if (ev->mask & IN_IGNORED) { /* the kernel dropped the watch */
                 cs->by_wd[ev->wd] = NULL;
+                cs->watches--;
                 n->wd = -1;
             }
         }
@@ -321,6 +331,15 @@ static int refresh(struct walk *w, struct node *n, const char *dirname) {
     /* watched and quiet since it was read: current without a system call */
     if (n->read && n->wd >= 0 && !n->dirty)
         return 1;
+    /* no watch to be had (the budget is spent): one lstat tells whether the
+     * directory read before is unchanged */
+    struct stat st;
+    if (n->read && !n->dirty && n->fresh && (w->cs->ifd < 0 || w->cs->watches >= w->cs->budget) &&
+        lstat(w->path, &st) == 0 && S_ISDIR(st.st_mode) && n->dev == st.st_dev &&
+        n->ino == st.st_ino && n->mtime_ns == ns(st.st_mtim) && n->ctime_ns == ns(st.st_ctim)) {
+        n->fresh = w->started - n->mtime_ns > RACY_NS && w->started - n->ctime_ns > RACY_NS;
+        return 1;
+    }
     int fd = open(w->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
@@ -330,7 +349,6 @@ static int refresh(struct walk *w, struct node *n, const char *dirname) {
                         strerror(errno));
     }
     bool watched = watch(w->cs, n, w->path); /* before reading: no change is lost */
-    struct stat st;
     if (fstat(fd, &st) < 0) {
         close(fd);
         return 0;
@@ -411,8 +429,17 @@ int a3s_credscan_new(const char *root, struct a3s_credscan **out, a3s_error *err
     }
     cs->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     cs->cancel_fd = -1;
+    cs->budget = UINT64_MAX;
     *out = cs;
     return A3S_OK;
+}
+
+void a3s_credscan_set_watch_budget(struct a3s_credscan *cs, uint64_t budget) {
+    cs->budget = budget;
+}
+
+size_t a3s_credscan_watches(const struct a3s_credscan *cs) {
+    return cs->watches;
 }
 
 int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_error *err) {

@@ -8,6 +8,14 @@ struct a3s_credscan;
 
 int a3s_credscan_new(const char *root, struct a3s_credscan **out, a3s_error *err);
 
+/* At most `budget` inotify watches (UINT64_MAX: no bound; the default is
+ * none): beyond them, directories are checked by their metadata, as when
+ * the kernel refuses a watch. */
+void a3s_credscan_set_watch_budget(struct a3s_credscan *cs, uint64_t budget);
+
+/* How many inotify watches the scan holds (for the tests). */
+size_t a3s_credscan_watches(const struct a3s_credscan *cs);
+
 /* Appends every credential entry under the root to `found`, each tagged
  * by its first byte: 'f' regular file, 'd' directory, 'l' symlink, then
  * the absolute path. Not thread-safe: the caller serializes runs. */

@@ -222,19 +222,20 @@ int a3s_env_check_extra(const char *entry, a3s_error *err) {
     return A3S_OK;
 }
 
-int a3s_env_build(const char *const *host, size_t nhost, const char *const *extra, size_t nextra,
-                  const char *home, struct a3s_strvec *out, a3s_error *err) {
-    for (size_t i = 0; i < nextra; i++) {
-        int rc = a3s_env_check_extra(extra[i], err);
-        if (rc)
-            return rc;
-    }
+/* Adds the allowlisted, non-secret entries of host that extra does not set
+ * (and, with keep_home, an absolute HOME); true if PATH was among them. */
+static bool add_host(struct a3s_strvec *out, const char *const *host, size_t nhost,
+                     const char *const *extra, size_t nextra, bool keep_home) {
     bool have_path = false;
     for (size_t i = 0; i < nhost; i++) {
         const char *eq = strchr(host[i], '=');
         if (!eq)
             continue;
         size_t n = (size_t)(eq - host[i]);
+        if (keep_home && name_is(host[i], n, "HOME") && eq[1] == '/') {
+            a3s_strvec_push(out, host[i]);
+            continue;
+        }
         if (!allowed(host[i], n) || a3s_env_name_is_secret(host[i], n) ||
             a3s_env_value_is_secret(eq + 1))
             continue;
@@ -250,6 +251,17 @@ int a3s_env_build(const char *const *host, size_t nhost, const char *const *extr
             a3s_strvec_push(out, host[i]);
         }
     }
+    return have_path;
+}
+
+int a3s_env_build(const char *const *host, size_t nhost, const char *const *extra, size_t nextra,
+                  const char *home, struct a3s_strvec *out, a3s_error *err) {
+    for (size_t i = 0; i < nextra; i++) {
+        int rc = a3s_env_check_extra(extra[i], err);
+        if (rc)
+            return rc;
+    }
+    bool have_path = add_host(out, host, nhost, extra, nextra, false);
     for (size_t i = 0; i < nextra; i++) {
         if (strncmp(extra[i], "PATH=", 5) == 0) {
             have_path = true;
@@ -284,4 +296,40 @@ int a3s_env_build(const char *const *host, size_t nhost, const char *const *extr
     if (out->failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory building the environment");
     return A3S_OK;
+}
+
+int a3s_env_overlay(struct a3s_strvec *out, const char *const *given, size_t ngiven,
+                    a3s_error *err) {
+    for (size_t i = 0; i < ngiven; i++) {
+        const char *eq = given[i] ? strchr(given[i], '=') : NULL;
+        if (!eq || eq == given[i])
+            return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)i,
+                            "environment entry %zu is not NAME=VALUE with a non-empty NAME", i);
+    }
+    for (size_t i = 0; i < ngiven; i++) {
+        size_t n = (size_t)(strchr(given[i], '=') - given[i]) + 1;
+        size_t kept = 0;
+        for (size_t j = 0; j < out->len; j++) {
+            if (strncmp(out->items[j], given[i], n) == 0)
+                free(out->items[j]);
+            else
+                out->items[kept++] = out->items[j];
+        }
+        if (out->items)
+            out->items[kept] = NULL;
+        out->len = kept;
+        a3s_strvec_push(out, given[i]);
+    }
+    if (out->failed)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory building the environment");
+    return A3S_OK;
+}
+
+int a3s_env_build_host(const char *const *host, size_t nhost, const char *const *given,
+                       size_t ngiven, struct a3s_strvec *out, a3s_error *err) {
+    if (!add_host(out, host, nhost, NULL, 0, true))
+        a3s_strvec_push(out, "PATH=" A3S_DEFAULT_PATH);
+    if (out->failed)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory building the environment");
+    return a3s_env_overlay(out, given, ngiven, err);
 }

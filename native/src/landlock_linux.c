@@ -91,6 +91,11 @@ static int add_path(int ruleset, const char *path, uint64_t access, a3s_error *e
 
 int a3s_landlock_prepare(const char *const *rw, size_t nrw, struct a3s_landlock *out,
                          a3s_error *err) {
+    return a3s_landlock_prepare_net(rw, nrw, false, out, err);
+}
+
+int a3s_landlock_prepare_net(const char *const *rw, size_t nrw, bool allow_connect,
+                             struct a3s_landlock *out, a3s_error *err) {
     out->ruleset_fd = -1;
     long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
     out->abi = abi > 0 ? (int)abi : 0;
@@ -100,7 +105,7 @@ int a3s_landlock_prepare(const char *const *rw, size_t nrw, struct a3s_landlock 
     struct ll_ruleset_attr attr = {.handled_access_fs = fs_rights(out->abi)};
     size_t size = sizeof attr.handled_access_fs;
     if (out->abi >= 4) {
-        attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+        attr.handled_access_net = LL_NET_BIND_TCP | (allow_connect ? 0 : LL_NET_CONNECT_TCP);
         size += sizeof attr.handled_access_net;
     }
     if (out->abi >= 6) {

@@ -20,6 +20,12 @@ struct a3s_landlock {
 int a3s_landlock_prepare(const char *const *rw, size_t nrw, struct a3s_landlock *out,
                          a3s_error *err);
 
+/* As a3s_landlock_prepare, but with allow_connect TCP connect stays
+ * unrestricted (bind does not): for a sandbox the host granted the network
+ * (A3S_SANDBOX_SHARE_NET). */
+int a3s_landlock_prepare_net(const char *const *rw, size_t nrw, bool allow_connect,
+                             struct a3s_landlock *out, a3s_error *err);
+
 /* Enforces the prepared ruleset on the calling thread and its future
  * children (sets NO_NEW_PRIVS). Only system calls: async-signal-safe, for
  * use between fork and exec. Returns 0 or -errno. */

@@ -1,15 +1,23 @@
-/* Small POSIX helpers shared by the process runner and the long-lived sandbox.
+/* Small POSIX helpers shared by the process runner, the long-lived sandbox and
+ * owned processes.
  *
- * Everything here is async-signal-safe except the clock reads, so a child may
- * use the descriptor helpers between fork and exec. */
+ * Everything here is async-signal-safe except the clock reads and
+ * a3s_errstr, so a child may use the descriptor helpers between fork and
+ * exec. Includers define _GNU_SOURCE first (glibc's strerror_r differs). */
 #ifndef A3S_POSIX_UTIL_H
 #define A3S_POSIX_UTIL_H
 
+/* Only the *_linux.c files use these (pipe2 and F_DUPFD_CLOEXEC are not
+ * everywhere), so other platforms see an empty header. */
+#if defined(__linux__)
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,9 +88,32 @@ static inline int a3s_stop_reason(uint64_t deadline, int cancel_fd) {
     return 0;
 }
 
+/* Whether fd becomes readable (or hangs up) within timeout_ms (-1: no limit). */
+static inline bool a3s_readable(int fd, int timeout_ms) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int rc;
+    do
+        rc = poll(&p, 1, timeout_ms);
+    while (rc < 0 && errno == EINTR);
+    return rc > 0;
+}
+
+/* Thread-safe strerror for both the GNU and the XSI strerror_r. */
+static inline const char *a3s_errstr(int e, char *buf, size_t len) {
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+    return strerror_r(e, buf, len);
+#else
+    if (strerror_r(e, buf, len) != 0)
+        snprintf(buf, len, "errno %d", e);
+    return buf;
+#endif
+}
+
 static inline int a3s_set_nonblock(int fd) {
     int fl = fcntl(fd, F_GETFL);
     return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
+
+#endif /* __linux__ */
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define A3S_CAPTURE_CHUNK 65536 /* bytes a3s_capture_read reads at once */
 
@@ -45,6 +46,13 @@ a3s_process_result *a3s_process_result_captured(struct a3s_capture *out, struct 
 a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t flags,
                                                  const char *setup_error);
 
+/* a3s_process_run, with the child moving itself into the cgroup(s) of cg
+ * (cgroup_linux.h) just before execve; a failure to join is reported like
+ * a failed execve (A3S_E_SYSTEM, step "cgroup.procs"). cg may be NULL. */
+struct a3s_cgroup;
+int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                              a3s_process_result **out, a3s_error *err);
+
 /* Sets exit_code and term_signal, adds `flags`, and replaces setup_error
  * when it is non-NULL (copied). */
 int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_t term_signal,
@@ -56,5 +64,45 @@ void a3s_process_result_set_duration(a3s_process_result *r, uint64_t duration_us
 /* Replaces the result's list of what the sandbox neutralized (copied; NULL
  * clears it): one line per item, see a3s_process_result_view.neutralized. */
 int a3s_process_result_set_neutralized(a3s_process_result *r, const char *text);
+
+/* ---- fork and exec, shared by the runner and owned processes (child_linux.c) ---- */
+
+/* Everything a forked child needs, prepared before fork. Every fd is >= 3. */
+struct a3s_exec_plan {
+    const char *path; /* absolute; execve, no PATH search */
+    char **argv;      /* NULL-terminated */
+    char **envp;      /* NULL-terminated: the whole environment */
+    const char *cwd;  /* NULL: inherit */
+    int in, out, err; /* become the child's 0, 1 and 2 */
+    int report_w;     /* a failure before execve is written here as a struct a3s_exec_report */
+    const int *keep;  /* fds inherited at the same numbers; every other fd >= 3 is closed */
+    size_t nkeep;
+    const struct a3s_cgroup *cgroup; /* joined before execve; NULL: none */
+    bool try_close_range;
+    int brute_limit; /* sweep bound when neither close_range nor /proc works */
+};
+
+/* What a child that could not exec writes to report_w before _exit(127). */
+struct a3s_exec_report {
+    int32_t step; /* which step failed (see a3s_exec_report_fail) */
+    int32_t err;  /* its errno */
+};
+
+/* Sets try_close_range and brute_limit (portable: no close_range). */
+void a3s_exec_plan_limits(struct a3s_exec_plan *p, bool portable);
+
+/* fork()s with every signal blocked in the calling thread; the child makes
+ * only async-signal-safe calls: default dispositions, setsid, dup2 of in,
+ * out and err, every other fd >= 3 but keep close-on-exec, chdir, an empty
+ * signal mask, execve. Returns the pid, or -1 with errno set. */
+pid_t a3s_exec_fork(const struct a3s_exec_plan *p);
+
+/* Fills err from a child's failure report ("execve PATH: No such file or
+ * directory") and returns A3S_E_SYSTEM. */
+int a3s_exec_report_fail(const struct a3s_exec_report *rep, const char *path, const char *cwd,
+                         a3s_error *err);
+
+/* Adds flags to a finished run's result (r may be NULL). */
+void a3s_process_result_add_flags(a3s_process_result *r, uint64_t flags);
 
 #endif

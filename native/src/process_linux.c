@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "cgroup_linux.h"
 #include "posix_util.h"
 #include "process_internal.h"
 
@@ -41,25 +42,7 @@
 
 /* ---- the child: async-signal-safe code only ---------------------------- */
 
-enum child_step { STEP_SETSID = 1, STEP_DUP2, STEP_FDS, STEP_CHDIR, STEP_EXECVE };
-
-struct child_report {
-    int32_t step;
-    int32_t err;
-};
-
-/* Everything the child needs, computed before fork. All fds are >= 3. */
-struct child_plan {
-    const char *path;
-    char **argv;
-    char **envp;
-    const char *cwd;
-    int devnull, out_w, err_w, report_w;
-    const int *keep;
-    size_t nkeep;
-    bool try_close_range;
-    int brute_limit; /* sweep bound when neither close_range nor /proc works */
-};
+enum child_step { STEP_SETSID = 1, STEP_DUP2, STEP_FDS, STEP_CHDIR, STEP_CGROUP, STEP_EXECVE };
 
 struct linux_dirent64_head {
     uint64_t d_ino;
@@ -106,7 +89,7 @@ static bool cloexec_from_proc(void) {
 }
 
 /* Every fd >= 3 becomes close-on-exec; then the kept ones lose the flag. */
-static int child_fds(const struct child_plan *p) {
+static int child_fds(const struct a3s_exec_plan *p) {
     bool done = false;
 #ifdef SYS_close_range
     if (p->try_close_range)
@@ -137,8 +120,8 @@ static void raw_default(int sig) {
 #endif
 }
 
-static _Noreturn void child_fail(const struct child_plan *p, enum child_step step) {
-    struct child_report r = {(int32_t)step, (int32_t)errno};
+static _Noreturn void child_fail(const struct a3s_exec_plan *p, enum child_step step) {
+    struct a3s_exec_report r = {(int32_t)step, (int32_t)errno};
     ssize_t n;
     do
         n = write(p->report_w, &r, sizeof r);
@@ -146,7 +129,7 @@ static _Noreturn void child_fail(const struct child_plan *p, enum child_step ste
     _exit(EXIT_CHILD_FAILED);
 }
 
-static _Noreturn void child_exec(const struct child_plan *p) {
+static _Noreturn void child_exec(const struct a3s_exec_plan *p) {
     /* Dispositions first, while every signal is still blocked (the parent
      * blocked them around fork): ignored signals would survive execve. */
     struct sigaction dfl;
@@ -157,12 +140,17 @@ static _Noreturn void child_exec(const struct child_plan *p) {
             raw_default(s);
     if (setsid() < 0)
         child_fail(p, STEP_SETSID);
-    if (dup2(p->devnull, 0) < 0 || dup2(p->out_w, 1) < 0 || dup2(p->err_w, 2) < 0)
+    if (dup2(p->in, 0) < 0 || dup2(p->out, 1) < 0 || dup2(p->err, 2) < 0)
         child_fail(p, STEP_DUP2);
     if (child_fds(p) < 0)
         child_fail(p, STEP_FDS);
     if (p->cwd && chdir(p->cwd) < 0)
         child_fail(p, STEP_CHDIR);
+    int joined = p->cgroup ? a3s_cgroup_join(p->cgroup) : 0;
+    if (joined < 0) {
+        errno = -joined;
+        child_fail(p, STEP_CGROUP);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -299,17 +287,6 @@ struct a3s_process_result {
     char *neutralized;
 };
 
-/* Thread-safe strerror for both the GNU and the XSI strerror_r. */
-static const char *errstr(int e, char *buf, size_t len) {
-#if defined(__GLIBC__)
-    return strerror_r(e, buf, len);
-#else
-    if (strerror_r(e, buf, len) != 0)
-        snprintf(buf, len, "errno %d", e);
-    return buf;
-#endif
-}
-
 static bool fd_is_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
 
 static int check_options(const a3s_process_options *o, a3s_error *err) {
@@ -362,7 +339,7 @@ static char **string_array(const char *const *v, size_t n) {
 /* The whole state of one run, so that every exit path can clean it up. */
 struct run {
     const a3s_process_options *o;
-    struct child_plan plan;
+    struct a3s_exec_plan plan;
     int out_p[2], err_p[2], report_p[2];
     int pidfd;
     pid_t pid;
@@ -370,7 +347,7 @@ struct run {
     uint64_t stop_flag; /* A3S_RESULT_TIMED_OUT or _CANCELLED */
     siginfo_t status;
     struct a3s_capture out, err;
-    struct child_report report;
+    struct a3s_exec_report report;
     bool reported;
     char *buf;
 };
@@ -524,7 +501,7 @@ static void run_release(struct run *r) {
     a3s_close_fd(&r->err_p[1]);
     a3s_close_fd(&r->report_p[0]);
     a3s_close_fd(&r->report_p[1]);
-    a3s_close_fd(&r->plan.devnull);
+    a3s_close_fd(&r->plan.in);
     a3s_close_fd(&r->pidfd);
     a3s_capture_release(&r->out);
     a3s_capture_release(&r->err);
@@ -539,21 +516,26 @@ static const char *step_name(int32_t step) {
     case STEP_DUP2: return "dup2";
     case STEP_FDS: return "keep_fds";
     case STEP_CHDIR: return "chdir";
+    case STEP_CGROUP: return "cgroup.procs";
     default: return "execve";
     }
 }
 
-static int report_failure(const struct run *r, a3s_error *err) {
+int a3s_exec_report_fail(const struct a3s_exec_report *rep, const char *path, const char *cwd,
+                         a3s_error *err) {
     char eb[128];
-    const char *msg = errstr(r->report.err, eb, sizeof eb);
-    const char *path = r->o->path;
-    if (r->report.step == STEP_EXECVE)
-        return a3s_fail(err, A3S_E_SYSTEM, r->report.err, 0, "execve %s: %s", path, msg);
-    if (r->report.step == STEP_CHDIR)
-        return a3s_fail(err, A3S_E_SYSTEM, r->report.err, 0, "chdir %s (for %s): %s",
-                        r->o->cwd, path, msg);
-    return a3s_fail(err, A3S_E_SYSTEM, r->report.err, 0, "%s (for %s): %s",
-                    step_name(r->report.step), path, msg);
+    const char *msg = a3s_errstr(rep->err, eb, sizeof eb);
+    if (rep->step == STEP_EXECVE)
+        return a3s_fail(err, A3S_E_SYSTEM, rep->err, 0, "execve %s: %s", path, msg);
+    if (rep->step == STEP_CHDIR)
+        return a3s_fail(err, A3S_E_SYSTEM, rep->err, 0, "chdir %s (for %s): %s",
+                        cwd ? cwd : "?", path, msg);
+    return a3s_fail(err, A3S_E_SYSTEM, rep->err, 0, "%s (for %s): %s", step_name(rep->step), path,
+                    msg);
+}
+
+static int report_failure(const struct run *r, a3s_error *err) {
+    return a3s_exec_report_fail(&r->report, r->o->path, r->o->cwd, err);
 }
 
 a3s_process_result *a3s_process_result_captured(struct a3s_capture *out, struct a3s_capture *err,
@@ -606,38 +588,33 @@ static int build_result(struct run *r, uint64_t start, a3s_process_result **out,
 /* Opens everything the child needs; returns 0 or an A3S_E_* code. */
 static int prepare(struct run *r, a3s_error *err) {
     const a3s_process_options *o = r->o;
-    struct child_plan *p = &r->plan;
+    struct a3s_exec_plan *p = &r->plan;
     char eb[128];
     p->path = o->path;
     p->cwd = o->cwd;
     p->keep = o->keep_fds;
     p->nkeep = o->keep_fd_count;
-    p->try_close_range = !(o->flags & A3S_PROCESS_PORTABLE);
-    struct rlimit rl;
-    p->brute_limit = BRUTE_FD_LIMIT;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < BRUTE_FD_LIMIT)
-        p->brute_limit = (int)rl.rlim_cur;
+    a3s_exec_plan_limits(p, (o->flags & A3S_PROCESS_PORTABLE) != 0);
     p->argv = string_array(o->argv, o->argc);
     p->envp = string_array(o->envp, o->envc);
     r->buf = malloc(READ_CHUNK);
     if (!p->argv || !p->envp || !r->buf)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory preparing %s", o->path);
 
-    p->devnull = a3s_fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (p->devnull < 0)
+    p->in = a3s_fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (p->in < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "open /dev/null: %s",
-                        errstr(errno, eb, sizeof eb));
+                        a3s_errstr(errno, eb, sizeof eb));
     if (a3s_pipe_above_stdio(r->out_p, 0) < 0 || a3s_pipe_above_stdio(r->err_p, 0) < 0 ||
         a3s_pipe_above_stdio(r->report_p, 0) < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "pipe for %s: %s", o->path,
-                        errstr(errno, eb, sizeof eb));
+                        a3s_errstr(errno, eb, sizeof eb));
     if (a3s_set_nonblock(r->out_p[0]) < 0 || a3s_set_nonblock(r->err_p[0]) < 0 ||
         a3s_set_nonblock(r->report_p[0]) < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "fcntl for %s: %s", o->path,
-                        errstr(errno, eb, sizeof eb));
-    p->out_w = r->out_p[1];
-    p->err_w = r->err_p[1];
+                        a3s_errstr(errno, eb, sizeof eb));
+    p->out = r->out_p[1];
+    p->err = r->err_p[1];
     p->report_w = r->report_p[1];
 
     /* The captures own the read ends from here on. */
@@ -647,29 +624,47 @@ static int prepare(struct run *r, a3s_error *err) {
     return A3S_OK;
 }
 
+void a3s_exec_plan_limits(struct a3s_exec_plan *p, bool portable) {
+    p->try_close_range = !portable;
+    struct rlimit rl;
+    p->brute_limit = BRUTE_FD_LIMIT;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < BRUTE_FD_LIMIT)
+        p->brute_limit = (int)rl.rlim_cur;
+}
+
 /* fork with every signal blocked in this thread, so that no handler of the
  * host runs in the child before it resets the dispositions. */
-static int spawn(struct run *r, a3s_error *err) {
-    char eb[128];
+pid_t a3s_exec_fork(const struct a3s_exec_plan *p) {
     sigset_t all, old;
     sigfillset(&all);
     int rc = pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (rc != 0)
-        return a3s_fail(err, A3S_E_SYSTEM, rc, 0, "pthread_sigmask: %s", errstr(rc, eb, sizeof eb));
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(&r->plan);
+        child_exec(p);
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return pid;
+}
+
+static int spawn(struct run *r, a3s_error *err) {
+    char eb[128];
+    pid_t pid = a3s_exec_fork(&r->plan);
+    int e = errno;
     if (pid < 0)
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "fork for %s: %s", r->o->path,
-                        errstr(e, eb, sizeof eb));
+                        a3s_errstr(e, eb, sizeof eb));
     r->pid = pid;
     /* The parent keeps only the read ends. */
     a3s_close_fd(&r->out_p[1]);
     a3s_close_fd(&r->err_p[1]);
     a3s_close_fd(&r->report_p[1]);
-    a3s_close_fd(&r->plan.devnull);
+    a3s_close_fd(&r->plan.in);
 #ifdef SYS_pidfd_open
     if (!(r->o->flags & A3S_PROCESS_PORTABLE))
         r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1: poll waitid instead */
@@ -677,8 +672,21 @@ static int spawn(struct run *r, a3s_error *err) {
     return A3S_OK;
 }
 
+static int run_process(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                       a3s_process_result **out, a3s_error *err);
+
 A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
                             a3s_error *err) {
+    return run_process(opts, NULL, out, err);
+}
+
+int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                              a3s_process_result **out, a3s_error *err) {
+    return run_process(opts, cg, out, err);
+}
+
+static int run_process(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+                       a3s_process_result **out, a3s_error *err) {
     if (out)
         *out = NULL;
     if (!opts || !out || opts->struct_size < sizeof(a3s_process_options))
@@ -692,9 +700,10 @@ A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result 
     memset(&r, 0, sizeof r);
     r.o = opts;
     r.out_p[0] = r.out_p[1] = r.err_p[0] = r.err_p[1] = -1;
-    r.report_p[0] = r.report_p[1] = r.plan.devnull = r.pidfd = -1;
+    r.report_p[0] = r.report_p[1] = r.plan.in = r.pidfd = -1;
     r.out.fd = r.err.fd = -1;
 
+    r.plan.cgroup = cg;
     rc = prepare(&r, err);
     uint64_t start = a3s_now_ns();
     if (rc == A3S_OK)
@@ -715,7 +724,7 @@ A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result 
                             "waitid %d (%s): the child was reaped by someone else", (int)r.pid,
                             opts->path);
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "waiting for %s: %s", opts->path,
-                        errstr(e, eb, sizeof eb));
+                        a3s_errstr(e, eb, sizeof eb));
     }
     rc = r.reported ? report_failure(&r, err) : build_result(&r, start, out, err);
     run_release(&r);
@@ -810,6 +819,11 @@ int a3s_process_result_set_neutralized(a3s_process_result *r, const char *text) 
     free(r->neutralized);
     r->neutralized = copy;
     return A3S_OK;
+}
+
+void a3s_process_result_add_flags(a3s_process_result *r, uint64_t flags) {
+    if (r)
+        r->flags |= flags;
 }
 
 #endif /* __linux__ */

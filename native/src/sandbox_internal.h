@@ -39,6 +39,13 @@ struct a3s_sandbox {
     atomic_int session_pid;       /* host pid of its bubblewrap, 0 if none */
     atomic_bool one_shot_only;    /* no pidfd, or the long-lived sandbox keeps failing to start */
     unsigned start_failures;      /* in a row (under session_lock) */
+    /* resource bounds, defaults resolved; UINT64_MAX: none */
+    uint64_t memory_max;
+    uint64_t max_processes;
+    uint64_t tmpfs_max;
+    atomic_bool cgroups_swept;   /* dead sandboxes' cgroups removed, joining checked */
+    atomic_bool cgroups_refused; /* a process cannot join the cgroups this caller makes */
+    atomic_uint_fast64_t session_bounds; /* A3S_SANDBOX_INFO_*_CGROUP of the last started */
 };
 
 /* What a plan assumed about one host path when the sandbox was built. */
@@ -84,6 +91,11 @@ struct plan {
     uint64_t deadline;            /* a3s_now_ns() by which planning must end; 0: none */
     int cancel_fd;                /* readable: planning stops; -1: none */
     char host_ns[128];            /* the caller's namespaces, for the init to compare */
+    /* a3s_sandbox_spawn: the program to start instead of bash -c, with no
+     * timeout (set by the caller before a3s_plan_build; NULL for commands) */
+    const a3s_child_options *spawn;
+    bool memory_cgroup;   /* set by the caller: a memory cgroup bounds the sandbox, so the
+                             init needs no watchdog */
 };
 
 /* Sets what a plan starts with: no fds, no deadline, nothing noted. */
@@ -126,6 +138,11 @@ void a3s_plan_forget(struct plan *p);
  * files, no new hard link under a protected or masked directory). 1: current; 0: stop it and build a new one; -1 (errno
  * ETIMEDOUT or ECANCELED): checking passed p->deadline or was cancelled. */
 int a3s_plan_current(a3s_sandbox *sb, struct plan *p);
+
+/* The cgroup of one sandbox of the handle (cgroup_linux.h), unless the
+ * handle found that its processes cannot join the cgroups it makes. */
+struct a3s_cgroup;
+void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg);
 
 /* session_linux.c */
 int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,

@@ -25,6 +25,7 @@
 
 #if defined(__linux__)
 
+#include "cgroup_linux.h"
 #include "credscan.h"
 #include "env.h"
 #include "internal.h"
@@ -38,6 +39,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -105,6 +107,11 @@ static bool join(char *out, size_t cap, const char *a, const char *b) {
     out[na] = '/';
     memcpy(out + na + 1, b, nb + 1);
     return true;
+}
+
+static void push2(struct a3s_strvec *v, const char *a, const char *b) {
+    a3s_strvec_push(v, a);
+    a3s_strvec_push(v, b);
 }
 
 static void push3(struct a3s_strvec *v, const char *a, const char *b, const char *c) {
@@ -410,11 +417,81 @@ static char *choose_state_dir(const char *given, const struct a3s_strvec *env,
     return NULL;
 }
 
-A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err) {
-    if (!cfg || !out || cfg->struct_size < sizeof(a3s_sandbox_config))
+/* ---- resource bounds --------------------------------------------------------- */
+
+#define MIN_MEMORY (16ull << 20)
+#define MIN_PROCESSES 8
+#define MIN_TMPFS (1ull << 20)
+#define DEFAULT_PROCESSES 4096
+#define FALLBACK_WATCH_BUDGET 2048 /* a quarter of the kernels' old fixed 8192 */
+
+static uint64_t physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 8ull << 30;
+}
+
+/* A quarter of fs.inotify.max_user_watches: the whole user's, shared with
+ * its editors and file watchers (since Linux 5.11 the kernel sizes it to
+ * about 1% of memory, a watch pinning about 1 KiB). */
+static uint64_t default_watch_budget(void) {
+    uint64_t budget = FALLBACK_WATCH_BUDGET;
+    FILE *f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
+    unsigned long long max = 0;
+    if (f && fscanf(f, "%llu", &max) == 1 && max >= 4)
+        budget = max / 4;
+    if (f)
+        fclose(f);
+    return budget;
+}
+
+/* value, the default for 0, UINT64_MAX for A3S_NO_LIMIT; A3S_E_INVALID below min. */
+static int resolve_bound(const char *name, uint64_t value, uint64_t dflt, uint64_t min,
+                         uint64_t *out, a3s_error *err) {
+    if (value == A3S_NO_LIMIT) {
+        *out = UINT64_MAX;
+        return A3S_OK;
+    }
+    *out = value ? value : dflt;
+    if (*out < min)
+        return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)value,
+                        "%s %llu is below the least a sandbox can run with (%llu)", name,
+                        (unsigned long long)value, (unsigned long long)min);
+    return A3S_OK;
+}
+
+A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, a3s_error *err) {
+    /* struct_size versioning: a caller built before the resource bounds
+     * existed passes the shorter struct; the fields it lacks are zero. */
+    size_t known_size = offsetof(a3s_sandbox_config, memory_max_bytes);
+    if (!given || !out || given->struct_size < known_size)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: NULL or too small config");
+    a3s_sandbox_config copy;
+    memset(&copy, 0, sizeof copy);
+    memcpy(&copy, given, given->struct_size < sizeof copy ? given->struct_size : sizeof copy);
+    for (size_t i = sizeof copy; i < given->struct_size; i++)
+        if (((const unsigned char *)given)[i] != 0)
+            return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)i,
+                            "a3s_sandbox_new: the config sets a field this library does not "
+                            "know (byte %zu)",
+                            i);
+    const a3s_sandbox_config *cfg = &copy;
+    uint64_t memory_max, max_processes, tmpfs_max;
+    int brc = resolve_bound("memory_max_bytes", cfg->memory_max_bytes, physical_memory() / 2,
+                            MIN_MEMORY, &memory_max, err);
+    if (brc == A3S_OK)
+        brc = resolve_bound("max_processes", cfg->max_processes, DEFAULT_PROCESSES,
+                            MIN_PROCESSES, &max_processes, err);
+    if (brc == A3S_OK)
+        brc = resolve_bound("tmpfs_max_bytes", cfg->tmpfs_max_bytes, physical_memory() / 8,
+                            MIN_TMPFS, &tmpfs_max, err);
+    if (brc != A3S_OK)
+        return brc;
+    uint64_t watch_budget = cfg->inotify_watch_budget == A3S_NO_LIMIT ? UINT64_MAX
+                            : cfg->inotify_watch_budget        ? cfg->inotify_watch_budget
+                                                               : default_watch_budget();
     *out = NULL;
-    uint64_t known = A3S_SANDBOX_PROCESS_HOST | A3S_SANDBOX_NO_LANDLOCK | A3S_SANDBOX_REUSE;
+    uint64_t known = A3S_SANDBOX_PROCESS_HOST | A3S_SANDBOX_NO_LANDLOCK | A3S_SANDBOX_REUSE |
+                     A3S_SANDBOX_WORKSPACE_READONLY | A3S_SANDBOX_SHARE_NET;
     if (cfg->flags & ~known)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: unknown flag bits");
     bool host = cfg->flags & A3S_SANDBOX_PROCESS_HOST;
@@ -531,6 +608,10 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3
         a3s_sandbox_free(sb);
         return rc;
     }
+    a3s_credscan_set_watch_budget(sb->creds, watch_budget);
+    sb->memory_max = memory_max;
+    sb->max_processes = max_processes;
+    sb->tmpfs_max = tmpfs_max;
     *out = sb;
     return a3s_ok(err);
 }
@@ -1193,8 +1274,10 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                         strerror(errno));
     int rc = A3S_OK;
     /* pass 0 checks and binds the names present, so that a refusal changes
-     * nothing; pass 1 holds the missing ones with placeholders */
-    for (int pass = 0; pass < 2 && rc == A3S_OK; pass++) {
+     * nothing; pass 1 holds the missing ones with placeholders, unless the
+     * workspace is bound read-only (nothing can be created there) */
+    int passes = (sb->flags & A3S_SANDBOX_WORKSPACE_READONLY) ? 1 : 2;
+    for (int pass = 0; pass < passes && rc == A3S_OK; pass++) {
         for (size_t i = 0; i < a3s_protected_ndirs + a3s_protected_nfiles && rc == A3S_OK; i++) {
             bool file = i >= a3s_protected_ndirs;
             const char *name = file ? a3s_protected_files[i - a3s_protected_ndirs]
@@ -1409,6 +1492,17 @@ static int by_length(const void *a, const void *b) {
     return la < lb ? -1 : la > lb;
 }
 
+static void push_num(struct a3s_strvec *v, const char *opt, uint64_t n);
+
+/* A tmpfs the sandbox writes to, at most tmpfs_max bytes (bubblewrap's
+ * default is half the machine's memory, for each one). */
+static void push_tmpfs(const a3s_sandbox *sb, struct a3s_strvec *args, const char *path) {
+    if (sb->tmpfs_max != UINT64_MAX)
+        push_num(args, "--size", sb->tmpfs_max);
+    a3s_strvec_push(args, "--tmpfs");
+    a3s_strvec_push(args, path);
+}
+
 /* The trees the sandbox covers with a fresh tmpfs, canonical, none inside
  * another: /tmp, /var/tmp, /run and the homes (/home, /root, $HOME), and
  * in `homes` the homes alone (where toolchain roots come back from). A home
@@ -1463,8 +1557,7 @@ static void mask_trees(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec 
     for (size_t i = 0; i < trees->len; i++) {
         const char *t = trees->items[i];
         if (strcmp(t, sb->workspace) != 0 && mounts_before_workspace(sb, t) == before) {
-            a3s_strvec_push(args, "--tmpfs");
-            a3s_strvec_push(args, t);
+            push_tmpfs(sb, args, t);
         }
     }
     /* re-expose toolchain roots and absolute PATH entries under a masked home */
@@ -1573,6 +1666,13 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
     if (p->server) {
         push_num(a, "--control-fd", (uint64_t)fds->control_fd);
         push_num(a, "--host-pidfd", (uint64_t)fds->host_pidfd);
+    } else if (p->spawn) {
+        /* a server runs until it is stopped */
+        push_num(a, "--status-fd", (uint64_t)fds->status_fd);
+        push_num(a, "--grace-ms",
+                 p->spawn->kill_grace_ms ? p->spawn->kill_grace_ms : A3S_CHILD_DEFAULT_GRACE_MS);
+        if (fds->host_pidfd >= 0)
+            push_num(a, "--host-pidfd", (uint64_t)fds->host_pidfd);
     } else {
         push_num(a, "--status-fd", (uint64_t)fds->status_fd);
         /* what is left of the command's time after planning */
@@ -1588,14 +1688,30 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
         a3s_strvec_push(a, p->host_ns);
         if (sb->flags & A3S_SANDBOX_NO_LANDLOCK)
             a3s_strvec_push(a, "--no-landlock");
+        if (sb->flags & A3S_SANDBOX_SHARE_NET)
+            a3s_strvec_push(a, "--allow-connect"); /* the network the host granted */
+        if (sb->max_processes != UINT64_MAX)
+            push_num(a, "--max-processes", sb->max_processes);
+        if (sb->memory_max != UINT64_MAX && !p->memory_cgroup) {
+            /* no memory cgroup: the init watches the sandbox's memory itself,
+             * its processes' and that of every tmpfs it writes to */
+            push_num(a, "--memory-max", sb->memory_max);
+            size_t end = a->len; /* bubblewrap's arguments and the init's first */
+            for (size_t i = 0; i + 1 < end; i++)
+                if (!strcmp(a->items[i], "--tmpfs"))
+                    push2(a, "--watch-tmpfs", a->items[i + 1]);
+            push2(a, "--watch-tmpfs", "/dev");
+        }
         /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
         for (size_t i = 0; i < COUNT(rw); i++) {
             a3s_strvec_push(a, "--rw");
             a3s_strvec_push(a, rw[i]);
         }
-        a3s_strvec_push(a, "--rw");
-        a3s_strvec_push(a, sb->workspace);
+        if (!(sb->flags & A3S_SANDBOX_WORKSPACE_READONLY)) {
+            a3s_strvec_push(a, "--rw");
+            a3s_strvec_push(a, sb->workspace);
+        }
         if (!p->server) {
             a3s_strvec_push(a, "--rw");
             a3s_strvec_push(a, p->home);
@@ -1613,6 +1729,12 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
         a3s_strvec_push(a, "/dev");
     }
     a3s_strvec_push(a, "--");
+    if (p->spawn) {
+        a3s_strvec_push(a, p->spawn->path);
+        for (size_t i = 0; i < p->spawn->nargs; i++)
+            a3s_strvec_push(a, p->spawn->args[i]);
+        return;
+    }
     a3s_strvec_push(a, sb->bash);
     a3s_strvec_push(a, "-c");
     if (!p->server)
@@ -1735,7 +1857,12 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         rc = make_run_dir(sb, p, err);
     if (rc)
         return rc;
-    if (!p->server &&
+    if (p->spawn &&
+        ((rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, NULL, 0,
+                             p->home, &p->env, err)) != A3S_OK ||
+         (rc = a3s_env_overlay(&p->env, p->spawn->env, p->spawn->envc, err)) != A3S_OK))
+        return rc;
+    if (!p->server && !p->spawn &&
         (rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, o->env,
                             o->envc, p->home, &p->env, err)) != A3S_OK)
         return rc;
@@ -1771,9 +1898,12 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
             continue;
         a3s_strvec_push(a, ns[i]);
     }
+    if (sb->flags & A3S_SANDBOX_SHARE_NET)
+        a3s_strvec_push(a, "--share-net"); /* granted by the host for this handle */
     push3(a, "--ro-bind", "/", "/");
     a3s_strvec_push(a, "--dev");
     a3s_strvec_push(a, "/dev");
+    push_tmpfs(sb, a, "/dev/shm"); /* bubblewrap's /dev itself takes no size */
     a3s_strvec_push(a, "--proc");
     a3s_strvec_push(a, "/proc");
     for (size_t i = 0; i < COUNT(PROC_READONLY); i++)
@@ -1783,7 +1913,8 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     struct a3s_strvec trees = {0}, homes = {0};
     masked_trees(sb, &trees, &homes);
     mask_trees(sb, p, a, &trees, &homes, true);
-    push3(a, "--bind", sb->workspace, sb->workspace);
+    push3(a, (sb->flags & A3S_SANDBOX_WORKSPACE_READONLY) ? "--ro-bind" : "--bind", sb->workspace,
+          sb->workspace);
     mask_trees(sb, p, a, &trees, &homes, false);
     bool trees_failed = trees.failed || homes.failed;
     a3s_strvec_free(&trees);
@@ -1812,7 +1943,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         push3(a, "--bind", p->home, p->home);
     push3(a, "--ro-bind", sb->init, INIT_INSIDE);
     a3s_strvec_push(a, "--chdir");
-    a3s_strvec_push(a, sb->workspace);
+    a3s_strvec_push(a, p->spawn && p->spawn->cwd ? p->spawn->cwd : sb->workspace);
     a3s_strvec_push(a, "--");
     push_init(sb, p, o, a, true, fds);
     if (p->server && (rc = record_watch(sb, p, err)) != A3S_OK)
@@ -2001,6 +2132,16 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
     return rc;
 }
 
+void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg) {
+    if (atomic_load(&sb->cgroups_refused)) {
+        a3s_cgroup_init(cg);
+        return;
+    }
+    bool first = !atomic_exchange(&sb->cgroups_swept, true);
+    if (a3s_cgroup_create(cg, sb->memory_max, sb->max_processes, first) < 0)
+        atomic_store(&sb->cgroups_refused, true); /* the fallbacks carry the bounds */
+}
+
 /* One bubblewrap for this command (the arguments are checked). */
 static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                          a3s_error *err) {
@@ -2018,6 +2159,14 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     /* planning counts against the command's time and its cancel */
     p.deadline = a3s_after_ms(a3s_now_ns(), o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
     p.cancel_fd = (o->flags & A3S_EXEC_CANCEL_FD) ? o->cancel_fd : -1;
+    /* this run's own cgroup, where the caller may make one */
+    struct a3s_cgroup cg;
+    if (!(sb->flags & A3S_SANDBOX_PROCESS_HOST))
+        a3s_sandbox_cgroup(sb, &cg);
+    else
+        a3s_cgroup_init(&cg);
+    p.memory_cgroup = cg.memory;
+    uint64_t oom_kills = a3s_cgroup_oom_kills(&cg);
     a3s_error plan_err = {0};
     struct plan_fds fds = {
         .status_fd = status[1], .lifeline_fd = lifeline[0], .control_fd = -1, .host_pidfd = -1};
@@ -2050,7 +2199,7 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
             .keep_fd_count = nkeep,
             .cancel_fd = o->cancel_fd,
         };
-        rc = a3s_process_run(&po, &result, err);
+        rc = a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, err);
         launched = rc == A3S_OK;
     } else if (plan_err.code == A3S_E_SYSTEM &&
                (plan_err.sys_errno == ETIMEDOUT || plan_err.sys_errno == ECANCELED)) {
@@ -2077,6 +2226,8 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     if (result && notes)
         a3s_process_result_set_neutralized(result, notes);
     free(notes);
+    bool oom_killed = (cg.memory && a3s_cgroup_oom_kills(&cg) > oom_kills) || strchr(st, 'M');
+    a3s_cgroup_destroy(&cg);
 
     if (launched) {
         if (st[0] != 'R') {
@@ -2089,6 +2240,8 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
                                         msg[0] ? msg : "the sandbox did not start");
         } else if (strchr(st, 'T')) {
             a3s_process_result_override(result, 124, 0, A3S_RESULT_TIMED_OUT, NULL);
+        } else if (oom_killed) {
+            a3s_process_result_add_flags(result, A3S_RESULT_OOM_KILLED);
         }
     }
     if (rc != A3S_OK) {

@@ -87,42 +87,68 @@
 #define RET_ERRNO(e) (SECCOMP_RET_ERRNO | ((uint32_t)(e) & SECCOMP_RET_DATA))
 
 /* ------------------------------------------------------------------------ */
+/* System call numbers                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Every number the filter uses is written here for both architectures, not
+ * taken from <sys/syscall.h>: a rule guarded by `#ifdef SYS_x` would vanish
+ * without a word when the build machine's headers are older than the call
+ * (fchmodat2, mount_setattr ...), and the filter would then let it through
+ * on a newer kernel. NR(x86_64, aarch64) picks the build's column; NONE
+ * marks a call the architecture does not have (no rule is generated for
+ * it). tests/test_seccomp.c checks every pinned number against the
+ * headers' SYS_ constants wherever the headers define them. */
+#define NONE (-1)
+#if defined(__x86_64__)
+#  define NR(x86_64, aarch64) (x86_64)
+#else
+#  define NR(x86_64, aarch64) (aarch64)
+#endif
+
+#define NR_socket NR(41, 198)
+#define NR_socketpair NR(53, 199)
+#define NR_clone NR(56, 220)
+#define NR_ioctl NR(16, 29)
+#define NR_personality NR(135, 92)
+#define NR_chmod NR(90, NONE)
+#define NR_fchmod NR(91, 52)
+#define NR_fchmodat NR(268, 53)
+#define NR_fchmodat2 NR(452, 452)
+#define NR_creat NR(85, NONE)
+#define NR_open NR(2, NONE)
+#define NR_openat NR(257, 56)
+#define NR_mknod NR(133, NONE)
+#define NR_mknodat NR(259, 33)
+#define NR_prlimit64 NR(302, 261)
+#define NR_setpriority NR(141, 140)
+#define NR_sched_setparam NR(142, 118)
+#define NR_sched_setscheduler NR(144, 119)
+#define NR_sched_setaffinity NR(203, 122)
+#define NR_sched_setattr NR(314, 274)
+#define NR_ioprio_set NR(251, 30)
+
+/* ------------------------------------------------------------------------ */
 /* Calls refused whatever their arguments                                    */
 /* ------------------------------------------------------------------------ */
 
-struct deny {
-    uint32_t nr;
-    int err;
-};
+#define DENY(name, x86_64, aarch64, err) {#name, NR(x86_64, aarch64), err}
 
-static const struct deny denies[] = {
+static const struct a3s_seccomp_denial denies[] = {
 /* Servers: the sandbox may be a network client (socket + connect over
  * AF_INET/AF_INET6, when its namespace has a network at all), never a
  * server that something outside could connect to. */
-#ifdef SYS_listen
-    {SYS_listen, EPERM},
-#endif
-#ifdef SYS_accept
-    {SYS_accept, EPERM},
-#endif
-#ifdef SYS_accept4
-    {SYS_accept4, EPERM},
-#endif
+    DENY(listen, 50, 201, EPERM),
+    DENY(accept, 43, 202, EPERM),
+    DENY(accept4, 288, 242, EPERM),
 
 /* io_uring: a large and fast-moving kernel interface with a long record of
  * privilege escalations, whose operations (IORING_OP_OPENAT, _SOCKET, ...)
  * are not system calls and so bypass this filter. EPERM is also what
  * kernel.io_uring_disabled=2 answers, so runtimes that try it (libuv,
  * liburing users) already fall back to their thread pools on it. */
-#ifdef SYS_io_uring_setup
-    {SYS_io_uring_setup, EPERM},
-#endif
-#ifdef SYS_io_uring_enter
-    {SYS_io_uring_enter, EPERM},
-#endif
-#ifdef SYS_io_uring_register
-    {SYS_io_uring_register, EPERM},
-#endif
+    DENY(io_uring_setup, 425, 425, EPERM),
+    DENY(io_uring_enter, 426, 426, EPERM),
+    DENY(io_uring_register, 427, 427, EPERM),
 
 /* Reaching into other processes: ptrace (PTRACE_TRACEME itself was a root
  * exploit, CVE-2019-13272; before Linux 4.8 a tracer could also rewrite a
@@ -130,21 +156,11 @@ static const struct deny denies[] = {
  * without ptrace: reading/writing another process's memory, stealing its
  * file descriptors, advising its memory. Debuggers and strace do not work
  * in the sandbox. */
-#ifdef SYS_ptrace
-    {SYS_ptrace, EPERM},
-#endif
-#ifdef SYS_process_vm_readv
-    {SYS_process_vm_readv, EPERM},
-#endif
-#ifdef SYS_process_vm_writev
-    {SYS_process_vm_writev, EPERM},
-#endif
-#ifdef SYS_pidfd_getfd
-    {SYS_pidfd_getfd, EPERM},
-#endif
-#ifdef SYS_process_madvise
-    {SYS_process_madvise, EPERM},
-#endif
+    DENY(ptrace, 101, 117, EPERM),
+    DENY(process_vm_readv, 310, 270, EPERM),
+    DENY(process_vm_writev, 311, 271, EPERM),
+    DENY(pidfd_getfd, 438, 438, EPERM),
+    DENY(process_madvise, 440, 440, EPERM),
 
 /* Namespaces: the ones bubblewrap set up are the boundary. A new user
  * namespace hands its creator every capability inside it, which turns the
@@ -154,165 +170,90 @@ static const struct deny denies[] = {
  * fd. unshare is refused whole: its non-namespace flags (CLONE_FILES,
  * CLONE_FS, CLONE_SYSVSEM) are not used by the tools we run. clone() and
  * clone3() have their own rules below. */
-#ifdef SYS_unshare
-    {SYS_unshare, EPERM},
-#endif
-#ifdef SYS_setns
-    {SYS_setns, EPERM},
-#endif
+    DENY(unshare, 272, 97, EPERM),
+    DENY(setns, 308, 268, EPERM),
 
 /* Mounts: the file system view is bubblewrap's and must stay so. Without
  * a new user namespace these already fail for lack of CAP_SYS_ADMIN; the
  * rule keeps it so if a capability ever leaks in, and shuts the new mount
- * API (open_tree, fsopen, ...) whose code is young. */
-#ifdef SYS_mount
-    {SYS_mount, EPERM},
-#endif
-#ifdef SYS_umount
-    {SYS_umount, EPERM},
-#endif
-#ifdef SYS_umount2
-    {SYS_umount2, EPERM},
-#endif
-#ifdef SYS_pivot_root
-    {SYS_pivot_root, EPERM},
-#endif
-#ifdef SYS_chroot
-    {SYS_chroot, EPERM},
-#endif
-#ifdef SYS_move_mount
-    {SYS_move_mount, EPERM},
-#endif
-#ifdef SYS_open_tree
-    {SYS_open_tree, EPERM},
-#endif
-#ifdef SYS_fsopen
-    {SYS_fsopen, EPERM},
-#endif
-#ifdef SYS_fsconfig
-    {SYS_fsconfig, EPERM},
-#endif
-#ifdef SYS_fsmount
-    {SYS_fsmount, EPERM},
-#endif
-#ifdef SYS_fspick
-    {SYS_fspick, EPERM},
-#endif
-#ifdef SYS_mount_setattr
-    {SYS_mount_setattr, EPERM},
-#endif
+ * API (open_tree, fsopen, ...) whose code is young. (Neither architecture
+ * has the old one-argument umount.) */
+    DENY(mount, 165, 40, EPERM),
+    DENY(umount2, 166, 39, EPERM),
+    DENY(pivot_root, 155, 41, EPERM),
+    DENY(chroot, 161, 51, EPERM),
+    DENY(open_tree, 428, 428, EPERM),
+    DENY(move_mount, 429, 429, EPERM),
+    DENY(fsopen, 430, 430, EPERM),
+    DENY(fsconfig, 431, 431, EPERM),
+    DENY(fsmount, 432, 432, EPERM),
+    DENY(fspick, 433, 433, EPERM),
+    DENY(mount_setattr, 442, 442, EPERM),
 
 /* Kernel keyrings are not walled off by the namespaces: the session
  * keyring is inherited from the caller and key permissions go by uid, so
  * the user's keys (Kerberos tickets, fscrypt and ecryptfs keys, cached
  * credentials) would be in reach. */
-#ifdef SYS_keyctl
-    {SYS_keyctl, EPERM},
-#endif
-#ifdef SYS_add_key
-    {SYS_add_key, EPERM},
-#endif
-#ifdef SYS_request_key
-    {SYS_request_key, EPERM},
-#endif
+    DENY(add_key, 248, 217, EPERM),
+    DENY(request_key, 249, 218, EPERM),
+    DENY(keyctl, 250, 219, EPERM),
 
 /* Kernel attack surface with no use in a coding sandbox: the eBPF verifier
  * and JIT, perf events (also a window on other processes and the kernel),
  * and userfaultfd, the standard tool for stretching race windows in kernel
  * exploits. */
-#ifdef SYS_bpf
-    {SYS_bpf, EPERM},
-#endif
-#ifdef SYS_perf_event_open
-    {SYS_perf_event_open, EPERM},
-#endif
-#ifdef SYS_userfaultfd
-    {SYS_userfaultfd, EPERM},
-#endif
+    DENY(bpf, 321, 280, EPERM),
+    DENY(perf_event_open, 298, 241, EPERM),
+    DENY(userfaultfd, 323, 282, EPERM),
 
 /* Administration of the whole machine: new kernels and modules, reboot
  * (inside a pid namespace it kills that namespace's init, us), swap,
  * process accounting, and the kernel log (addresses, host activity). They
  * all need a capability the sandbox does not hold; refusing them here
  * keeps it so if one ever leaks in (bwrap --cap-add, a setuid helper). */
-#ifdef SYS_kexec_load
-    {SYS_kexec_load, EPERM},
-#endif
-#ifdef SYS_kexec_file_load
-    {SYS_kexec_file_load, EPERM},
-#endif
-#ifdef SYS_init_module
-    {SYS_init_module, EPERM},
-#endif
-#ifdef SYS_finit_module
-    {SYS_finit_module, EPERM},
-#endif
-#ifdef SYS_delete_module
-    {SYS_delete_module, EPERM},
-#endif
-#ifdef SYS_reboot
-    {SYS_reboot, EPERM},
-#endif
-#ifdef SYS_swapon
-    {SYS_swapon, EPERM},
-#endif
-#ifdef SYS_swapoff
-    {SYS_swapoff, EPERM},
-#endif
-#ifdef SYS_acct
-    {SYS_acct, EPERM},
-#endif
-#ifdef SYS_syslog
-    {SYS_syslog, EPERM},
-#endif
+    DENY(kexec_load, 246, 104, EPERM),
+    DENY(kexec_file_load, 320, 294, EPERM),
+    DENY(init_module, 175, 105, EPERM),
+    DENY(finit_module, 313, 273, EPERM),
+    DENY(delete_module, 176, 106, EPERM),
+    DENY(reboot, 169, 142, EPERM),
+    DENY(swapon, 167, 224, EPERM),
+    DENY(swapoff, 168, 225, EPERM),
+    DENY(acct, 163, 89, EPERM),
+    DENY(syslog, 103, 116, EPERM),
 
 /* x86 only: raw I/O port access (iopl, ioperm) and the local descriptor
  * table (modify_ldt: 16-bit segments, a recurring source of kernel bugs,
- * used by Wine and DOSEMU only). Absent on arm64, so compiled out there. */
-#ifdef SYS_iopl
-    {SYS_iopl, EPERM},
-#endif
-#ifdef SYS_ioperm
-    {SYS_ioperm, EPERM},
-#endif
-#ifdef SYS_modify_ldt
-    {SYS_modify_ldt, EPERM},
-#endif
+ * used by Wine and DOSEMU only). arm64 has none of them. */
+    DENY(iopl, 172, NONE, EPERM),
+    DENY(ioperm, 173, NONE, EPERM),
+    DENY(modify_ldt, 154, NONE, EPERM),
 
 /* File handles: open_by_handle_at opens any file of a mounted file system
  * from its handle, outside the mount namespace's view (the "shocker"
  * container escape; it needs CAP_DAC_READ_SEARCH), and name_to_handle_at
  * is where such handles come from. */
-#ifdef SYS_name_to_handle_at
-    {SYS_name_to_handle_at, EPERM},
-#endif
-#ifdef SYS_open_by_handle_at
-    {SYS_open_by_handle_at, EPERM},
-#endif
+    DENY(name_to_handle_at, 303, 264, EPERM),
+    DENY(open_by_handle_at, 304, 265, EPERM),
 
 /* clone3(): the flags are in a struct in user memory, which seccomp cannot
  * read, so a CLONE_NEW* flag could not be caught. ENOSYS is what a kernel
  * older than 5.3 answers, and on it glibc (pthread_create, posix_spawn)
  * falls back to clone(), whose flags the rule below checks. EPERM would
  * make thread creation fail instead. */
-#ifdef SYS_clone3
-    {SYS_clone3, ENOSYS},
-#endif
+    DENY(clone3, 435, 435, ENOSYS),
 /* openat2(): its mode is in a struct the filter cannot read, so the set-id
  * rule below could not see it. ENOSYS: callers fall back to openat. */
-#ifndef SYS_openat2
-#  define SYS_openat2 437 /* Linux 5.6, the same number on every architecture */
-#endif
-#ifdef SYS_openat2
-    {SYS_openat2, ENOSYS},
-#endif
+    DENY(openat2, 437, 437, ENOSYS),
 };
+
+#define NDENIES (sizeof denies / sizeof denies[0])
 
 /* ------------------------------------------------------------------------ */
 /* A tiny assembler with per-block forward labels                            */
 /* ------------------------------------------------------------------------ */
 
-#define PROG_MAX 512 /* 135 are used on x86_64; the kernel's limit is BPF_MAXINSNS = 4096 */
+#define PROG_MAX 512 /* 221 are used on x86_64; the kernel's limit is BPF_MAXINSNS = 4096 */
 #define FIX_MAX 16   /* jumps per block */
 
 /* Labels of the current block. L_FALL is "the next instruction". */
@@ -437,6 +378,15 @@ static void rule_end(struct prog *p) {
     block_end(p);
 }
 
+/* The end of a rule whose jumps lead to L_DENY (EPERM) or L_ALLOW. */
+static void deny_or_allow(struct prog *p) {
+    here(p, L_DENY);
+    ret(p, RET_ERRNO(EPERM));
+    here(p, L_ALLOW);
+    ret(p, RET_ALLOW);
+    rule_end(p);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Rules with argument checks                                                */
 /* ------------------------------------------------------------------------ */
@@ -455,8 +405,7 @@ static void rule_end(struct prog *p) {
  * for one, assumes IPv4 and IPv6 when it cannot open its netlink socket).
  * The family is an int to the kernel: low 32 bits only. */
 static void rule_socket(struct prog *p) {
-#ifdef SYS_socket
-    rule_begin(p, SYS_socket);
+    rule_begin(p, NR_socket);
     load_arg_low(p, 0);
     jump(p, BPF_JEQ, AF_INET, L_ALLOW, L_FALL);
     jump(p, BPF_JEQ, AF_INET6, L_ALLOW, L_FALL);
@@ -464,9 +413,6 @@ static void rule_socket(struct prog *p) {
     here(p, L_ALLOW);
     ret(p, RET_ALLOW);
     rule_end(p);
-#else
-    (void)p;
-#endif
 }
 
 /* socketpair(): only AF_UNIX with SOCK_STREAM or SOCK_SEQPACKET, with
@@ -479,8 +425,7 @@ static void rule_socket(struct prog *p) {
  * refused too (the kernel would say EINVAL). Other families get
  * EAFNOSUPPORT like socket(). Both are ints: low 32 bits only. */
 static void rule_socketpair(struct prog *p) {
-#ifdef SYS_socketpair
-    rule_begin(p, SYS_socketpair);
+    rule_begin(p, NR_socketpair);
     load_arg_low(p, 0);
     jump(p, BPF_JEQ, AF_UNIX, L_FALL, L_FAMILY);
     load_arg_low(p, 1);
@@ -493,9 +438,6 @@ static void rule_socketpair(struct prog *p) {
     here(p, L_ALLOW);
     ret(p, RET_ALLOW);
     rule_end(p);
-#else
-    (void)p;
-#endif
 }
 
 /* clone(): refused with EPERM (what an unprivileged caller gets) when the
@@ -516,19 +458,11 @@ static void rule_deny_bits(struct prog *p, uint32_t nr, unsigned arg, uint32_t m
     rule_begin(p, nr);
     load_arg_low(p, arg);
     jump(p, BPF_JSET, mask, L_DENY, L_ALLOW);
-    here(p, L_DENY);
-    ret(p, RET_ERRNO(EPERM));
-    here(p, L_ALLOW);
-    ret(p, RET_ALLOW);
-    rule_end(p);
+    deny_or_allow(p);
 }
 
 static void rule_clone(struct prog *p) {
-#ifdef SYS_clone
-    rule_deny_bits(p, SYS_clone, 0, CLONE_NEW_ANY);
-#else
-    (void)p;
-#endif
+    rule_deny_bits(p, NR_clone, 0, CLONE_NEW_ANY);
 }
 
 /* ioctl(): TIOCSTI pushes bytes into a terminal's input queue. Given the
@@ -541,19 +475,11 @@ static void rule_clone(struct prog *p) {
  * (CVE-2023-1523). The kernel truncates cmd to unsigned int, so only the
  * low 32 bits are compared: 0xffffffff00005412 is caught as TIOCSTI. */
 static void rule_ioctl(struct prog *p) {
-#ifdef SYS_ioctl
-    rule_begin(p, SYS_ioctl);
+    rule_begin(p, NR_ioctl);
     load_arg_low(p, 1);
     jump(p, BPF_JEQ, TIOCSTI, L_DENY, L_FALL);
     jump(p, BPF_JEQ, TIOCLINUX, L_DENY, L_ALLOW);
-    here(p, L_DENY);
-    ret(p, RET_ERRNO(EPERM));
-    here(p, L_ALLOW);
-    ret(p, RET_ALLOW);
-    rule_end(p);
-#else
-    (void)p;
-#endif
+    deny_or_allow(p);
 }
 
 /* personality(): only the query (0xffffffff) and the harmless personas
@@ -568,11 +494,10 @@ static void rule_ioctl(struct prog *p) {
  * re-exec themselves with ADDR_NO_RANDOMIZE. The argument is unsigned int:
  * low 32 bits. */
 static void rule_personality(struct prog *p) {
-#ifdef SYS_personality
     static const uint32_t allowed[] = {
         PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32 | UNAME26, 0xffffffffu,
     };
-    rule_begin(p, SYS_personality);
+    rule_begin(p, NR_personality);
     load_arg_low(p, 0);
     for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
         jump(p, BPF_JEQ, allowed[i], L_ALLOW, L_FALL);
@@ -580,9 +505,6 @@ static void rule_personality(struct prog *p) {
     here(p, L_ALLOW);
     ret(p, RET_ALLOW);
     rule_end(p);
-#else
-    (void)p;
-#endif
 }
 
 /* chmod family, open with O_CREAT, mknod: no set-user-ID or set-group-ID
@@ -599,34 +521,59 @@ static void rule_setid(struct prog *p, uint32_t nr, unsigned mode_arg) {
 }
 
 static void rules_setid(struct prog *p) {
-#ifdef SYS_chmod
-    rule_setid(p, SYS_chmod, 1);
-#endif
-#ifdef SYS_fchmod
-    rule_setid(p, SYS_fchmod, 1);
-#endif
-#ifdef SYS_fchmodat
-    rule_setid(p, SYS_fchmodat, 2);
-#endif
-#ifndef SYS_fchmodat2
-#  define SYS_fchmodat2 452 /* Linux 6.6, the same number on every architecture */
-#endif
-    rule_setid(p, SYS_fchmodat2, 2);
-#ifdef SYS_creat
-    rule_setid(p, SYS_creat, 1);
-#endif
-#ifdef SYS_open
-    rule_setid(p, SYS_open, 2);
-#endif
-#ifdef SYS_openat
-    rule_setid(p, SYS_openat, 3);
-#endif
-#ifdef SYS_mknod
-    rule_setid(p, SYS_mknod, 1);
-#endif
-#ifdef SYS_mknodat
-    rule_setid(p, SYS_mknodat, 2);
-#endif
+    static const struct {
+        int nr;
+        unsigned mode_arg;
+    } calls[] = {
+        {NR_chmod, 1},  {NR_fchmod, 1}, {NR_fchmodat, 2}, {NR_fchmodat2, 2}, {NR_creat, 1},
+        {NR_open, 2},   {NR_openat, 3}, {NR_mknod, 1},    {NR_mknodat, 2},
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+        if (calls[i].nr != NONE)
+            rule_setid(p, (uint32_t)calls[i].nr, calls[i].mode_arg);
+}
+
+/* PID 1 is the sandbox's init, and in a long-lived sandbox every command
+ * is a fork of it: a command that changed the init's scheduling policy,
+ * nice value, CPU affinity, I/O priority or resource limits would hand
+ * them to every later command (nice 19, one CPU, idle I/O, an RLIMIT_AS
+ * that kills each of them at start), and an unprivileged process cannot
+ * undo most of those changes. The kernel lets a command make them (same
+ * uid), so the filter refuses them with EPERM:
+ *  - calls that name one process (prlimit64, sched_setaffinity,
+ *    sched_setscheduler, sched_setparam, sched_setattr) when the pid is 1;
+ *  - calls that name a set (setpriority, ioprio_set) when `who` is 1 (the
+ *    process or process group 1, the init's) or when `which` is a user
+ *    (every process of a uid: the init runs as the command's uid).
+ * Pid 0 (the caller itself) and any other pid pass: every other process
+ * in the sandbox belongs to the command and dies with it. pid_t and the
+ * `which`/`who` ints are 32 bits to the kernel: low words only. */
+#define WHICH_PRIO_USER 2   /* setpriority(PRIO_USER, ...) */
+#define WHICH_IOPRIO_USER 3 /* ioprio_set(IOPRIO_WHO_USER, ...) */
+
+static void rule_not_pid1(struct prog *p, int nr, unsigned pid_arg) {
+    rule_begin(p, (uint32_t)nr);
+    load_arg_low(p, pid_arg);
+    jump(p, BPF_JEQ, 1, L_DENY, L_ALLOW);
+    deny_or_allow(p);
+}
+
+static void rule_not_pid1_nor_user(struct prog *p, int nr, uint32_t user_which) {
+    rule_begin(p, (uint32_t)nr);
+    load_arg_low(p, 0);
+    jump(p, BPF_JEQ, user_which, L_DENY, L_FALL);
+    load_arg_low(p, 1);
+    jump(p, BPF_JEQ, 1, L_DENY, L_ALLOW);
+    deny_or_allow(p);
+}
+
+static void rules_pid1(struct prog *p) {
+    static const int by_pid[] = {NR_prlimit64, NR_sched_setaffinity, NR_sched_setscheduler,
+                                 NR_sched_setparam, NR_sched_setattr};
+    for (size_t i = 0; i < sizeof by_pid / sizeof by_pid[0]; i++)
+        rule_not_pid1(p, by_pid[i], 0);
+    rule_not_pid1_nor_user(p, NR_setpriority, WHICH_PRIO_USER);
+    rule_not_pid1_nor_user(p, NR_ioprio_set, WHICH_IOPRIO_USER);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -665,8 +612,11 @@ static void generate(struct prog *p) {
     rule_socketpair(p);
     rule_personality(p);
     rules_setid(p);
-    for (size_t i = 0; i < sizeof denies / sizeof denies[0]; i++) {
-        rule_begin(p, denies[i].nr);
+    rules_pid1(p);
+    for (size_t i = 0; i < NDENIES; i++) {
+        if (denies[i].nr == NONE)
+            continue;
+        rule_begin(p, (uint32_t)denies[i].nr);
         ret(p, RET_ERRNO(denies[i].err));
         rule_end(p);
     }
@@ -674,6 +624,16 @@ static void generate(struct prog *p) {
 }
 
 #endif /* NATIVE_ARCH */
+
+const struct a3s_seccomp_denial *a3s_seccomp_denials(size_t *count) {
+#if defined(NATIVE_ARCH)
+    *count = NDENIES;
+    return denies;
+#else
+    *count = 0;
+    return NULL;
+#endif
+}
 
 int a3s_seccomp_build(uint64_t flags, struct a3s_seccomp_program *out, a3s_error *err) {
     if (!out)

@@ -25,6 +25,20 @@ struct a3s_seccomp_program {
     unsigned short len;
 };
 
+/* A call the filter refuses whatever its arguments: its name, its number
+ * on this architecture (-1 when the architecture has no such call; no rule
+ * then) and the errno the filter answers. */
+struct a3s_seccomp_denial {
+    const char *name;
+    int nr;
+    int err;
+};
+
+/* The calls refused whatever their arguments, for the architecture the
+ * library was built for (static storage; *count 0 and NULL elsewhere).
+ * For the self-test and the tests: the filter is built from this table. */
+const struct a3s_seccomp_denial *a3s_seccomp_denials(size_t *count);
+
 /* Builds the deny-list filter for the architecture the library was compiled
  * for (x86_64 or little-endian aarch64) into *out; release it with
  * a3s_seccomp_program_free. `flags` is reserved and must be 0

@@ -34,6 +34,8 @@
 
 #if defined(__linux__)
 
+#include "cgroup_linux.h"
+#include "child_internal.h"
 #include "env.h"
 #include "internal.h"
 #include "posix_util.h"
@@ -76,18 +78,8 @@ struct a3s_session {
     int errfd;    /* bubblewrap's stdout and stderr, read if the start fails */
     uint64_t seq; /* commands sent */
     struct plan plan;
+    struct a3s_cgroup cg; /* the sandbox's own, where the caller may make one */
 };
-
-/* ---- small helpers ---------------------------------------------------------- */
-
-static bool readable(int fd, int timeout_ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int rc;
-    do
-        rc = poll(&p, 1, timeout_ms);
-    while (rc < 0 && errno == EINTR);
-    return rc > 0;
-}
 
 /* ---- starting bubblewrap, detached ------------------------------------------ */
 
@@ -99,7 +91,7 @@ static bool readable(int fd, int timeout_ms) {
 #define MAX_KEEP 5 /* the control socket, the lifeline, the caller's pidfd, two bind fds */
 
 static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int *keep,
-                                   size_t nkeep, int report, int go) {
+                                   size_t nkeep, const struct a3s_cgroup *cg, int report, int go) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -118,6 +110,11 @@ static _Noreturn void intermediate(char *const *argv, int devnull, int out, cons
     for (size_t i = 0; i < nkeep; i++)
         if (fcntl(keep[i], F_SETFD, 0) < 0)
             goto fail;
+    int joined = a3s_cgroup_join(cg); /* bubblewrap and the whole sandbox start in it */
+    if (joined < 0) {
+        errno = -joined;
+        goto fail;
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -163,7 +160,7 @@ static int spawn(struct a3s_session *s, char *const *argv, const int *keep, size
     if (mid == 0) {
         close(report[0]);
         close(go[1]);
-        intermediate(argv, devnull, out, keep, nkeep, report[1], go[0]);
+        intermediate(argv, devnull, out, keep, nkeep, &s->cg, report[1], go[0]);
     }
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -214,25 +211,6 @@ static bool alive(const struct a3s_session *s) {
     return rc == 0;
 }
 
-static pid_t parent_of(pid_t pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    const char *end = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-    int ppid = -1;
-    char state;
-    if (!end || sscanf(end + 1, " %c %d", &state, &ppid) != 2)
-        return -1;
-    return (pid_t)ppid;
-}
-
 /* Kills the sandbox: its PID 1 (whose death takes the whole namespace) and
  * bubblewrap. The real init also dies with bubblewrap (its parent-death
  * signal), but an init that is not ours, or is stuck, must not survive a
@@ -242,21 +220,7 @@ static pid_t parent_of(pid_t pid) {
 static void kill_now(struct a3s_session *s) {
     if (s->pidfd < 0)
         return;
-    if (!readable(s->pidfd, 0)) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)s->pid, (int)s->pid);
-        FILE *f = fopen(path, "re");
-        int child;
-        while (f && fscanf(f, "%d", &child) == 1) {
-            int cfd = (int)syscall(SYS_pidfd_open, child, 0);
-            if (cfd >= 0 && parent_of(child) == s->pid && !readable(s->pidfd, 0))
-                syscall(SYS_pidfd_send_signal, cfd, SIGKILL, NULL, 0);
-            if (cfd >= 0)
-                close(cfd);
-        }
-        if (f)
-            fclose(f);
-    }
+    a3s_signal_children(s->pid, s->pidfd, SIGKILL);
     syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
 }
 
@@ -271,13 +235,15 @@ static void session_end(a3s_sandbox *sb, struct a3s_session *s) {
         }
         a3s_close_fd(&s->ctl);
         a3s_close_fd(&s->lifeline); /* the init also stops on this alone */
-        if (s->pidfd >= 0 && !readable(s->pidfd, STOP_WAIT_MS)) {
+        if (s->pidfd >= 0 && !a3s_readable(s->pidfd, STOP_WAIT_MS)) {
             kill_now(s);
-            readable(s->pidfd, STOP_WAIT_MS);
+            a3s_readable(s->pidfd, STOP_WAIT_MS);
         }
         a3s_plan_release(sb, &s->plan);
+        a3s_cgroup_destroy(&s->cg);
     } else {
         a3s_plan_forget(&s->plan); /* nothing of the parent's is removed here */
+        a3s_cgroup_forget(&s->cg);
     }
     a3s_close_fd(&s->ctl);
     a3s_close_fd(&s->lifeline);
@@ -336,6 +302,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
     /* planning counts against the command's time and its cancel */
     s->plan.deadline = deadline;
     s->plan.cancel_fd = (o->flags & A3S_EXEC_CANCEL_FD) ? o->cancel_fd : -1;
+    a3s_cgroup_init(&s->cg);
     int sp[2] = {-1, -1}, life[2] = {-1, -1}, out[2] = {-1, -1};
     int rc = A3S_OK;
     /* the init also watches this process itself: no pidfd, no long-lived sandbox */
@@ -365,6 +332,8 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
     struct plan_fds fds = {
         .status_fd = -1, .lifeline_fd = life[0], .control_fd = sp[1], .host_pidfd = self};
     a3s_error perr = {0};
+    a3s_sandbox_cgroup(sb, &s->cg);
+    s->plan.memory_cgroup = s->cg.memory;
     rc = a3s_plan_build(sb, NULL, &s->plan, &fds, &perr);
     bool planned = rc == A3S_OK;
     s->plan.cancel_fd = -1; /* the caller's fd: not to be kept past this call */
@@ -407,6 +376,8 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
     }
     atomic_fetch_add(&sb->starts, 1);
     atomic_store(&sb->session_pid, (int)s->pid);
+    atomic_store(&sb->session_bounds, (s->cg.memory ? A3S_SANDBOX_INFO_MEMORY_CGROUP : 0) |
+                                          (s->cg.pids ? A3S_SANDBOX_INFO_PIDS_CGROUP : 0));
 
     /* READY, or why not */
     bool watch_cancel = (o->flags & A3S_EXEC_CANCEL_FD) != 0;
@@ -474,6 +445,7 @@ static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t dea
 struct exchange {
     struct a3s_capture out, err;
     bool done, dead, forced, cancel_sent;
+    bool oom_killed; /* the memory cgroup's OOM killer struck during the command */
     struct a3s_msg_done d;
     uint64_t start, finished;
 };
@@ -609,7 +581,10 @@ static a3s_process_result *outcome(struct exchange *x) {
     uint64_t us = (x->finished > x->start ? x->finished - x->start : 0) / 1000u;
     if (x->done && !(x->d.flags & A3S_DONE_SETUP_FAILED)) {
         uint64_t flags = ((x->d.flags & A3S_DONE_TIMED_OUT) ? A3S_RESULT_TIMED_OUT : 0) |
-                         ((x->d.flags & A3S_DONE_CANCELLED) ? A3S_RESULT_CANCELLED : 0);
+                         ((x->d.flags & A3S_DONE_CANCELLED) ? A3S_RESULT_CANCELLED : 0) |
+                         ((x->d.flags & A3S_DONE_OOM_KILLED) || x->oom_killed
+                              ? A3S_RESULT_OOM_KILLED
+                              : 0);
         return a3s_process_result_captured(&x->out, &x->err, x->d.exit_code, 0, flags, us,
                                            x->d.pid, NULL);
     }
@@ -643,6 +618,7 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
     a3s_capture_init(&x.out, po[0], o->max_output_bytes);
     a3s_capture_init(&x.err, pe[0], o->max_output_bytes);
     x.start = a3s_now_ns();
+    uint64_t oom_kills = a3s_cgroup_oom_kills(&s->cg);
     a3s_error serr = {0};
     int rc = send_request(sb, s, o, po[1], pe[1], &serr);
     if (rc != A3S_OK) {
@@ -658,6 +634,7 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
         return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     }
     exchange(sb, s, o, &x);
+    x.oom_killed = s->cg.memory && a3s_cgroup_oom_kills(&s->cg) > oom_kills;
     if (x.done && (x.d.flags & A3S_DONE_STALE)) {
         /* not run: the init found a mount of its sandbox gone */
         a3s_capture_release(&x.out);
@@ -779,6 +756,8 @@ A3S_API int a3s_sandbox_info_get(const a3s_sandbox *sb, a3s_sandbox_info *out, a
     a3s_sandbox *m = (a3s_sandbox *)sb; /* atomics only: reading does not change the handle */
     int pid = atomic_load(&m->session_pid);
     out->flags = pid ? A3S_SANDBOX_INFO_RUNNING : 0;
+    if (pid)
+        out->flags |= atomic_load(&m->session_bounds);
     out->starts = (uint64_t)atomic_load(&m->starts);
     out->pid = pid;
     out->reserved = 0;

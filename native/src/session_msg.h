@@ -61,6 +61,8 @@ enum a3s_msg_type {
                                            new sandbox (it could not clean up) */
 #define A3S_DONE_STALE (1u << 4)        /* not run: a mount of the sandbox is gone (the host
                                            replaced its mount point); run it in a new one */
+#define A3S_DONE_OOM_KILLED (1u << 5)   /* the init's memory watchdog killed the command: the
+                                           sandbox used more than its memory bound */
 
 /* A decoded EXEC. Every pointer is into one allocation owned by the
  * struct (release with a3s_msg_exec_free); strings are NUL-terminated. */

@@ -5,19 +5,22 @@
  * root-owned Python environment is out of reach, to check that the boundary
  * holds for a non-root caller too.
  *
- * Usage: sandbox_driver [--process-host] [--reuse] [--timeout-ms N] [--grace-ms N]
- *                       [--max-output N] [--state-dir DIR] [--scratch DIR]
- *                       INIT BWRAP WORKSPACE COMMAND [COMMAND]...
+ * Usage: sandbox_driver [--process-host] [--reuse] [--no-landlock] [--timeout-ms N]
+ *                       [--grace-ms N] [--max-output N] [--state-dir DIR] [--scratch DIR]
+ *                       [--memory-max N] [--max-processes N] [--tmpfs-max N]
+ *                       [--watch-budget N] INIT BWRAP WORKSPACE COMMAND [COMMAND]...
  *        sandbox_driver --probe [--reuse] INIT BWRAP WORKSPACE
  *
  * Several commands run one after the other through the same handle (with
  * --reuse: in one long-lived sandbox); a block as below is printed for each,
- * and with --reuse a last line "starts=N" says how many sandboxes it took.
+ * and with --reuse a line "starts=N" says how many sandboxes it took and a
+ * last line "cgroups=memory,pids" which bounds a cgroup carried (either may
+ * be missing: "cgroups=" for none).
  *
  * Output (stdout), for a run:
  *   rc=<a3s status name>
  *   exit_code=N
- *   timed_out=0|1  cancelled=0|1  setup_failed=0|1  (one per line)
+ *   timed_out=0|1  cancelled=0|1  setup_failed=0|1  oom_killed=0|1  (one per line)
  *   stdout_total=N
  *   stderr_total=N
  *   setup_error=<text or empty>
@@ -29,15 +32,17 @@
  */
 #include "a3s/a3s.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: sandbox_driver [--process-host] [--reuse] [--timeout-ms N] "
-                    "[--grace-ms N] [--max-output N] [--state-dir DIR] [--scratch DIR] INIT "
-                    "BWRAP WORKSPACE COMMAND...\n       sandbox_driver --probe [--reuse] INIT "
-                    "BWRAP WORKSPACE\n");
+    fprintf(stderr, "usage: sandbox_driver [--process-host] [--reuse] [--no-landlock] "
+                    "[--timeout-ms N] [--grace-ms N] [--max-output N] [--state-dir DIR] "
+                    "[--scratch DIR] [--memory-max N] [--max-processes N] [--tmpfs-max N] "
+                    "[--watch-budget N] INIT BWRAP WORKSPACE COMMAND...\n"
+                    "       sandbox_driver --probe [--reuse] INIT BWRAP WORKSPACE\n");
     return 2;
 }
 
@@ -76,6 +81,10 @@ int main(int argc, char **argv) {
             cfg.flags |= A3S_SANDBOX_REUSE;
             continue;
         }
+        if (strcmp(a, "--no-landlock") == 0) {
+            cfg.flags |= A3S_SANDBOX_NO_LANDLOCK;
+            continue;
+        }
         if (!v)
             return usage();
         if (strcmp(a, "--timeout-ms") == 0)
@@ -88,6 +97,14 @@ int main(int argc, char **argv) {
             cfg.state_dir = v;
         else if (strcmp(a, "--scratch") == 0)
             cfg.scratch_parent = v;
+        else if (strcmp(a, "--memory-max") == 0)
+            cfg.memory_max_bytes = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--max-processes") == 0)
+            cfg.max_processes = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--tmpfs-max") == 0)
+            cfg.tmpfs_max_bytes = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--watch-budget") == 0)
+            cfg.inotify_watch_budget = strtoull(v, NULL, 10);
         else
             return usage();
         i++;
@@ -132,6 +149,7 @@ int main(int argc, char **argv) {
         printf("timed_out=%d\n", (v.flags & A3S_RESULT_TIMED_OUT) ? 1 : 0);
         printf("cancelled=%d\n", (v.flags & A3S_RESULT_CANCELLED) ? 1 : 0);
         printf("setup_failed=%d\n", (v.flags & A3S_RESULT_SETUP_FAILED) ? 1 : 0);
+        printf("oom_killed=%d\n", (v.flags & A3S_RESULT_OOM_KILLED) ? 1 : 0);
         printf("stdout_total=%llu\nstderr_total=%llu\n", (unsigned long long)v.stdout_total,
                (unsigned long long)v.stderr_total);
         printf("setup_error=%s\n", v.setup_error ? v.setup_error : "");
@@ -146,6 +164,10 @@ int main(int argc, char **argv) {
         info.struct_size = sizeof info;
         a3s_sandbox_info_get(sb, &info, NULL);
         printf("starts=%llu\n", (unsigned long long)info.starts);
+        bool mem = info.flags & A3S_SANDBOX_INFO_MEMORY_CGROUP;
+        bool pids = info.flags & A3S_SANDBOX_INFO_PIDS_CGROUP;
+        printf("cgroups=%s%s%s\n", mem ? "memory" : "", mem && pids ? "," : "",
+               pids ? "pids" : "");
     }
     a3s_sandbox_free(sb);
     return 0;

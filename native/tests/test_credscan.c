@@ -142,6 +142,38 @@ int main(void) {
     CHECK(found(&out, 'f', "m2/inner/.env") && found(&out, 'f', "a/b/c/.npmrc"),
           "quiet runs keep every credential");
 
+    CHECK(a3s_credscan_watches(cs) > 10, "without a budget every directory is watched (%zu)",
+          a3s_credscan_watches(cs));
+    a3s_strvec_free(&out);
+    a3s_credscan_free(cs);
+
+    /* a watch budget: beyond it, directories are tracked by their metadata,
+     * and a credential file in one of them is still found */
+    CHECK(a3s_credscan_new(root, &cs, NULL) == A3S_OK, "new");
+    a3s_credscan_set_watch_budget(cs, 3);
+    mkd("w");
+    char rel[64];
+    for (int i = 0; i < 40; i++) {
+        snprintf(rel, sizeof rel, "w/d%d", i);
+        mkd(rel);
+    }
+    scan(cs, &out);
+    CHECK(a3s_credscan_watches(cs) == 3, "watches within the budget (%zu)",
+          a3s_credscan_watches(cs));
+    touch("w/d37/.env");
+    scan(cs, &out);
+    CHECK(found(&out, 'f', "w/d37/.env"), "a credential beyond the budget is found");
+    for (int i = 0; i < 40; i++) {
+        snprintf(rel, sizeof rel, "w/d%d", i);
+        age(rel);
+    }
+    scan(cs, &out);
+    touch("w/d12/.netrc"); /* its directory's mtime moves: seen without a watch */
+    scan(cs, &out);
+    CHECK(found(&out, 'f', "w/d12/.netrc") && found(&out, 'f', "w/d37/.env"),
+          "metadata keeps unwatched directories current");
+    CHECK(a3s_credscan_watches(cs) <= 3, "still within the budget (%zu)",
+          a3s_credscan_watches(cs));
     a3s_strvec_free(&out);
     a3s_credscan_free(cs);
     char cmd[300];

@@ -36,6 +36,7 @@
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -320,6 +321,31 @@ static const struct tcase cases[] = {
     C("chmod 755", SYS_chmod, ALLOW, 0x1000, 0755),
 #endif
     C("openat2 (mode unreadable)", 437, ERR(ENOSYS), (uint64_t)AT_FDCWD, 0x1000, 0x2000, 24),
+    /* PID 1 (the init every later command is forked from) is out of reach */
+    C("prlimit64(1, RLIMIT_AS)", SYS_prlimit64, ERR(EPERM), 1, RLIMIT_AS, 0x1000, 0),
+    C("prlimit64(1) read only", SYS_prlimit64, ERR(EPERM), 1, RLIMIT_NOFILE, 0, 0x1000),
+    C("prlimit64(1 with high bits)", SYS_prlimit64, ERR(EPERM), HI(7) | 1, RLIMIT_AS, 0x1000, 0),
+    C("prlimit64(0) (self)", SYS_prlimit64, ALLOW, 0, RLIMIT_NOFILE, 0x1000, 0),
+    C("prlimit64(2)", SYS_prlimit64, ALLOW, 2, RLIMIT_NOFILE, 0x1000, 0),
+    C("sched_setaffinity(1)", SYS_sched_setaffinity, ERR(EPERM), 1, 8, 0x1000),
+    C("sched_setaffinity(0)", SYS_sched_setaffinity, ALLOW, 0, 8, 0x1000),
+    C("sched_setscheduler(1, SCHED_IDLE)", SYS_sched_setscheduler, ERR(EPERM), 1, 5, 0x1000),
+    C("sched_setscheduler(0, SCHED_IDLE)", SYS_sched_setscheduler, ALLOW, 0, 5, 0x1000),
+    C("sched_setparam(1)", SYS_sched_setparam, ERR(EPERM), 1, 0x1000),
+    C("sched_setattr(1)", SYS_sched_setattr, ERR(EPERM), 1, 0x1000, 0),
+    C("sched_setattr(3)", SYS_sched_setattr, ALLOW, 3, 0x1000, 0),
+    C("setpriority(PRIO_PROCESS, 1, 19)", SYS_setpriority, ERR(EPERM), 0, 1, 19),
+    C("setpriority(PRIO_PGRP, 1, 19)", SYS_setpriority, ERR(EPERM), 1, 1, 19),
+    C("setpriority(PRIO_USER, 0, 19)", SYS_setpriority, ERR(EPERM), 2, 0, 19),
+    C("setpriority(PRIO_USER, 1000, 19)", SYS_setpriority, ERR(EPERM), 2, 1000, 19),
+    C("setpriority(PRIO_PROCESS, 0, 19)", SYS_setpriority, ALLOW, 0, 0, 19),
+    C("setpriority(PRIO_PGRP, 0, 19)", SYS_setpriority, ALLOW, 1, 0, 19),
+    C("setpriority(PRIO_PROCESS, 42, 19)", SYS_setpriority, ALLOW, 0, 42, 19),
+    C("ioprio_set(WHO_PROCESS, 1, IDLE)", SYS_ioprio_set, ERR(EPERM), 1, 1, 3 << 13),
+    C("ioprio_set(WHO_PGRP, 1, IDLE)", SYS_ioprio_set, ERR(EPERM), 2, 1, 3 << 13),
+    C("ioprio_set(WHO_USER, 0, IDLE)", SYS_ioprio_set, ERR(EPERM), 3, 0, 3 << 13),
+    C("ioprio_set(WHO_PROCESS, 0, IDLE)", SYS_ioprio_set, ALLOW, 1, 0, 3 << 13),
+    C("ioprio_set(WHO_PROCESS, 9, IDLE)", SYS_ioprio_set, ALLOW, 1, 9, 3 << 13),
     /* ordinary calls stay allowed */
     C("read", SYS_read, ALLOW, 0, 0, 16),
     C("write", SYS_write, ALLOW, 1, 0, 16),
@@ -495,6 +521,41 @@ static const struct tcase cases[] = {
     {"native arch with the LE flag off", NATIVE & ~(uint32_t)__AUDIT_ARCH_LE, SYS_read, {0},
      KILL},
 };
+
+/* The filter's table of plain denials is pinned per architecture
+ * (src/seccomp_linux.c): every number must be the headers' wherever they
+ * define it, and nothing this file says is refused may be missing. */
+static void test_pinned_numbers(void) {
+    size_t n = 0;
+    const struct a3s_seccomp_denial *table = a3s_seccomp_denials(&n);
+    CHECK(table != NULL && n > 0, "the filter's table of denials is empty");
+    size_t unchecked = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct denied *d = NULL;
+        for (size_t j = 0; j < NDENIED && !d; j++)
+            if (!strcmp(plain_denied[j].name, table[i].name))
+                d = &plain_denied[j];
+        if (table[i].nr < 0) {
+            CHECK(d == NULL, "%s: pinned as absent on this architecture, the headers have %u",
+                  table[i].name, d ? d->nr : 0);
+        } else if (d) {
+            CHECK(d->nr == (uint32_t)table[i].nr && d->err == table[i].err,
+                  "%s: pinned %d (errno %d), headers and policy say %u (errno %d)", table[i].name,
+                  table[i].nr, table[i].err, d->nr, d->err);
+        } else {
+            unchecked++; /* newer than these headers */
+        }
+    }
+    for (size_t j = 0; j < NDENIED; j++) {
+        bool found = false;
+        for (size_t i = 0; i < n && !found; i++)
+            found = !strcmp(plain_denied[j].name, table[i].name) && table[i].nr >= 0;
+        CHECK(found, "%s is refused by the policy but missing from the filter's table",
+              plain_denied[j].name);
+    }
+    if (unchecked)
+        printf("test_seccomp: %zu pinned numbers are newer than these headers\n", unchecked);
+}
 
 static void test_table(const struct a3s_seccomp_program *p) {
     char got[32], want[32];
@@ -1228,6 +1289,7 @@ int main(int argc, char **argv) {
         size_t where = 0;
         CHECK(bpf_interp_check(prog.filter, prog.len, &why, &where) == 0,
               "generated program: %s at %zu", why, where);
+        test_pinned_numbers();
         test_table(&prog);
         test_sweep(&prog);
         test_probes(&prog);

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,55 @@ static void test_refusal(void) {
     rmdir(ws);
 }
 
+/* struct_size versioning of a3s_sandbox_config: a caller built before the
+ * resource bounds existed gets the defaults; fields this library does not
+ * know are refused unless zero; a bound below the least a sandbox needs is
+ * refused; and the bounds reach the commands. */
+static void test_config_versions(void) {
+    unsigned char buf[sizeof(a3s_sandbox_config) + 16];
+    memset(buf, 0, sizeof buf);
+    a3s_sandbox_config *cfg = (a3s_sandbox_config *)(void *)buf;
+    cfg->workspace = workspace;
+    cfg->bwrap_path = bwrap;
+    cfg->init_path = init_path;
+    a3s_sandbox *sb = NULL;
+    a3s_error err;
+    size_t before_bounds = offsetof(a3s_sandbox_config, memory_max_bytes);
+    cfg->struct_size = before_bounds;
+    CHECK(a3s_sandbox_new(cfg, &sb, &err) == A3S_OK, "the older, shorter struct: %s",
+          err.message);
+    if (sb) {
+        struct run r = exec_cmd(sb, "ulimit -u", 10000, 0, NULL, 0, -1);
+        CHECK(!strcmp(r.out, "4096\n"), "the older struct gets the default bounds: '%s'", r.out);
+    }
+    a3s_sandbox_free(sb);
+    sb = NULL;
+    cfg->struct_size = before_bounds - 1;
+    CHECK(a3s_sandbox_new(cfg, &sb, &err) == A3S_E_INVALID, "a struct shorter than any version");
+    cfg->struct_size = sizeof buf;
+    CHECK(a3s_sandbox_new(cfg, &sb, &err) == A3S_OK, "a longer struct, zero beyond ours");
+    a3s_sandbox_free(sb);
+    sb = NULL;
+    buf[sizeof buf - 1] = 1;
+    CHECK(a3s_sandbox_new(cfg, &sb, &err) == A3S_E_INVALID && strstr(err.message, "does not know"),
+          "a field this library does not know: %s", err.message);
+    buf[sizeof buf - 1] = 0;
+    cfg->struct_size = sizeof *cfg;
+    cfg->max_processes = 7;
+    CHECK(a3s_sandbox_new(cfg, &sb, &err) == A3S_E_INVALID && strstr(err.message, "max_processes"),
+          "a process bound below the least: %s", err.message);
+    cfg->max_processes = 64;
+    cfg->tmpfs_max_bytes = 4u << 20;
+    cfg->memory_max_bytes = A3S_NO_LIMIT;
+    CHECK(a3s_sandbox_new(cfg, &sb, &err) == A3S_OK, "bounds: %s", err.message);
+    if (sb) {
+        const char *cmd = "ulimit -u; df -B1 --output=size /tmp | tail -1 | tr -d ' '";
+        struct run r = exec_cmd(sb, cmd, 10000, 0, NULL, 0, -1);
+        CHECK(!strcmp(r.out, "64\n4194304\n"), "the bounds reach the command: '%s'", r.out);
+    }
+    a3s_sandbox_free(sb);
+}
+
 int main(void) {
     static const char *const candidates[] = {"/usr/bin/bwrap", "/bin/bwrap"};
     for (size_t i = 0; i < 2 && !bwrap; i++)
@@ -212,6 +262,7 @@ int main(void) {
     snprintf(workspace, sizeof workspace, "%s", tmpl);
     test_commands();
     test_refusal();
+    test_config_versions();
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", workspace);
     CHECK(system(cmd) == 0, "cleanup");

@@ -29,6 +29,7 @@ from .hitl import ConfirmationPolicy, ConfirmationRequest, Risk, TerminalConfirm
 from .hooks import HookConfig, HookContext, HookEvent, HookMatcher, HookResult
 from .kernel import InvocationOutcome, Mode, Origin, ToolCall, TraceEntry
 from .policy import Decision, LintFinding, PermissionPolicy
+from .sandbox import SandboxLimits
 from .session import Agent, Session, SessionClosed, SessionOptions, SessionOptionsError
 from .tools import ErrorKind, ToolResult
 from .verification import CheckSpec, TurnOutcome, VerificationReport
@@ -61,6 +62,7 @@ __all__ = [
     "Risk",
     "SandboxArgumentError",
     "SandboxError",
+    "SandboxLimits",
     "SandboxUnavailable",
     "Session",
     "SessionClosed",

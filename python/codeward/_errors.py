@@ -26,6 +26,13 @@ module).
     ├── HookError              (hooks) a malformed hook registration
     ├── VerificationError      (verification) ledger, report, check and waiver errors
     ├── DownloadError          (download) every refusal and failure of a download
+    ├── McpError               (mcp) an MCP server, its configuration or connection (has .server)
+    │   ├── McpConfigError     a .mcp.json / mcpServers entry is malformed (has .path)
+    │   ├── McpStartError      the server did not start, or did not complete initialize
+    │   ├── McpConnectionError the connection is closed or broke (has .exit_code, .stderr_tail)
+    │   │   └── McpProtocolError  the server broke the protocol; the connection was closed
+    │   ├── McpTimeout         no answer in time; the request was cancelled (has .method)
+    │   └── McpServerError     the server answered with a JSON-RPC error (has .code, .data)
     └── NativeCoreError        the C core failed in a way no input explains
                                (out of memory, a system call); has .status, .errno
 

@@ -12,6 +12,13 @@
 #include <Python.h>
 
 #include <string.h>
+#ifdef _WIN32
+#include <io.h>
+#define close_fd _close
+#else
+#include <unistd.h>
+#define close_fd close
+#endif
 
 #include "a3s/a3s.h"
 
@@ -20,6 +27,7 @@ typedef struct {
     PyObject *glob_type;
     PyObject *ruleset_type;
     PyObject *sandbox_type;
+    PyObject *child_type;
 } module_state;
 
 static module_state *state_of_module(PyObject *m) { return (module_state *)PyModule_GetState(m); }
@@ -385,13 +393,29 @@ static int string_array(PyObject *seq, char ***out, Py_ssize_t *n) {
 }
 
 static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"workspace", "init", "bwrap", "process_host", "no_landlock",
-                             "scratch_parent", "host_env", "reuse", NULL};
+    static char *kwlist[] = {"workspace",
+                             "init",
+                             "bwrap",
+                             "process_host",
+                             "no_landlock",
+                             "scratch_parent",
+                             "host_env",
+                             "reuse",
+                             "readonly_workspace",
+                             "share_net",
+                             "memory_max_bytes",
+                             "max_processes",
+                             "tmpfs_max_bytes",
+                             "inotify_watch_budget",
+                             NULL};
     const char *workspace, *init, *bwrap = NULL, *scratch = NULL;
-    int process_host = 0, no_landlock = 0, reuse = 0;
+    int process_host = 0, no_landlock = 0, reuse = 0, readonly_workspace = 0, share_net = 0;
+    unsigned long long memory_max = 0, max_processes = 0, tmpfs_max = 0, watch_budget = 0;
     PyObject *host_env = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOp", kwlist, &workspace, &init, &bwrap,
-                                     &process_host, &no_landlock, &scratch, &host_env, &reuse))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKK", kwlist, &workspace, &init,
+                                     &bwrap, &process_host, &no_landlock, &scratch, &host_env,
+                                     &reuse, &readonly_workspace, &share_net, &memory_max,
+                                     &max_processes, &tmpfs_max, &watch_budget))
         return NULL;
     PyObject *mod = PyType_GetModule(type);
     if (!mod)
@@ -403,13 +427,19 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     a3s_sandbox_config cfg = {
         .struct_size = sizeof cfg,
         .flags = (process_host ? A3S_SANDBOX_PROCESS_HOST : 0) |
-                 (no_landlock ? A3S_SANDBOX_NO_LANDLOCK : 0) | (reuse ? A3S_SANDBOX_REUSE : 0),
+                 (no_landlock ? A3S_SANDBOX_NO_LANDLOCK : 0) | (reuse ? A3S_SANDBOX_REUSE : 0) |
+                 (readonly_workspace ? A3S_SANDBOX_WORKSPACE_READONLY : 0) |
+                 (share_net ? A3S_SANDBOX_SHARE_NET : 0),
         .workspace = workspace,
         .bwrap_path = bwrap,
         .init_path = init,
         .scratch_parent = scratch,
         .host_env = (const char *const *)env,
         .host_envc = (size_t)envc,
+        .memory_max_bytes = memory_max,
+        .max_processes = max_processes,
+        .tmpfs_max_bytes = tmpfs_max,
+        .inotify_watch_budget = watch_budget,
     };
     a3s_sandbox *sb = NULL;
     a3s_error err;
@@ -455,9 +485,10 @@ static PyObject *result_dict(const a3s_process_result *r) {
     PyObject *d = NULL;
     if (out && err && setup && neutralized)
         d = Py_BuildValue(
-            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O,s:O}", "exit_code",
+            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O,s:O}", "exit_code",
             (int)v.exit_code, "term_signal", (int)v.term_signal, "timed_out",
-            (v.flags & A3S_RESULT_TIMED_OUT) ? Py_True : Py_False, "stdout_truncated",
+            (v.flags & A3S_RESULT_TIMED_OUT) ? Py_True : Py_False, "oom_killed",
+            (v.flags & A3S_RESULT_OOM_KILLED) ? Py_True : Py_False, "stdout_truncated",
             (v.flags & A3S_RESULT_STDOUT_TRUNCATED) ? Py_True : Py_False, "stderr_truncated",
             (v.flags & A3S_RESULT_STDERR_TRUNCATED) ? Py_True : Py_False, "cancelled",
             (v.flags & A3S_RESULT_CANCELLED) ? Py_True : Py_False, "setup_failed",
@@ -549,7 +580,8 @@ static PyObject *sandbox_stop(PyObject *obj, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* info() -> {"running": bool, "starts": int, "pid": int}. */
+/* info() -> {"running": bool, "starts": int, "pid": int, "memory_cgroup": bool,
+ * "pids_cgroup": bool}. */
 static PyObject *sandbox_info(PyObject *obj, PyObject *unused) {
     (void)unused;
     SandboxObject *self = (SandboxObject *)obj;
@@ -557,9 +589,12 @@ static PyObject *sandbox_info(PyObject *obj, PyObject *unused) {
     a3s_error err;
     if (a3s_sandbox_info_get(self->sb, &info, &err) != A3S_OK)
         return raise_error(self->native_error, &err);
-    return Py_BuildValue("{s:O,s:K,s:i}", "running",
+    return Py_BuildValue("{s:O,s:K,s:i,s:O,s:O}", "running",
                          (info.flags & A3S_SANDBOX_INFO_RUNNING) ? Py_True : Py_False, "starts",
-                         (unsigned long long)info.starts, "pid", (int)info.pid);
+                         (unsigned long long)info.starts, "pid", (int)info.pid, "memory_cgroup",
+                         (info.flags & A3S_SANDBOX_INFO_MEMORY_CGROUP) ? Py_True : Py_False,
+                         "pids_cgroup",
+                         (info.flags & A3S_SANDBOX_INFO_PIDS_CGROUP) ? Py_True : Py_False);
 }
 
 static PyObject *sandbox_workspace(PyObject *obj, void *closure) {
@@ -567,12 +602,192 @@ static PyObject *sandbox_workspace(PyObject *obj, void *closure) {
     return PyUnicode_DecodeFSDefault(a3s_sandbox_workspace(((SandboxObject *)obj)->sb));
 }
 
+
+/* ---- Child (an owned process) ------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    a3s_child *child;
+    PyObject *native_error;
+    PyObject *sandbox; /* the Sandbox it runs in (kept alive: its plan is held), or NULL */
+} ChildObject;
+
+static PyObject *child_status_dict(const a3s_child_status *st) {
+    return Py_BuildValue("{s:O,s:i,s:i,s:O,s:O}", "exited",
+                         (st->flags & A3S_CHILD_EXITED) ? Py_True : Py_False, "exit_code",
+                         (int)st->exit_code, "pid", (int)st->pid, "killed",
+                         (st->flags & A3S_CHILD_KILLED) ? Py_True : Py_False, "sandboxed",
+                         (st->flags & A3S_CHILD_SANDBOXED) ? Py_True : Py_False);
+}
+
+/* Runs a3s_child_spawn or a3s_sandbox_spawn without the GIL and wraps the
+ * result as (Child, stdin_fd, stdout_fd, stderr_fd). */
+static PyObject *child_spawn_common(PyObject *mod, SandboxObject *sandbox, PyObject *args,
+                                    PyObject *kwds) {
+    static char *kwlist[] = {"path", "args", "env", "cwd", "init", "host_env", "grace_ms", NULL};
+    const char *path, *cwd = NULL, *init = NULL;
+    PyObject *arg_list, *env_list, *host_env = Py_None;
+    unsigned long long grace_ms = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOO|zzOK:spawn", kwlist, &path, &arg_list,
+                                     &env_list, &cwd, &init, &host_env, &grace_ms))
+        return NULL;
+    module_state *st = state_of_module(mod);
+    char **argv = NULL, **env = NULL, **henv = NULL;
+    Py_ssize_t argc = 0, envc = 0, henvc = 0;
+    if (string_array(arg_list, &argv, &argc) < 0 || string_array(env_list, &env, &envc) < 0 ||
+        (host_env != Py_None && string_array(host_env, &henv, &henvc) < 0)) {
+        free_strings(argv, argc);
+        free_strings(env, envc);
+        return NULL;
+    }
+    a3s_child_options o = {
+        .struct_size = sizeof o,
+        .path = path,
+        .args = (const char *const *)argv,
+        .nargs = (size_t)argc,
+        .env = (const char *const *)env,
+        .envc = (size_t)envc,
+        .host_env = (const char *const *)henv,
+        .host_envc = (size_t)henvc,
+        .cwd = cwd,
+        .init_path = init,
+        .kill_grace_ms = grace_ms,
+    };
+    a3s_child *c = NULL;
+    a3s_child_stdio io = {.struct_size = sizeof io};
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = sandbox ? a3s_sandbox_spawn(sandbox->sb, &o, &c, &io, &err)
+                 : a3s_child_spawn(&o, &c, &io, &err);
+    Py_END_ALLOW_THREADS
+    free_strings(argv, argc);
+    free_strings(env, envc);
+    free_strings(henv, henvc);
+    if (rc != A3S_OK)
+        return raise_error(st->native_error, &err);
+    PyTypeObject *type = (PyTypeObject *)st->child_type;
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    ChildObject *self = (ChildObject *)alloc(type, 0);
+    if (!self) {
+        Py_BEGIN_ALLOW_THREADS
+        a3s_child_free(c);
+        Py_END_ALLOW_THREADS
+        close_fd(io.stdin_fd);
+        close_fd(io.stdout_fd);
+        close_fd(io.stderr_fd);
+        return NULL;
+    }
+    self->child = c;
+    self->native_error = st->native_error;
+    self->sandbox = (PyObject *)sandbox;
+    Py_XINCREF(self->sandbox);
+    PyObject *result = Py_BuildValue("(Niii)", (PyObject *)self, (int)io.stdin_fd,
+                                     (int)io.stdout_fd, (int)io.stderr_fd);
+    if (!result) { /* the Child went with the tuple's failure; the fds did not */
+        close_fd(io.stdin_fd);
+        close_fd(io.stdout_fd);
+        close_fd(io.stderr_fd);
+    }
+    return result;
+}
+
+/* spawn_child(path, args, env, cwd=None, init=None, host_env=None, grace_ms=0)
+ *   -> (Child, stdin_fd, stdout_fd, stderr_fd): an owned process on the host. */
+static PyObject *py_spawn_child(PyObject *mod, PyObject *args, PyObject *kwds) {
+    return child_spawn_common(mod, NULL, args, kwds);
+}
+
+/* Sandbox.spawn(path, args, env, cwd=None, grace_ms=0): the same in a sandbox of its own. */
+static PyObject *sandbox_spawn(PyObject *obj, PyObject *args, PyObject *kwds) {
+    PyObject *mod = PyType_GetModule(Py_TYPE(obj));
+    if (!mod)
+        return NULL;
+    return child_spawn_common(mod, (SandboxObject *)obj, args, kwds);
+}
+
+static void child_dealloc(PyObject *obj) {
+    PyTypeObject *type = Py_TYPE(obj);
+    ChildObject *self = (ChildObject *)obj;
+    a3s_child *c = self->child;
+    /* a running program is stopped: TERM, the grace, KILL */
+    Py_BEGIN_ALLOW_THREADS
+    a3s_child_free(c);
+    Py_END_ALLOW_THREADS
+    Py_CLEAR(self->sandbox);
+    freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    tp_free(obj);
+    Py_DECREF(type);
+}
+
+/* wait(timeout_ms) -> status dict; runs without the GIL. */
+static PyObject *child_wait(PyObject *obj, PyObject *arg) {
+    ChildObject *self = (ChildObject *)obj;
+    unsigned long long timeout_ms = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    a3s_child_status st = {.struct_size = sizeof st};
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_child_wait(self->child, timeout_ms, &st, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    return child_status_dict(&st);
+}
+
+/* stop() -> status dict: TERM, the grace, KILL, reaped; runs without the GIL. */
+static PyObject *child_stop(PyObject *obj, PyObject *unused) {
+    (void)unused;
+    ChildObject *self = (ChildObject *)obj;
+    a3s_child_status st = {.struct_size = sizeof st};
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_child_stop(self->child, &st, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    return child_status_dict(&st);
+}
+
+static PyObject *child_info(PyObject *obj, PyObject *unused) {
+    (void)unused;
+    ChildObject *self = (ChildObject *)obj;
+    a3s_child_status st = {.struct_size = sizeof st};
+    a3s_error err;
+    if (a3s_child_info(self->child, &st, &err) != A3S_OK)
+        return raise_error(self->native_error, &err);
+    return child_status_dict(&st);
+}
+
+static PyMethodDef child_methods[] = {
+    {"wait", child_wait, METH_O, "wait(timeout_ms) -> dict: wait for the program's end."},
+    {"stop", child_stop, METH_NOARGS, "stop() -> dict: end it and everything it started."},
+    {"info", child_info, METH_NOARGS, "info() -> dict: its state, without waiting."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot child_slots[] = {
+    {Py_tp_dealloc, child_dealloc},
+    {Py_tp_methods, child_methods},
+    {Py_tp_doc, "An owned process (from spawn_child or Sandbox.spawn); stopped when collected."},
+    {0, NULL},
+};
+
+static PyType_Spec child_spec = {
+    "codeward._native.Child", sizeof(ChildObject), 0, Py_TPFLAGS_DEFAULT, child_slots,
+};
+
 static PyMethodDef sandbox_methods[] = {
     {"exec", sandbox_exec, METH_VARARGS,
      "exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd) -> dict"},
     {"probe", sandbox_probe, METH_O, "probe(timeout_ms): self-test through the boundary."},
     {"stop", sandbox_stop, METH_NOARGS, "stop(): end the long-lived sandbox, if one runs."},
     {"info", sandbox_info, METH_NOARGS, "info() -> dict: the long-lived sandbox's state."},
+    {"spawn", (PyCFunction)(void (*)(void))sandbox_spawn, METH_VARARGS | METH_KEYWORDS,
+     "spawn(path, args, env, cwd=None, grace_ms=0) -> (Child, stdin, stdout, stderr)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1082,6 +1297,9 @@ static PyMethodDef module_methods[] = {
     {"features", py_features, METH_NOARGS, "features() -> dict: what the kernel offers."},
     {"status_name", py_status_name, METH_O, "status_name(code) -> str."},
     {"path_normalize", py_path_normalize, METH_O, "path_normalize(path) -> str."},
+    {"spawn_child", (PyCFunction)(void (*)(void))py_spawn_child, METH_VARARGS | METH_KEYWORDS,
+     "spawn_child(path, args, env, cwd=None, init=None, host_env=None, grace_ms=0) -> "
+     "(Child, stdin_fd, stdout_fd, stderr_fd): an owned process on the host."},
     {"canonical_json", py_canonical_json, METH_O,
      "canonical_json(value) -> str: compact JSON, keys sorted, ECMAScript numbers."},
     {NULL, NULL, 0, NULL},
@@ -1108,6 +1326,9 @@ static int module_exec(PyObject *m) {
     st->sandbox_type = PyType_FromModuleAndSpec(m, &sandbox_spec, NULL);
     if (!st->sandbox_type || PyModule_AddObjectRef(m, "Sandbox", st->sandbox_type) < 0)
         return -1;
+    st->child_type = PyType_FromModuleAndSpec(m, &child_spec, NULL);
+    if (!st->child_type || PyModule_AddObjectRef(m, "Child", st->child_type) < 0)
+        return -1;
     if (PyModule_AddIntConstant(m, "ABI_VERSION", A3S_ABI_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "LIST_NONE", A3S_LIST_NONE) < 0 ||
         PyModule_AddIntConstant(m, "LIST_DENY", A3S_LIST_DENY) < 0 ||
@@ -1128,6 +1349,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->glob_type);
     Py_VISIT(st->ruleset_type);
     Py_VISIT(st->sandbox_type);
+    Py_VISIT(st->child_type);
     return 0;
 }
 
@@ -1137,6 +1359,7 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->glob_type);
     Py_CLEAR(st->ruleset_type);
     Py_CLEAR(st->sandbox_type);
+    Py_CLEAR(st->child_type);
     return 0;
 }
 

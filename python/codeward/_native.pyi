@@ -40,6 +40,12 @@ class Sandbox:
         scratch_parent: str | None = None,
         host_env: list[str] | None = None,
         reuse: bool = False,
+        readonly_workspace: bool = False,
+        share_net: bool = False,
+        memory_max_bytes: int = 0,
+        max_processes: int = 0,
+        tmpfs_max_bytes: int = 0,
+        inotify_watch_budget: int = 0,
     ) -> None: ...
     def exec(
         self,
@@ -53,7 +59,31 @@ class Sandbox:
     def probe(self, timeout_ms: int) -> None: ...
     def stop(self) -> None: ...
     def info(self) -> dict[str, Any]: ...
+    def spawn(
+        self,
+        path: str,
+        args: list[str],
+        env: list[str],
+        cwd: str | None = None,
+        grace_ms: int = 0,
+    ) -> tuple[Child, int, int, int]: ...
 
+class Child:
+    """An owned process; its status dicts hold exited, exit_code, pid, killed, sandboxed."""
+
+    def wait(self, timeout_ms: int) -> dict[str, Any]: ...
+    def stop(self) -> dict[str, Any]: ...
+    def info(self) -> dict[str, Any]: ...
+
+def spawn_child(
+    path: str,
+    args: list[str],
+    env: list[str],
+    cwd: str | None = None,
+    init: str | None = None,
+    host_env: list[str] | None = None,
+    grace_ms: int = 0,
+) -> tuple[Child, int, int, int]: ...
 def version() -> dict[str, int | str]: ...
 def abi_version() -> int: ...
 def features() -> dict[str, bool | int]: ...

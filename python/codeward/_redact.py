@@ -24,6 +24,7 @@ __all__ = [
     "redact_query",
     "redact_url",
     "safe_text",
+    "visible",
 ]
 
 REDACTED = "REDACTED"
@@ -222,6 +223,23 @@ def escape(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(_escape_one(ch) for ch in text)
+
+
+_SPACE_RUN = re.compile(r" {2,}")
+
+
+def visible(text: str) -> str:
+    """``text`` with nothing hidden, for a person who must approve exactly it.
+
+    Never cut and never masked. Every character that does not print is an
+    escape (as :func:`escape`), a run of two or more spaces is counted
+    (``⟨300 spaces⟩``, so nothing hides past the edge of a screen), and line
+    breaks stay line breaks. Applying it twice changes nothing more.
+    """
+    lines = text.split("\n")
+    return "\n".join(
+        _SPACE_RUN.sub(lambda m: f"⟨{len(m.group())} spaces⟩", escape(line)) for line in lines
+    )
 
 
 def clip(text: str, limit: int, *, show_length: bool = True) -> str:

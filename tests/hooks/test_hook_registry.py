@@ -399,3 +399,43 @@ def test_outcome_to_dict_is_json_ready():
     )
     data = hooks.run(PRE, call()).to_dict()
     assert json.loads(json.dumps(data))["args"] == {"command": "ls -la", "x": [1]}
+
+
+def test_each_matcher_sees_the_call_as_the_hooks_before_it_left_it():
+    hooks, seen = HookRegistry(), []
+    hooks.register(
+        "redirect",
+        PRE,
+        HookMatcher(tool="read"),
+        HookConfig(priority=1),
+        lambda c: HookResult.proceed({"file_path": "./secrets//key"}),
+    )
+    hooks.register(
+        "guard",
+        PRE,
+        HookMatcher(path_pattern="secrets/**"),
+        HookConfig(priority=2),
+        lambda c: (seen.append(c.paths), HookResult.block("no secrets"))[1],
+    )
+    hooks.register(
+        "bash-only", PRE, HookMatcher(tool="bash"), HookConfig(priority=3), recorder(seen, "x")
+    )
+
+    def refresh(args):  # the session's resolution: the path as the tool opens it
+        return {"file_path": "secrets/key"}, ["secrets/key"]
+
+    context = call("read", {"file_path": "docs/a"}, paths=("docs/a",))
+    assert hooks.matching(PRE, context) == ["redirect"]  # as long as nothing rewrites the call
+    outcome = hooks.run(PRE, context, refresh=refresh)
+    assert outcome.action == "block" and outcome.blocked_by == "guard"
+    assert seen == [("secrets/key",)]
+    assert outcome.args == {"file_path": "secrets/key"}
+    # a rewrite the session cannot resolve leaves no paths: the call is refused after the hooks
+
+    def refused(args):
+        raise ValueError("outside the workspace")
+
+    seen.clear()
+    outcome = hooks.run(PRE, context, refresh=refused)
+    assert outcome.action == "continue" and seen == []
+    assert outcome.args == {"file_path": "./secrets//key"}

@@ -382,3 +382,22 @@ def test_session_options_reject_unknown_and_mistyped_fields():
         SessionOptions(permission_policy={"deny": []})
     with pytest.raises(TypeError):
         SessionOptions(not_an_option=1)
+    with pytest.raises(SessionOptionsError, match="sandbox_limits"):
+        SessionOptions(sandbox_limits={"max_processes": 64})
+
+
+def test_session_sandbox_limits_reach_its_sandbox_and_exclude_a_host_handle(tmp_path):
+    from codeward import Agent, SandboxLimits
+    from codeward.sandbox import select_sandbox
+
+    limits = SandboxLimits(max_processes=64)
+    options = SessionOptions.from_dict({"sandbox_limits": limits})
+    session = Agent().session(tmp_path, options)
+    try:
+        if session.sandbox.backend == "bwrap":
+            assert session.sandbox.limits == limits
+            assert session.sandbox.exec("ulimit -u").stdout == "64\n"
+    finally:
+        session.close()
+    with pytest.raises(SessionOptionsError, match="sandbox_handle"):
+        SessionOptions(sandbox_limits=limits, sandbox_handle=select_sandbox(tmp_path))

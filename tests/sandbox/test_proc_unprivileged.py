@@ -9,6 +9,7 @@ world-readable directory together with a copy of a3s-init, and run through
 from __future__ import annotations
 
 import errno
+import json
 import os
 import select
 import shlex
@@ -23,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hostprocs import sleeping, survivors
+from hostload import HostWatch, balloon, fork_bomb, fork_count, tmpfs_fill
+from hostprocs import new_marker, sleeping, survivors
+from initreach import EXPECTED_DENIED, FORGE, HOSTILE, REFUSED, STATE, py
 
 from codeward.sandbox import _locate
 
@@ -43,6 +46,7 @@ class Result:
     exit_code: int
     timed_out: bool
     setup_failed: bool
+    oom_killed: bool
     setup_error: str
     stdout: str
     stderr: str
@@ -81,6 +85,7 @@ def _parse_one(raw: bytes) -> tuple[Result, bytes]:
         exit_code=int(fields.get("exit_code", "-1")),
         timed_out=fields.get("timed_out") == "1",
         setup_failed=fields.get("setup_failed") == "1",
+        oom_killed=fields.get("oom_killed") == "1",
         setup_error=fields.get("setup_error", ""),
         stdout=streams["stdout"],
         stderr=streams["stderr"],
@@ -108,6 +113,8 @@ class Driver:
         timeout_ms: int = 20_000,
         probe: bool = False,
         reuse: bool = False,
+        landlock: bool = True,
+        limits: dict[str, int] | None = None,
     ) -> list:
         head = [
             "setpriv",
@@ -122,6 +129,10 @@ class Driver:
         timing = ["--timeout-ms", str(timeout_ms), "--grace-ms", "300"]
         if reuse:
             timing.insert(0, "--reuse")
+        if not landlock:
+            timing.insert(0, "--no-landlock")
+        for name, value in (limits or {}).items():  # --memory-max, --max-processes ...
+            timing += [f"--{name.replace('_', '-')}", str(value)]
         commands = [command] if isinstance(command, str) else list(command or [])
         return [*head, *timing, *opts, str(self.init), self.bwrap, str(self.ws), *commands]
 
@@ -129,9 +140,15 @@ class Driver:
     def env(self) -> dict:
         return {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "LANG": "C.UTF-8"}
 
-    def run(self, command: str, timeout_ms: int = 20_000) -> Result:
+    def run(
+        self,
+        command: str,
+        timeout_ms: int = 20_000,
+        limits: dict[str, int] | None = None,
+        landlock: bool = True,
+    ) -> Result:
         p = subprocess.run(
-            self.argv(command, timeout_ms),
+            self.argv(command, timeout_ms, landlock=landlock, limits=limits),
             capture_output=True,
             env=self.env,
             cwd=self.root,
@@ -143,26 +160,46 @@ class Driver:
         return r
 
     def run_reusing(
-        self, commands: list[str], reuse: bool = True, env: dict | None = None
+        self,
+        commands: list[str],
+        reuse: bool = True,
+        env: dict | None = None,
+        landlock: bool = True,
     ) -> tuple[list[Result], int]:
         """The commands one after the other through one handle; (results, starts).
 
         reuse=True runs them in one long-lived sandbox; reuse=False one-shot (starts 0).
         """
+        results, info = self.run_session(commands, landlock=landlock, reuse=reuse, env=env)
+        return results, int(info.get("starts", "0"))
+
+    def run_session(
+        self,
+        commands: list[str],
+        landlock: bool = True,
+        limits: dict[str, int] | None = None,
+        timeout_ms: int = 20_000,
+        reuse: bool = True,
+        env: dict | None = None,
+    ) -> tuple[list[Result], dict[str, str]]:
+        """The commands through one handle; (results, the driver's closing lines).
+
+        reuse=True runs them in one long-lived sandbox (the lines then say starts= and
+        cgroups=); reuse=False one-shot (no closing lines).
+        """
         p = subprocess.run(
-            self.argv(commands, reuse=reuse),
+            self.argv(commands, timeout_ms, reuse=reuse, landlock=landlock, limits=limits),
             capture_output=True,
             env=env or self.env,
             cwd=self.root,
-            timeout=60,
+            timeout=120,
         )
         assert p.returncode == 0, f"driver failed ({p.returncode}): {p.stdout!r} {p.stderr!r}"
         results, rest = _parse_many(p.stdout)
         assert len(results) == len(commands), p.stdout
-        if not reuse:
-            return results, 0
-        assert rest.startswith(b"starts="), p.stdout
-        return results, int(rest.split(b"=")[1])
+        assert not reuse or rest.startswith(b"starts="), p.stdout
+        info = dict(ln.split("=", 1) for ln in rest.decode().splitlines() if "=" in ln)
+        return results, info
 
 
 @pytest.fixture(scope="module")
@@ -549,3 +586,90 @@ def test_unprivileged_a_bwrap_that_does_not_isolate_kills_nothing(driver, reuse)
     r = results[0]
     assert r.exit_code == 125 and "RAN" not in r.stdout, r
     assert "did not isolate" in r.setup_error, r
+
+
+# ---- PID 1 out of reach, for an unprivileged caller (test_proc_init_reach.py) ----------------
+
+
+@pytest.mark.parametrize("landlock", [True, False], ids=["landlock", "no-landlock"])
+def test_unprivileged_pid1_is_out_of_reach_of_every_command(driver, landlock) -> None:
+    results, starts = driver.run_reusing(
+        [
+            "grep -E '^(Seccomp|NoNewPrivs):' /proc/1/status",
+            py(STATE),
+            py(HOSTILE),
+            py(STATE),
+            py(FORGE) + "; echo alive",
+            "exec /run/a3s/init --probe",
+        ],
+        landlock=landlock,
+    )
+    status, before, hostile, after, forged, probe = results
+    assert starts == 1, "a command ended the sandbox"
+    assert sorted(status.stdout.split()) == ["1", "2", "NoNewPrivs:", "Seccomp:"], status
+    got = json.loads(hostile.stdout)
+    assert {k: got[k] for k in REFUSED} == dict.fromkeys(REFUSED, errno.EPERM), got
+    assert got["write /proc/1/oom_score_adj"] in (errno.EACCES, errno.EPERM), got
+    assert json.loads(after.stdout) == json.loads(before.stdout)
+    assert forged.exit_code == 0 and forged.stdout.endswith("alive\n"), forged
+    if not landlock:  # without signal scoping they reach PID 1, which ignores them
+        assert "queued SIGTERM" in forged.stdout and "killed SIGTERM" in forged.stdout, forged
+    line = next(ln for ln in probe.stdout.splitlines() if "every denied system call" in ln)
+    assert line.startswith("ok ") and set(line.split(": ", 1)[1].split()) >= EXPECTED_DENIED
+    one_shot = driver.run(
+        "grep -E '^(Seccomp|NoNewPrivs):' /proc/1/status; " + py(HOSTILE), landlock=landlock
+    )
+    lines = one_shot.stdout.splitlines()
+    assert sorted(lines[:2]) == ["NoNewPrivs:\t1", "Seccomp:\t2"], one_shot
+    got = json.loads(lines[2])
+    assert {k: got[k] for k in REFUSED} == dict.fromkeys(REFUSED, errno.EPERM), got
+
+
+# ---- bounded resources, for an unprivileged caller (test_proc_limits.py) ----------------------
+# No cgroup can be made here for nobody: RLIMIT_NPROC bounds the processes and the
+# init's watchdog the memory.
+
+MiB = 1 << 20
+TIGHT = {"memory_max": 256 * MiB, "max_processes": 48, "tmpfs_max": 8 * MiB}
+
+
+@pytest.mark.parametrize("landlock", [True, False], ids=["landlock", "no-landlock"])
+def test_unprivileged_fork_bomb_balloon_and_full_tmpfs_are_bounded(driver, landlock) -> None:
+    m = new_marker()
+    with HostWatch(m) as host:
+        results, info = driver.run_session(
+            [
+                fork_count(m),
+                fork_bomb(m),
+                balloon(m, max_mib=64),
+                balloon(m),
+                tmpfs_fill(["/tmp", "/var/tmp", "/dev/shm", "/run", "$HOME"], 32),
+                "ls /proc | grep -c '^[0-9]'; echo ok",
+            ],
+            landlock=landlock,
+            limits=TIGHT,
+        )
+    counted, bomb, small, big, fill, after = results
+    assert info["starts"] == "1" and info["cgroups"] == "", info
+    kids, err = counted.stdout.split()
+    assert err == "11" and int(kids) < 48, counted  # EAGAIN
+    assert bomb.exit_code == 0 and bomb.stdout == "EAGAIN\n", bomb
+    assert small.stdout.endswith("survived\n"), small
+    assert big.exit_code == 137 and big.oom_killed, big
+    assert int(big.stdout.split()[-1]) < 1024, big
+    for line in fill.stdout.splitlines():
+        _path, size, result = line.split()
+        assert result == "ENOSPC" and int(size) <= 8 * MiB, fill
+    assert len(fill.stdout.splitlines()) == 5, fill
+    assert after.stdout.split() in (["3", "ok"], ["4", "ok"]), after
+    assert host.max_marked <= 48, host
+    assert host.max_load <= host.start_load + 48 + 2, host
+    assert host.memory_drop() <= 256 * MiB + 768 * MiB, host
+    assert survivors(m) == []
+
+
+def test_unprivileged_one_shot_balloon_is_killed_and_says_why(driver) -> None:
+    m = new_marker()
+    r = driver.run(balloon(m), limits={"memory_max": 256 * MiB})
+    assert r.exit_code == 137 and r.oom_killed and int(r.stdout.split()[-1]) < 1024, r
+    assert survivors(m) == []

@@ -50,6 +50,18 @@ def test_real_sandbox_failure_and_timeout(real_ctx):
     assert "timed out after 200 ms" in r.output
 
 
+def test_real_sandbox_memory_bound_is_named_to_the_model(ws, recorder):
+    from codeward.sandbox import SandboxLimits
+
+    sandbox = select_sandbox(ws.root, limits=SandboxLimits(memory_max_bytes=128 << 20))
+    if not sandbox.sandboxed:
+        pytest.skip(f"no native sandbox here: {sandbox!r}")
+    ctx = ToolContext(workspace=ws, sandbox=sandbox, recorder=recorder)
+    r = call(BASH, ctx, command="/usr/bin/python3 -c 'b = b\"x\" * (1 << 30)'")
+    assert r.error_kind is ErrorKind.TOOL_FAILED and r.metadata["oom_killed"], r
+    assert "reached its memory bound" in r.output and r.exit_code == 137, r.output
+
+
 def test_real_sandbox_masks_credentials(real_ctx, root):
     (root / ".env").write_text("SECRET=sandboxed-secret\n")
     r = call(BASH, real_ctx, command="cat .env")

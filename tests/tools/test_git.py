@@ -257,3 +257,83 @@ def test_redact_url(url, shown):
 def test_paths_names_the_file_of_a_show():
     assert GIT.paths({"command": "show", "target": "HEAD:src/a.py"}) == ["src/a.py"]
     assert GIT.paths({"command": "diff", "target": "HEAD"}) == []
+
+
+# -- plan never mutates; the permission policy reaches git's output ---------------------------
+
+
+def _git_dir_state(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    state = {}
+    for path in sorted((root / ".git").rglob("*")):
+        if path.is_file():
+            st = path.stat()
+            state[str(path.relative_to(root))] = (st.st_mtime_ns, st.st_size, path.read_bytes())
+    return state
+
+
+def test_no_command_writes_the_index_even_when_a_tracked_file_is_stat_dirty(repo, ctx):
+    git(repo, "status", "--short")  # settle the index the way a user's own git leaves it
+    before = _git_dir_state(repo)
+    os.utime(repo / "app.py", ns=(1, 1))  # the content is unchanged, its stat information is not
+    put(repo, "docs/readme.md", "changed\n")
+    for command, target in (
+        ("diff", None),
+        ("diff", "HEAD~1"),
+        ("status", None),
+        ("show", "HEAD"),
+        ("show", "HEAD:app.py"),
+        ("log", None),
+    ):
+        args = {"command": command} if target is None else {"command": command, "target": target}
+        r = call(GIT, ctx, **args)
+        assert r.success, (command, r.output)
+        assert _git_dir_state(repo) == before, command
+    r = call(GIT, ctx, command="diff")
+    assert "+changed" in r.output and "app.py" not in r.output  # stat-only: no diff shown
+
+
+def denying(*rules: str):
+    from codeward.policy import Decision, PermissionPolicy
+
+    policy = PermissionPolicy(deny=list(rules), default_decision="allow")
+
+    def denied(relpath: str) -> str | None:
+        if policy.check("read", {"file_path": relpath}) is Decision.DENY:
+            return "the permission policy denies reading it"
+        return None
+
+    return denied
+
+
+def test_a_read_deny_withholds_content_from_git(repo, ctx):
+    put(repo, "docs/secret.md", "first\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "add a document")
+    put(repo, "docs/secret.md", "TOPSECRET\n")
+    ctx.read_denied = denying("read(docs/secret.md)")
+    r = call(GIT, ctx, command="diff")
+    assert r.success and "TOPSECRET" not in r.output
+    assert "[docs/secret.md modified; its content is withheld: the permission policy" in r.output
+    assert r.metadata["withheld_by_policy"] == 1
+    r = call(GIT, ctx, command="show", target="HEAD")
+    assert "+first" not in r.output and "docs/secret.md added; its content is withheld" in r.output
+    for target in ("HEAD:docs/secret.md", "HEAD:./docs/secret.md", ":docs/secret.md"):
+        r = call(GIT, ctx, command="show", target=target)
+        assert r.error_kind is ErrorKind.PERMISSION_DENIED, target
+        assert "first" not in r.output and "denies reading" in r.output
+    # without a policy (a host-direct call) git shows it
+    ctx.read_denied = None
+    assert "TOPSECRET" in call(GIT, ctx, command="diff").output
+
+
+def test_an_index_that_is_not_a_regular_file_is_not_copied(repo, ctx, tmp_path):
+    outside = tmp_path / "host-file"
+    outside.write_bytes(b"DIRC not really an index")
+    os.unlink(repo / ".git" / "index")
+    os.symlink(outside, repo / ".git" / "index")
+    r = call(GIT, ctx, command="diff")
+    assert r.error_kind is ErrorKind.TOOL_FAILED and "symbolic" in r.output
+    os.unlink(repo / ".git" / "index")
+    os.mkfifo(repo / ".git" / "index")
+    r = call(GIT, ctx, command="status")  # never blocks on a FIFO
+    assert r.error_kind is ErrorKind.TOOL_FAILED and "not a regular file" in r.output

@@ -11,6 +11,7 @@ point) or every file is new (after it), and nothing else is left: no
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -173,6 +174,15 @@ def test_killed_at_every_step_recovers_to_all_old_or_all_new(root, state_home):
             assert all(tool == "patch" for tool, _, _ in recorder.entries)
 
 
+def _slow_step_hook(started: int, step: str) -> None:
+    """The child's commit-step hook: says once that it is patching, then takes 2 ms a step."""
+    if started >= 0:
+        os.write(started, b"s")
+        os.close(started)
+        _atomic._step_hook = functools.partial(_slow_step_hook, -1)
+    time.sleep(0.002)
+
+
 def test_killed_at_random_times_recovers_to_one_version(root, state_home):
     """No pause: a child patches 40 files back and forth until a SIGKILL at a random instant.
 
@@ -190,15 +200,21 @@ def test_killed_at_random_times_recovers_to_one_version(root, state_home):
         reset(root)
         for name in names:
             put(root, name, "b\n")
+        started_r, started_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
             try:
-                _atomic._step_hook = lambda step: time.sleep(0.002)
+                os.close(started_r)
+                _atomic._step_hook = functools.partial(_slow_step_hook, started_w)
                 ctx = ToolContext(Workspace(root), sandbox=None)  # type: ignore[arg-type]
                 for i in itertools.count():
                     run_tool(PatchTool(), {"patch": flip["ab"[i % 2]]}, ctx)
             finally:
                 os._exit(1)
+        os.close(started_w)
+        # a loaded machine may not run the child for a while: count from its first commit step
+        os.read(started_r, 1)
+        os.close(started_r)
         time.sleep(rng.uniform(0, 0.15))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)

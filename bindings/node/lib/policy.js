@@ -3,12 +3,13 @@
 // rule set. Evaluation mirrors python/codeward/policy/_policy.py exactly:
 // disabled allows everything; otherwise the first deny, else allow, else ask
 // rule that matches decides, and the default decides when none does. A
-// multi-file read is decided per file, the strictest answer winning.
+// multi-file read is decided per file, the strictest answer winning; a
+// search's allow rules match only its strict form (see subject.js).
 
 const native = require('./native');
 const { fromNative } = require('./errors');
 const { parseOptions, LISTS } = require('./policy-options');
-const { canonicalTool, subjects } = require('./subject');
+const { canonicalTool, strictSearchSubject, subjects } = require('./subject');
 
 const LIST_CODES = { deny: native.LIST_DENY, allow: native.LIST_ALLOW, ask: native.LIST_ASK };
 const BY_LIST_CODE = {
@@ -60,10 +61,19 @@ class PermissionPolicy {
    * asked if any is asked or falls to an ask default, allowed only if all
    * are. (Its joined argument string is never matched as a whole: `**`
    * crosses newlines, so read(src/**) would allow src/a with /etc/shadow.)
+   * A search's allow rules match only its strict form (see
+   * strictSearchSubject), so its query never satisfies a rule's path part.
    */
   check(tool, args = undefined) {
     if (!this.#enabled) return 'allow';
     const [name, each] = subjects(tool, args);
+    const strict = strictSearchSubject(tool, args);
+    if (strict !== null) {
+      const matched = this.#searchMatches(name, each[0], strict);
+      const lists = new Set(matched.map((i) => this.#rules[i][0]));
+      for (const decision of ['deny', 'allow', 'ask']) if (lists.has(decision)) return decision;
+      return this.#defaultDecision;
+    }
     let asked = false;
     for (const subject of each) {
       const hit = this.#ruleset.check(name, subject);
@@ -80,7 +90,9 @@ class PermissionPolicy {
    */
   matchingRules(tool, args = undefined) {
     const [name, each] = subjects(tool, args);
+    const strict = strictSearchSubject(tool, args);
     let indices = this.#ruleset.matches(name, each[0]);
+    if (strict !== null) indices = this.#searchMatches(name, each[0], strict);
     if (each.length > 1) {
       const union = new Set(indices);
       for (let i = 1; i < each.length; i++) {
@@ -94,6 +106,19 @@ class PermissionPolicy {
       found[listName].push(raw);
     }
     return found;
+  }
+
+  /**
+   * The rules matching a search, in policy order: deny and ask rules that
+   * match either form of its argument string, allow rules that match the
+   * strict form.
+   */
+  #searchMatches(name, text, strict) {
+    const inStrict = new Set(this.#ruleset.matches(name, strict));
+    const loose = this.#ruleset.matches(name, text);
+    const union = new Set(loose.filter((i) => this.#rules[i][0] !== 'allow' || inStrict.has(i)));
+    for (const i of inStrict) union.add(i);
+    return [...union].sort((a, b) => a - b);
   }
 
   /**

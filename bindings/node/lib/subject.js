@@ -16,6 +16,9 @@ const { typeName } = require('./errors');
 
 const FILE_PATH_TOOLS = new Set(['read', 'write', 'edit', 'download']);
 const SEARCH_MODE_TOOLS = new Set(['grep', 'glob', 'bm25']);
+// Stands for a space inside the mode, query or path of a search in the strict
+// form an allow rule is matched on (SEPARATOR_STAND_IN in Python).
+const SEPARATOR_STAND_IN = '\x1f';
 
 /** ASCII lower-case, the only case folding tool names get. */
 function canonicalTool(tool) {
@@ -112,6 +115,27 @@ function subjects(tool, args) {
   return [ruleTool(name), [subjectOf(name, checked)]];
 }
 
+/**
+ * The strict form of a search call's argument string, or null for any other
+ * tool. A search is "<mode> <query> <path>"; its strict form has every space
+ * inside the mode, the query and the path replaced by SEPARATOR_STAND_IN.
+ * Deny and ask rules match either form, allow rules only the strict one,
+ * where a literal space can only be a separator: text in the query never
+ * stands in for the path.
+ */
+function strictSearchSubject(tool, args) {
+  const name = canonicalTool(tool);
+  if (name !== 'search' && !SEARCH_MODE_TOOLS.has(name)) return null;
+  const parts = searchParts(name, plainArgs(args));
+  return parts.map((p) => p.replaceAll(' ', SEPARATOR_STAND_IN)).join(' ');
+}
+
+/** [mode, query, path] of a search call or a call of a search-mode tool name. */
+function searchParts(name, args) {
+  const mode = name !== 'search' ? name : text(get(args, 'mode'));
+  return [mode, text(get(args, 'query')), pathField(args, 'path')];
+}
+
 /** The arguments of a call as a plain object: {} for missing, else a TypeError. */
 function plainArgs(args) {
   if (isMissing(args)) return {};
@@ -146,12 +170,9 @@ function subjectOf(name, args) {
     if (isMultiRead(name, args)) return readPaths(args).join('\n');
     return pathField(args, 'file_path');
   }
-  if (name === 'search' || SEARCH_MODE_TOOLS.has(name)) {
-    const mode = name !== 'search' ? name : text(get(args, 'mode'));
-    return `${mode} ${text(get(args, 'query'))} ${pathField(args, 'path')}`;
-  }
+  if (name === 'search' || SEARCH_MODE_TOOLS.has(name)) return searchParts(name, args).join(' ');
   if (name === 'ls') return pathField(args, 'path');
   return canonicalJson(args);
 }
 
-module.exports = { argumentString, canonicalTool, normalizePath, subjects };
+module.exports = { argumentString, canonicalTool, normalizePath, strictSearchSubject, subjects };

@@ -392,6 +392,133 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
 
 
 /* ------------------------------------------------------------------------ */
+/* Owned processes                                                           */
+/* ------------------------------------------------------------------------ */
+/*
+ * A long-lived program the caller talks to over pipes (an MCP server, a
+ * language server), owned whole: whatever it starts, including a daemon that
+ * calls setsid, ends when the caller stops it, frees it, or dies. Linux only;
+ * elsewhere every function returns A3S_E_UNSUPPORTED.
+ *
+ * How it runs (Linux):
+ *  - The caller's direct child is a3s-init in host mode, started like a
+ *    process of a3s_process_run (everything prepared before fork, only
+ *    async-signal-safe calls until execve, a session and process group of
+ *    its own, no fd but its stdio and the three below, default signals),
+ *    with a pidfd on it. It is a child subreaper: it starts the program in a
+ *    session of its own with the three pipes as its stdin, stdout and
+ *    stderr, and every descendant that loses its parent is reparented to it.
+ *    The caller itself never becomes a subreaper, installs no SIGCHLD
+ *    handler and waits for no pid but this child's.
+ *  - The init watches a lifeline pipe whose write end only the caller holds,
+ *    and a pidfd of the caller: when the caller dies (even by SIGKILL), or a
+ *    copy of it forked without exec outlives it, every process of the
+ *    program is killed.
+ *  - When the program exits, the init kills and reaps whatever is left and
+ *    exits with the program's status, so the program's stdout reaches end of
+ *    file only once nothing of it can write there any more.
+ *  - The environment is the allowlisted, non-secret part of the host's
+ *    (PATH, LANG, toolchain roots ..., see docs/security.md), its HOME, and
+ *    the entries of `env` as given: they are the host's configuration of
+ *    this program and are passed unchecked.
+ *
+ * The same kind of handle comes from a3s_sandbox_spawn for a program inside
+ * a sandbox of its own; a3s_child_wait, _stop, _info and _free work alike.
+ * A handle may be waited on, stopped and inspected from several threads at
+ * once; a3s_child_free must not race with anything. A process forked from
+ * the caller cannot stop the child (A3S_E_INVALID): it is not its parent.
+ */
+
+typedef struct a3s_child a3s_child;
+
+#define A3S_CHILD_DEFAULT_GRACE_MS 2000u /* kill_grace_ms 0 means this */
+
+typedef struct a3s_child_options {
+    size_t struct_size;       /* sizeof(a3s_child_options) */
+    uint64_t flags;           /* none defined yet: must be 0 */
+    const char *path;         /* absolute program path (no PATH search); also its argv[0] */
+    const char *const *args;  /* the arguments after argv[0]: nargs NUL-terminated strings */
+    size_t nargs;
+    const char *const *env;   /* "K=V" entries added as given (they win over host values) */
+    size_t envc;
+    const char *const *host_env; /* "K=V" entries the allowlist filters; NULL: this process's
+                                    environ. Unused by a3s_sandbox_spawn (the handle's) */
+    size_t host_envc;
+    const char *cwd;          /* absolute directory to start in; NULL: inherit (in a sandbox:
+                                 the workspace) */
+    const char *init_path;    /* absolute path of a3s-init; unused by a3s_sandbox_spawn */
+    uint64_t kill_grace_ms;   /* a3s_child_stop: between SIGTERM and SIGKILL; 0: 2000 */
+} a3s_child_options;
+
+/* The caller's ends of the program's standard streams: owned by the caller
+ * from the moment a spawn returns A3S_OK (close them when done), blocking,
+ * close-on-exec, all >= 3. */
+typedef struct a3s_child_stdio {
+    size_t struct_size; /* in: sizeof(a3s_child_stdio) */
+    int32_t stdin_fd;   /* write end of the program's stdin */
+    int32_t stdout_fd;  /* read end of its stdout */
+    int32_t stderr_fd;  /* read end of its stderr */
+    int32_t reserved;
+} a3s_child_stdio;
+
+/* Flags in a3s_child_status.flags. */
+#define A3S_CHILD_EXITED (1ull << 0)  /* it has ended and was reaped: exit_code is final */
+#define A3S_CHILD_KILLED (1ull << 1)  /* a3s_child_stop had to SIGKILL the supervisor itself */
+#define A3S_CHILD_SANDBOXED (1ull << 2) /* it runs in a sandbox (a3s_sandbox_spawn) */
+
+typedef struct a3s_child_status {
+    size_t struct_size; /* in: sizeof(a3s_child_status) */
+    uint64_t flags;     /* out: A3S_CHILD_* */
+    int32_t exit_code;  /* out: the program's exit status, 128+N if signal N ended it; -1 while
+                           it runs */
+    int32_t pid;        /* out: the caller's direct child (a3s-init, or bubblewrap) */
+    int32_t pidfd;      /* out: a pidfd on it, owned by the handle; -1 without pidfd_open */
+    int32_t reserved;
+} a3s_child_status;
+
+/* Starts opts->path under a3s-init and returns once the program runs (the
+ * init has exec'd it), with *out a handle to release with a3s_child_free
+ * and *stdio the caller's ends of its pipes.
+ * Errors (*out is NULL, nothing is left running, no fd is left open):
+ *   A3S_E_INVALID  NULL opts/out/stdio, a struct_size too small, unknown
+ *                  flags, path, init_path or cwd not absolute, args NULL
+ *                  with nargs > 0, a NULL string, a malformed env entry.
+ *   A3S_E_SYSTEM   pipe/fork failed, a3s-init could not be executed, or it
+ *                  could not start the program (message names the step and
+ *                  the program, e.g. "execve /nope: No such file or
+ *                  directory"; sys_errno the errno).
+ *   A3S_E_NOMEM    out of memory.
+ *   A3S_E_UNSUPPORTED  not Linux, or SIGCHLD is ignored in this process. */
+A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
+                            a3s_child_stdio *stdio, a3s_error *err);
+
+/* Waits up to timeout_ms (0: only looks) for the program to end and reaps
+ * the caller's child once it has. A3S_OK either way: out->flags has
+ * A3S_CHILD_EXITED once it ended. A3S_E_INVALID for NULL arguments, a small
+ * struct_size, or a caller that is not the process that spawned it;
+ * A3S_E_SYSTEM if waiting failed (ECHILD: something else reaped it). */
+A3S_API int a3s_child_wait(a3s_child *c, uint64_t timeout_ms, a3s_child_status *out,
+                           a3s_error *err);
+
+/* Stops the program and everything it started, and reaps: SIGTERM to every
+ * process it owns (through its supervisor), SIGKILL to all of them after
+ * kill_grace_ms, and, should the supervisor itself not be gone 2 s later,
+ * SIGKILL to it. Returns once the caller's child is reaped, with the final
+ * status in *out (may be NULL); a program that already ended is only
+ * reaped. Idempotent. Errors as a3s_child_wait. */
+A3S_API int a3s_child_stop(a3s_child *c, a3s_child_status *out, a3s_error *err);
+
+/* The handle's state without waiting (as a3s_child_wait with timeout 0, but
+ * it never reaps and works in any process). A3S_E_INVALID for NULL
+ * arguments or a small struct_size. */
+A3S_API int a3s_child_info(const a3s_child *c, a3s_child_status *out, a3s_error *err);
+
+/* Stops the program if it still runs (a3s_child_stop) and frees the
+ * handle. In a process forked from the spawning one it only frees: the
+ * program is not its to stop. NULL is ignored. */
+A3S_API void a3s_child_free(a3s_child *c);
+
+/* ------------------------------------------------------------------------ */
 /* Sandbox                                                                   */
 /* ------------------------------------------------------------------------ */
 /*
@@ -449,6 +576,13 @@ A3S_API int a3s_protected_name(size_t index, const char **name, uint64_t *flags,
 /* Keep one long-lived sandbox per handle (see above). Ignored with
  * PROCESS_HOST. */
 #define A3S_SANDBOX_REUSE (1ull << 2)
+/* Bind the workspace read-only (protected names then need no placeholder:
+ * nothing can be created there). For handles that spawn servers. */
+#define A3S_SANDBOX_WORKSPACE_READONLY (1ull << 3)
+/* Keep the host's network namespace: the sandbox may connect out over
+ * TCP/UDP (the seccomp filter still refuses listening and other socket
+ * families). Only when the host granted a program the network. */
+#define A3S_SANDBOX_SHARE_NET (1ull << 4)
 
 typedef struct a3s_sandbox_config {
     size_t struct_size;          /* sizeof(a3s_sandbox_config) */
@@ -462,7 +596,26 @@ typedef struct a3s_sandbox_config {
     const char *state_dir;       /* placeholder journals (see docs/security.md); NULL:
                                     $XDG_STATE_HOME/codeward, ~/.local/state/codeward, or
                                     scratch_parent */
+    /* Resource bounds (docs/security.md, "Resource bounds"); 0 is the default,
+     * A3S_NO_LIMIT leaves the resource unbounded. A caller compiled before these
+     * fields existed (a smaller struct_size) gets the defaults. */
+    uint64_t memory_max_bytes;     /* the whole sandbox: a memory cgroup's memory.max where
+                                      the caller may create one, else the init's watchdog over
+                                      its processes' memory and its tmpfs; 0: half the
+                                      machine's memory */
+    uint64_t max_processes;        /* processes and threads: pids.max where a cgroup can be
+                                      made, and RLIMIT_NPROC in the sandbox's user namespace
+                                      (which the kernel does not apply to root); 0: 4096 */
+    uint64_t tmpfs_max_bytes;      /* each tmpfs the sandbox writes to (/tmp, /var/tmp, /run
+                                      with the scratch directories, /dev/shm, the masked
+                                      homes); 0: an eighth of the machine's memory */
+    uint64_t inotify_watch_budget; /* inotify watches of the credential scan, beyond which it
+                                      checks directories by their metadata; 0: a quarter of
+                                      fs.inotify.max_user_watches */
 } a3s_sandbox_config;
+
+/* A bound of a3s_sandbox_config that is not wanted. */
+#define A3S_NO_LIMIT UINT64_MAX
 
 /* Flags for a3s_exec_options.flags. */
 #define A3S_EXEC_CANCEL_FD (1ull << 0) /* cancel_fd is valid (see a3s_process_options) */
@@ -483,12 +636,29 @@ typedef struct a3s_exec_options {
 /* Flag in a3s_process_result_view.flags: the sandbox refused to run or
  * failed to start; exit_code is 125 and setup_error says why. */
 #define A3S_RESULT_SETUP_FAILED (1ull << 4)
+/* Flag in a3s_process_result_view.flags: the sandbox reached memory_max_bytes
+ * while the command ran and a process of it was killed for that (by the
+ * kernel's OOM killer in the sandbox's memory cgroup, or by the init's
+ * watchdog, which kills the whole command); exit_code is then usually 137. */
+#define A3S_RESULT_OOM_KILLED (1ull << 5)
 
 /* Checks the configuration and binds a handle to the workspace. Nothing is
- * probed or run here: see a3s_sandbox_probe. Errors: A3S_E_INVALID (a bad
- * argument or path), A3S_E_REFUSED (the workspace is a symlink, or is or
- * holds /, /proc, /dev, /sys or /run), A3S_E_UNSUPPORTED (an executable is
- * missing), A3S_E_NOMEM. */
+ * probed or run here: see a3s_sandbox_probe. cfg->struct_size may be the
+ * size of an older, shorter a3s_sandbox_config (from the start of the
+ * struct to memory_max_bytes, exclusive): the later fields then take their
+ * defaults. Errors:
+ *   A3S_E_INVALID      NULL cfg or out, a struct_size shorter than that, a
+ *                      larger struct with a non-zero byte this library does
+ *                      not know, an unknown flag, a relative path, a
+ *                      workspace that is missing or not a directory, a
+ *                      bound below the least a sandbox runs with
+ *                      (memory_max_bytes 16 MiB, max_processes 8,
+ *                      tmpfs_max_bytes 1 MiB), no usable state directory;
+ *   A3S_E_REFUSED      the workspace is a symlink, or is or holds /, /proc,
+ *                      /dev, /sys or /run;
+ *   A3S_E_UNSUPPORTED  a3s-init or bubblewrap is not executable, no bash
+ *                      in /bin or /usr/bin;
+ *   A3S_E_NOMEM        memory ran out. */
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err);
 
 /* Runs one command. Returns A3S_OK with a result whenever the command's
@@ -508,6 +678,33 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *opts,
  * the first failure in the message. */
 A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *err);
 
+/* Starts a long-lived program (an MCP server) in a sandbox of its own over
+ * the handle's workspace, with the same boundary as a one-shot command
+ * (never in the long-lived sandbox), and returns once it runs, as
+ * a3s_child_spawn does: the caller's direct child is bubblewrap, the init
+ * inside is PID 1 of the sandbox's pid namespace, applies Landlock and
+ * seccomp to the program, watches the lifeline and the caller's pidfd,
+ * and takes the whole namespace down when the program ends or is stopped.
+ * The environment is built as for a command (allowlist, scratch HOME and
+ * TMPDIR) plus opts->env as given; opts->host_env and opts->init_path are
+ * unused (the handle's are). The run's placeholders, lock and run directory
+ * live until the handle is stopped or freed, so the sandbox handle must
+ * outlive the child handle. The program is stopped as a3s_child_stop says:
+ * SIGTERM to the init (which passes it to every process of the sandbox),
+ * every process killed after kill_grace_ms.
+ * Errors (*out is NULL, nothing is left running):
+ *   A3S_E_INVALID  NULL arguments, a small struct_size, unknown flags, path
+ *                  or cwd not absolute, a NULL string, a malformed env
+ *                  entry, a PROCESS_HOST handle (use a3s_child_spawn).
+ *   A3S_E_REFUSED  the sandbox refused to start (a symlinked protected
+ *                  name, a credential file with hard links ...): the
+ *                  message says what it found.
+ *   A3S_E_SYSTEM   bubblewrap or the init failed to start the program (the
+ *                  message carries the first line they reported).
+ *   A3S_E_NOMEM, A3S_E_UNSUPPORTED as for a3s_child_spawn. */
+A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3s_child **out,
+                              a3s_child_stdio *stdio, a3s_error *err);
+
 /* The canonical workspace path the handle is bound to (owned by sb). */
 A3S_API const char *a3s_sandbox_workspace(const a3s_sandbox *sb);
 
@@ -521,6 +718,8 @@ A3S_API int a3s_sandbox_stop(a3s_sandbox *sb, a3s_error *err);
 
 /* Flags in a3s_sandbox_info.flags. */
 #define A3S_SANDBOX_INFO_RUNNING (1ull << 0) /* a long-lived sandbox is up */
+#define A3S_SANDBOX_INFO_MEMORY_CGROUP (1ull << 1) /* it runs in a memory cgroup of its own */
+#define A3S_SANDBOX_INFO_PIDS_CGROUP (1ull << 2)   /* it runs in a pids cgroup of its own */
 
 typedef struct a3s_sandbox_info {
     size_t struct_size; /* in: sizeof(a3s_sandbox_info) */

@@ -13,7 +13,7 @@ from dataclasses import asdict
 from types import FrameType
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
-from ..sandbox import ENV_OPT_IN, CommandOutput, select_sandbox
+from ..sandbox import ENV_OPT_IN, CommandOutput, SandboxLimits, select_sandbox
 
 EXIT_UNAVAILABLE = 125
 
@@ -59,6 +59,26 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         action="store_true",
         help=f"if the sandbox cannot run, run on the host with no boundary (also {ENV_OPT_IN}=1); "
         "only inside an outer container or VM",
+    )
+    p.add_argument(
+        "--memory-max",
+        type=int,
+        metavar="BYTES",
+        help="memory of the whole sandbox (default: half the machine's); the command is killed "
+        "beyond it",
+    )
+    p.add_argument(
+        "--max-processes",
+        type=int,
+        metavar="N",
+        help="processes and threads in the sandbox (default 4096); fork fails beyond it",
+    )
+    p.add_argument(
+        "--tmpfs-max",
+        type=int,
+        metavar="BYTES",
+        help="each of the sandbox's tmpfs (/tmp, /run, /dev/shm ...; default: an eighth of the "
+        "machine's memory); writes fail with ENOSPC beyond it",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object with every field")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
@@ -115,7 +135,14 @@ def run(args: argparse.Namespace) -> int:
     command = " ".join(words)
     env = _parse_env(args.env)
     workspace = os.path.abspath(os.path.expanduser(args.workspace))
-    sandbox = select_sandbox(workspace, allow_process_host_sandbox=args.allow_process_host_sandbox)
+    limits = SandboxLimits(
+        memory_max_bytes=args.memory_max,
+        max_processes=args.max_processes,
+        tmpfs_max_bytes=args.tmpfs_max,
+    )
+    sandbox = select_sandbox(
+        workspace, allow_process_host_sandbox=args.allow_process_host_sandbox, limits=limits
+    )
     try:
         out = _run_interruptibly(
             lambda cancel: sandbox.exec(
@@ -141,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
             )
         elif out.timed_out:
             print(f"codeward: timed out after {args.timeout_ms} ms", file=sys.stderr)
+        elif out.oom_killed:
+            print("codeward: killed: the sandbox reached its memory bound", file=sys.stderr)
         if not out.sandboxed:
             print(
                 "codeward: warning: ran on the host with no sandbox (process host)", file=sys.stderr

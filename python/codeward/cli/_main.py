@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .._errors import CodewardError
-from . import _doctor, _exec, _policy, _replay, _version
+from . import _doctor, _exec, _mcp, _policy, _replay, _version
 
 DESCRIPTION = """\
 codeward: the security kernel of a coding agent.
@@ -25,6 +25,7 @@ examples:
   codeward policy check --policy policy.yaml bash '{"command": "cargo test"}'
   codeward policy lint policy.yaml
   codeward replay calls.jsonl --workspace . --mode plan --policy policy.yaml
+  codeward mcp list --config .mcp.json --policy policy.yaml
 
 Policy files are YAML or JSON with the keys deny, allow, ask,
 default_decision and enabled; see docs/policy.md."""
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     _exec.register(commands)
     _policy.register(commands)
     _replay.register(commands)
+    _mcp.register(commands)
     return parser
 
 

@@ -25,11 +25,18 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         description=(
             "Evaluate one tool call against a policy file and print the decision "
             "(allow, deny or ask), the argument string the patterns were matched "
-            "against, and every rule that matched. Exit status 0 whatever the decision."
+            "against, and every rule that matched. With --workspace the call is first "
+            "resolved as a session resolves it: every path made the workspace-relative "
+            "path the tool opens, defaults filled in, symlink targets and each file of a "
+            "patch decided on too, and paths the guardrails refuse reported (docs/policy.md, "
+            "'What a rule decides on'). Without it the argument string is the lexical one "
+            "every binding computes. Exit status 0 whatever the decision."
         ),
         epilog=(
-            "example:\n"
-            '  codeward policy check --policy policy.yaml bash \'{"command": "git push"}\''
+            "examples:\n"
+            '  codeward policy check --policy policy.yaml bash \'{"command": "git push"}\'\n'
+            "  codeward policy check --policy policy.yaml --workspace . read "
+            '\'{"file_path": "/repo/docs/../secrets/key"}\''
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -43,6 +50,11 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         nargs="?",
         default="{}",
         help="the call's arguments as a JSON object",
+    )
+    check.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="resolve the call against this workspace, exactly as a session decides on it",
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(run=run_check)
@@ -78,6 +90,8 @@ def _parse_args_json(text: str) -> dict[str, Any]:
 def run_check(args: argparse.Namespace) -> int:
     policy = PermissionPolicy.from_file(args.policy)
     call_args = _parse_args_json(args.args_json)
+    if args.workspace is not None:
+        return _check_resolved(args, policy, call_args)
     decision = policy.check(args.tool, call_args)
     tool, subject = argument_string(args.tool, call_args)
     matched = policy.matching_rules(args.tool, call_args)
@@ -126,3 +140,73 @@ def run_lint(args: argparse.Namespace) -> int:
             print(f"{args.file}: {f}")
         print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
     return 1 if findings else 0
+
+
+def _check_resolved(
+    args: argparse.Namespace, policy: PermissionPolicy, call_args: dict[str, Any]
+) -> int:
+    """``policy check --workspace``: the call resolved and decided as a session does."""
+    from ..kernel import PathRefused, policy_verdict, resolve_call
+    from ..tools import ArgumentError, DownloadTool, builtin_tools, validate
+    from ..workspace import Workspace
+
+    workspace = Workspace(args.workspace)
+    name = args.tool.lower() if args.tool.isascii() else args.tool
+    tool = next((t for t in [*builtin_tools(), DownloadTool()] if t.name == name), None)
+    if tool is not None:
+        try:
+            validate(tool.schema, call_args)
+        except ArgumentError as exc:
+            raise PolicyError(f"ARGS_JSON: invalid arguments for {name}: {exc}") from None
+    try:
+        resolution = resolve_call(tool, call_args, workspace)
+    except PathRefused as refused:
+        return _print_refusal(args, name, refused.hit.rule, refused.hit.message)
+    verdict = policy_verdict(policy, args.tool, resolution)
+    targets = [{"action": t.action, "path": t.path, "real": t.real} for t in resolution.targets]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "decision": verdict.decision.value,
+                    "tool": name,
+                    "argument_string": verdict.subjects[0] if verdict.subjects else "",
+                    "argument_strings": list(verdict.subjects),
+                    "targets": targets,
+                    "args": dict(resolution.args),
+                    "matched": dict(verdict.matched),
+                    "enabled": policy.enabled,
+                    "default_decision": policy.default_decision.value,
+                    "workspace": workspace.root,
+                },
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    print(f"decision: {verdict.decision.value}")
+    for subject in verdict.subjects:
+        print(f"argument string: {name}({subject})")
+    for target in resolution.targets:
+        print(f"target: {target.action} {target}")
+    if not policy.enabled:
+        print("reason: the policy is disabled (enabled: false), so every call is allowed")
+    else:
+        print(f"reason: {verdict.decision.value} by {verdict.reason}")
+    for list_name in ("deny", "allow", "ask"):
+        for raw in verdict.matched[list_name]:
+            print(f"matched {list_name}: {raw}")
+    return 0
+
+
+def _print_refusal(args: argparse.Namespace, tool: str, rule: str, message: str) -> int:
+    if args.json:
+        print(
+            json.dumps(
+                {"decision": "deny", "tool": tool, "guardrail": rule, "reason": message},
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    print("decision: deny")
+    print(f"reason: refused by the hard guardrail {rule}: {message}")
+    return 0

@@ -1,10 +1,14 @@
-"""``check_path``: any path outside the workspace, or through a symlink that leads out.
+"""``check_path``: any path outside the workspace, through a symlink that leads out, or with a
+backslash.
 
 The lexical part is the workspace's own (:meth:`Workspace.parts`), so the
 guardrail and the tools agree on what a path means; its refusals are
 translated to rule ids by the form of the path (``path.home`` for ``~`` and
 ``$HOME``, ``path.windows`` for drive and UNC forms, ``path.outside_workspace``
-for absolute paths elsewhere and ``..`` past the root).
+for absolute paths elsewhere and ``..`` past the root). A backslash is refused
+(``path.backslash``): Linux reads it as part of a name, the policy's lexical
+form and Windows as a separator, so the path decided on and the file opened
+could differ.
 
 Symlinks are followed the way the tools will follow them
 (:meth:`Workspace.resolve`: component by component, in order), so a symlink
@@ -50,6 +54,14 @@ def check_path(workspace: Workspace, path: str) -> GuardrailHit | None:
         return GuardrailHit(_outside_rule(path), f"refused the path {path!r}: {exc}", path)
     except WorkspaceError as exc:
         return GuardrailHit("path.invalid", f"refused the path {path!r}: {exc}", path)
+    if "\\" in path:
+        return GuardrailHit(
+            "path.backslash",
+            f"refused the path {path!r}: it contains a backslash, which names a file on this "
+            "system but a directory separator elsewhere, so the path decided on and the file "
+            "opened could differ; write paths with '/'",
+            path,
+        )
     if not parts:
         return None
     try:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .._redact import safe_text
+from .._redact import safe_text, visible
 from ._errors import ConfirmationRequestError
 from ._frozen import freeze, thaw
 from ._policy import check_timeout_ms
@@ -257,7 +257,9 @@ class ConfirmationRequest:
         """A multi-line explanation for a human: Operation, Why, Scope, Risk.
 
         Every piece of text is escaped (no control sequence from the model
-        reaches the terminal) and credential-looking text is masked.
+        reaches the terminal). The operation is shown whole, wrapped, with
+        runs of spaces counted and line breaks marked: what is approved is
+        exactly what runs. Elsewhere credential-looking text is masked.
         """
         paint = _Painter(color)
         header = (
@@ -266,7 +268,7 @@ class ConfirmationRequest:
         if self.session_id is not None:
             header += f" · session {_show(self.session_id, 40)}"
         lines = [paint.bold(header)]
-        lines.append(_row(paint, "Operation", [_show(self.operation, 240)]))
+        lines.append(_row(paint, "Operation", _whole_lines(self.operation)))
         lines.append(_row(paint, "Why", [_show(self.reason, 240)]))
         lines.append(_row(paint, "Scope", _scope_lines(self, paint)))
         level = paint.risk(self.risk.level)
@@ -288,6 +290,23 @@ def _show(text: str, limit: int) -> str:
     return safe_text(text, limit)
 
 
+_WRAP = 100  # columns of the operation before it continues on the next line
+
+
+def _whole_lines(text: str) -> list[str]:
+    """``text`` made visible and wrapped, never cut: a line break shows as ``⏎`` and a
+    wrapped line continues after ``↪``."""
+    out: list[str] = []
+    lines = visible(text).split("\n")
+    for number, line in enumerate(lines):
+        if number < len(lines) - 1:
+            line += " ⏎"
+        chunks = [line[i : i + _WRAP] for i in range(0, len(line), _WRAP)] or [""]
+        out.append(chunks[0])
+        out.extend("↪ " + chunk for chunk in chunks[1:])
+    return out
+
+
 def _seconds(ms: int) -> str:
     if ms < 1000:
         return f"{ms} ms"
@@ -299,23 +318,27 @@ def _scope_lines(request: ConfirmationRequest, paint: _Painter) -> list[str]:
     scope = request.scope
     lines: list[str] = []
     paths = scope.get("paths")
-    if isinstance(paths, (list, tuple)) and paths:
-        shown = ", ".join(_show(str(p), 80) for p in paths[:5])
-        more = f" (+{len(paths) - 5} more)" if len(paths) > 5 else ""
-        lines.append(f"paths: {shown}{more}")
+    if isinstance(paths, (list, tuple)) and paths:  # every one, whole: what the call touches
+        lines.append("paths: " + ", ".join(visible(str(p)).replace("\n", "\\n") for p in paths))
     elif isinstance(paths, str) and paths:
-        lines.append(f"paths: {_show(paths, 80)}")
+        lines.append(f"paths: {visible(paths)}".replace("\n", "\\n"))
     host_port = scope.get("host_port")
     if isinstance(host_port, (list, tuple)) and host_port:
         lines.append("network: " + ", ".join(_show(str(h), 80) for h in host_port[:5]))
     elif isinstance(host_port, str) and host_port:
         lines.append(f"network: {_show(host_port, 80)}")
     sandboxed = scope.get("sandboxed")
+    runs = scope.get("runs")
+    where = _show(runs, 200) if isinstance(runs, str) and runs else ""
     if sandboxed is True:
-        lines.append("sandboxed: yes (inside the sandbox)")
+        lines.append(f"sandboxed: yes ({where or 'inside the sandbox'})")
     elif sandboxed is False:
-        lines.append("sandboxed: " + paint.warn("NO — runs on the host, outside the sandbox"))
-    known = {"paths", "host_port", "sandboxed", "timeout_ms", "origin"}
+        lines.append(
+            "sandboxed: " + paint.warn(f"NO — {where or 'runs on the host, outside the sandbox'}")
+        )
+    elif where:
+        lines.append(f"runs: {where}")
+    known = {"paths", "host_port", "sandboxed", "timeout_ms", "origin", "runs"}
     for key, value in scope.items():
         if key not in known:
             lines.append(f"{_show(str(key), 40)}: {summarize_value(value, 80)}")

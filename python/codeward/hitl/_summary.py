@@ -1,33 +1,45 @@
-"""Short, safe renderings for a confirmation: the operation line and argument values.
+"""Safe renderings for a confirmation: the whole operation, and short argument values.
 
 The text comes from the model, so it is hostile: a control sequence could
 repaint the prompt, a bidirectional override could reorder what the user
-reads, and a token in a command must not end up on a screen or in a log.
-The rules (masking, escaping, clipping) are :mod:`codeward._redact`'s, and
-the operation line is the one call summary of :mod:`codeward._summary`.
+reads, a run of spaces could push the end of a command off the screen, and
+a token in an argument must not end up on a screen or in a log. The
+operation is :func:`codeward._summary.describe_call`: shown whole, because
+a person approves exactly what runs; the other values are masked, escaped
+and clipped by :mod:`codeward._redact`'s rules.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._redact import clip, safe_text
-from .._summary import summarize_call
+from .._summary import describe_call, summarize_call
 
-__all__ = ["OPERATION_LIMIT", "summarize_operation", "summarize_value"]
+__all__ = ["summarize_operation", "summarize_value"]
 
-OPERATION_LIMIT = 240
 _VALUE_LIMIT = 60
 
 
 def summarize_operation(
-    tool: str, args: Mapping[str, Any] | None, limit: int = OPERATION_LIMIT
+    tool: str,
+    args: Mapping[str, Any] | None,
+    limit: int | None = None,
+    *,
+    targets: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The call's one-line summary (``bash: cargo test``, ``write src/a.rs (1.2 KiB)``), at most
-    ``limit`` characters: :func:`codeward.guardrail.summarize_call` with a longer limit."""
-    return summarize_call(tool, args, limit)
+    """The call's operation (``bash: cargo test``, ``write src/a.rs (1.2 KiB)``), whole.
+
+    Nothing is cut and nothing in a command is masked: a person approves
+    exactly what runs (:func:`codeward._summary.describe_call`). ``targets``
+    are the resolved call's ``(action, path)``. With ``limit``, the one-line
+    summary of :func:`codeward.guardrail.summarize_call` instead, for a log.
+    """
+    if limit is not None:
+        return summarize_call(tool, args, limit)
+    return describe_call(tool, args, targets)
 
 
 def summarize_value(value: Any, limit: int = _VALUE_LIMIT) -> str:

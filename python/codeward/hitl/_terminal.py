@@ -1,14 +1,18 @@
 """TerminalConfirmationProvider: explain the call on a terminal and read y/N within the timeout.
 
 One prompt at a time (parallel calls queue for the terminal, each within its
-own timeout). Anything but ``y``/``yes`` rejects, and so do end of input, a
-timeout, and an output that cannot be written (an unseen prompt is never
-answered). On a TTY, input typed before the prompt appeared is discarded, so
-a stray ``y`` cannot approve a request the user has not read yet.
+own timeout). The operation is shown whole (wrapped, runs of spaces counted,
+invisible characters escaped): a person approves exactly what runs. One too
+long to read on a terminal (over 64 KiB) is rejected without a prompt.
+Anything but ``y``/``yes`` rejects, and so do end of input, a timeout, and
+an output that cannot be written (an unseen prompt is never answered). On a
+TTY, input typed before the prompt appeared is discarded, so a stray ``y``
+cannot approve a request the user has not read yet.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import select
@@ -17,6 +21,7 @@ import threading
 import time
 from typing import IO, Any
 
+from .._redact import escape
 from ._request import ConfirmationRequest, _seconds
 
 __all__ = ["TerminalConfirmationProvider"]
@@ -26,6 +31,7 @@ _POLL = 0.05  # how often a waiting prompt checks whether someone else settled i
 # manager's timeout settles the request (how="timeout") and the prompt then reports it.
 _GRACE = 0.25
 _MAX_LINE = 4096
+MAX_OPERATION_CHARS = 64 * 1024  # longer operations are rejected, never shown in part
 _YES = ("y", "yes")
 
 
@@ -83,6 +89,8 @@ class TerminalConfirmationProvider:
         try:
             if confirmation.settled:
                 return False
+            if len(confirmation.operation) > MAX_OPERATION_CHARS:
+                return self._too_long(confirmation)
             color = self.color
             prompt = "Approve? [y/N]"
             prompt = f"\x1b[1m{prompt}\x1b[0m" if color else prompt
@@ -108,6 +116,16 @@ class TerminalConfirmationProvider:
             self._terminal.release()
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _too_long(self, confirmation: ConfirmationRequest) -> bool:
+        """Rejects an operation too long to be read whole, saying so (never shows a part)."""
+        call = f"{escape(confirmation.id[:80])} ({escape(confirmation.tool[:80])})"
+        with contextlib.suppress(OSError, ValueError):
+            self._write(
+                f"\nRejected call {call}: its operation is {len(confirmation.operation)} "
+                f"characters, more than the {MAX_OPERATION_CHARS} a prompt shows whole.\n"
+            )
+        return False
 
     def _acquire(self, confirmation: ConfirmationRequest, deadline: float) -> bool:
         """Waits for the terminal, giving up when the request is settled or expires."""

@@ -13,7 +13,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,9 +30,11 @@ from ._types import (
     HookTrace,
 )
 
-__all__ = ["HookHandler", "HookRegistry"]
+__all__ = ["HookHandler", "HookRegistry", "Refresh"]
 
 HookHandler = Callable[[HookContext], "HookResult | None"]
+# Gives the arguments a rewritten call will run with and the workspace paths it touches.
+Refresh = Callable[[Mapping[str, Any]], tuple[Mapping[str, Any], Sequence[str]]]
 _log = logging.getLogger("codeward.hooks")
 
 
@@ -105,22 +107,36 @@ class HookRegistry:
             return [h.id for h in sorted(self._hooks.values(), key=lambda h: h.seq)]
 
     def matching(self, event: HookEvent | str, context: HookContext) -> list[str]:
-        """The ids of the hooks ``run`` would call, in the order it would call them."""
-        return [h.id for h in self._selected(HookEvent.parse(event), context)]
+        """The ids of the hooks ``run`` would call, in the order it would call them, as long as
+        no hook rewrites the arguments (each matcher sees the call as the hooks before it left
+        it)."""
+        parsed = HookEvent.parse(event)
+        return [h.id for h in self._ordered(parsed) if h.matcher.matches(context)]
 
-    def _selected(self, event: HookEvent, context: HookContext) -> list[_Hook]:
+    def _ordered(self, event: HookEvent) -> list[_Hook]:
         with self._lock:
             hooks = [h for h in self._hooks.values() if h.event is event]
         hooks.sort(key=lambda h: (h.config.priority, h.seq))
-        return [h for h in hooks if h.matcher.matches(context)]
+        return hooks
 
-    def run(self, event: HookEvent | str, context: HookContext) -> HookOutcome:
+    def run(
+        self,
+        event: HookEvent | str,
+        context: HookContext,
+        *,
+        refresh: Refresh | None = None,
+    ) -> HookOutcome:
         """Runs the matching hooks of ``event`` in order and combines their answers.
 
         Priority ascending, then registration order. A "block" stops at once;
         a "skip" abstains; a "continue" with arguments replaces the arguments
-        the next hooks see (and the outcome's ``args``). The matcher is checked
-        against the call as it arrived, not as earlier hooks rewrote it.
+        the next hooks see (and the outcome's ``args``). Each hook's matcher is
+        checked against the call as the hooks before it left it: after a
+        rewrite, ``refresh`` (the session's resolution) gives the arguments as
+        they will run and their paths. When it cannot (the rewrite is invalid,
+        so the call will be refused), the next hooks see the rewritten
+        arguments and no paths; without ``refresh`` the paths stay those of
+        ``context``.
         """
         parsed = HookEvent.parse(event)
         if not isinstance(context, HookContext):
@@ -133,7 +149,9 @@ class HookRegistry:
         current = context
         modified = False
         trace: list[HookTrace] = []
-        for hook in self._selected(parsed, context):
+        for hook in self._ordered(parsed):
+            if not hook.matcher.matches(current):
+                continue
             started = time.monotonic()
             try:
                 result = _call(hook, current)
@@ -156,7 +174,7 @@ class HookRegistry:
                 continue
             note = result.reason
             if result.args is not None and result.args != current.args:
-                current = replace(current, args=result.args)
+                current = _refreshed(replace(current, args=result.args), refresh)
                 modified = True
                 note = note or "modified the arguments"
             trace.append(HookTrace(hook.id, "continue", note, elapsed))
@@ -164,6 +182,18 @@ class HookRegistry:
 
     def __repr__(self) -> str:
         return f"HookRegistry({self.count()} hooks)"
+
+
+def _refreshed(context: HookContext, refresh: Refresh | None) -> HookContext:
+    """``context`` with the arguments as they will run and their paths, when ``refresh`` can
+    say; otherwise with the rewritten arguments and no paths."""
+    if refresh is None:
+        return context
+    try:
+        args, paths = refresh(thaw(context.args))
+    except Exception:  # an invalid rewrite: the kernel refuses the call after the hooks
+        return replace(context, paths=())
+    return replace(context, args=args, paths=tuple(paths))
 
 
 def _outcome(

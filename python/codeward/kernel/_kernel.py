@@ -26,8 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _native
-from ..guardrail import assess_risk, check_command, check_paths, is_protected_path, summarize_call
-from ..hitl import ConfirmationManager, ConfirmationProvider, ConfirmationRequest
+from ..guardrail import assess_risk, check_command, is_protected_path
+from ..hitl import (
+    ConfirmationManager,
+    ConfirmationProvider,
+    ConfirmationRequest,
+    summarize_operation,
+)
 from ..hooks import HookContext, HookEvent, HookRegistry
 from ..policy import Decision, PermissionPolicy
 from ..sandbox import BashSandbox
@@ -46,6 +51,7 @@ from ..tools import (
 from ..workspace import Workspace
 from ._matrix import MatrixRow, cell
 from ._registry import ExternalTool, ToolRegistry
+from ._resolve import PathRefused, Resolution, policy_verdict, resolve_call
 from ._types import InvocationOutcome, Mode, Origin, ToolCall, TraceEntry
 
 __all__ = ["CallScope", "InvocationKernel", "strictest"]
@@ -91,18 +97,19 @@ class _Call:
     reasons: list[str] = field(default_factory=list)  # why an Ask is needed
     escalated: bool = False  # approved require_escalated: run outside the sandbox
     network_grant: Mapping[str, Any] | None = None
+    resolution: Resolution | None = None  # set by stage 1: what every later stage decides on
 
     def note(self, stage: str, verdict: str, reason: str) -> None:
         self.trace.append(TraceEntry(stage, verdict, reason))
 
     @property
+    def resolved(self) -> Resolution:
+        return self.resolution if self.resolution is not None else Resolution(self.args)
+
+    @property
     def paths(self) -> list[str]:
-        if self.tool is None:
-            return []
-        try:
-            return [p for p in self.tool.paths(self.args) if isinstance(p, str)]
-        except Exception:  # a tool that cannot name its paths names none; guardrails see the args
-            return []
+        """Every workspace path the call touches: each as the tool opens it and where it leads."""
+        return self.resolved.paths
 
 
 class _Denied(Exception):
@@ -174,7 +181,9 @@ class InvocationKernel:
             s.note("hooks", "skip", "a host-direct call runs no gating hooks")
             return
         outcome = self.hooks.run(
-            HookEvent.PRE_TOOL_USE, self._hook_context(s, HookEvent.PRE_TOOL_USE)
+            HookEvent.PRE_TOOL_USE,
+            self._hook_context(s, HookEvent.PRE_TOOL_USE),
+            refresh=functools.partial(self._refresh, s),
         )
         for entry in outcome.trace:
             s.note("hooks", entry.action, f"hook {entry.id}: {entry.reason or entry.action}")
@@ -198,21 +207,39 @@ class InvocationKernel:
                     f"{s.call.name!r} is not among them"
                 )
             s.note("skill", "allow", f"{s.call.name!r} is among the tools of skill {skill.name!r}")
-        if s.tool is not None:
-            try:
-                validate(s.tool.schema, s.args)
-            except ArgumentError as exc:
-                raise _Denied(
-                    f"invalid arguments for {s.call.name}: {exc}", ErrorKind.INVALID_ARGUMENT
-                ) from None
-        hit = None
+        # the resolution refuses every path the path guardrail refuses (resolve_call)
+        s.resolution = self._resolve(s.call.name, s.tool, s.args)
+        s.args = s.resolution.args
         if s.tool is not None and s.tool.kind is ToolKind.BASH:
             hit = check_command(str(s.args.get("command", "")))
-        if hit is None:
-            hit = check_paths(self.workspace, s.paths)
-        if hit is not None:
-            raise _Denied(f"guardrail {hit.rule}: {hit.message}")
+            if hit is not None:
+                raise _Denied(f"guardrail {hit.rule}: {hit.message}")
         s.note("guardrail", "allow", "no hard guardrail applies")
+
+    def _resolve(self, name: str, tool: Tool | None, args: Mapping[str, Any]) -> Resolution:
+        """Validates ``args`` and resolves them (docs/policy.md, "What a rule decides on")."""
+        if tool is not None:
+            try:
+                validate(tool.schema, args)
+            except ArgumentError as exc:
+                raise _Denied(
+                    f"invalid arguments for {name}: {exc}", ErrorKind.INVALID_ARGUMENT
+                ) from None
+        try:
+            return resolve_call(tool, args, self.workspace)
+        except PathRefused as refused:
+            raise _Denied(f"guardrail {refused.hit.rule}: {refused.hit.message}") from None
+        except Exception as exc:  # a tool that cannot resolve its arguments: nothing to decide on
+            raise _Denied(
+                f"invalid arguments for {name}: they cannot be resolved "
+                f"({type(exc).__name__}: {exc})",
+                ErrorKind.INVALID_ARGUMENT,
+            ) from None
+
+    def _refresh(self, s: _Call, args: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[str]]:
+        """For the hooks: a rewritten call as it will run, and its paths (raises if refused)."""
+        resolution = self._resolve(s.call.name, s.tool, args)
+        return resolution.args, resolution.paths
 
     def _decide(self, s: _Call) -> Decision:
         """Stages 3 to 6: the verdict before execution (ALLOW or ASK); raises _Denied."""
@@ -275,17 +302,14 @@ class InvocationKernel:
         decision = mode_cell
         detail = f"mode {scope.mode.value}: {row.value} -> {mode_cell.value}"
         if scope.policy is not None:
-            policy_decision = scope.policy.check(s.call.name, s.args)
-            rules = scope.policy.matching_rules(s.call.name, s.args)
-            explicit_allow = policy_decision is Decision.ALLOW and bool(rules["allow"])
+            verdict = policy_verdict(scope.policy, s.call.name, s.resolved)
+            explicit_allow = verdict.decision is Decision.ALLOW and verdict.allowed_by_rule
             if mode_cell is Decision.ASK and explicit_allow and scope.mode is Mode.DEFAULT:
                 decision = Decision.ALLOW
-                detail += f"; allow rule {rules['allow'][0]} lowers the ask in default mode"
+                detail += f"; allow {verdict.reason} lowers the ask in default mode"
             else:
-                decision = strictest(mode_cell, policy_decision)
-                matched = rules.get(policy_decision.value) or []
-                why = f"rule {matched[0]}" if matched else "the policy default"
-                detail += f"; policy: {policy_decision.value} ({why})"
+                decision = strictest(mode_cell, verdict.decision)
+                detail += f"; policy: {verdict.decision.value} ({verdict.reason})"
         s.note("mode_policy", decision.value, f"scope {scope.name!r}: {detail}")
         if decision is Decision.ASK and scope is s.scopes[0]:
             s.reasons.append(detail)
@@ -359,8 +383,8 @@ class InvocationKernel:
             )
         available_for = getattr(root.provider, "available_for", None)
         if available_for is not None:
-            try:
-                available = available_for(s.call) is True
+            try:  # the call as it will run: its resolved arguments
+                available = available_for(ToolCall(s.call.id, s.call.name, s.args)) is True
             except Exception as exc:
                 available = False
                 log.warning("available_for raised %s: %s", type(exc).__name__, exc)
@@ -399,9 +423,12 @@ class InvocationKernel:
         sandboxed = self.sandbox.sandboxed and not s.escalated
         kind = s.tool.kind.value if s.tool is not None else "unknown"
         timeout = self.confirmations.policy.default_timeout_ms
+        inside, runs = self._where(s)
+        targets = s.resolved.targets
         scope: dict[str, Any] = {
-            "paths": self._relpaths(s.paths),
-            "sandboxed": sandboxed,
+            "paths": [str(t) for t in targets],
+            "sandboxed": inside,
+            "runs": runs,
             "origin": s.origin.value,
         }
         if s.tool is not None and s.tool.kind is ToolKind.BASH:
@@ -415,7 +442,9 @@ class InvocationKernel:
         return ConfirmationRequest(
             id=s.call.id,
             tool=s.call.name,
-            operation=summarize_call(s.call.name, s.args),
+            operation=summarize_operation(
+                s.call.name, s.args, targets=[(t.action, str(t)) for t in targets]
+            ),
             reason="; ".join(reasons) or "the policy asks",
             scope=scope,
             risk=assess_risk(
@@ -443,12 +472,14 @@ class InvocationKernel:
             )
             s.note("execution", "error", result.output)
             return result
+        pins = {t.path: t.real for t in s.resolved.targets if t.action != "delete"}
         ctx = ToolContext(
-            workspace=self.workspace,
+            workspace=self.workspace.pinned(pins) if pins else self.workspace,
             sandbox=self.sandbox,
             recorder=self.recorder,
             escalated=s.escalated,
             host_sandbox_factory=self.host_sandbox_factory,
+            read_denied=self._read_denial(s),
         )
         tool = s.tool
         if (
@@ -494,6 +525,47 @@ class InvocationKernel:
 
     # -- helpers ------------------------------------------------------------------------
 
+    def _where(self, s: _Call) -> tuple[bool | None, str]:
+        """Whether the call runs inside the sandbox, and where it does run, in words."""
+        kind = s.tool.kind if s.tool is not None else None
+        if kind is ToolKind.BASH:
+            if s.escalated:
+                return False, "runs on the host, outside the sandbox (require_escalated)"
+            if self.sandbox.sandboxed:
+                return True, "inside the sandbox"
+            return False, "runs on the host without a sandbox, with the user's full rights"
+        if kind in (ToolKind.READ, ToolKind.WRITE, ToolKind.DOWNLOAD):
+            return False, (
+                "runs in the host process, confined to the workspace by the credential "
+                "boundary, not by the sandbox"
+            )
+        if kind is ToolKind.GIT:
+            return False, "runs git in the host process, read-only, its configuration defanged"
+        if kind is ToolKind.LAUNCH:
+            return None, "starts nested calls, each decided on its own"
+        if s.tool is not None:
+            return False, "runs the host's handler for this tool, outside the sandbox"
+        return None, "no tool of this name is registered"
+
+    def _read_denial(self, s: _Call) -> Callable[[str], str | None] | None:
+        """Why a scope's policy denies reading a path (None if none does), for the tools that
+        show content the call did not name; None for a host-direct call, which no policy binds."""
+        policies = [
+            (scope.name, scope.policy)
+            for scope in s.scopes
+            if scope.policy is not None and scope.policy.enabled
+        ]
+        if s.origin is Origin.HOST_DIRECT or not policies:
+            return None
+
+        def denied(relpath: str) -> str | None:
+            for name, policy in policies:
+                if policy.check("read", {"file_path": relpath}) is Decision.DENY:
+                    return f"the permission policy of scope {name!r} denies reading it"
+            return None
+
+        return denied
+
     def _hook_context(
         self, s: _Call, event: HookEvent, *, result: object | None = None, error: str | None = None
     ) -> HookContext:
@@ -503,21 +575,12 @@ class InvocationKernel:
             call_id=s.call.id,
             tool=s.call.name,
             args=s.args,
-            paths=tuple(self._relpaths(s.paths)),
+            paths=tuple(s.paths),
             origin=s.origin.value,
             result=result,
             error=error,
             extra={},
         )
-
-    def _relpaths(self, paths: list[str]) -> list[str]:
-        out = []
-        for p in paths:
-            try:
-                out.append(self.workspace.relpath(p))
-            except Exception:
-                out.append(p)
-        return out
 
     def _outcome(
         self,

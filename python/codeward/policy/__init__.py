@@ -5,11 +5,12 @@ docs/policy.md; tests/vectors/policy.json pins it for every language.
 """
 
 from ._lint import LintFinding, lint_policy
-from ._policy import Decision, PermissionPolicy, RuleView
+from ._policy import Decision, Evaluation, PermissionPolicy, RuleView
 from ._subject import argument_string, canonical_json, normalize_path
 
 __all__ = [
     "Decision",
+    "Evaluation",
     "LintFinding",
     "PermissionPolicy",
     "RuleView",

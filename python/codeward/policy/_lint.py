@@ -199,11 +199,21 @@ def _impossible_patterns(views: list[RuleView]) -> list[LintFinding]:
         reason = None
         if v.tool == "search" and intersection_witness(_args(v), _SEARCH_SHAPE) is None:
             reason = "search arguments read '<mode> <query> <path>'; add ' **' for the rest"
+        elif v.tool == "search" and v.list == "allow" and _literal_spaces(v.pattern) > 2:
+            reason = (
+                "an allow rule matches a search only where its literal spaces are the two "
+                "separators of '<mode> <query> <path>'; match a space inside the query or the "
+                "path with a wildcard ('grep foo*bar src/**')"
+            )
         elif v.tool in PATH_TOOLS and not v.prefix:
             reason = _impossible_path(v.pattern)
         if reason:
             out.append(LintFinding("never-matches", v.raw, v.list, f"can never match: {reason}"))
     return out
+
+
+def _literal_spaces(pattern: str) -> int:
+    return sum(1 for t in parse_pattern(pattern) if t.kind == LIT and t.char == " ")
 
 
 def _impossible_path(pattern: str) -> str | None:
@@ -221,6 +231,57 @@ def _impossible_path(pattern: str) -> str | None:
     return None
 
 
+def _search_path_in_query(views: list[RuleView]) -> list[LintFinding]:
+    """Search rules whose path part the query can satisfy.
+
+    A search is decided on ``"<mode> <query> <path>"``, and an allow rule only
+    where its literal spaces are the two separators (docs/policy.md). An
+    allow pattern with fewer than two literal spaces leaves the boundary
+    between query and path to a wildcard, so path-like text (with a '/')
+    meant for the path can be matched inside the query: ``grep **src/**``
+    matches the query ``src/`` with the path ``.``, a search of the whole
+    workspace. (A deny or ask rule matched by the query only denies or asks
+    more.)
+    """
+    out = []
+    for v in views:
+        if v.list != "allow" or v.tool != "search" or v.any_args or v.prefix:
+            continue
+        tokens = parse_pattern(v.pattern)
+        spaces = [i for i, t in enumerate(tokens) if t.kind == LIT and t.char == " "]
+        if len(spaces) >= 2:
+            continue
+        rest = tokens[spaces[0] + 1 :] if spaces else tokens
+        literal = "".join(t.char for t in rest if t.kind == LIT)
+        if "/" not in literal and not any(t.kind == GSLASH for t in rest):
+            continue  # no path-like text after the mode: nothing the query could stand in for
+        head = "".join(t.char for t in tokens[: spaces[0]] if t.kind == LIT) if spaces else ""
+        example = f"{head} {literal} ."
+        if not _accepts(Automaton([tokens]), example):
+            continue
+        out.append(
+            LintFinding(
+                "search-path-in-query",
+                v.raw,
+                v.list,
+                "no literal space separates the query from the path, so the query can "
+                f"satisfy what looks like a path constraint: search({example}) is allowed, "
+                "a search of the whole workspace; write the path part after its own space, "
+                f"as in {v.tool}({head or 'grep'} ** src/**)",
+            )
+        )
+    return out
+
+
+def _accepts(automaton: Automaton, text: str) -> bool:
+    states = automaton.start()
+    for ch in text:
+        states = automaton.step(states, ch)
+        if not states:
+            return False
+    return automaton.accepts(states)
+
+
 def lint_policy(policy: PermissionPolicy) -> list[LintFinding]:
     """Every finding for `policy`, grouped by check, each group in rule order."""
     views = policy.rules()
@@ -230,6 +291,7 @@ def lint_policy(policy: PermissionPolicy) -> list[LintFinding]:
         _single_star_denies,
         _prefix_boundaries,
         _impossible_patterns,
+        _search_path_in_query,
         _shadowed_asks,
         _unreachable,
     ):

@@ -5,15 +5,16 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import _native
 from .._errors import NativeCoreError, PolicyError, PolicyFileError
-from ._subject import argument_string, canonical_json, canonical_tool, subjects
+from ._subject import Subject, argument_string, canonical_json, canonical_tool, decision_subjects
 
-__all__ = ["Decision", "PermissionPolicy", "RuleView"]
+__all__ = ["Decision", "Evaluation", "PermissionPolicy", "RuleView"]
 
 LISTS = ("deny", "allow", "ask")
 _LIST_CODES = {"deny": _native.LIST_DENY, "allow": _native.LIST_ALLOW, "ask": _native.LIST_ASK}
@@ -37,6 +38,30 @@ _BY_LIST_CODE = {
     _native.LIST_ALLOW: Decision.ALLOW,
     _native.LIST_ASK: Decision.ASK,
 }
+
+
+_STRICTNESS = (Decision.DENY, Decision.ASK, Decision.ALLOW)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A policy's answer for one call, with what it was decided on.
+
+    ``subjects`` are the argument strings (one per file of a multi-file
+    read, or per path the call touches when the paths were given) and
+    ``decisions`` the answer for each; ``decision`` is the strictest of them.
+    ``matched`` lists the raw rules that matched any subject, per list, in
+    policy order. ``allowed_by_rule`` is True when every subject was allowed
+    by an allow rule (not by the default): only then may an allow rule lower
+    a mode's ask (docs/kernel.md).
+    """
+
+    tool: str
+    subjects: tuple[str, ...]
+    decisions: tuple[Decision, ...]
+    decision: Decision
+    matched: Mapping[str, list[str]]
+    allowed_by_rule: bool
 
 
 class RuleView:
@@ -178,36 +203,86 @@ class PermissionPolicy:
 
         A multi-file read is decided per file: denied if any file is denied,
         asked if any is asked or falls to an ask default, allowed only if all are.
+        A search is decided on its parts (see :class:`~._subject.Subject`).
         """
         if not self._enabled:
             return Decision.ALLOW
         name, subject = argument_string(tool, args)
-        if "\n" not in subject or name != "read":
+        if name != "search" and ("\n" not in subject or name != "read"):
             hit = self._ruleset.check(name, subject)
             return _BY_LIST_CODE[hit] if hit else self._default
-        # a multi-file read: every file must be allowed on its own
-        decisions = set()
-        for each in subjects(tool, args)[1]:
-            hit = self._ruleset.check(name, each)
-            decisions.add(_BY_LIST_CODE[hit] if hit else self._default)
-        for strictest in (Decision.DENY, Decision.ASK, Decision.ALLOW):
-            if strictest in decisions:
-                return strictest
-        return self._default
+        return self.evaluate(tool, args).decision
+
+    def evaluate(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        paths: Sequence[str] | None = None,
+    ) -> Evaluation:
+        """The decision for one call with every subject it was decided on.
+
+        ``paths``: the paths the call will touch, when the caller knows them
+        (a session resolves them against its workspace: each path as the
+        tool opens it and its symlink target, each file of a patch). For
+        read, write, edit, download, ls, search and patch the call is then
+        decided once per path, strictest first; other tools ignore them.
+        """
+        name, each = decision_subjects(tool, args, None if paths is None else list(paths))
+        decisions: list[Decision] = []
+        matched: set[int] = set()
+        by_rule = True
+        for subject in each:
+            lists, indices = self._lists_matching(name, subject)
+            matched.update(indices)
+            if not self._enabled:
+                decisions.append(Decision.ALLOW)
+                by_rule = False
+                continue
+            for candidate in _STRICTNESS:
+                if candidate.value in lists:
+                    decisions.append(candidate)
+                    break
+            else:
+                decisions.append(self._default)
+            by_rule = by_rule and decisions[-1] is Decision.ALLOW and "allow" in lists
+        decision = next((d for d in _STRICTNESS if d in decisions), self._default)
+        if not self._enabled:
+            decision = Decision.ALLOW
+        return Evaluation(
+            tool=name,
+            subjects=tuple(s.text for s in each),
+            decisions=tuple(decisions),
+            decision=decision,
+            matched=self._raw_rules(matched),
+            allowed_by_rule=by_rule and bool(each),
+        )
+
+    def _lists_matching(self, name: str, subject: Subject) -> tuple[set[str], list[int]]:
+        """The lists with a rule matching ``subject``, and those rules' indices.
+
+        For a search, deny and ask rules match either form of the subject and
+        allow rules only its strict form.
+        """
+        indices = list(self._ruleset.matches(name, subject.text))
+        if subject.strict is not None:
+            strict = set(self._ruleset.matches(name, subject.strict))
+            indices = [i for i in indices if self._rules[i][0] != "allow" or i in strict]
+            indices += [i for i in sorted(strict) if i not in indices]
+        return {self._rules[i][0] for i in indices}, indices
+
+    def _raw_rules(self, indices: Iterable[int]) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {"deny": [], "allow": [], "ask": []}
+        for index in sorted(set(indices)):
+            list_name, raw = self._rules[index]
+            found[list_name].append(raw)
+        return found
 
     def matching_rules(
         self, tool: str, args: Mapping[str, Any] | None = None
     ) -> dict[str, list[str]]:
         """The raw rule strings that match this call, per list (in policy order)."""
-        name, each = subjects(tool, args)
-        indices: set[int] = set()
-        for subject in each:
-            indices.update(self._ruleset.matches(name, subject))
-        found: dict[str, list[str]] = {"deny": [], "allow": [], "ask": []}
-        for index in sorted(indices):
-            list_name, raw = self._rules[index]
-            found[list_name].append(raw)
-        return found
+        return dict(self.evaluate(tool, args).matched)
 
     def exposes_to_model(self, tool: str) -> bool:
         """False only if every call of `tool` is denied before its arguments are known.

@@ -11,15 +11,29 @@ import decimal
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import _native
 from .._errors import PolicyError
 
-__all__ = ["argument_string", "canonical_json", "canonical_tool", "normalize_path"]
+__all__ = [
+    "SEPARATOR_STAND_IN",
+    "Subject",
+    "argument_string",
+    "canonical_json",
+    "canonical_tool",
+    "decision_subjects",
+    "normalize_path",
+]
 
 FILE_PATH_TOOLS = frozenset({"read", "write", "edit", "download"})
 SEARCH_MODE_TOOLS = frozenset({"grep", "glob", "bm25"})
+# The tools whose argument string is a path once the paths of a call are known (see
+# decision_subjects): the file tools, ls, search ("<mode> <query> <path>") and patch (each file).
+PATH_SUBJECT_TOOLS = FILE_PATH_TOOLS | {"ls", "search", "patch"}
+# Stands for a space inside the mode, query or path of a search in the form an allow rule is
+# matched on, so that a literal space of a pattern can only match the two separators.
+SEPARATOR_STAND_IN = "\x1f"
 
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
@@ -179,17 +193,50 @@ def is_multi_read(name: str, args: Mapping[str, Any]) -> bool:
     return name == "read" and "file_path" not in args and "files" in args
 
 
-def subjects(tool: str, args: Mapping[str, Any] | None) -> tuple[str, list[str]]:
-    """The argument strings a call is decided on: one, or one per file of a multi-file read.
+class Subject(NamedTuple):
+    """One argument string a call is decided on.
 
-    Joining the paths with newlines would let ``read(src/**)`` allow
-    ``src/a`` plus ``/etc/shadow`` in one call, since ``**`` crosses
-    newlines; so a multi-file read is decided per file, strictest first.
+    ``strict`` is set for search: the same string with every space inside
+    the mode, the query and the path replaced by :data:`SEPARATOR_STAND_IN`.
+    A deny or ask rule matches when it matches either form; an allow rule
+    only when it matches ``strict``, where its literal spaces can only be
+    the separators, so text in the query can never stand in for the path.
+    """
+
+    text: str
+    strict: str | None = None
+
+
+def _search_subject(mode: str, query: str, path: str) -> Subject:
+    strict = " ".join(p.replace(" ", SEPARATOR_STAND_IN) for p in (mode, query, path))
+    return Subject(f"{mode} {query} {path}", strict)
+
+
+def decision_subjects(
+    tool: str, args: Mapping[str, Any] | None, paths: list[str] | None = None
+) -> tuple[str, list[Subject]]:
+    """The canonical tool name and every argument string the call is decided on.
+
+    One per file of a multi-file read; one per path in ``paths`` when the
+    caller knows the paths the call will touch (the session resolves them
+    against the workspace: the spelling and the symlink target of each path,
+    each file of a patch) for the tools whose argument string is a path
+    (read, write, edit, download, ls, search, patch); otherwise the one
+    argument string. A search subject carries its strict form.
     """
     name, subject = argument_string(tool, args)
-    if args is not None and isinstance(args, Mapping) and is_multi_read(name, args):
-        return name, _read_paths(args)
-    return name, [subject]
+    checked: Mapping[str, Any] = args if isinstance(args, Mapping) else {}
+    if name == "search":
+        called = canonical_tool(tool)
+        mode = called if called != "search" else _text(checked.get("mode"))
+        query = _text(checked.get("query"))
+        each = paths if paths is not None else [_path_field(checked, "path")]
+        return name, [_search_subject(mode, query, p) for p in each]
+    if paths is not None and name in PATH_SUBJECT_TOOLS:
+        return name, [Subject(p) for p in paths]
+    if is_multi_read(name, checked):
+        return name, [Subject(p) for p in _read_paths(checked)]
+    return name, [Subject(subject)]
 
 
 def argument_string(tool: str, args: Mapping[str, Any] | None) -> tuple[str, str]:

@@ -4,6 +4,7 @@
 native boundary does and does not promise.
 """
 
+from ._limits import UNLIMITED, SandboxLimits
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
 from ._output import CommandOutput
 from ._protocol import BashSandbox
@@ -11,11 +12,13 @@ from ._select import ENV_OPT_IN, UnavailableBashSandbox, process_host_opted_in, 
 
 __all__ = [
     "ENV_OPT_IN",
+    "UNLIMITED",
     "BashSandbox",
     "CommandOutput",
     "NativeBashSandbox",
     "ProcessHostBashSandbox",
     "PythonProcessHostBashSandbox",
+    "SandboxLimits",
     "SeatbeltBashSandbox",
     "UnavailableBashSandbox",
     "process_host_opted_in",

@@ -17,6 +17,7 @@ from .. import _native
 from .._errors import NativeCoreError, SandboxArgumentError, SandboxError, SandboxUnavailable
 from ._args import check_exec_args
 from ._base import SandboxBase
+from ._limits import SandboxLimits
 from ._locate import MIN_BWRAP, bwrap_version, find_bwrap, init_path
 from ._output import CommandOutput
 
@@ -174,6 +175,7 @@ class _CoreSandbox(SandboxBase):
             cancelled=raw["cancelled"],
             duration_ms=raw["duration_us"] / 1000.0,
             neutralized=tuple(raw["neutralized"].splitlines()),
+            oom_killed=raw["oom_killed"],
         )
 
 
@@ -194,7 +196,9 @@ def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
 class NativeBashSandbox(_CoreSandbox):
     """The enforced boundary: bubblewrap namespaces, seccomp and Landlock around every command.
 
-    By default (``reuse=True``) the object keeps one long-lived sandbox and
+    ``limits`` bounds memory, processes, tmpfs sizes and the credential
+    scan's inotify watches (:class:`SandboxLimits`; safe defaults when
+    omitted). By default (``reuse=True``) the object keeps one long-lived sandbox and
     runs each command in it as a fresh, fully confined process; the sandbox
     is rebuilt whenever the workspace changed under it in a way that matters
     (docs/security.md), and a second concurrent ``exec`` runs in a sandbox
@@ -221,6 +225,7 @@ class NativeBashSandbox(_CoreSandbox):
         *,
         bwrap: str | None = None,
         reuse: bool | None = None,
+        limits: SandboxLimits | None = None,
     ) -> None:
         bwrap = bwrap or find_bwrap(os.fspath(workspace))
         if bwrap is None:
@@ -233,14 +238,27 @@ class NativeBashSandbox(_CoreSandbox):
             reuse = self._default_reuse
         if not isinstance(reuse, bool):
             raise SandboxArgumentError("reuse must be True or False")
-        super().__init__(workspace, _handle=_new_handle(workspace, bwrap=bwrap, reuse=reuse))
+        if limits is None:
+            limits = SandboxLimits()
+        if not isinstance(limits, SandboxLimits):
+            raise SandboxArgumentError("limits must be a SandboxLimits")
+        super().__init__(
+            workspace,
+            _handle=_new_handle(workspace, bwrap=bwrap, reuse=reuse, **limits.native_kwargs()),
+        )
         self._bwrap = bwrap
         self._reuse = reuse
+        self._limits = limits
 
     @property
     def reuse(self) -> bool:
         """Whether commands run in one long-lived sandbox (else one bubblewrap each)."""
         return self._reuse
+
+    @property
+    def limits(self) -> SandboxLimits:
+        """The resource bounds asked for (``None`` fields: the defaults)."""
+        return self._limits
 
     @classmethod
     def probe(cls, bwrap: str | None = None, workspace: str | None = None) -> str | None:

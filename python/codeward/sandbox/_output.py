@@ -15,6 +15,8 @@ class CommandOutput:
     still counts everything the command wrote. ``exit_code`` is the
     command's status, 128+N when signal N ended it, 124 on timeout and 125
     when the sandbox refused or failed to start (``setup_error`` says why).
+    ``oom_killed`` says the sandbox reached its memory bound and a process of
+    the command was killed for it (``exit_code`` is then usually 137).
     ``sandboxed`` is False only for the process host, which has no boundary.
     ``neutralized`` lists, one line each, what the sandbox found hostile in
     the workspace and did not follow or mount for this run (a credential
@@ -34,6 +36,7 @@ class CommandOutput:
     cancelled: bool = False
     duration_ms: float = 0.0
     neutralized: tuple[str, ...] = ()
+    oom_killed: bool = False
 
     @property
     def ok(self) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
+from ._limits import SandboxLimits
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
 from ._output import CommandOutput
 from ._protocol import BashSandbox
@@ -67,12 +68,14 @@ def select_sandbox(
     workspace: str | os.PathLike[str],
     allow_process_host_sandbox: bool = False,
     sandbox_handle: BashSandbox | None = None,
+    limits: SandboxLimits | None = None,
 ) -> BashSandbox:
     """The boundary for a session over `workspace`.
 
     1. A host-supplied ``sandbox_handle`` always wins.
     2. Otherwise the native boundary is probed (once per process); if it
-       works, every command runs inside it.
+       works, every command runs inside it, within ``limits`` (the safe
+       defaults when omitted; only the native Linux sandbox enforces them).
     3. If it does not, and the host opted in (the argument, or the
        environment variable), the process host runs commands unconfined.
     4. Otherwise the error-only handle: every exec raises SandboxUnavailable.
@@ -83,6 +86,8 @@ def select_sandbox(
         return sandbox_handle
     if not isinstance(allow_process_host_sandbox, bool):
         raise SandboxArgumentError("allow_process_host_sandbox must be True or False")
+    if limits is not None and not isinstance(limits, SandboxLimits):
+        raise SandboxArgumentError("limits must be a SandboxLimits")
     path = os.fspath(workspace)
     if not os.path.isabs(path):
         path = os.path.abspath(path)
@@ -91,7 +96,7 @@ def select_sandbox(
     if sys.platform.startswith("linux"):
         cause = NativeBashSandbox.probe(workspace=path)
         if cause is None:
-            return NativeBashSandbox(path)
+            return NativeBashSandbox(path, limits=limits)
     elif sys.platform == "darwin":
         from ._seatbelt import SeatbeltBashSandbox, seatbelt_probe
 

@@ -11,7 +11,7 @@ from .._errors import CodewardError
 from ..hitl import ConfirmationPolicy
 from ..kernel import Mode
 from ..policy import PermissionPolicy
-from ..sandbox import BashSandbox
+from ..sandbox import BashSandbox, SandboxLimits
 from ..verification import CheckSpec
 
 __all__ = ["SessionOptions", "SessionOptionsError"]
@@ -30,6 +30,9 @@ class SessionOptions:
     in-process file tools (a host decision, never reachable from a model).
     ``verification_checks`` are the host's own checks for ``session.verify()``,
     run after the detected ones (``detect_checks=False``: only these).
+    ``sandbox_limits`` bounds the memory, processes, tmpfs sizes and inotify
+    watches of the sandbox the session selects (safe defaults when omitted;
+    a host's own ``sandbox_handle`` brings its own bounds).
     """
 
     mode: Mode | str = Mode.DEFAULT
@@ -38,6 +41,7 @@ class SessionOptions:
     confirmation_provider: Any = None
     sandbox_handle: BashSandbox | None = None
     allow_process_host_sandbox: bool = False
+    sandbox_limits: SandboxLimits | None = None
     credential_boundary: bool = True
     verification_checks: tuple[CheckSpec, ...] = ()
     detect_checks: bool = True
@@ -66,6 +70,12 @@ class SessionOptions:
             raise SessionOptionsError(
                 "SessionOptions.sandbox_handle must implement the BashSandbox protocol "
                 "(backend, sandboxed, exec)"
+            )
+        _expect(self.sandbox_limits, SandboxLimits, "sandbox_limits", optional=True)
+        if self.sandbox_limits is not None and self.sandbox_handle is not None:
+            raise SessionOptionsError(
+                "SessionOptions.sandbox_limits bounds the sandbox the session selects; "
+                "a sandbox_handle brings its own bounds: give one or the other"
             )
 
     @classmethod

@@ -84,6 +84,7 @@ class Session:
             self._workspace.root,
             allow_process_host_sandbox=options.allow_process_host_sandbox,
             sandbox_handle=options.sandbox_handle,
+            limits=options.sandbox_limits,
         )
         self._registry = ToolRegistry(_default_tools(self._workspace.root))
         self._hooks = HookRegistry()
@@ -105,6 +106,7 @@ class Session:
         self._closed = False
         self._ids = itertools.count(1)
         self._kernel = self._make_kernel()
+        self._mcp: Any = None  # codeward.mcp.McpServers, made by the first add_mcp_server
 
     # -- identity -------------------------------------------------------------------------
 
@@ -270,6 +272,89 @@ class Session:
         if self._registry.skill(name) is None:
             raise SessionOptionsError(f"no skill named {name!r} is registered")
         return SkillSession(self, name)
+
+    # -- MCP servers -------------------------------------------------------------------
+
+    def add_mcp_server(
+        self,
+        name: str,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        *,
+        sandbox: Any = None,
+        request_timeout_ms: int = 60_000,
+        startup_timeout_ms: int = 60_000,
+    ) -> list[str]:
+        """Starts an MCP stdio server and registers its tools as ``mcp__<name>__<tool>``.
+
+        The server runs on the host (a trusted extension) unless ``sandbox``
+        is a ``codeward.mcp.McpSandbox`` (or True): then in a sandbox of its
+        own over this workspace, read-only and without network unless the
+        McpSandbox grants them. Every call of its tools goes through the
+        kernel with the server's annotations (docs/mcp.md). Returns the
+        registered tool names; the session's close() ends the server.
+        """
+        from ..mcp import McpSandbox, McpServerConfig
+
+        config = McpServerConfig(
+            name=name,
+            command=command,
+            args=tuple(args),
+            env=dict(env or {}),
+            cwd=cwd,
+            sandbox=McpSandbox() if sandbox is True else (sandbox or None),
+            request_timeout_ms=request_timeout_ms,
+            startup_timeout_ms=startup_timeout_ms,
+        )
+        return list(self._mcp_servers().add(config))
+
+    def load_mcp_config(
+        self, source: str | os.PathLike[str] | Mapping[str, Any]
+    ) -> dict[str, list[str]]:
+        """Starts every stdio server of a ``.mcp.json`` file (or its parsed ``mcpServers`` mapping).
+
+        Returns server name -> registered tool names. A server that fails to
+        start stops the loading: the servers started before it keep running
+        (remove them with remove_mcp_server, or close the session).
+        """
+        from ..mcp import load_mcp_config
+
+        config = load_mcp_config(source)
+        servers = self._mcp_servers()
+        return {server.name: servers.add(server) for server in config.servers}
+
+    def mcp_servers(self) -> list[str]:
+        """The names of the MCP servers this session runs."""
+        root = self._root()
+        return [] if root._mcp is None else root._mcp.names()
+
+    def mcp_client(self, name: str) -> Any:
+        """The ``codeward.mcp.McpClient`` of one server, or None."""
+        root = self._root()
+        return None if root._mcp is None else root._mcp.client(name)
+
+    def remove_mcp_server(self, name: str) -> bool:
+        """Unregisters the server's tools and ends its processes; False if there is none."""
+        root = self._root()
+        return False if root._mcp is None else bool(root._mcp.remove(name))
+
+    def _root(self) -> Session:
+        node = self
+        while node._parent is not None:
+            node = node._parent
+        return node
+
+    def _mcp_servers(self) -> Any:
+        self._ensure_open()
+        root = self._root()
+        with root._lock:
+            if root._mcp is None:
+                from ..mcp import McpServers
+
+                root._mcp = McpServers(root._registry, root.workspace)
+            return root._mcp
 
     # -- delegation --------------------------------------------------------------------
 
@@ -442,19 +527,24 @@ class Session:
         self._start_once()
 
     def close(self) -> None:
-        """Rejects pending confirmations, emits ``session_end``; later calls raise SessionClosed."""
+        """Ends the MCP servers, rejects pending confirmations, emits ``session_end``; later calls
+        raise SessionClosed."""
         if self._closed:
             return
         self._closed = True
         if self._parent is None:
-            self._confirmations.cancel_all()
-            if self._started:
-                self._hooks.run(
-                    HookEvent.SESSION_END, self._lifecycle_context(HookEvent.SESSION_END)
-                )
-            close = getattr(self.sandbox, "close", None)
-            if callable(close) and self.options.sandbox_handle is None:
-                close()
+            try:
+                if self._mcp is not None:
+                    self._mcp.close()  # every process of every server ends
+            finally:
+                self._confirmations.cancel_all()
+                if self._started:
+                    self._hooks.run(
+                        HookEvent.SESSION_END, self._lifecycle_context(HookEvent.SESSION_END)
+                    )
+                close = getattr(self.sandbox, "close", None)
+                if callable(close) and self.options.sandbox_handle is None:
+                    close()
 
     def __enter__(self) -> Session:
         return self

@@ -22,6 +22,8 @@ __all__ = [
     "CancelToken",
     "ErrorKind",
     "MutationRecorder",
+    "PathMap",
+    "ReadDenial",
     "Tool",
     "ToolContext",
     "ToolKind",
@@ -95,6 +97,16 @@ class ToolResult:
         }
 
 
+# Maps a path as a call gives it to the workspace-relative path the tool will open; raises for
+# a path the session refuses (see codeward.kernel's resolution).
+PathMap = Callable[[str], str]
+# Why the session's permission policy denies reading a workspace-relative path, or None.
+ReadDenial = Callable[[str], "str | None"]
+
+# The action each kind of tool performs on the paths it names, when it says no more.
+_DEFAULT_ACTION = {"read": "read", "write": "write", "git": "read", "download": "write"}
+
+
 class CancelToken(Protocol):
     def is_set(self) -> bool: ...
 
@@ -110,7 +122,10 @@ class ToolContext:
     """What a running tool may use: the session's boundary, never more.
 
     ``escalated`` is set only for a bash call whose ``require_escalated``
-    request was confirmed: it then runs outside the sandbox.
+    request was confirmed: it then runs outside the sandbox. ``read_denied``
+    says why the permission policy denies reading a workspace-relative path
+    (None when it does not): tools that show file content a call did not
+    name (search, git) leave such files out, as they leave out credentials.
     """
 
     workspace: Workspace
@@ -119,6 +134,7 @@ class ToolContext:
     cancel: CancelToken | None = None
     escalated: bool = False
     host_sandbox_factory: Callable[[], BashSandbox] | None = None
+    read_denied: ReadDenial | None = None
 
 
 class Tool(ABC):
@@ -132,6 +148,23 @@ class Tool(ABC):
     def paths(self, args: Mapping[str, Any]) -> list[str]:
         """The workspace paths this call names, as given (empty for none)."""
         return []
+
+    def resolve(
+        self, args: Mapping[str, Any], relpath: PathMap
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """The call as it will run, and what it touches.
+
+        Returns ``args`` with every path argument replaced by ``relpath(path)``
+        (the workspace-relative path the tool will open) and every default the
+        tool would pick filled in, and ``(action, path)`` for each workspace
+        path the call touches: ``read``, ``list``, ``search``, ``write``,
+        ``edit`` or ``delete``. The session decides on exactly this and runs
+        the tool with these arguments. ``args`` were validated against the
+        schema. This default maps :meth:`paths` and leaves the arguments as
+        they are.
+        """
+        action = _DEFAULT_ACTION.get(self.kind.value, "read")
+        return dict(args), [(action, relpath(p)) for p in self.paths(args)]
 
     @abstractmethod
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:

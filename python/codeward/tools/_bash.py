@@ -232,6 +232,11 @@ def format_output(out: CommandOutput, timeout_ms: int) -> str:
         parts.append(f"[timed out after {timeout_ms} ms; the command and its children were killed]")
     if out.cancelled:
         parts.append("[cancelled; the command and its children were killed]")
+    if out.oom_killed:
+        parts.append(
+            "[killed: the sandbox reached its memory bound; use less memory (fewer parallel "
+            "jobs, smaller inputs)]"
+        )
     if out.truncated:
         parts.append(
             f"[output truncated: {out.total_bytes} bytes in total; the head and the tail of each "
@@ -252,6 +257,7 @@ def result_of(name: str, out: CommandOutput, timeout_ms: int, *, escalated: bool
         "backend": out.backend,
         "cancelled": out.cancelled,
         "duration_ms": out.duration_ms,
+        "oom_killed": out.oom_killed,
     }
     text = format_output(out, timeout_ms)
     kind: ErrorKind | None = None

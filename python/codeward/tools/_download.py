@@ -37,7 +37,7 @@ from ..download._headers import HostHeaders
 from ..download._net import Dialer, Resolver, check_ssl_context
 from ..download._proxy import parse_proxy
 from ..download._url import parse_url
-from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
+from ._base import ErrorKind, PathMap, Tool, ToolContext, ToolKind, ToolResult
 
 __all__ = ["DownloadTool", "default_file_name"]
 
@@ -136,6 +136,17 @@ class DownloadTool(Tool):
             return [path]
         url = args.get("url")
         return [default_file_name(url)] if isinstance(url, str) else []
+
+    def resolve(
+        self, args: Mapping[str, Any], relpath: PathMap
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """The destination is decided on: ``file_path``, or the name inferred from the URL."""
+        out = dict(args)
+        paths = self.paths(args)
+        if not paths:
+            return out, []
+        out["file_path"] = relpath(paths[0])
+        return out, [("write", out["file_path"])]
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         url, paths = args.get("url"), self.paths(args)

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..workspace import write_atomic
-from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
+from ._base import ErrorKind, PathMap, Tool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError
 from ._files import decode_text, read_text_file, record_change, sha256_hex
-from ._write import encode_text
+from ._write import encode_text, resolve_file_path
 
 __all__ = ["EditTool"]
 
@@ -44,6 +44,11 @@ class EditTool(Tool):
 
     def paths(self, args: Mapping[str, Any]) -> list[str]:
         return [str(args.get("file_path", ""))]
+
+    def resolve(
+        self, args: Mapping[str, Any], relpath: PathMap
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        return resolve_file_path(args, relpath, "edit")
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         path = args["file_path"]

@@ -6,6 +6,12 @@ paths outside the credential boundary: a changed ``.env`` shows that it
 changed, never its content. ``show`` of a file's content is only allowed in
 the ``REV:path`` form, for a path outside the boundary. Remote URLs are shown
 without user, password, query or fragment.
+
+The session's permission policy reaches the content too: a path a scope
+denies to ``read`` (``ctx.read_denied``) is withheld from diffs like a
+credential (counted in ``metadata.withheld_by_policy``) and refused to
+``show REV:path``. git works on a private copy of the index, so no command
+of this tool ever changes the repository (plan mode included).
 """
 
 from __future__ import annotations
@@ -20,9 +26,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .._errors import CredentialBoundaryError, HardLinkRefused, WorkspaceError
 from ..workspace import Workspace
-from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
+from ._base import ErrorKind, ReadDenial, Tool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError
-from ._gitrun import TIMEOUT_S, GitOutput, run_git
+from ._gitrun import TIMEOUT_S, GitOutput, private_index, run_git
 
 __all__ = ["GitTool", "check_target", "redact_url"]
 
@@ -104,16 +110,21 @@ class GitTool(Tool):
                 raise ToolError(ErrorKind.INVALID_ARGUMENT, "git status takes no target")
         need = offset + max_bytes + 1  # one byte more says whether another page follows
         page = _Output(need)
-        session = _Git(ctx.workspace)
-        if command == "status":
-            session.status(page)
-        elif command == "log":
-            session.log(target, page)
-        elif command == "diff":
-            session.diff(target, page)
-        else:
-            session.show(target or "HEAD", page)
-        return _paged(self.name, command, bytes(page.data), page.complete, offset, max_bytes)
+        deadline = time.monotonic() + TIMEOUT_S
+        with private_index(ctx.workspace, deadline) as index:
+            session = _Git(
+                ctx.workspace, index=index, read_denied=ctx.read_denied, deadline=deadline
+            )
+            if command == "status":
+                session.status(page)
+            elif command == "log":
+                session.log(target, page)
+            elif command == "diff":
+                session.diff(target, page)
+            else:
+                session.show(target or "HEAD", page)
+        result = _paged(self.name, command, bytes(page.data), page.complete, offset, max_bytes)
+        return _with_withheld(result, session.withheld)
 
 
 def check_target(target: str) -> None:
@@ -178,14 +189,25 @@ class _Output:
 
 
 class _Git:
-    """One git tool call: the workspace and the deadline of all the git runs it makes."""
+    """One git tool call: the workspace and the deadline of all the git runs it makes, the
+    private index they use, and what the permission policy lets it show."""
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        *,
+        index: str | None = None,
+        read_denied: ReadDenial | None = None,
+        deadline: float | None = None,
+    ) -> None:
         self.ws = ws
-        self.deadline = time.monotonic() + TIMEOUT_S
+        self.deadline = deadline if deadline is not None else time.monotonic() + TIMEOUT_S
+        self.index = index
+        self.read_denied = read_denied
+        self.withheld = 0  # changed paths whose content the policy withheld
 
     def run(self, args: list[str], limit: int | None = None, *, what: str = "") -> GitOutput:
-        out = run_git(self.ws, args, limit=limit, deadline=self.deadline)
+        out = self.run_git(args, limit)
         if out.returncode != 0 and out.complete:
             message = out.stderr.strip() or f"git {args[0]} exited with status {out.returncode}"
             lowered = message.lower()
@@ -221,12 +243,12 @@ class _Git:
         if remotes and not page.full:
             page.add(("remotes:\n" + "".join(f"  {r}\n" for r in remotes)).encode())
 
+    def run_git(self, args: list[str], limit: int | None = None) -> GitOutput:
+        """git on this call's private index, within its deadline; no error mapping."""
+        return run_git(self.ws, args, limit=limit, deadline=self.deadline, index_file=self.index)
+
     def remotes(self) -> list[str]:
-        out = run_git(
-            self.ws,
-            ["config", "-z", "--get-regexp", r"^remote\..*\.(url|pushurl)$"],
-            deadline=self.deadline,
-        )
+        out = self.run_git(["config", "-z", "--get-regexp", r"^remote\..*\.(url|pushurl)$"])
         lines = []
         for entry in out.stdout.split(b"\0"):
             if b"\n" not in entry:
@@ -263,6 +285,7 @@ class _Git:
 
     def show(self, target: str, page: _Output) -> None:
         self._check_paths(target)  # REV:path of a file or a directory: never a credential one
+        self._check_policy(target)
         kind = self._type_of(target)
         if kind == "tag":
             kind = self._type_of(target + "^{}")
@@ -316,7 +339,7 @@ class _Git:
         ]
         allowed: list[str] = []
         for status, path in changes:
-            reason = self._protected(path, worktree)
+            reason = self._protected(path, worktree) or self._denied(path)
             if reason is None:
                 allowed.append(path)
                 if len(allowed) >= _PATHS_PER_RUN:
@@ -362,6 +385,38 @@ class _Git:
                     return "it has other hard links, which may be credential files"
         return None
 
+    def _denied(self, path: str) -> str | None:
+        """Why the permission policy withholds the content of the changed ``path`` (counted)."""
+        if self.read_denied is None:
+            return None
+        reason = self.read_denied("/".join(p for p in path.split("/") if p))
+        if reason is not None:
+            self.withheld += 1
+        return reason
+
+    def _check_policy(self, target: str) -> None:
+        """Refuses ``REV:path`` when the permission policy denies reading the path.
+
+        Every reading of the target is checked, as written (git looks a
+        tree path up as it is) and normalized (git resolves ``./`` forms).
+        """
+        if self.read_denied is None:
+            return
+        for path in _blob_paths(target):
+            raw = "/".join(p for p in path.split("/") if p not in ("", "."))
+            try:
+                spellings = {raw, self.ws.relpath(path)}
+            except WorkspaceError:
+                spellings = {raw}
+            for relpath in sorted(spellings):
+                reason = self.read_denied(relpath) if relpath else None
+                if reason is not None:
+                    raise ToolError(
+                        ErrorKind.PERMISSION_DENIED,
+                        f"refused to show {target!r}: {reason} ({relpath})",
+                        path=relpath,
+                    )
+
     def _check_paths(self, target: str) -> None:
         """Refuses a target whose path part (in any reading of it) is a credential path.
 
@@ -393,11 +448,7 @@ class _Git:
 
     def _commit(self, rev: str) -> str:
         """The commit id ``rev`` names (a tag is peeled); anything else is an argument error."""
-        out = run_git(
-            self.ws,
-            ["rev-parse", "--verify", "-q", "--end-of-options", rev + "^{commit}"],
-            deadline=self.deadline,
-        )
+        out = self.run_git(["rev-parse", "--verify", "-q", "--end-of-options", rev + "^{commit}"])
         if out.returncode != 0:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENT, f"{rev!r} does not name a commit in this repository"
@@ -409,11 +460,7 @@ class _Git:
         return out.stdout.decode().strip()
 
     def _rev_parse_optional(self, rev: str) -> str | None:
-        out = run_git(
-            self.ws,
-            ["rev-parse", "--verify", "-q", "--end-of-options", rev],
-            deadline=self.deadline,
-        )
+        out = self.run_git(["rev-parse", "--verify", "-q", "--end-of-options", rev])
         return out.stdout.decode().strip() if out.returncode == 0 else None
 
     def _has_head(self) -> bool:
@@ -437,6 +484,18 @@ def _blob_paths(target: str) -> list[str]:
         if rest and not rest.startswith("/"):
             paths.append(rest)
     return paths
+
+
+def _with_withheld(result: ToolResult, withheld: int) -> ToolResult:
+    """``result`` counting the changed paths whose content the permission policy withheld."""
+    if not withheld:
+        return result
+    meta = {**result.metadata, "withheld_by_policy": withheld}
+    note = (
+        f"\n[the content of {withheld} changed file{'' if withheld == 1 else 's'} was withheld: "
+        "the permission policy denies reading " + ("it]" if withheld == 1 else "them]")
+    )
+    return ToolResult(result.name, result.output + note, metadata=meta)
 
 
 def _paged(

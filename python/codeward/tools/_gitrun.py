@@ -6,24 +6,34 @@ switched off on the command line (which wins over every configuration
 file), system and global configuration are not read, the environment is
 minimal, no lock is taken, no network protocol is allowed, and discovery
 stops at the workspace root (a repository above it is never used).
+
+git never writes the repository's index either: a porcelain ``git diff``
+refreshes stat information and rewrites ``.git/index`` (taking
+``index.lock``) whatever ``GIT_OPTIONAL_LOCKS`` says, so each tool call
+gives git a private copy of the index (:func:`private_index`) through
+``GIT_INDEX_FILE``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..workspace import Workspace
 from ._base import ErrorKind
 from ._failure import ToolError
 
-__all__ = ["GitOutput", "git_available", "run_git"]
+__all__ = ["GitOutput", "git_available", "private_index", "run_git"]
 
 TIMEOUT_S = 30.0
 _SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -43,6 +53,7 @@ _CONFIG = (
     "credential.helper=",
 )
 _MAX_STDERR = 8192
+MAX_INDEX_BYTES = 1 << 30  # a larger index is not copied: the call is refused
 
 
 @dataclass(frozen=True)
@@ -59,12 +70,19 @@ def git_available() -> str | None:
 
 
 def run_git(
-    ws: Workspace, args: list[str], *, limit: int | None = None, deadline: float | None = None
+    ws: Workspace,
+    args: list[str],
+    *,
+    limit: int | None = None,
+    deadline: float | None = None,
+    index_file: str | None = None,
 ) -> GitOutput:
     """Runs ``git <defanged config> args`` in the workspace root; reads at most ``limit`` bytes.
 
     Past ``limit`` git is stopped and ``complete`` is False. Past the deadline
     (TIMEOUT_S from now by default) it is killed and a Timeout ToolError raised.
+    ``index_file`` is the index git reads and refreshes instead of the
+    repository's (see :func:`private_index`).
     """
     git = git_available()
     if git is None:
@@ -77,7 +95,7 @@ def run_git(
     proc = subprocess.Popen(
         argv,
         cwd=ws.root,
-        env=_environment(ws, _filter_overrides(ws, git)),
+        env=_environment(ws, {**_filter_overrides(ws, git), **_index_environment(index_file)}),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -186,3 +204,56 @@ def _filter_overrides(ws: Workspace, git: str) -> dict[str, str]:
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
     return env
+
+
+def _index_environment(index_file: str | None) -> dict[str, str]:
+    return {} if index_file is None else {"GIT_INDEX_FILE": index_file}
+
+
+@contextlib.contextmanager
+def private_index(ws: Workspace, deadline: float | None = None) -> Iterator[str]:
+    """The path of a private copy of the repository's index, removed afterwards.
+
+    Read-only git commands still refresh the index's stat information and
+    write it back (a porcelain ``git diff`` does, taking ``index.lock``,
+    even with ``GIT_OPTIONAL_LOCKS=0``); given this copy as
+    ``GIT_INDEX_FILE``, they write there, in a private temporary directory
+    outside the workspace, and the repository is never changed. A
+    repository without an index gets a path where none exists, which git
+    reads as empty, as it reads the missing original. Raises ToolError when
+    the index is a symbolic link, not a regular file, or larger than
+    MAX_INDEX_BYTES.
+    """
+    out = run_git(ws, ["rev-parse", "--git-path", "index"], deadline=deadline)
+    where = os.fsdecode(out.stdout).strip()
+    source = os.path.join(ws.root, where) if where else ""
+    with tempfile.TemporaryDirectory(prefix="codeward-git-index-") as private:
+        copy = os.path.join(private, "index")
+        if out.returncode == 0 and source:
+            _copy_index(source, copy)
+        yield copy
+
+
+def _copy_index(source: str, copy: str) -> None:
+    refused = ToolError(
+        ErrorKind.TOOL_FAILED,
+        f"the git index is not a regular file of at most {MAX_INDEX_BYTES} bytes (a symbolic "
+        "link, a FIFO or a device is not one); the git tool does not read it",
+    )
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # no index yet (a new repository): git reads the missing copy as empty
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise refused from None
+        raise ToolError(ErrorKind.TOOL_FAILED, f"cannot read the git index: {exc}") from None
+    with os.fdopen(fd, "rb") as src, open(copy, "xb") as dst:
+        if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+            raise refused
+        copied = 0
+        while chunk := src.read(1 << 20):
+            copied += len(chunk)
+            if copied > MAX_INDEX_BYTES:  # it grew while it was copied
+                raise refused
+            dst.write(chunk)

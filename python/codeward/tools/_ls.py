@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from .._errors import WorkspaceError
 from ..workspace import Workspace
-from ._base import Tool, ToolContext, ToolKind, ToolResult
+from ._base import PathMap, Tool, ToolContext, ToolKind, ToolResult
 
 __all__ = ["LsTool"]
 
@@ -38,6 +38,13 @@ class LsTool(Tool):
 
     def paths(self, args: Mapping[str, Any]) -> list[str]:
         return [str(args.get("path", "."))]
+
+    def resolve(
+        self, args: Mapping[str, Any], relpath: PathMap
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        out = dict(args)
+        out["path"] = relpath(args.get("path", "."))
+        return out, [("list", out["path"])]
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         ws = ctx.workspace

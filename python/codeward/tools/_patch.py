@@ -10,7 +10,7 @@ from .._errors import WorkspaceError
 from ..verification import path_digest
 from ..workspace import Workspace
 from ..workspace._atomic import AtomicBatch, Entry, entry_lstat, recover_interrupted_batches
-from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
+from ._base import ErrorKind, PathMap, Tool, ToolContext, ToolKind, ToolResult
 from ._diff import FilePatch, PatchError, apply_hunks, parse_patch
 from ._failure import ToolError
 from ._files import MAX_TEXT_FILE_BYTES, decode_text, read_text_file, record_change, sha256_hex
@@ -73,6 +73,36 @@ class PatchTool(Tool):
                 if name is not None and name not in names:
                     names.append(name)
         return names
+
+    def resolve(
+        self, args: Mapping[str, Any], relpath: PathMap
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """Every file the patch touches, with the names decoded as :meth:`run` decodes them:
+        a new file is a ``write``, a change an ``edit``, a deletion a ``delete``, and a
+        rename the deletion of the old name and the write of the new one."""
+        text = args.get("patch")
+        if not isinstance(text, str):
+            return dict(args), []
+        try:
+            patches = parse_patch(text)
+        except PatchError:
+            return dict(args), []  # run() fails on the same text before touching any file
+        touched: list[tuple[str, str]] = []
+        for p in patches:
+            if p.old_path is None:
+                assert p.new_path is not None
+                changes = [("write", p.new_path)]
+            elif p.new_path is None:
+                changes = [("delete", p.old_path)]
+            elif relpath(p.old_path) == relpath(p.new_path):
+                changes = [("edit", p.old_path)]
+            else:
+                changes = [("delete", p.old_path), ("write", p.new_path)]
+            for action, name in changes:
+                entry = (action, relpath(name))
+                if entry not in touched:
+                    touched.append(entry)
+        return dict(args), touched
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         recovered = _recover(ctx, self.name)

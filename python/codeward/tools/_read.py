@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .._errors import WorkspaceError
-from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
+from ._base import ErrorKind, PathMap, Tool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError, as_tool_error
 from ._files import BINARY_PROBE_BYTES, MAX_TEXT_FILE_BYTES, binary_error, looks_binary
 from ._schema import ArgumentError
@@ -91,6 +91,25 @@ class ReadTool(Tool):
         if "file_path" in args:
             return [str(args["file_path"])]
         return [str(f.get("path", "")) for f in args.get("files", ()) if isinstance(f, Mapping)]
+
+    def resolve(
+        self, args: Mapping[str, Any], relpath: PathMap
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        out = dict(args)
+        if isinstance(args.get("file_path"), str):
+            out["file_path"] = relpath(args["file_path"])
+            return out, [("read", out["file_path"])]
+        files = args.get("files")
+        if not isinstance(files, (list, tuple)):
+            return out, []
+        entries = [
+            {**f, "path": relpath(f["path"])}
+            if isinstance(f, Mapping) and isinstance(f.get("path"), str)
+            else f
+            for f in files
+        ]
+        out["files"] = entries
+        return out, [("read", f["path"]) for f in entries if isinstance(f, Mapping)]
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         if ("file_path" in args) == ("files" in args):

@@ -2,7 +2,9 @@
 
 Both walk the tree by descriptor through the workspace, skip ``.git`` and
 what .gitignore files exclude, follow no symlink, and leave out credential
-files and directories, counting them without naming them.
+files and directories, counting them without naming them. Files the
+session's permission policy denies reading (``read(secrets/**)``) are left
+out and counted the same way: a search never shows what a read may not.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from .. import _native
 from .._errors import CredentialBoundaryError, HardLinkRefused, WorkspaceError
 from ..workspace import Workspace
 from ..workspace._workspace import WalkDir
-from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
+from ._base import ErrorKind, PathMap, Tool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError
 from ._files import BINARY_PROBE_BYTES, looks_binary
 from ._gitignore import IgnoreRules, read_rules_at
@@ -40,6 +42,7 @@ class _Counts:
     """What a walk left out, reported in notes and metadata (counts, never names)."""
 
     omitted: int = 0  # credential files and directories, hard-link aliases
+    denied: int = 0  # files the permission policy denies reading
     ignored: int = 0  # excluded by .gitignore
     binary: int = 0
     large: int = 0
@@ -78,6 +81,13 @@ class SearchTool(Tool):
 
     def paths(self, args: Mapping[str, Any]) -> list[str]:
         return [str(args.get("path", "."))]
+
+    def resolve(
+        self, args: Mapping[str, Any], relpath: PathMap
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        out = dict(args)
+        out["path"] = relpath(args.get("path", "."))
+        return out, [("search", out["path"])]
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         path = args.get("path", ".")
@@ -170,12 +180,17 @@ def _grep(name: str, ctx: ToolContext, query: str, path: str) -> ToolResult:
     try:
         if stat.S_ISREG(mode):
             fd, resolved = ws.open_file(path)  # named explicitly: refusals are errors here
-            searched = 1
-            _grep_fd(fd, resolved.relpath, pattern, deadline, hits, counts)
+            if _denied(ctx, resolved.relpath, counts):
+                os.close(fd)
+            else:
+                searched = 1
+                _grep_fd(fd, resolved.relpath, pattern, deadline, hits, counts)
         else:
             for step in _tree(ws, path, counts, ctx):
                 for fname in step.files:
                     parts = (*step.parts, fname)
+                    if _denied(ctx, "/".join(parts), counts):
+                        continue
                     try:
                         fd, _ = ws.open_entry(step.fd, parts)
                     except (CredentialBoundaryError, HardLinkRefused):
@@ -218,6 +233,16 @@ def _grep(name: str, ctx: ToolContext, query: str, path: str) -> ToolResult:
             **_count_metadata(counts),
         },
     )
+
+
+def _denied(ctx: ToolContext, relpath: str, counts: _Counts, *also: str) -> bool:
+    """Whether the permission policy denies reading ``relpath`` or any of ``also`` (one file's
+    names); counted once when it does."""
+    check = ctx.read_denied
+    if check is None or all(check(p) is None for p in (relpath, *also)):
+        return False
+    counts.denied += 1
+    return True
 
 
 def _grep_fd(
@@ -318,7 +343,7 @@ def _glob(name: str, ctx: ToolContext, query: str, path: str) -> ToolResult:
             if top is None:
                 top = step.parts
             below = (*prefix, *step.parts[len(top) :])  # relative to `path`, as the caller wrote it
-            for entry, is_dir in _entries(ws, step, counts):
+            for entry, is_dir in _entries(ws, step, counts, ctx):
                 rel = "/".join((*below, entry))
                 if glob.match(rel):
                     if len(results) >= MAX_RESULTS:
@@ -346,23 +371,36 @@ def _glob(name: str, ctx: ToolContext, query: str, path: str) -> ToolResult:
     )
 
 
-def _entries(ws: Workspace, step: WalkDir, counts: _Counts) -> Iterator[tuple[str, bool]]:
+def _entries(
+    ws: Workspace, step: WalkDir, counts: _Counts, ctx: ToolContext
+) -> Iterator[tuple[str, bool]]:
     """The names in one directory, sorted, with whether each is a directory.
 
     A symlink is listed (by its own name, not followed) only when it stays
-    inside the workspace and does not lead to a credential.
+    inside the workspace and does not lead to a credential. A file the
+    policy denies reading (under its name or, for a link, its target's) is
+    left out.
     """
-    names = [(d, True) for d in step.dirs] + [(f, False) for f in step.files]
+    names = [(d, True) for d in step.dirs]
+    names += [
+        (f, False) for f in step.files if not _denied(ctx, "/".join((*step.parts, f)), counts)
+    ]
     for link in step.links:
+        spelled = "/".join((*step.parts, link))
         try:
-            st = ws.resolve("/".join((*step.parts, link))).st
+            resolved = ws.resolve(spelled)
         except CredentialBoundaryError:
             counts.omitted += 1
             continue
         except (OSError, WorkspaceError):  # leads outside, loops, or is broken
             continue
-        if st is not None:
-            names.append((link, stat.S_ISDIR(st.st_mode)))
+        st = resolved.st
+        if st is None:
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if not is_dir and _denied(ctx, spelled, counts, resolved.relpath):
+            continue
+        names.append((link, is_dir))
     yield from sorted(names)
 
 
@@ -387,6 +425,11 @@ def _count_notes(counts: _Counts) -> list[str]:
             f"{counts.omitted} protected entr{'y' if counts.omitted == 1 else 'ies'} (credential "
             "files or directories, or hard links to them) omitted by the credential boundary"
         )
+    if counts.denied:
+        notes.append(
+            f"{counts.denied} file{'' if counts.denied == 1 else 's'} omitted: the permission "
+            "policy denies reading " + ("it" if counts.denied == 1 else "them")
+        )
     skipped = []
     if counts.binary:
         skipped.append(f"{counts.binary} binary file(s)")
@@ -404,6 +447,7 @@ def _count_notes(counts: _Counts) -> list[str]:
 def _count_metadata(counts: _Counts) -> dict[str, Any]:
     return {
         "omitted": counts.omitted,
+        "omitted_by_policy": counts.denied,
         "ignored": counts.ignored,
         "skipped_binary": counts.binary,
         "skipped_large": counts.large,

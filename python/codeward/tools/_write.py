@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..workspace import write_atomic
-from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
+from ._base import ErrorKind, PathMap, Tool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError
 from ._files import MAX_TEXT_FILE_BYTES, record_change, sha256_hex
 
@@ -39,6 +39,11 @@ class WriteTool(Tool):
     def paths(self, args: Mapping[str, Any]) -> list[str]:
         return [str(args.get("file_path", ""))]
 
+    def resolve(
+        self, args: Mapping[str, Any], relpath: PathMap
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        return resolve_file_path(args, relpath, "write")
+
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         path = args["file_path"]
         data = encode_text(args["content"], "content")
@@ -61,6 +66,18 @@ class WriteTool(Tool):
                 "sha256": digest,
             },
         )
+
+
+def resolve_file_path(
+    args: Mapping[str, Any], relpath: PathMap, action: str
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """``file_path`` made workspace-relative: the one path of a write or an edit."""
+    out = dict(args)
+    path = args.get("file_path")
+    if not isinstance(path, str):
+        return out, []
+    out["file_path"] = relpath(path)
+    return out, [(action, out["file_path"])]
 
 
 def encode_text(text: str, field: str) -> bytes:

@@ -19,12 +19,14 @@ from them. Every path they touch goes through a :class:`Workspace`:
 
 from __future__ import annotations
 
+import copy
 import errno
 import os
 import re
 import stat
 import time
-from collections.abc import Iterator, Sequence
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
@@ -112,9 +114,24 @@ class Workspace:
         self._homes = [h for h in self._all_homes if _stores_reachable(self.root, h)]
         self._inodes: frozenset[tuple[int, int]] = frozenset()
         self._inodes_at = -_INODE_CACHE_SECONDS
+        self._pins: Mapping[str, str] = {}
 
     def __repr__(self) -> str:
         return f"Workspace({self.root!r}, credential_boundary={self.credential_boundary})"
+
+    def pinned(self, pins: Mapping[str, str]) -> Workspace:
+        """This workspace, refusing to reach anything but ``pins[path]`` through a pinned path.
+
+        ``pins`` maps workspace-relative paths a call was decided on to where
+        they led then (their symlinks followed, see :meth:`locate`). Opening
+        a pinned path (:meth:`open_parent`, :meth:`open_dir` and what uses
+        them) that now leads elsewhere, because a symlink was swapped between
+        the decision and the use, raises PathOutsideWorkspace instead of
+        reaching a place nobody decided on. Other paths open as before.
+        """
+        view = copy.copy(self)
+        view._pins = dict(pins)
+        return view
 
     # -- lexical ---------------------------------------------------------------------------
 
@@ -154,6 +171,42 @@ class Workspace:
         """``path`` as a normalised workspace-relative path ("." for the root)."""
         return "/".join(self.parts(path)) or "."
 
+    def locate(self, path: str, *, follow_last: bool = True) -> tuple[str, ...]:
+        """The components the tools reach for ``path``, without opening anything.
+
+        Every symlink on the way is followed as the walk of :meth:`open_parent`
+        and :meth:`open_dir` follows it (the last one only with
+        ``follow_last``: a deletion removes the link itself); components after
+        a missing one are kept as written, since a write creates them there. On
+        a file system that folds case or Unicode normalization, each existing
+        name is the one on disk, so ``SECRETS/key`` is located as ``secrets/key``.
+        Raises PathOutsideWorkspace for a symlink leading out and
+        WorkspaceError for a loop, as the walk does.
+        """
+        pending = list(self.parts(path))
+        done: list[str] = []
+        here = self.root  # the directory of done, as a path
+        hops = 0
+        while pending:
+            name = pending.pop(0)
+            full = f"{here}/{name}"
+            try:
+                st = os.lstat(full)
+            except OSError:  # missing, or under a file: created or refused as written
+                return (*done, name, *pending)
+            if not stat.S_ISLNK(st.st_mode) or (not pending and not follow_last):
+                name = _on_disk_name(here, name, st)
+                done.append(name)
+                here = f"{here}/{name}"
+                continue
+            hops += 1
+            if hops > _MAX_SYMLINK_HOPS:
+                raise WorkspaceError(f"{path!r}: too many levels of symbolic links", path=path)
+            pending = list(self._follow(tuple(done), os.readlink(full), tuple(pending), path))
+            done = []
+            here = self.root
+        return tuple(done)
+
     def credential_reason(self, parts: Sequence[str]) -> str | None:
         """Why ``parts`` is off limits as a credential, or None (always None with it off)."""
         if not self.credential_boundary:
@@ -179,8 +232,10 @@ class Workspace:
         if not parts:
             raise WorkspaceError("the workspace root itself is not a file", path=path)
         self._check_credentials(parts, path)  # before touching the disk, then again once resolved
+        lexical = parts
         fd, parts = self._walk(parts, path, create=create, resolve_last=True)
         try:
+            self._check_pin(lexical, parts, path)
             self._check_credentials(parts, path)
             yield fd, parts[-1], parts
         finally:
@@ -191,9 +246,11 @@ class Workspace:
         """Yields ``(dirfd, parts)`` of the directory at ``path`` (the root for ``"."``)."""
         parts = self.parts(path)
         self._check_credentials(parts, path)
+        lexical = parts
         fd, parts = self._walk((*parts, ""), path, create=create, resolve_last=False)
         parts = parts[:-1]
         try:
+            self._check_pin(lexical, parts, path)
             self._check_credentials(parts, path)
             yield fd, parts
         finally:
@@ -327,6 +384,24 @@ class Workspace:
             self._inodes_at = now
         return self._inodes
 
+    def _check_pin(self, lexical: Sequence[str], reached: Sequence[str], path: str) -> None:
+        want = self._pins.get("/".join(lexical) or ".")
+        got = "/".join(reached) or "."
+        if want is not None and got != want and not self._same_entry(want, got):
+            raise PathOutsideWorkspace(
+                f"{path!r} now leads to {got!r}, not to {want!r} as when the call was decided "
+                "on: a symlink on the way changed since",
+                path=path,
+            )
+
+    def _same_entry(self, a: str, b: str) -> bool:
+        """Whether two spellings reach the same entry (a file system folding case does that)."""
+        try:
+            first = os.lstat(os.path.join(self.root, a))
+        except OSError:
+            return False
+        return _same_entry(os.path.join(self.root, b), first)
+
     def _check_credentials(self, parts: Sequence[str], path: str) -> None:
         reason = self.credential_reason(parts)
         if reason is not None:
@@ -402,6 +477,42 @@ class Workspace:
                 f"{path!r} crosses a symlink to {target!r}, which leads outside the workspace",
                 path=path,
             ) from None
+
+
+def _on_disk_name(directory: str, name: str, st: os.stat_result) -> str:
+    """The name of the entry ``name`` (whose ``lstat`` is ``st``) reaches in ``directory``, as
+    the directory lists it.
+
+    The same as ``name`` unless the file system folds case or Unicode
+    normalization and another spelling of the name reaches the same entry.
+    """
+    variants = {name.swapcase()}
+    if not name.isascii():
+        variants |= {unicodedata.normalize("NFC", name), unicodedata.normalize("NFD", name)}
+    variants.discard(name)
+    try:
+        folds = any(_same_entry(f"{directory}/{v}", st) for v in variants)
+        if not folds:
+            return name
+        folded = _fold(name)
+        for entry in os.listdir(directory):
+            if _fold(entry) == folded and _same_entry(os.path.join(directory, entry), st):
+                return entry
+    except OSError:
+        pass
+    return name
+
+
+def _fold(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _same_entry(path: str, st: os.stat_result) -> bool:
+    try:
+        other = os.lstat(path)
+    except OSError:
+        return False
+    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
 
 
 def _stores_reachable(root: str, home: str) -> bool:

@@ -1,0 +1,382 @@
+/* test_child.c - owned processes (a3s_child_*) against the real a3s-init and /bin/sh.
+ *
+ * Pipes both ways, exit statuses, start-up failures, the environment, the
+ * descriptors the program sees, and the ownership promises: a setsid daemon
+ * is gone after a stop, a program that ignores SIGTERM is killed after the
+ * grace, and everything is gone when the caller is SIGKILLed, even while a
+ * copy of the caller forked without exec still holds the lifeline. Also a
+ * program in a sandbox of its own (a3s_sandbox_spawn) when bubblewrap is
+ * there. Runs plain and under ASan/UBSan.
+ */
+#define _GNU_SOURCE
+#include "a3s/a3s.h"
+#include "check.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char init_path[PATH_MAX];
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int spawn_sh(const char *script, uint64_t grace_ms, a3s_child **c, a3s_child_stdio *io,
+                    a3s_error *err) {
+    const char *args[] = {"-c", script};
+    a3s_child_options o = {
+        .struct_size = sizeof o,
+        .path = "/bin/sh",
+        .args = args,
+        .nargs = 2,
+        .init_path = init_path,
+        .kill_grace_ms = grace_ms,
+    };
+    io->struct_size = sizeof *io;
+    return a3s_child_spawn(&o, c, io, err);
+}
+
+/* Reads until `want` appears or 5 s pass; the text read goes to buf. */
+static bool read_until(int fd, const char *want, char *buf, size_t cap) {
+    size_t n = 0;
+    uint64_t end = now_ms() + 5000;
+    buf[0] = '\0';
+    while (!strstr(buf, want) && n + 1 < cap && now_ms() < end) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        buf[n] = '\0';
+    }
+    return strstr(buf, want) != NULL;
+}
+
+static void close_io(a3s_child_stdio *io) {
+    close(io->stdin_fd);
+    close(io->stdout_fd);
+    close(io->stderr_fd);
+}
+
+/* Host `sleep` processes whose command line contains `marker`. */
+static int count_marked(const char *marker) {
+    int found = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/cmdline", atoi(e->d_name));
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] == '\0')
+                buf[i] = ' ';
+        buf[n] = '\0';
+        found += !strncmp(buf, "sleep ", 6) && strstr(buf, marker) != NULL;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static bool gone_within(const char *marker, uint64_t ms) {
+    uint64_t end = now_ms() + ms;
+    while (count_marked(marker) > 0 && now_ms() < end)
+        poll(NULL, 0, 20);
+    return count_marked(marker) == 0;
+}
+
+static void test_pipes_and_status(void) {
+    a3s_child *c = NULL;
+    a3s_child_stdio io;
+    a3s_error err;
+    int rc = spawn_sh("read line; echo \"got $line\"; echo oops >&2; exit 7", 0, &c, &io, &err);
+    CHECK(rc == A3S_OK, "spawn: %s", err.message);
+    if (rc)
+        return;
+    a3s_child_status st = {.struct_size = sizeof st};
+    CHECK(a3s_child_info(c, &st, &err) == A3S_OK && st.exit_code == -1 && st.pid > 0,
+          "running: %d", st.exit_code);
+    CHECK(write(io.stdin_fd, "hello\n", 6) == 6, "write");
+    char buf[256];
+    CHECK(read_until(io.stdout_fd, "got hello", buf, sizeof buf), "stdout: %s", buf);
+    CHECK(read_until(io.stderr_fd, "oops", buf, sizeof buf), "stderr: %s", buf);
+    CHECK(a3s_child_wait(c, 5000, &st, &err) == A3S_OK, "wait: %s", err.message);
+    CHECK((st.flags & A3S_CHILD_EXITED) && st.exit_code == 7, "exit %d flags %llx",
+          st.exit_code, (unsigned long long)st.flags);
+    /* end of file once the program is gone */
+    CHECK(read(io.stdout_fd, buf, sizeof buf) == 0, "stdout at EOF");
+    CHECK(a3s_child_stop(c, &st, &err) == A3S_OK && st.exit_code == 7, "stop after exit");
+    a3s_child_free(c);
+    close_io(&io);
+}
+
+static void test_start_failures(void) {
+    a3s_child *c = (a3s_child *)1;
+    a3s_child_stdio io = {.struct_size = sizeof io};
+    a3s_error err;
+    a3s_child_options o = {
+        .struct_size = sizeof o, .path = "/nonexistent/program", .init_path = init_path};
+    int rc = a3s_child_spawn(&o, &c, &io, &err);
+    CHECK(rc == A3S_E_SYSTEM && c == NULL, "missing program: %d", rc);
+    CHECK(strstr(err.message, "/nonexistent/program") != NULL, "message: %s", err.message);
+    o.path = "relative";
+    CHECK(a3s_child_spawn(&o, &c, &io, &err) == A3S_E_INVALID, "relative path");
+    o.path = "/bin/true";
+    o.flags = 1;
+    CHECK(a3s_child_spawn(&o, &c, &io, &err) == A3S_E_INVALID, "unknown flags");
+    o.flags = 0;
+    o.init_path = "/nonexistent/a3s-init";
+    rc = a3s_child_spawn(&o, &c, &io, &err);
+    CHECK(rc == A3S_E_SYSTEM && strstr(err.message, "execve") != NULL, "missing init: %s",
+          err.message);
+    o.init_path = init_path;
+    const char *bad_env[] = {"=x"};
+    o.env = bad_env;
+    o.envc = 1;
+    CHECK(a3s_child_spawn(&o, &c, &io, &err) == A3S_E_INVALID, "malformed env");
+    o.env = NULL;
+    o.envc = 0;
+    o.cwd = "/nonexistent/dir";
+    rc = a3s_child_spawn(&o, &c, &io, &err);
+    CHECK(rc == A3S_E_SYSTEM && strstr(err.message, "chdir") != NULL, "bad cwd: %s", err.message);
+}
+
+static void test_environment_and_fds(void) {
+    const char *host[] = {"PATH=/usr/bin:/bin:relative", "HOME=/home/someone", "LANG=C.UTF-8",
+                          "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                          "LD_PRELOAD=/evil.so", "AWS_SECRET_ACCESS_KEY=x"};
+    const char *given[] = {"SERVER_TOKEN=configured-by-the-host", "LANG=fr_FR.UTF-8"};
+    const char *args[] = {"-c", "env | sort; echo fds; ls /proc/self/fd"};
+    a3s_child_options o = {
+        .struct_size = sizeof o,
+        .path = "/bin/sh",
+        .args = args,
+        .nargs = 2,
+        .env = given,
+        .envc = 2,
+        .host_env = host,
+        .host_envc = 6,
+        .init_path = init_path,
+        .cwd = "/",
+    };
+    a3s_child *c = NULL;
+    a3s_child_stdio io = {.struct_size = sizeof io};
+    a3s_error err;
+    CHECK(a3s_child_spawn(&o, &c, &io, &err) == A3S_OK, "spawn: %s", err.message);
+    if (!c)
+        return;
+    char buf[4096];
+    read_until(io.stdout_fd, "\n3\n", buf, sizeof buf);
+    CHECK(strstr(buf, "PATH=/usr/bin:/bin\n") != NULL, "PATH cleaned: %s", buf);
+    CHECK(strstr(buf, "HOME=/home/someone\n") != NULL, "HOME kept");
+    CHECK(strstr(buf, "SERVER_TOKEN=configured-by-the-host\n") != NULL, "given env passes");
+    CHECK(strstr(buf, "LANG=fr_FR.UTF-8\n") != NULL && !strstr(buf, "LANG=C.UTF-8"),
+          "given env wins");
+    CHECK(!strstr(buf, "GITHUB_TOKEN") && !strstr(buf, "LD_PRELOAD") && !strstr(buf, "AWS_"),
+          "host secrets and injection dropped: %s", buf);
+    const char *fds = strstr(buf, "fds\n");
+    /* 0, 1, 2 and the directory ls reads: nothing of the caller or the init */
+    CHECK(fds && !strcmp(fds, "fds\n0\n1\n2\n3\n"), "fds: %s", fds ? fds : buf);
+    a3s_child_stop(c, NULL, &err);
+    a3s_child_free(c);
+    close_io(&io);
+}
+
+static void test_setsid_daemon_and_stop(void) {
+    char marker[32], script[256];
+    snprintf(marker, sizeof marker, "731.%d", getpid());
+    snprintf(script, sizeof script,
+             "setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 & echo ready; exec sleep %s9",
+             marker, marker);
+    a3s_child *c = NULL;
+    a3s_child_stdio io;
+    a3s_error err;
+    CHECK(spawn_sh(script, 500, &c, &io, &err) == A3S_OK, "spawn: %s", err.message);
+    if (!c)
+        return;
+    char buf[64];
+    CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "ready");
+    uint64_t end = now_ms() + 3000;
+    while (count_marked(marker) < 2 && now_ms() < end)
+        poll(NULL, 0, 10);
+    CHECK(count_marked(marker) == 2, "daemon and program run: %d", count_marked(marker));
+    a3s_child_status st = {.struct_size = sizeof st};
+    CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "stop: %s", err.message);
+    CHECK(st.flags & A3S_CHILD_EXITED, "reaped");
+    CHECK(!(st.flags & A3S_CHILD_KILLED), "the init did the killing");
+    CHECK(gone_within(marker, 1000), "the setsid daemon is gone: %d left", count_marked(marker));
+    a3s_child_free(c);
+    close_io(&io);
+}
+
+static void test_ignores_term(void) {
+    char marker[32], script[160];
+    snprintf(marker, sizeof marker, "732.%d", getpid());
+    snprintf(script, sizeof script, "trap '' TERM; echo ready; sleep %s; sleep %s", marker,
+             marker);
+    a3s_child *c = NULL;
+    a3s_child_stdio io;
+    a3s_error err;
+    CHECK(spawn_sh(script, 300, &c, &io, &err) == A3S_OK, "spawn: %s", err.message);
+    if (!c)
+        return;
+    char buf[64];
+    CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "ready");
+    uint64_t t0 = now_ms();
+    a3s_child_status st = {.struct_size = sizeof st};
+    CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "stop: %s", err.message);
+    uint64_t took = now_ms() - t0;
+    CHECK(took >= 280, "killed only after the grace: %llu ms", (unsigned long long)took);
+    CHECK(st.exit_code == 128 + SIGKILL, "killed: %d", st.exit_code);
+    CHECK(gone_within(marker, 1000), "gone");
+    a3s_child_free(c);
+    close_io(&io);
+}
+
+/* A helper process spawns the program (and, with fork_copy, forks a copy of
+ * itself that keeps the lifeline's write end), then is SIGKILLed. */
+static void test_caller_death(bool fork_copy) {
+    char marker[32], script[256];
+    snprintf(marker, sizeof marker, "733.%d%d", getpid(), fork_copy);
+    snprintf(script, sizeof script,
+             "setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 & exec sleep %s", marker,
+             marker);
+    int ready[2];
+    CHECK(pipe(ready) == 0, "pipe");
+    pid_t helper = fork();
+    if (helper == 0) {
+        a3s_child *c = NULL;
+        a3s_child_stdio io;
+        a3s_error err;
+        if (spawn_sh(script, 0, &c, &io, &err) != A3S_OK)
+            _exit(1);
+        pid_t copy = fork_copy ? fork() : 1;
+        if (copy == 0) {
+            pause(); /* holds every fd of the helper, the lifeline's write end included */
+            _exit(0);
+        }
+        char pidtext[16];
+        int n = snprintf(pidtext, sizeof pidtext, "%d\n", (int)copy);
+        if (write(ready[1], pidtext, (size_t)n) < 0)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    char buf[32] = {0};
+    CHECK(read(ready[0], buf, sizeof buf - 1) > 0, "helper ready");
+    close(ready[0]);
+    pid_t copy = atoi(buf);
+    uint64_t end = now_ms() + 3000;
+    while (count_marked(marker) < 2 && now_ms() < end)
+        poll(NULL, 0, 10);
+    CHECK(count_marked(marker) == 2, "running: %d", count_marked(marker));
+    kill(helper, SIGKILL);
+    waitpid(helper, NULL, 0);
+    CHECK(gone_within(marker, 2000), "gone after the caller's SIGKILL (fork copy %d): %d left",
+          fork_copy, count_marked(marker));
+    if (fork_copy && copy > 1)
+        kill(copy, SIGKILL); /* reparented to init or a subreaper: not ours to reap */
+}
+
+static void test_sandboxed(const char *bwrap) {
+    char ws[] = "/tmp/a3s-test-child-XXXXXX";
+    CHECK(mkdtemp(ws) != NULL, "mkdtemp");
+    a3s_sandbox_config cfg = {.struct_size = sizeof cfg,
+                              .flags = A3S_SANDBOX_WORKSPACE_READONLY,
+                              .workspace = ws,
+                              .bwrap_path = bwrap,
+                              .init_path = init_path};
+    a3s_sandbox *sb = NULL;
+    a3s_error err;
+    CHECK(a3s_sandbox_new(&cfg, &sb, &err) == A3S_OK, "sandbox: %s", err.message);
+    if (!sb)
+        return;
+    const char *args[] = {"-c", "read x; echo \"in $x\"; touch ./created 2>&1 || echo ro; "
+                                "ls /proc | grep -c '^[0-9]'"};
+    const char *env[] = {"GIVEN=yes"};
+    a3s_child_options o = {.struct_size = sizeof o,
+                           .path = "/bin/sh",
+                           .args = args,
+                           .nargs = 2,
+                           .env = env,
+                           .envc = 1};
+    a3s_child *c = NULL;
+    a3s_child_stdio io = {.struct_size = sizeof io};
+    int rc = a3s_sandbox_spawn(sb, &o, &c, &io, &err);
+    CHECK(rc == A3S_OK, "sandbox spawn: %s", err.message);
+    if (rc == A3S_OK) {
+        a3s_child_status st = {.struct_size = sizeof st};
+        a3s_child_info(c, &st, NULL);
+        CHECK(st.flags & A3S_CHILD_SANDBOXED, "sandboxed flag");
+        CHECK(write(io.stdin_fd, "box\n", 4) == 4, "write");
+        char buf[512];
+        CHECK(read_until(io.stdout_fd, "in box", buf, sizeof buf), "stdout: %s", buf);
+        CHECK(a3s_child_wait(c, 5000, &st, &err) == A3S_OK && (st.flags & A3S_CHILD_EXITED),
+              "exits");
+        char rest[512];
+        ssize_t n = read(io.stdout_fd, rest, sizeof rest - 1);
+        rest[n > 0 ? n : 0] = '\0';
+        strncat(buf, rest, sizeof buf - strlen(buf) - 1);
+        CHECK(strstr(buf, "ro") != NULL, "the workspace is read-only: %s", buf);
+        struct stat sst;
+        CHECK(stat("/tmp", &sst) == 0, "stat");
+        a3s_child_free(c);
+        close_io(&io);
+    }
+    /* a program the sandbox cannot start */
+    o.path = "/nonexistent/server";
+    io.struct_size = sizeof io;
+    rc = a3s_sandbox_spawn(sb, &o, &c, &io, &err);
+    CHECK(rc == A3S_E_SYSTEM && strstr(err.message, "/nonexistent/server"), "missing: %d %s", rc,
+          err.message);
+    a3s_sandbox_free(sb);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", ws);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
+int main(void) {
+    const char *init = getenv("A3S_INIT") ? getenv("A3S_INIT") : "build/a3s-init";
+    if (!realpath(init, init_path)) {
+        printf("test_child: %s is missing (make init)\n", init);
+        return 1;
+    }
+    test_pipes_and_status();
+    test_start_failures();
+    test_environment_and_fds();
+    test_setsid_daemon_and_stop();
+    test_ignores_term();
+    test_caller_death(false);
+    test_caller_death(true);
+    const char *bwrap = access("/usr/bin/bwrap", X_OK) == 0 ? "/usr/bin/bwrap" : NULL;
+    if (bwrap)
+        test_sandboxed(bwrap);
+    else
+        printf("test_child: the sandboxed cases need /usr/bin/bwrap\n");
+    return check_report("test_child");
+}

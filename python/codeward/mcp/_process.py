@@ -1,0 +1,125 @@
+"""The server's process, owned through the C core: on the host, or in a sandbox of its own.
+
+On the host the program runs under a3s-init in host mode (a subreaper, so
+a daemon it starts with ``setsid`` is still its to kill); in a sandbox,
+bubblewrap's PID 1 is the same init. Either way stopping it, garbage
+collection and the host's death (even SIGKILL) take every process of the
+server down (docs/mcp.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _native
+from ..sandbox._locate import find_bwrap, init_path
+from ._errors import McpStartError
+
+__all__ = ["OwnedProcess", "SandboxSpec", "spawn"]
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """Where a sandboxed server runs: the workspace (read-only unless writable), the network."""
+
+    workspace: str
+    writable_workspace: bool = False
+    network: bool = False
+
+
+class OwnedProcess:
+    """One running server: its three pipe ends and the handle that stops and reaps it.
+
+    The transport owns the fds; this object owns the process. Both ``wait``
+    and ``stop`` release the GIL while they block.
+    """
+
+    def __init__(self, child: Any, stdin: int, stdout: int, stderr: int, sandbox: Any) -> None:
+        self._child = child
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self._sandbox = sandbox  # kept alive: a sandboxed server's plan lives in it
+        info = child.info()
+        self.pid: int = info["pid"]
+        self.sandboxed: bool = info["sandboxed"]
+
+    def wait(self, timeout_ms: int) -> int | None:
+        """The exit status once the server has ended (waiting up to ``timeout_ms``), else None."""
+        status = self._child.wait(max(0, int(timeout_ms)))
+        return int(status["exit_code"]) if status["exited"] else None
+
+    def stop(self) -> int:
+        """SIGTERM to every process of the server, SIGKILL after the grace; its exit status."""
+        return int(self._child.stop()["exit_code"])
+
+    def running(self) -> bool:
+        return not self._child.info()["exited"]
+
+
+def _resolve(command: str, env: Mapping[str, str], cwd: str | None) -> str:
+    """The absolute program path: a path as given (relative to cwd), else a PATH search."""
+    if os.sep in command:
+        path = command if os.path.isabs(command) else os.path.join(cwd or os.getcwd(), command)
+        return os.path.abspath(path)
+    search = env.get("PATH") or os.environ.get("PATH") or os.defpath
+    found = shutil.which(command, path=search)
+    if found is None:
+        raise McpStartError(f"command {command!r} was not found on PATH ({search})")
+    return os.path.abspath(found)
+
+
+def spawn(
+    name: str,
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str | None,
+    sandbox: SandboxSpec | None,
+    grace_ms: int,
+) -> OwnedProcess:
+    """Starts the server's program; raises McpStartError with the reason when it cannot."""
+    init = init_path()
+    if init is None:
+        raise McpStartError(
+            "the a3s-init executable is missing from the installed package; reinstall codeward",
+            server=name,
+        )
+    try:
+        path = _resolve(command, env, cwd)
+    except McpStartError as exc:
+        raise McpStartError(f"server {name!r}: {exc}", server=name) from None
+    entries = [f"{k}={v}" for k, v in env.items()]
+    handle: Any = None
+    try:
+        if sandbox is None:
+            child, stdin, stdout, stderr = _native.spawn_child(
+                path, list(args), entries, cwd=cwd, init=init, grace_ms=grace_ms
+            )
+        else:
+            bwrap = find_bwrap(sandbox.workspace)
+            if bwrap is None:
+                raise McpStartError(
+                    f"server {name!r} asks for a sandbox, but bubblewrap (bwrap) is not installed",
+                    server=name,
+                )
+            handle = _native.Sandbox(
+                sandbox.workspace,
+                init,
+                bwrap=bwrap,
+                readonly_workspace=not sandbox.writable_workspace,
+                share_net=sandbox.network,
+            )
+            child, stdin, stdout, stderr = handle.spawn(
+                path, list(args), entries, cwd=cwd, grace_ms=grace_ms
+            )
+    except _native.NativeError as exc:
+        status, message = exc.args[0], exc.args[1]
+        raise McpStartError(
+            f"server {name!r} could not be started ({status}): {message}", server=name
+        ) from None
+    return OwnedProcess(child, stdin, stdout, stderr, handle)

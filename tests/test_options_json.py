@@ -1,0 +1,98 @@
+"""native/abi/options.json is the canonical option list: the C header and Python follow it.
+
+Each entry names the option once, with its C field, its default and its
+spelling in Python, Node (camelCase) and Go (PascalCase). The Node and Go
+sandbox APIs do not exist yet; their spellings are checked for their casing
+rule so that they can be generated from this file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from codeward import SessionOptions
+from codeward.sandbox import NativeBashSandbox, SandboxLimits, select_sandbox
+from codeward.sandbox._native_runner import _CoreSandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+OPTIONS = json.loads((ROOT / "native" / "abi" / "options.json").read_text())["options"]
+HEADER = (ROOT / "native" / "include" / "a3s" / "a3s.h").read_text()
+STUB = (ROOT / "python" / "codeward" / "_native.pyi").read_text()
+
+
+def _struct_fields(name: str) -> set[str]:
+    pattern = "typedef struct " + name + r" \{(.*?)\} " + name + ";"
+    body = re.search(pattern, HEADER, re.S)
+    assert body, f"struct {name} not in a3s.h"
+    return set(re.findall(r"\b(\w+);", body.group(1)))
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.capitalize() for w in rest)
+
+
+def test_every_option_is_named_once_with_every_spelling() -> None:
+    names = [o["name"] for o in OPTIONS]
+    assert len(names) == len(set(names))
+    for o in OPTIONS:
+        assert {"name", "c", "default", "doc", "python", "node", "go"} <= set(o), o
+        assert o["node"].split(".")[-1] == _camel(o["name"]), o
+        assert o["go"].split(".")[-1] == _camel(o["name"])[0].upper() + _camel(o["name"])[1:], o
+
+
+@pytest.mark.parametrize("option", OPTIONS, ids=[o["name"] for o in OPTIONS])
+def test_the_c_field_exists(option: dict) -> None:
+    c = option["c"]
+    if " & " in c:
+        field, flag = c.split(" & ")
+        assert re.search(rf"#define {flag}\b", HEADER), flag
+        c = field
+    struct, field = c.split(".")
+    assert field in _struct_fields(struct), c
+    if option.get("unlimited"):
+        assert re.search(rf"#define {option['unlimited']}\b", HEADER)
+
+
+@pytest.mark.parametrize("option", OPTIONS, ids=[o["name"] for o in OPTIONS])
+def test_the_python_spelling_exists(option: dict) -> None:
+    for spelling in option["python"].split(", "):
+        owner, _, rest = spelling.partition("(") if "(" in spelling else spelling.partition(".")
+        name = rest.rstrip("=)")
+        if owner == "SandboxLimits":
+            assert name in {f.name for f in dataclasses.fields(SandboxLimits)}, spelling
+        elif owner == "SessionOptions":
+            assert name in {f.name for f in dataclasses.fields(SessionOptions)}, spelling
+        elif owner == "exec":
+            assert name in inspect.signature(_CoreSandbox.exec).parameters, spelling
+        elif owner == "NativeBashSandbox":
+            assert name in inspect.signature(NativeBashSandbox).parameters, spelling
+        elif owner == "select_sandbox":
+            assert name in inspect.signature(select_sandbox).parameters, spelling
+        elif owner == "_native.Sandbox":
+            assert re.search(rf"\b{name}: ", STUB), spelling
+        else:
+            pytest.fail(f"unknown Python owner in {spelling}")
+
+
+def test_every_sandbox_limit_is_listed() -> None:
+    listed = {o["python"] for o in OPTIONS}
+    for f in dataclasses.fields(SandboxLimits):
+        assert f"SandboxLimits.{f.name}" in listed, f.name
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the native sandbox")
+@pytest.mark.parametrize("option", [o for o in OPTIONS if "minimum" in o], ids=lambda o: o["name"])
+def test_the_minimum_is_the_core_s(option: dict, tmp_path: Path) -> None:
+    name = option["c"].split(".")[1]
+    NativeBashSandbox(tmp_path, limits=SandboxLimits(**{name: option["minimum"]})).close()
+    if option["minimum"] > 1:
+        with pytest.raises(Exception, match="below the least"):
+            NativeBashSandbox(tmp_path, limits=SandboxLimits(**{name: option["minimum"] - 1}))
