@@ -25,6 +25,9 @@
  * command's RLIMIT_NPROC), --memory-max N (the memory watchdog's bound, for
  * a sandbox without a memory cgroup) and --watch-tmpfs PATH... (the tmpfs
  * mounts whose contents it counts).
+ * Sandbox and server modes also need --host-ns user:N,mnt:N[,net:N],pid:N,
+ * the caller's namespaces, none of which may be the init's (net is left
+ * out only with --allow-connect, when the host shares its network).
  * The status fd receives "R" once the command runs, "E<message>" if setting it
  * up failed (the init then exits 125), "T" if it timed out (exit 124) and
  * "M" if the memory watchdog killed it.
@@ -125,18 +128,24 @@ static int parse_fd(const char *s, const char *what) {
 
 static const char *const NS_KINDS[4] = {"user", "mnt", "net", "pid"};
 
-/* "user:N,mnt:N,net:N,pid:N": the caller's namespaces (inode numbers). */
+#define NS_NET 2
+
+/* "user:N,mnt:N,net:N,pid:N": the caller's namespaces (inode numbers) that
+ * bubblewrap was asked to replace. net is missing when the host shares its
+ * network with the sandbox (A3S_SANDBOX_SHARE_NET); the others never are. */
 static void parse_host_ns(const char *v, struct config *cfg) {
     const char *at = v;
     for (int i = 0; i < 4; i++) {
         size_t n = strlen(NS_KINDS[i]);
         char *end;
+        if (i == NS_NET && strncmp(at, "net:", 4) != 0)
+            continue; /* host_ns[NS_NET] stays 0: not replaced */
         if (strncmp(at, NS_KINDS[i], n) != 0 || at[n] != ':' || at[n + 1] < '0' ||
             at[n + 1] > '9')
             die(NULL, "bad --host-ns value '%s'", v);
         errno = 0;
         cfg->host_ns[i] = strtoull(at + n + 1, &end, 10);
-        if (errno || *end != (i < 3 ? ',' : '\0'))
+        if (errno || cfg->host_ns[i] == 0 || *end != (i < 3 ? ',' : '\0'))
             die(NULL, "bad --host-ns value '%s'", v);
         at = end + 1;
     }
@@ -145,17 +154,24 @@ static void parse_host_ns(const char *v, struct config *cfg) {
 
 /* Sandbox modes: refuses to run unless bubblewrap isolated us, i.e. we are
  * PID 1 of a pid namespace whose parent is outside it (getppid() is 0 there)
- * and no namespace is the caller's. Only then may "every process" be
- * signalled (docs/security.md). */
+ * and no namespace bubblewrap was asked to replace is the caller's (the
+ * network is the caller's only when the host granted it, which also says
+ * --allow-connect). Only then may "every process" be signalled
+ * (docs/security.md). */
 static void prove_isolation(struct config *cfg) {
     if (getpid() != 1 || getppid() != 0)
         die(cfg, "sandbox mode must run as PID 1 of a new pid namespace: bubblewrap did not "
                  "isolate the command");
     if (!cfg->host_ns_set)
         die(cfg, "sandbox mode needs --host-ns to check its namespaces");
+    if (!cfg->host_ns[NS_NET] && !cfg->allow_connect)
+        die(cfg, "--host-ns leaves out the network namespace, which only a network grant "
+                 "(--allow-connect) shares");
     for (int i = 0; i < 4; i++) {
         char path[32];
         struct stat st;
+        if (i == NS_NET && !cfg->host_ns[i])
+            continue; /* the network the host granted */
         snprintf(path, sizeof path, "/proc/self/ns/%s", NS_KINDS[i]);
         if (stat(path, &st) < 0)
             die(cfg, "cannot check the %s namespace: %s", NS_KINDS[i], strerror(errno));

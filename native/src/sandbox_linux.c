@@ -1818,20 +1818,23 @@ static int record_watch(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
 
 /* The caller's user, mount, network and pid namespaces, for the init to
  * prove that bubblewrap gave it new ones (a bubblewrap that does not
- * isolate must not run anything: docs/security.md). */
-static int host_namespaces(struct plan *p, a3s_error *err) {
+ * isolate must not run anything: docs/security.md). The network is left
+ * out when the handle shares it (A3S_SANDBOX_SHARE_NET, --share-net). */
+static int host_namespaces(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
     static const char *const kinds[] = {"user", "mnt", "net", "pid"};
     size_t at = 0;
     for (size_t i = 0; i < COUNT(kinds); i++) {
         char path[32];
         struct stat st;
+        if ((sb->flags & A3S_SANDBOX_SHARE_NET) && !strcmp(kinds[i], "net"))
+            continue;
         snprintf(path, sizeof path, "/proc/self/ns/%s", kinds[i]);
         if (stat(path, &st) < 0)
             return a3s_fail(err, A3S_E_SYSTEM, errno, 0,
                             "cannot read this process's %s namespace in /proc: %s", kinds[i],
                             strerror(errno));
         at += (size_t)snprintf(p->host_ns + at, sizeof p->host_ns - at, "%s%s:%llu",
-                               i ? "," : "", kinds[i], (unsigned long long)st.st_ino);
+                               at ? "," : "", kinds[i], (unsigned long long)st.st_ino);
     }
     return A3S_OK;
 }
@@ -1852,7 +1855,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     p->ws_ino = st.st_ino;
     int rc = plan_interrupted(p, err);
     if (rc == A3S_OK && sandbox)
-        rc = host_namespaces(p, err);
+        rc = host_namespaces(sb, p, err);
     if (rc == A3S_OK)
         rc = make_run_dir(sb, p, err);
     if (rc)

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from codeward.sandbox._locate import init_path
+from codeward import _native
+from codeward.sandbox._locate import find_bwrap, init_path
+from codeward.sandbox._native_runner import _CoreSandbox
 
 FAKE_BWRAP = r"""#!/bin/bash
 # Runs what bubblewrap would run, with a3s-init where bubblewrap would bind it,
@@ -51,12 +53,13 @@ CALLER = """
 import json, os, subprocess, sys
 from codeward import _native
 from codeward.sandbox._native_runner import _CoreSandbox
-ws, init, fake, reuse = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+ws, init, fake = sys.argv[1], sys.argv[2], sys.argv[3]
+reuse, share_net = sys.argv[4] == "1", sys.argv[5] == "1"
 canary = subprocess.Popen(["sleep", "300"])
-handle = _native.Sandbox(ws, init, bwrap=fake, reuse=reuse)
+handle = _native.Sandbox(ws, init, bwrap=fake, reuse=reuse, share_net=share_net)
 out = _CoreSandbox(ws, _handle=handle).exec("echo RAN > ran; echo RAN", timeout_ms=10000)
 try:
-    _native.Sandbox(ws, init, bwrap=fake, reuse=reuse).probe(10000)
+    _native.Sandbox(ws, init, bwrap=fake, reuse=reuse, share_net=share_net).probe(10000)
     probe = None
 except _native.NativeError as exc:
     probe = str(exc)
@@ -75,7 +78,7 @@ def _fake_bwrap(where: Path, mode: str) -> Path:
     return path
 
 
-def _in_own_pid_namespace(ws: Path, fake: Path, reuse: bool) -> dict:
+def _in_own_pid_namespace(ws: Path, fake: Path, reuse: bool, share_net: bool = False) -> dict:
     if shutil.which("unshare") is None:
         pytest.fail("unshare is needed")
     p = subprocess.run(
@@ -91,6 +94,7 @@ def _in_own_pid_namespace(ws: Path, fake: Path, reuse: bool) -> dict:
             str(init_path()),
             str(fake),
             "1" if reuse else "0",
+            "1" if share_net else "0",
         ],
         capture_output=True,
         text=True,
@@ -102,13 +106,57 @@ def _in_own_pid_namespace(ws: Path, fake: Path, reuse: bool) -> dict:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="unshare --pid needs root here")
 @pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
-@pytest.mark.parametrize("mode", ["host", "pidns"])
+@pytest.mark.parametrize(
+    ("mode", "share_net"),
+    [("host", False), ("pidns", False), ("pidns", True)],
+    ids=["host", "pidns", "pidns-network-granted"],
+)
 def test_a_bwrap_that_does_not_isolate_runs_nothing_and_kills_nothing(
-    mode, reuse, workspace, tmp_path, fs_boundary_ready
+    mode, share_net, reuse, workspace, tmp_path, fs_boundary_ready
 ):
-    r = _in_own_pid_namespace(workspace, _fake_bwrap(tmp_path, mode), reuse)
+    """A network grant leaves only the network namespace unchecked: a new pid namespace
+    without new user and mount namespaces still runs nothing."""
+    r = _in_own_pid_namespace(workspace, _fake_bwrap(tmp_path, mode), reuse, share_net)
     assert r["canary_alive"], f"the caller's canary was killed: {r}"
     assert r["exit"] == 125 and "RAN" not in r["stdout"], r
     assert not (workspace / "ran").exists(), "the command ran without isolation"
     assert "did not isolate" in (r["setup_error"] or ""), r
     assert r["probe"] and "cannot start" in r["probe"], r
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+def test_a_network_grant_shares_only_the_network_namespace(reuse, workspace, fs_boundary_ready):
+    """With A3S_SANDBOX_SHARE_NET bubblewrap keeps the caller's network namespace on purpose:
+    the init's isolation proof leaves the network out and still checks the others."""
+    handle = _native.Sandbox(
+        str(workspace),
+        str(init_path()),
+        bwrap=find_bwrap(str(workspace)),
+        reuse=reuse,
+        share_net=True,
+    )
+    sb = _CoreSandbox(workspace, _handle=handle)
+    outs = [sb.exec("readlink /proc/self/ns/net /proc/self/ns/pid", timeout_ms=20_000)]
+    outs.append(sb.exec("readlink /proc/self/ns/net /proc/self/ns/pid", timeout_ms=20_000))
+    for out in outs:
+        assert out.exit_code == 0 and out.setup_error is None, out
+        net, pid = out.stdout.split()
+        assert net == os.readlink("/proc/self/ns/net"), out
+        assert pid != os.readlink("/proc/self/ns/pid"), out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="unshare --pid needs root here")
+def test_the_init_leaves_the_network_unchecked_only_for_a_network_grant():
+    """--host-ns without the network namespace is refused unless --allow-connect says the
+    host shared it (the init checks no less than the host meant)."""
+    host = ",".join(f"{k}:{os.stat(f'/proc/self/ns/{k}').st_ino}" for k in ("user", "mnt", "pid"))
+    errors = []
+    for extra in ([], ["--allow-connect"]):
+        argv = ["unshare", "--fork", "--pid", "--mount-proc", "--user", "--map-root-user"]
+        argv += [str(init_path()), "--mode", "sandbox", *extra, "--host-ns", host, "--", "true"]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 125, p
+        errors.append(p.stderr)
+    assert "leaves out the network namespace" in errors[0], errors
+    # past that check: the next one refuses this fake (capabilities in its user namespace)
+    assert "network" not in errors[1] and "capabilities" in errors[1], errors
