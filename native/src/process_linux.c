@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -731,9 +732,17 @@ static int run_process(const a3s_process_options *opts, const struct a3s_cgroup 
     return rc;
 }
 
+/* struct_size versioning of the view: fields are only appended, and a
+ * caller built before `neutralized` existed passes the view up to it. Any
+ * other size short of the current struct is no version's: refused. */
+#define VIEW_V1_SIZE offsetof(a3s_process_result_view, neutralized)
+#define VIEW_HOLDS(v, field)                                                                   \
+    ((v)->struct_size >= offsetof(a3s_process_result_view, field) + sizeof((v)->field))
+
 A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_result_view *out,
                                    a3s_error *err) {
-    if (!r || !out || out->struct_size < sizeof(a3s_process_result_view))
+    if (!r || !out ||
+        (out->struct_size < sizeof(a3s_process_result_view) && out->struct_size != VIEW_V1_SIZE))
         return a3s_fail(err, A3S_E_INVALID, 0, 0,
                         "a3s_process_result_get: NULL argument or small view");
     out->exit_code = r->exit_code;
@@ -748,7 +757,8 @@ A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_resu
     out->duration_us = r->duration_us;
     out->pid = r->pid;
     out->setup_error = r->setup_error;
-    out->neutralized = r->neutralized;
+    if (VIEW_HOLDS(out, neutralized)) /* nothing past the caller's struct is written */
+        out->neutralized = r->neutralized;
     return a3s_ok(err);
 }
 

@@ -355,6 +355,7 @@ typedef struct a3s_process_result_view {
                                 long-lived sandbox, the command's pid inside the sandbox */
     const char *setup_error; /* NULL, or why a layer above (the sandbox) could not start the
                                 program (with A3S_RESULT_SETUP_FAILED) */
+    /* appended later: not filled for a shorter struct_size (a3s_process_result_get) */
     const char *neutralized; /* NULL, or what the sandbox found hostile in the workspace and
                                 did not follow or mount for this run, one line each (a
                                 credential name linked to the workspace itself, a .git
@@ -384,7 +385,10 @@ A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result 
                             a3s_error *err);
 
 /* Fills *out with a view of r; the pointers borrow memory owned by r.
- * A3S_E_INVALID if r or out is NULL or out->struct_size is too small. */
+ * out->struct_size may also be that of the older, shorter view (from the
+ * start of the struct to neutralized, exclusive): its fields are filled,
+ * nothing past it is written. A3S_E_INVALID if r or out is NULL or
+ * out->struct_size is neither that nor at least sizeof(a3s_process_result_view). */
 A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_result_view *out,
                                    a3s_error *err);
 
