@@ -691,7 +691,10 @@ A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *e
  * and takes the whole namespace down when the program ends or is stopped.
  * The environment is built as for a command (allowlist, scratch HOME and
  * TMPDIR) plus opts->env as given; opts->host_env and opts->init_path are
- * unused (the handle's are). The run's placeholders, lock and run directory
+ * unused (the handle's are). The plan is a command's (protected names, a
+ * worktree's gitdirs, credential masks, hostile workspace content handled
+ * as docs/security.md says; what it neutralized has no result to be listed
+ * in). The run's placeholders, lock and run directory
  * live until the handle is stopped or freed, so the sandbox handle must
  * outlive the child handle. The program is stopped as a3s_child_stop says:
  * SIGTERM to the init (which passes it to every process of the sandbox),
@@ -701,8 +704,8 @@ A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *e
  *                  or cwd not absolute, a NULL string, a malformed env
  *                  entry, a PROCESS_HOST handle (use a3s_child_spawn).
  *   A3S_E_REFUSED  the sandbox refused to start (a symlinked protected
- *                  name, a credential file with hard links ...): the
- *                  message says what it found.
+ *                  name, a credential file with a hard link outside the
+ *                  workspace ...): the message says what it found.
  *   A3S_E_SYSTEM   bubblewrap or the init failed to start the program (the
  *                  message carries the first line they reported).
  *   A3S_E_NOMEM, A3S_E_UNSUPPORTED as for a3s_child_spawn. */
