@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from .._errors import SandboxArgumentError, SandboxUnavailable
+from .._errors import CodewardError, SandboxArgumentError, SandboxUnavailable
 from ..sandbox import ENV_OPT_IN, select_sandbox
 from ..sandbox._native_runner import _CoreSandbox
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._main import _Commands
 
 EXIT_UNAVAILABLE = 125
+EXIT_USAGE = 2  # what main() returns for any other refusal
 
 
 def register(commands: _Commands) -> None:
@@ -87,7 +88,12 @@ def register(commands: _Commands) -> None:
         help="each of the sandbox's tmpfs (/tmp, /run, /dev/shm ...; default: an eighth of the "
         "machine's memory); writes fail with ENOSPC beyond it",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object with every field")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object with every field, for every outcome: a refusal before the "
+        "command starts too (exit_code 2 or 125, setup_error saying why, error naming its type)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     p.set_defaults(run=run)
 
@@ -146,6 +152,24 @@ def _fields(sandbox: Any, command: str, **kwargs: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.json:
+        return _run(args)
+    try:
+        return _run(args)
+    except CodewardError as exc:  # refused before the command started: still one JSON object
+        import dataclasses
+        import json
+
+        from ..sandbox import CommandOutput
+
+        code = EXIT_UNAVAILABLE if isinstance(exc, SandboxUnavailable) else EXIT_USAGE
+        refusal = CommandOutput("", "", code, False, False, 0, False, "none", str(exc))
+        fields = dataclasses.asdict(refusal)
+        print(json.dumps({**fields, "error": type(exc).__name__}, ensure_ascii=False))
+        return code
+
+
+def _run(args: argparse.Namespace) -> int:
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not words:
         raise SandboxArgumentError("no command given: codeward exec [options] -- COMMAND...")
@@ -177,12 +201,14 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     except SandboxUnavailable as exc:
+        if args.json:
+            raise
         print(f"codeward: sandbox unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     if args.json:
         import json
 
-        print(json.dumps(out, ensure_ascii=False))
+        print(json.dumps({**out, "error": None}, ensure_ascii=False))
     else:
         sys.stdout.write(out["stdout"])
         sys.stdout.flush()

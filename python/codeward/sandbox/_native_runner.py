@@ -214,6 +214,7 @@ class _CoreSandbox(SandboxBase):
             "setup_error": raw["setup_error"],
             "cancelled": raw["cancelled"],
             "duration_ms": raw["duration_us"] / 1000.0,
+            "neutralized": tuple(raw["neutralized"].splitlines()),
             "oom_killed": raw["oom_killed"],
             "hard_linked": raw["hard_linked"],
         }

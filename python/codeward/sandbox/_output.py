@@ -22,6 +22,10 @@ class CommandOutput:
     change a file where no directory watch sees it, so the session's change
     detection reads the whole workspace after such a command.
     ``sandboxed`` is False only for the process host, which has no boundary.
+    ``neutralized`` lists, one line each, what the sandbox found hostile in
+    the workspace and did not follow or mount for this run (a credential
+    name linked to the workspace itself, a ``.git`` pointer leading out of
+    it ...): the command still ran with every protection in place.
     """
 
     stdout: str
@@ -35,6 +39,7 @@ class CommandOutput:
     setup_error: str | None = None
     cancelled: bool = False
     duration_ms: float = 0.0
+    neutralized: tuple[str, ...] = ()
     oom_killed: bool = False
     hard_linked: bool = False
 

@@ -48,8 +48,10 @@ __all__ = [
     "WorkspaceSnapshot",
 ]
 
-# PROTECTED_NAMES (from the workspace layer): the top-level names the sandbox binds read-only,
-# which bash cannot change; a snapshot skips them by default.
+# PROTECTED_NAMES (from the workspace layer, which reads the C core's list): the exact
+# top-level names the sandbox keeps read-only, which bash cannot change; a snapshot skips
+# them by default, and only them: another spelling (.GIT, .Vscode) is an ordinary name a
+# command can write, so it is seen.
 DEFAULT_MAX_ENTRIES = 1_000_000
 MAX_DEPTH = 256
 
@@ -154,9 +156,10 @@ class WorkspaceSnapshot:
     ) -> WorkspaceSnapshot:
         """Walks ``root`` (an absolute or relative directory path, not a symlink).
 
-        ``skip_top`` names top-level entries to leave out, compared
-        case-insensitively (the sandbox cannot write them). Raises
-        :class:`SnapshotError` when the root itself cannot be opened.
+        ``skip_top`` names top-level entries to leave out, compared exactly,
+        as the sandbox protects them (a command cannot write them; any other
+        spelling it can, so that is walked). Raises :class:`SnapshotError`
+        when the root itself cannot be opened.
         """
         path, fd = open_root(root, max_entries)
         walker = _Walker(skip_top, max_entries)
@@ -384,7 +387,7 @@ class _Walker:
     """
 
     def __init__(self, skip_top: Iterable[str], max_entries: int) -> None:
-        self.skip_top = {name.casefold() for name in skip_top}
+        self.skip_top = set(skip_top)
         self.max_entries = max_entries
         self.dirs: dict[str, dict[str, bytes]] = {}
         self.count = 0
@@ -393,8 +396,9 @@ class _Walker:
         self.complete = True
 
     def skips(self, name: str) -> bool:
-        """Whether a top-level entry is left out (the sandbox protects it)."""
-        return name.casefold() in self.skip_top
+        """Whether a top-level entry is left out: exactly a name the sandbox keeps read-only
+        (another spelling is an ordinary name a command can write)."""
+        return name in self.skip_top
 
     def entered(self, fd: int, key: str, st: os.stat_result) -> None:
         """Hook: the directory ``key`` is open as ``fd`` and about to be read."""
