@@ -6,6 +6,7 @@ the set of modules, which does not depend on how busy the machine is.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -13,7 +14,8 @@ import sys
 import pytest
 
 import codeward
-from codeward.cli import _exec
+from codeward.cli import _exec, _main
+from codeward.cli._parser import build_parser
 from codeward.sandbox import ENV_OPT_IN
 
 SUBSYSTEMS = (
@@ -31,19 +33,19 @@ SUBSYSTEMS = (
 
 def _modules_after(argv: list[str]) -> set[str]:
     script = (
-        "import sys, json\n"
+        "import sys\n"
         "from codeward.cli import main\n"
         "try:\n"
         f"    main({argv!r})\n"
         "except SystemExit:\n"
         "    pass\n"
         "sys.stdout.flush()\n"
-        "print('\\n' + json.dumps(sorted(sys.modules)))\n"
+        "print('\\n' + repr(sorted(sys.modules)))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     ).stdout
-    return set(json.loads(out.strip().splitlines()[-1]))
+    return set(ast.literal_eval(out.strip().splitlines()[-1]))
 
 
 @pytest.mark.parametrize("argv", [["version"], ["--help"]])
@@ -53,6 +55,34 @@ def test_version_and_help_import_no_subsystem(argv: list[str]) -> None:
     assert "codeward.sandbox" not in loaded
     # nor the heavier parts of the standard library a subsystem brings
     assert not loaded & {"dataclasses", "inspect", "typing", "subprocess", "uuid", "hashlib"}
+    # nor argparse, whose import (re, enum, gettext, locale) costs more than the rest
+    assert not loaded & {"argparse", "re", "enum", "gettext", "json"}, argv
+
+
+def test_the_quick_help_is_argparse_s_at_every_width(monkeypatch, capsys) -> None:
+    answered = 0
+    for columns in range(1, 241):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        quick = _main.top_help(_main.help_width())
+        if quick is not None:
+            answered += 1
+            assert quick == build_parser(["--help"]).format_help(), columns
+    assert _main.top_help(78) is not None  # no terminal: argparse's 80 columns, less 2
+    assert answered > 150
+    monkeypatch.setenv("COLUMNS", "30")  # too narrow: argparse lays it out
+    with pytest.raises(SystemExit) as ended:
+        _main.main(["--help"])
+    assert ended.value.code == 0
+    assert capsys.readouterr().out == build_parser(["--help"]).format_help()
+
+
+def test_version_answered_at_once_prints_what_the_parsed_command_does(capsys) -> None:
+    assert _main.main(["version", "--json"]) == 0
+    quick = json.loads(capsys.readouterr().out)
+    args = build_parser(["version"]).parse_args(["version", "--json"])
+    assert args.run(args) == 0
+    assert json.loads(capsys.readouterr().out) == quick
+    assert quick["package"] == codeward.__version__
 
 
 @pytest.mark.parametrize("help_only", [True, False])

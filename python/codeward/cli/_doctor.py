@@ -13,7 +13,7 @@ from ..sandbox._locate import MIN_BWRAP, bwrap_version, find_bwrap
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._main import _Commands
+    from ._parser import _Commands
 
 
 @dataclass

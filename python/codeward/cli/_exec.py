@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import Any
 
-    from ._main import _Commands
+    from ._parser import _Commands
 
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2  # what main() returns for any other refusal

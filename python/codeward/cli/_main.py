@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
-from collections.abc import Sequence
 
 from .._errors import CodewardError
 
 TYPE_CHECKING = False  # typing itself costs a few ms on every call
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from collections.abc import Sequence
 
 # Each command lives in its own module, imported only when that command runs: `codeward
 # version` must not pay for the sandbox, nor `codeward exec` for the policy engine. The
@@ -23,8 +20,8 @@ COMMANDS = {
     "doctor": ("_doctor", "check what this machine offers the sandbox"),
     "exec": ("_exec", "run a command inside the sandbox"),
     "policy": ("_policy", "check a call against a policy, or lint a policy"),
-    "replay": ("_replay", "run a recorded transcript of model tool calls through the kernel"),
-    "mcp": ("_mcp", "list the tools of configured MCP servers and how the kernel decides them"),
+    "replay": ("_replay", "replay a transcript of model tool calls through the kernel"),
+    "mcp": ("_mcp", "list the tools of MCP servers and how the kernel decides them"),
 }
 
 DESCRIPTION = """\
@@ -48,75 +45,15 @@ Policy files are YAML or JSON with the keys deny, allow, ask,
 default_decision and enabled; see docs/policy.md."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other error
-        self.exit(2, f"codeward: error: {message} (see '{self.prog} --help')\n")
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        # argparse makes a formatter for every argument added, and a formatter without a
-        # width imports shutil (with bz2 and lzma) to ask the terminal: give it the width.
-        formatter: argparse.HelpFormatter = self.formatter_class(
-            prog=self.prog,
-            width=_width(),  # type: ignore[call-arg]
-        )
-        return formatter
-
-
-def _width() -> int:
-    """The help's width, as argparse would find it (COLUMNS, else the terminal), less 2."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 80
-    return max(columns - 2, 11)
-
-
-class _Commands:
-    """What a command module's ``register`` gets: the subparsers, with the summary listed here."""
-
-    def __init__(self, action: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-        self._action = action
-
-    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = self._action.add_parser(
-            name, help=COMMANDS[name][1], **kwargs
-        )
-        return parser
-
-
-def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given the arguments, it imports only the command they name.
-
-    Without ``argv`` every command is registered in full. With it, only the
-    command named by its first word is; the others are listed by name and
-    summary (``codeward --help``) and refused if used.
-    """
-    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
-    parser = _Parser(
-        prog="codeward",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.required = True
-    for name, (module, summary) in COMMANDS.items():
-        if chosen is None or chosen == name:
-            importlib.import_module(f".{module}", __package__).register(_Commands(commands))
-        else:
-            commands.add_parser(name, help=summary)
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     if argv is None:
         argv = sys.argv[1:]
+    answered = _answer_at_once(list(argv))
+    if answered is not None:
+        return answered
+    from ._parser import build_parser
+
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
@@ -130,6 +67,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     return code
+
+
+# `codeward version` and `codeward --help` answer without argparse, whose import (re, enum,
+# gettext, locale) costs more than the rest of the call. The help text is argparse's own
+# layout, composed here only while nothing in it would wrap; tests/test_cli_startup.py
+# compares it with argparse's at every width.
+_HELP_COLUMN = 14  # where argparse starts a help text here: len("  -h, --help") + 2
+
+
+def _answer_at_once(argv: list[str]) -> int | None:
+    """The exit code of a call answered without the parser, or None to parse it."""
+    if argv in (["version"], ["version", "--json"]):
+        from ._version import show
+
+        return show(as_json=len(argv) == 2)
+    if argv in (["--help"], ["-h"]):
+        text = top_help(help_width())
+        if text is not None:
+            sys.stdout.write(text)
+            raise SystemExit(0)  # as argparse ends after printing the help
+    return None
+
+
+def help_width() -> int:
+    """The help's width, as argparse would find it (COLUMNS, else the terminal), less 2."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return max(columns - 2, 11)
+
+
+def top_help(width: int) -> str | None:
+    """``codeward --help`` as argparse lays it out at ``width``, or None if a line would wrap."""
+    rows = [("  -h, --help", "show this help message and exit")]
+    rows += [(f"    {name}", summary) for name, (_, summary) in COMMANDS.items()]
+    if width < 44 or any(len(left) > _HELP_COLUMN - 2 for left, _ in rows):
+        return None  # argparse would move the help column
+    usage = "usage: codeward [-h] COMMAND ..."
+    lines = [f"{left:<{_HELP_COLUMN}}{text}" for left, text in rows]
+    if any(len(line) > width for line in [usage, *lines]):
+        return None  # argparse would wrap it
+    commands = "\n".join(lines[1:])
+    return (
+        f"{usage}\n\n{DESCRIPTION}\n\npositional arguments:\n"
+        f"  COMMAND\n{commands}\n\noptions:\n{lines[0]}\n\n{EPILOG}\n"
+    )
 
 
 if __name__ == "__main__":

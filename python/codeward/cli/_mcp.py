@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._main import _Commands
+    from ._parser import _Commands
 
 MODES = ("default", "plan", "auto")
 

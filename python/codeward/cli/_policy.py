@@ -10,7 +10,7 @@ from .._errors import PolicyError
 from ..policy import BashVerdict, CommandVerdict, PermissionPolicy, RuleView, argument_string
 
 if TYPE_CHECKING:
-    from ._main import _Commands
+    from ._parser import _Commands
 
 
 def register(commands: _Commands) -> None:

@@ -15,7 +15,7 @@ from ..session import Agent, SessionOptions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._main import _Commands
+    from ._parser import _Commands
 
 EXIT_BAD_LINES = 1
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
@@ -12,7 +10,9 @@ from .._version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._main import _Commands
+    import argparse
+
+    from ._parser import _Commands
 
 
 def register(commands: _Commands) -> None:
@@ -25,6 +25,11 @@ def register(commands: _Commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return show(as_json=args.json)
+
+
+def show(*, as_json: bool) -> int:
+    """Prints the versions (``codeward version`` answers without argparse: _main)."""
     info = {
         "package": __version__,
         "native": _native.version()["string"],
@@ -32,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
         "python": ".".join(map(str, sys.version_info[:3])),
         "platform": _platform(),
     }
-    if args.json:
+    if as_json:
+        import json
+
         print(json.dumps(info))
     else:
         print(f"codeward {info['package']} (C core {info['native']}, ABI {info['abi']})")
