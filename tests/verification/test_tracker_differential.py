@@ -194,3 +194,30 @@ def test_a_command_cannot_take_the_link_notifications(tmp_path: Path) -> None:
         out = session.invoke(ToolCall("s", "bash", {"command": probe}))
         assert out.result is not None
         assert "-1 Operation not permitted" in out.result.output, out.result.output
+
+
+def test_a_write_through_a_shared_mapping_is_not_missed(tmp_path: Path) -> None:
+    """A write through a shared mapping sends no inotify event, and the command closes the
+    descriptor before it writes; the file's last close, when the mapping goes with the
+    process, does report to its directory, before the command's end is reported."""
+    root = tmp_path / "ws"
+    (root / "quiet").mkdir(parents=True)
+    (root / "quiet" / "data.bin").write_bytes(b"a" * 4096)
+    os.utime(root / "quiet" / "data.bin", (1_000_000_000, 1_000_000_000))
+    (root / "busy").mkdir()
+    writer = (
+        'python3 -c \'import mmap, os; fd = os.open("quiet/data.bin", os.O_RDWR); '
+        'm = mmap.mmap(fd, 0); os.close(fd); m[:4] = b"evil"; m.flush()\' && echo x > busy/log'
+    )
+    options = SessionOptions(mode="auto", permission_policy=PermissionPolicy(allow=["bash"]))
+    with Agent().session(root, options) as session:
+        if not session.sandbox.sandboxed:
+            pytest.fail(f"no enforced sandbox here ({session.sandbox!r}): the suite needs one")
+        session.invoke(ToolCall("p", "bash", {"command": "true"}))  # the first, full walk
+        out = session.invoke(ToolCall("m", "bash", {"command": writer}))
+        assert out.result is not None and out.result.success, out
+        assert out.result.metadata["change_detection"]["incremental"]
+        tracked = session._bash_snapshot[0]  # type: ignore[index]
+        assert tracked.same_as(WorkspaceSnapshot.take(root))
+        assert (root / "quiet" / "data.bin").read_bytes()[:4] == b"evil"
+        assert "quiet/data.bin" in {e.path for e in session._ledger.entries()}

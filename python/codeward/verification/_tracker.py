@@ -11,7 +11,9 @@ moment; the tests compare the two after thousands of random command scripts.
 
 What a directory watch reports: an entry created, deleted, renamed, written,
 truncated, closed after writing, or changed in mode, owner, times or link
-count, through a name in that directory. What it cannot report, and how the
+count, through a name in that directory. A write through a shared mapping
+sends no event, but the file's last close does, when the mapping goes (for a
+command, before its end is reported). What it cannot report, and how the
 tracker covers it:
 
 - a change made through another hard link of the same file: every name of a
