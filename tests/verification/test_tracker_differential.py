@@ -221,3 +221,24 @@ def test_a_write_through_a_shared_mapping_is_not_missed(tmp_path: Path) -> None:
         assert tracked.same_as(WorkspaceSnapshot.take(root))
         assert (root / "quiet" / "data.bin").read_bytes()[:4] == b"evil"
         assert "quiet/data.bin" in {e.path for e in session._ledger.entries()}
+
+
+def test_closing_the_session_releases_its_watches(tmp_path: Path) -> None:
+    """One watch per directory of the workspace, held in the process's one instance: a closed
+    session gives them back at once, not when the collector finds its tracker."""
+    from codeward.verification._inotify import hub
+
+    root = tmp_path / "ws"
+    for d in range(20):
+        (root / f"d{d}").mkdir(parents=True)
+    options = SessionOptions(mode="auto", permission_policy=PermissionPolicy(allow=["bash"]))
+    session = Agent().session(root, options)
+    try:
+        out = session.invoke(ToolCall("p", "bash", {"command": "echo x > d0/f"}))
+        assert out.result is not None and out.result.metadata["change_detection"]["incremental"]
+        held = hub().watches()
+        assert held >= 21
+    finally:
+        session.close()
+    assert hub().watches() <= held - 21  # (others' collected trackers may go too)
+    assert session._tracking.tracker() is None  # a call still running walks

@@ -595,6 +595,7 @@ class Session:
                     self._mcp.close()  # every process of every server ends
             finally:
                 self._confirmations.cancel_all()
+                self._tracking.close()  # its inotify watches, one per directory
                 if self._started:
                     self._hooks.run(
                         HookEvent.SESSION_END, self._lifecycle_context(HookEvent.SESSION_END)
@@ -674,17 +675,22 @@ class _Tracking:
         self._confined = isinstance(sandbox, NativeBashSandbox)
         self._lock = threading.Lock()
         self._tracker: SnapshotTracker | None = None
+        self._closed = False
 
     def tracker(self) -> SnapshotTracker | None:
         if not self._confined:
             return None
         with self._lock:
+            if self._closed:
+                return None  # the session is closed: a call still running walks
             if self._tracker is None:
                 self._tracker = SnapshotTracker(self._root)
             return self._tracker
 
     def close(self) -> None:
+        """Releases the tracker's watches; snapshots from here on are walks."""
         with self._lock:
+            self._closed = True
             tracker, self._tracker = self._tracker, None
         if tracker is not None:
             tracker.close()
