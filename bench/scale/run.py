@@ -21,8 +21,8 @@ One run measures, each against a reference timed in the same run:
    cannot run here the section says so and what it measured instead.
    Targets: exec at most 0.5x codex; version and --help under 50 ms;
 4. an idle long-lived sandbox: RSS and PSS of bubblewrap and of the init
-   (``/proc/PID/smaps_rollup``), after a command, and after the idle stop.
-   Target: RSS at most 2 MiB;
+   (``/proc/PID/smaps_rollup``) after a command, and whether any of them is
+   left after the idle stop (``idle_stop_ms``). Target: RSS at most 2 MiB;
 5. many sessions: N sessions (one workspace each, one thread each) run
    ``bash`` calls concurrently for a fixed time; commands per second at 1, 10
    and 50 sessions, failures (target: 0), and what the process held at the
@@ -68,7 +68,7 @@ from common import Series, measure, ratio  # noqa: E402
 
 import workspace as large_tree  # noqa: E402
 from codeward import Agent, PermissionPolicy, SessionOptions, ToolCall  # noqa: E402
-from codeward.sandbox import NativeBashSandbox  # noqa: E402
+from codeward.sandbox import NativeBashSandbox, SandboxLimits  # noqa: E402
 from codeward.verification import CheckSpec  # noqa: E402
 from report import loadavg, section, table  # noqa: E402
 
@@ -294,6 +294,16 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+def _alive(pid: int) -> bool:
+    """Running, not a zombie: bubblewrap is started double-forked, so whoever reaps orphans
+    here (PID 1, a subreaper) collects it, in its own time; a zombie holds no memory."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _memory(pid: int) -> dict[str, Any]:
     fields: dict[str, Any] = {"pid": pid}
     try:
@@ -309,17 +319,23 @@ def _memory(pid: int) -> dict[str, Any]:
     return fields
 
 
+IDLE_STOP_MS = 1000
+
+
 def bench_idle(small: Path) -> dict[str, Any]:
-    sb = NativeBashSandbox(small)
+    sb = NativeBashSandbox(small, limits=SandboxLimits(idle_stop_ms=IDLE_STOP_MS))
     try:
         sb.exec("true")
         time.sleep(0.2)  # let the init settle into its wait
         info = sb._handle.info()
         pid = info.get("pid")
-        procs = [_memory(p) for p in _descendants(pid)] if pid else []
+        pids = _descendants(pid) if pid else []
+        procs = [_memory(p) for p in pids]
+        time.sleep(IDLE_STOP_MS / 1000 + 0.5)  # past the idle stop
+        left = [p for p in pids if _alive(p)]
     finally:
         sb.close()
-    return {"procs": procs, "running": bool(procs)}
+    return {"procs": procs, "running": bool(procs), "left_after_idle_stop": left}
 
 
 def report_idle(res: dict[str, Any]) -> dict[str, float]:
@@ -341,7 +357,12 @@ def report_idle(res: dict[str, Any]) -> dict[str, float]:
         f"  idle sandbox: RSS {rss} KiB, PSS {pss} KiB (target RSS <= {TARGET_IDLE_RSS_KIB} "
         f"KiB): {verdict(rss <= TARGET_IDLE_RSS_KIB)}"
     )
-    return {"idle_rss_kib": rss, "idle_pss_kib": pss}
+    left = res["left_after_idle_stop"]
+    print(
+        f"  after the idle stop ({IDLE_STOP_MS} ms): {len(left)} of its processes left: "
+        f"{verdict(not left)}"
+    )
+    return {"idle_rss_kib": rss, "idle_pss_kib": pss, "left_after_idle_stop": len(left)}
 
 
 # --------------------------------------------------------------------------
