@@ -265,6 +265,8 @@ def report_cli(res: dict[str, Any]) -> dict[str, float]:
             f"  {name}: {median_ms:.1f} ms (target < {TARGET_VERSION_MS:.0f} ms): "
             f"{verdict(median_ms < TARGET_VERSION_MS)}"
         )
+    beyond = s["codeward version"].median - s["python -c pass"].median
+    print(f"  codeward version beyond the interpreter's own start: {beyond * 1e3:.1f} ms")
     if res["confined"]:
         r = ratio(s["codeward exec -- true"].median, s["codex sandbox -- true"].median)
         out["exec_vs_codex"] = r
