@@ -22,6 +22,7 @@ PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 CONSTRAINTS = str(ROOT / "ci" / "constraints.txt")
 TEST_DEPS = ["-c", CONSTRAINTS, "pytest", "hypothesis", "cryptography", "mcp"]
 MCP_NPM = ROOT / "tests" / "mcp"  # the npm MCP servers the tests run (package-lock.json)
+CODEX_NPM = ROOT / "bench" / "scale"  # the Codex CLI bench/scale measures against
 
 
 def _require(session: nox.Session, tool: str) -> None:
@@ -141,6 +142,9 @@ def cross(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks; in CI a quick smoke run (pass --full for the real figures)."""
     session.install("-c", CONSTRAINTS, "wcmatch", "mcp", ".")
+    _require(session, "npm")
+    with session.chdir(CODEX_NPM):  # no install scripts: the package needs none
+        session.run("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts", external=True)
     full = "--full" in session.posargs
     for script in sorted((ROOT / "bench").glob("*/run.py")):
         session.run("python", str(script), *([] if full else ["--quick"]))

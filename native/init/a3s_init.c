@@ -185,6 +185,7 @@ static void prove_isolation(struct config *cfg) {
 
 static void parse_args(int argc, char **argv, struct config *cfg) {
     *cfg = (struct config){.status_fd = -1,
+                           .links_fd = -1,
                            .lifeline_fd = -1,
                            .control_fd = -1,
                            .host_pidfd = -1,
@@ -547,6 +548,12 @@ int main(int argc, char **argv) {
             die(&cfg, "%s", err.message);
         if (a3s_seccomp_build(0, &filter, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
+        /* Before the deny-list, which refuses any later listener: every
+         * link() and linkat() of a command is reported to us, because a
+         * hard link made and removed again can change a file where no
+         * directory watch of the host sees it (docs/verification.md). */
+        int links = a3s_seccomp_watch_links();
+        cfg.links_fd = links >= 0 ? links : -1;
         /* The init runs under the command's filter too, installed once here
          * with everything prepared (nothing it does later is refused by
          * it): a process of ours in the sandbox without a filter would be
@@ -613,22 +620,35 @@ int main(int argc, char **argv) {
         die(&cfg, "%s %s: %s", f.step, cfg.argv[0], strerror(f.err));
     }
     status_write(cfg.status_fd, "R", 1);
+    bool linked = cfg.sandbox && cfg.links_fd < 0; /* unwatchable: assume links */
+    if (linked)
+        status_write(cfg.status_fd, "L", 1);
 
     int tfd = cfg.timeout_ms ? arm_timer(cfg.timeout_ms) : -1;
     int wfd = cfg.sandbox ? watchdog_arm(&cfg) : -1;
     bool timed_out = false, stopping = false;
     for (;;) {
-        struct pollfd fds[5] = {
+        struct pollfd fds[6] = {
             {.fd = sfd, .events = POLLIN},
             {.fd = tfd, .events = POLLIN},
             {.fd = cfg.lifeline_fd, .events = POLLIN},
             /* a copy of the lifeline in a child the caller forked must not keep us up */
             {.fd = cfg.host_pidfd, .events = POLLIN},
             {.fd = wfd, .events = POLLIN},
+            {.fd = cfg.links_fd, .events = POLLIN},
         };
-        int rc = poll(fds, 5, -1);
+        int rc = poll(fds, 6, -1);
         if (rc < 0 && errno != EINTR)
             finish(&cfg, child, EXIT_SETUP);
+        if (fds[5].revents & POLLIN) {
+            if (a3s_seccomp_continue_link(cfg.links_fd) < 0) {
+                close(cfg.links_fd); /* unanswerable: the command's link calls fail */
+                cfg.links_fd = -1;
+            }
+            if (!linked)
+                status_write(cfg.status_fd, "L", 1);
+            linked = true;
+        }
         if (fds[2].revents || fds[3].revents) /* the caller is gone: take everything down */
             finish(&cfg, child, 128 + SIGKILL);
         if ((fds[4].revents & POLLIN) && watchdog_over(&cfg, wfd)) {

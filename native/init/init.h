@@ -22,6 +22,9 @@ struct config {
     int lifeline_fd;
     int control_fd; /* server mode: the control socket */
     int host_pidfd; /* server mode: a pidfd of the caller, readable once it has exited */
+    int links_fd;   /* sandbox: the listener of link() and linkat() calls (every one is
+                       let through and reported); -1: they cannot be watched here, so every
+                       command is reported as having made links */
     uint64_t timeout_ms;
     uint64_t grace_ms;
     const char *rw[MAX_RW];

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
@@ -672,24 +673,32 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         close(report[0]);
 
     bool stopping = false, timed_out = false, cancelled = false, oom_killed = false;
+    bool linked = cfg->links_fd < 0; /* unwatchable: assume the command made links */
+    int links_fd = cfg->links_fd;
     int tfd = -1, wfd = -1;
     if (child > 0 && !(d->flags & A3S_DONE_SETUP_FAILED)) {
         tfd = m->timeout_ms ? arm_timer(m->timeout_ms) : -1;
         wfd = watchdog_arm(cfg);
         uint64_t grace = m->grace_ms ? m->grace_ms : 2000;
         while (!reaped) {
-            struct pollfd p[6] = {
+            struct pollfd p[7] = {
                 {.fd = sfd, .events = POLLIN},
                 {.fd = tfd, .events = POLLIN},
                 {.fd = cfg->control_fd, .events = POLLIN},
                 {.fd = cfg->lifeline_fd, .events = POLLIN},
                 {.fd = cfg->host_pidfd, .events = POLLIN},
                 {.fd = wfd, .events = POLLIN},
+                {.fd = links_fd, .events = POLLIN},
             };
-            if (poll(p, 6, -1) < 0) {
+            if (poll(p, 7, -1) < 0) {
                 if (errno == EINTR)
                     continue;
                 shut_down();
+            }
+            if (p[6].revents & POLLIN) {
+                linked = true;
+                if (a3s_seccomp_continue_link(links_fd) < 0)
+                    shut_down(); /* a link call we cannot answer would hang the command */
             }
             if (p[3].revents || p[4].revents)
                 shut_down(); /* the caller is gone */
@@ -746,9 +755,28 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         }
         if (oom_killed)
             d->flags |= A3S_DONE_OOM_KILLED;
+        if (linked)
+            d->flags |= A3S_DONE_LINKED;
         d->pid = child;
     }
     free(argv);
+}
+
+/* Between commands the init needs none of its own code: its pages go back
+ * (the next command reads them again from the page cache), so an idle
+ * sandbox costs the memory it wrote, not the size of this static binary.
+ * MADV_PAGEOUT, not MADV_DONTNEED: pages left in the page cache would be
+ * mapped back around the next fault (fault-around), and pageout never
+ * discards what was written (the relocated data after the code). */
+static void page_out_code(void) {
+#ifdef MADV_PAGEOUT
+    extern const char __executable_start[], __data_start[];
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = (uintptr_t)__executable_start & ~(page - 1);
+    uintptr_t to = (uintptr_t)__data_start & ~(page - 1);
+    if (to > from)
+        madvise((void *)from, to - from, MADV_PAGEOUT); /* advice: its failure changes nothing */
+#endif
 }
 
 _Noreturn void serve(const struct config *cfg, const char *program,
@@ -778,6 +806,7 @@ _Noreturn void serve(const struct config *cfg, const char *program,
     dup2(devnull, 2);
 
     for (;;) {
+        page_out_code();
         struct pollfd p[4] = {
             {.fd = cfg->control_fd, .events = POLLIN},
             {.fd = cfg->lifeline_fd, .events = POLLIN},

@@ -59,6 +59,10 @@ struct a3s_credscan {
     int cancel_fd;         /* -1: none */
     size_t watches;        /* held now */
     uint64_t budget;       /* at most this many (a3s_credscan_set_watch_budget) */
+    /* Nothing changed since the last run: every node was watched and no event
+     * has arrived since, so `last` (what it found) still holds. */
+    bool quiet;
+    struct a3s_strvec last;
 };
 
 #define WATCH_MASK                                                                             \
@@ -212,6 +216,7 @@ static void drain_events(struct a3s_credscan *cs) {
         ssize_t len = read(cs->ifd, buf, sizeof buf);
         if (len <= 0)
             return; /* EAGAIN: nothing more */
+        cs->quiet = false;
         for (char *p = buf; p < buf + len;) {
             const struct inotify_event *ev = (const struct inotify_event *)p;
             p += sizeof *ev + ev->len;
@@ -313,6 +318,7 @@ struct walk {
     char path[4096];
     int64_t started;
     a3s_error *err;
+    bool unsettled; /* a node has no watch, or must be read again next time */
 };
 
 static void report(struct walk *w, size_t len, const char *tagged) {
@@ -390,6 +396,8 @@ static int visit(struct walk *w, struct node *n, size_t len, const char *dirname
     rc = refresh(w, n, dirname);
     if (rc <= 0)
         return rc;
+    if (n->wd < 0)
+        w->unsettled = true;
     for (size_t i = 0; i < n->creds.len; i++)
         report(w, len, n->creds.items[i]);
     if (depth >= MAX_DEPTH && n->nchildren)
@@ -414,6 +422,7 @@ static int visit(struct walk *w, struct node *n, size_t len, const char *dirname
         if (rc == 0) {
             n->dirty = true; /* a child vanished: read this directory again next time */
             n->fresh = false;
+            w->unsettled = true;
         }
     }
     return 1;
@@ -442,6 +451,12 @@ size_t a3s_credscan_watches(const struct a3s_credscan *cs) {
     return cs->watches;
 }
 
+/* Appends copies of from->items[first..] to to. */
+static void copy_tail(struct a3s_strvec *to, const struct a3s_strvec *from, size_t first) {
+    for (size_t i = first; i < from->len; i++)
+        a3s_strvec_push(to, from->items[i]);
+}
+
 int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_error *err) {
     struct walk w = {.cs = cs, .found = found, .started = now_ns(), .err = err};
     size_t len = strlen(cs->root);
@@ -449,11 +464,20 @@ int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_erro
         return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "workspace path too long");
     memcpy(w.path, cs->root, len + 1);
     drain_events(cs);
-    int rc = visit(&w, cs->top, len, NULL, 0);
-    if (rc == 0)
-        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot open the workspace %s", cs->root);
-    if (rc < 0)
-        return rc;
+    size_t first = found->len;
+    if (cs->quiet) { /* no event since a run that watched everything: no walk at all */
+        copy_tail(found, &cs->last, 0);
+    } else {
+        int rc = visit(&w, cs->top, len, NULL, 0);
+        if (rc == 0)
+            return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot open the workspace %s",
+                            cs->root);
+        if (rc < 0)
+            return rc;
+        a3s_strvec_free(&cs->last);
+        copy_tail(&cs->last, found, first);
+        cs->quiet = cs->ifd >= 0 && !w.unsettled && !cs->last.failed;
+    }
     if (found->failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory listing credential files");
     return A3S_OK;
@@ -468,6 +492,7 @@ void a3s_credscan_free(struct a3s_credscan *cs) {
     if (!cs)
         return;
     node_free(cs, cs->top);
+    a3s_strvec_free(&cs->last);
     if (cs->ifd >= 0)
         close(cs->ifd);
     free(cs->by_wd);

@@ -46,7 +46,18 @@ struct a3s_sandbox {
     atomic_bool cgroups_swept;   /* dead sandboxes' cgroups removed, joining checked */
     atomic_bool cgroups_refused; /* a process cannot join the cgroups this caller makes */
     atomic_uint_fast64_t session_bounds; /* A3S_SANDBOX_INFO_*_CGROUP of the last started */
+    /* the idle stop of the long-lived sandbox (session_linux.c) */
+    uint64_t idle_stop_ms;             /* UINT64_MAX: never */
+    atomic_uint_fast64_t last_used_ns; /* monotonic: the last command's start or end */
+    pthread_mutex_t idle_lock;         /* guards the four below */
+    pthread_cond_t idle_wake;          /* a session started, or the handle is going */
+    bool idle_quit;
+    pid_t idle_owner;                  /* the process whose thread it is; 0: none started */
+    pthread_t idle_thread;
 };
+
+/* Ends the idle-stop thread (session_linux.c); before the handle is freed. */
+void a3s_session_idle_end(a3s_sandbox *sb);
 
 /* What a plan assumed about one host path when the sandbox was built. */
 struct a3s_watch {

@@ -54,6 +54,7 @@
 extern char **environ;
 
 #define DEFAULT_TIMEOUT_MS A3S_DEFAULT_TIMEOUT_MS
+#define DEFAULT_IDLE_STOP_MS 300000u /* a long-lived sandbox idle this long is stopped */
 #define MAX_MASKS 4096
 #define INIT_INSIDE A3S_INIT_INSIDE
 
@@ -341,10 +342,13 @@ A3S_API void a3s_sandbox_free(a3s_sandbox *sb) {
     if (!sb)
         return;
     if (sb->wake[0] >= 0) { /* made with the session lock: the handle was fully set up */
+        a3s_session_idle_end(sb);
         a3s_session_stop(sb);
         close(sb->wake[0]);
         close(sb->wake[1]);
         pthread_mutex_destroy(&sb->session_lock);
+        pthread_cond_destroy(&sb->idle_wake);
+        pthread_mutex_destroy(&sb->idle_lock);
     }
     a3s_credscan_free(sb->creds);
     a3s_strvec_free(&sb->host_env);
@@ -525,6 +529,15 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe2: %s", strerror(e));
     }
     pthread_mutex_init(&sb->session_lock, NULL);
+    pthread_mutex_init(&sb->idle_lock, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&sb->idle_wake, &monotonic);
+    pthread_condattr_destroy(&monotonic);
+    sb->idle_stop_ms = cfg->idle_stop_ms == A3S_NO_LIMIT ? UINT64_MAX
+                       : cfg->idle_stop_ms             ? cfg->idle_stop_ms
+                                                       : DEFAULT_IDLE_STOP_MS;
     sb->flags = cfg->flags;
     sb->workspace = realpath(cfg->workspace, NULL);
     sb->init = strdup(cfg->init_path);
@@ -849,6 +862,33 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
     closedir(d);
 }
 
+/* The workspace's journal directory, state_dir/placeholders-<hash>.d: runs
+ * look for dead callers' journals there, not in the whole state directory,
+ * which keeps one lock file for every workspace ever used (thousands, on a
+ * machine that runs the test suite) and was listed twice per sandbox. */
+static bool journal_dir(const a3s_sandbox *sb, char *out, size_t cap) {
+    size_t plen = strlen(sb->journal_prefix); /* "placeholders-<hash>-" */
+    return plen > 1 && snprintf(out, cap, "%s/%.*s.d", sb->state_dir, (int)(plen - 1),
+                                sb->journal_prefix) < (int)cap;
+}
+
+/* The journal directory, opened without following a symlink, only if it is
+ * ours alone (a journal is data that decides what we delete); -1 if not. */
+static int open_journal_dir(const a3s_sandbox *sb, bool create) {
+    char dir[PATH_MAX];
+    if (!journal_dir(sb, dir, sizeof dir))
+        return -1;
+    if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 0077))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 #define MAX_JOURNAL_BYTES 65536 /* far more than every protected name takes */
 
 /* Journals of runs that are over: each one is read only while its lock is
@@ -861,14 +901,17 @@ static void recover_journals(a3s_sandbox *sb, int lock_fd) {
         recover_run_dirs(sb);
     if (!alone(lock_fd))
         return; /* another run may rely on what those journals name */
-    DIR *d = opendir(sb->state_dir);
-    if (!d)
+    int dfd = open_journal_dir(sb, false);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
         return;
-    size_t plen = strlen(sb->journal_prefix);
+    }
     char *text = malloc(MAX_JOURNAL_BYTES);
     struct dirent *e;
     while (text && (e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, sb->journal_prefix, plen) != 0 || !strstr(e->d_name, ".journal"))
+        if (!strstr(e->d_name, ".journal"))
             continue;
         int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
@@ -911,8 +954,13 @@ static int open_journal(const a3s_sandbox *sb, char *path, size_t cap) {
         tag[2 * i + 1] = hex[rnd[i] & 15];
     }
     tag[12] = '\0';
-    if (snprintf(path, cap, "%s/%s%d-%s.journal", sb->state_dir, sb->journal_prefix,
-                 (int)getpid(), tag) >= (int)cap)
+    char dir[PATH_MAX];
+    int dfd = open_journal_dir(sb, true);
+    if (dfd < 0)
+        return -1;
+    close(dfd); /* checked: ours alone; the path below names the same directory */
+    if (!journal_dir(sb, dir, sizeof dir) ||
+        snprintf(path, cap, "%s/%d-%s.journal", dir, (int)getpid(), tag) >= (int)cap)
         return -1;
     fd = a3s_fd_above_stdio(open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
@@ -1055,6 +1103,10 @@ static int check_linked_files(struct plan *p, const char *dir, bool is_git, cons
     struct link_walk w = {
         .budget = LINK_WALK_BUDGET, .ifd = p ? p->link_ifd : -1, .plan = p, .collect = collect};
     if (p && p->server) {
+        /* the plan's inotify instance is made for its first such directory only: a
+         * workspace without one (no .git, no masked directory) holds none */
+        if (p->link_dirs.len == 0 && p->link_ifd < 0)
+            p->link_ifd = w.ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: walk */
         a3s_strvec_push2(&p->link_dirs, is_git ? "g" : "-", dir);
         if (p->link_ifd < 0)
             w.unwatched = true;
@@ -1886,8 +1938,6 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         return p->argv.failed || p->env.failed ? a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory")
                                                : A3S_OK;
     }
-    if (p->server)
-        p->link_ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: walk at each check */
 
     struct a3s_strvec *a = &p->argv;
     a3s_strvec_push(a, sb->bwrap);
@@ -2246,6 +2296,8 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
         } else if (oom_killed) {
             a3s_process_result_add_flags(result, A3S_RESULT_OOM_KILLED);
         }
+        if (st[0] == 'R' && strchr(st, 'L'))
+            a3s_process_result_add_flags(result, A3S_RESULT_HARD_LINKED);
     }
     if (rc != A3S_OK) {
         a3s_process_result_free(result);

@@ -58,6 +58,9 @@
 #ifndef SECCOMP_SET_MODE_FILTER
 #  define SECCOMP_SET_MODE_FILTER 1
 #endif
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER /* Linux 5.0 */
+#  define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
 #ifndef SECCOMP_RET_KILL_PROCESS /* Linux 4.14; older kernels kill the thread */
 #  define SECCOMP_RET_KILL_PROCESS 0x80000000U
 #endif
@@ -126,6 +129,9 @@
 #define NR_sched_setaffinity NR(203, 122)
 #define NR_sched_setattr NR(314, 274)
 #define NR_ioprio_set NR(251, 30)
+#define NR_seccomp NR(317, 277)
+#define NR_link NR(86, NONE)
+#define NR_linkat NR(265, 37)
 
 /* ------------------------------------------------------------------------ */
 /* Calls refused whatever their arguments                                    */
@@ -576,6 +582,22 @@ static void rules_pid1(struct prog *p) {
     rule_not_pid1_nor_user(p, NR_ioprio_set, WHICH_IOPRIO_USER);
 }
 
+/* seccomp(SECCOMP_SET_MODE_FILTER) with SECCOMP_FILTER_FLAG_NEW_LISTENER:
+ * EPERM. The init watches link() and linkat() through a user-notification
+ * filter of its own (a3s_seccomp_watch_links: a hard link made and removed
+ * again can change a file where no directory watch sees it, so the host's
+ * change detection must know). A command that stacked a notifying filter of
+ * its own would receive those notifications first and could hide its links;
+ * any other filter it installs, and a listener-less one, stay allowed. */
+static void rule_seccomp_listener(struct prog *p) {
+    rule_begin(p, NR_seccomp);
+    load_arg_low(p, 0);
+    jump(p, BPF_JEQ, SECCOMP_SET_MODE_FILTER, L_FALL, L_ALLOW);
+    load_arg_low(p, 1);
+    jump(p, BPF_JSET, (uint32_t)SECCOMP_FILTER_FLAG_NEW_LISTENER, L_DENY, L_ALLOW);
+    deny_or_allow(p);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The program                                                               */
 /* ------------------------------------------------------------------------ */
@@ -613,6 +635,7 @@ static void generate(struct prog *p) {
     rule_personality(p);
     rules_setid(p);
     rules_pid1(p);
+    rule_seccomp_listener(p);
     for (size_t i = 0; i < NDENIES; i++) {
         if (denies[i].nr == NONE)
             continue;
@@ -696,6 +719,72 @@ int a3s_seccomp_install(const struct a3s_seccomp_program *p) {
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
         return -errno;
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Watching link() and linkat()                                             */
+/* ------------------------------------------------------------------------ */
+
+#ifndef SECCOMP_RET_USER_NOTIF /* Linux 5.0 */
+#  define SECCOMP_RET_USER_NOTIF 0x7fc00000U
+#endif
+#ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE /* Linux 5.5 */
+#  define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
+#endif
+
+int a3s_seccomp_watch_links(void) {
+#if defined(NATIVE_ARCH) && defined(SECCOMP_IOCTL_NOTIF_RECV) && defined(SYS_seccomp)
+    /* foreign architectures: allowed here, killed by the deny-list */
+    struct sock_filter insn[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_link, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_linkat, 2, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+    };
+    struct sock_fprog prog = {.len = (unsigned short)(sizeof insn / sizeof insn[0]),
+                              .filter = insn};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -errno;
+    long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+    return fd < 0 ? -errno : (int)fd;
+#else
+    return -ENOSYS;
+#endif
+}
+
+int a3s_seccomp_continue_link(int listener) {
+#if defined(NATIVE_ARCH) && defined(SECCOMP_IOCTL_NOTIF_RECV) && defined(SYS_seccomp)
+    /* the kernel's structures may be larger than these headers': ask */
+    struct seccomp_notif_sizes sizes = {0};
+    if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
+        return -errno;
+    union {
+        struct seccomp_notif n;
+        unsigned char bytes[512];
+    } req;
+    union {
+        struct seccomp_notif_resp r;
+        unsigned char bytes[512];
+    } resp;
+    if (sizes.seccomp_notif > sizeof req || sizes.seccomp_notif_resp > sizeof resp)
+        return -EOVERFLOW;
+    memset(&req, 0, sizeof req); /* the kernel wants it zeroed */
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0)
+        return errno == ENOENT ? 1 : -errno; /* ENOENT: its caller died meanwhile */
+    memset(&resp, 0, sizeof resp);
+    resp.r.id = req.n.id;
+    resp.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0 && errno != ENOENT)
+        return -errno;
+    return 1;
+#else
+    (void)listener;
+    return -ENOSYS;
+#endif
 }
 
 #else

@@ -61,6 +61,19 @@ void a3s_seccomp_program_free(struct a3s_seccomp_program *p);
  * Returns 0, or -errno (-EINVAL for a NULL or empty program). */
 int a3s_seccomp_install(const struct a3s_seccomp_program *p);
 
+/* Installs on the calling thread a filter that turns link() and linkat()
+ * into user notifications, and returns its listener (close-on-exec), or
+ * -errno (-ENOSYS, -EINVAL where the kernel has no user notification). The
+ * init installs it before the deny-list (which refuses any later listener)
+ * and answers each notification with a3s_seccomp_continue_link: the call
+ * proceeds, and the init knows a hard link may have been made. */
+int a3s_seccomp_watch_links(void);
+
+/* Takes one pending notification from `listener` and lets its call run.
+ * 1 (also when the caller died meanwhile), or -errno. Call it only when
+ * poll() finds the listener readable. */
+int a3s_seccomp_continue_link(int listener);
+
 #endif /* __linux__ */
 
 #endif

@@ -25,6 +25,11 @@
  *    in time (timeout + grace + 3 s), the sandbox is killed.
  *  - Stop: SHUTDOWN, the lifeline closed, the pidfd waited on (SIGKILL if
  *    it lingers), then the placeholders, the lock and the run directory go.
+ *  - Idle stop: a thread of the handle (started with its first sandbox)
+ *    stops a sandbox that ran no command for idle_stop_ms, so an idle
+ *    session holds no processes, placeholders, descriptors or watches; the
+ *    next command starts a new one. It only ever takes the session lock
+ *    with trylock: a command running (or starting) is never disturbed.
  *
  * The handle's session_lock makes it one command at a time; callers that
  * find it busy run one-shot (sandbox_linux.c).
@@ -267,6 +272,82 @@ void a3s_session_stop(a3s_sandbox *sb) {
     pthread_mutex_unlock(&sb->session_lock);
 }
 
+/* ---- idle stop ------------------------------------------------------------------- */
+
+static void idle_stop_now(a3s_sandbox *sb) {
+    /* never wait for a command: a busy handle is not idle */
+    if (pthread_mutex_trylock(&sb->session_lock) != 0)
+        return;
+    uint64_t idle_ns = sb->idle_stop_ms * 1000000u;
+    if (sb->session && sb->session->owner == getpid() &&
+        a3s_now_ns() - atomic_load(&sb->last_used_ns) >= idle_ns)
+        stop_locked(sb);
+    pthread_mutex_unlock(&sb->session_lock);
+}
+
+/* The thread: sleeps until the sandbox has been idle for idle_stop_ms, stops
+ * it, then sleeps until a new one starts (or the handle goes). */
+static void *idle_main(void *arg) {
+    a3s_sandbox *sb = arg;
+    pthread_mutex_lock(&sb->idle_lock);
+    while (!sb->idle_quit) {
+        if (!atomic_load(&sb->session_pid)) {
+            pthread_cond_wait(&sb->idle_wake, &sb->idle_lock);
+            continue;
+        }
+        uint64_t due = a3s_after_ms(atomic_load(&sb->last_used_ns), sb->idle_stop_ms);
+        uint64_t now = a3s_now_ns();
+        if (now < due) {
+            struct timespec at = {.tv_sec = (time_t)(due / 1000000000u),
+                                  .tv_nsec = (long)(due % 1000000000u)};
+            pthread_cond_timedwait(&sb->idle_wake, &sb->idle_lock, &at);
+            continue;
+        }
+        pthread_mutex_unlock(&sb->idle_lock);
+        idle_stop_now(sb);
+        pthread_mutex_lock(&sb->idle_lock);
+        if (atomic_load(&sb->session_pid) && !sb->idle_quit) {
+            /* busy (a long command, or one starting): look again a period later */
+            struct timespec at;
+            uint64_t again = a3s_after_ms(a3s_now_ns(), sb->idle_stop_ms);
+            at.tv_sec = (time_t)(again / 1000000000u);
+            at.tv_nsec = (long)(again % 1000000000u);
+            pthread_cond_timedwait(&sb->idle_wake, &sb->idle_lock, &at);
+        }
+    }
+    pthread_mutex_unlock(&sb->idle_lock);
+    return NULL;
+}
+
+/* A sandbox just started: make sure the handle's idle thread runs (in this
+ * process; a forked copy never stops its parent's sandbox) and knows. */
+static void idle_arm(a3s_sandbox *sb) {
+    if (sb->idle_stop_ms == UINT64_MAX)
+        return;
+    atomic_store(&sb->last_used_ns, a3s_now_ns());
+    pthread_mutex_lock(&sb->idle_lock);
+    if (sb->idle_owner != getpid()) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay with the caller's threads */
+        if (pthread_create(&sb->idle_thread, NULL, idle_main, sb) == 0)
+            sb->idle_owner = getpid();
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    pthread_cond_signal(&sb->idle_wake);
+    pthread_mutex_unlock(&sb->idle_lock);
+}
+
+void a3s_session_idle_end(a3s_sandbox *sb) {
+    pthread_mutex_lock(&sb->idle_lock);
+    bool ours = sb->idle_owner == getpid();
+    sb->idle_quit = true;
+    pthread_cond_signal(&sb->idle_wake);
+    pthread_mutex_unlock(&sb->idle_lock);
+    if (ours)
+        pthread_join(sb->idle_thread, NULL);
+}
+
 /* The first line bubblewrap (or the init) wrote, for a start that failed. */
 static void start_message(int fd, char *out, size_t cap) {
     char buf[1024];
@@ -376,6 +457,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
     }
     atomic_fetch_add(&sb->starts, 1);
     atomic_store(&sb->session_pid, (int)s->pid);
+    idle_arm(sb);
     atomic_store(&sb->session_bounds, (s->cg.memory ? A3S_SANDBOX_INFO_MEMORY_CGROUP : 0) |
                                           (s->cg.pids ? A3S_SANDBOX_INFO_PIDS_CGROUP : 0));
 
@@ -441,6 +523,8 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
 
 static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t deadline,
                         a3s_process_result **out, a3s_error *err);
+static int session_exec_locked(a3s_sandbox *sb, const a3s_exec_options *o,
+                               a3s_process_result **out, a3s_error *err);
 
 struct exchange {
     struct a3s_capture out, err;
@@ -584,7 +668,8 @@ static a3s_process_result *outcome(struct exchange *x) {
                          ((x->d.flags & A3S_DONE_CANCELLED) ? A3S_RESULT_CANCELLED : 0) |
                          ((x->d.flags & A3S_DONE_OOM_KILLED) || x->oom_killed
                               ? A3S_RESULT_OOM_KILLED
-                              : 0);
+                              : 0) |
+                         ((x->d.flags & A3S_DONE_LINKED) ? A3S_RESULT_HARD_LINKED : 0);
         return a3s_process_result_captured(&x->out, &x->err, x->d.exit_code, 0, flags, us,
                                            x->d.pid, NULL);
     }
@@ -653,6 +738,14 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
 /* Called with sb->session_lock held. 1: run it one-shot instead. */
 int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                      a3s_error *err) {
+    atomic_store(&sb->last_used_ns, a3s_now_ns());
+    int rc = session_exec_locked(sb, o, out, err);
+    atomic_store(&sb->last_used_ns, a3s_now_ns()); /* idle from its end */
+    return rc;
+}
+
+static int session_exec_locked(a3s_sandbox *sb, const a3s_exec_options *o,
+                               a3s_process_result **out, a3s_error *err) {
     /* checking and planning count against the command's time */
     uint64_t deadline =
         a3s_after_ms(a3s_now_ns(), o->timeout_ms ? o->timeout_ms : A3S_DEFAULT_TIMEOUT_MS);

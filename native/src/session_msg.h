@@ -63,6 +63,8 @@ enum a3s_msg_type {
                                            replaced its mount point); run it in a new one */
 #define A3S_DONE_OOM_KILLED (1u << 5)   /* the init's memory watchdog killed the command: the
                                            sandbox used more than its memory bound */
+#define A3S_DONE_LINKED (1u << 6)       /* the command called link() or linkat() (or they
+                                           cannot be watched): see A3S_RESULT_HARD_LINKED */
 
 /* A decoded EXEC. Every pointer is into one allocation owned by the
  * struct (release with a3s_msg_exec_free); strings are NUL-terminated. */

@@ -293,7 +293,8 @@ int a3s_msg_decode_done(const uint8_t *buf, size_t len, struct a3s_msg_done *out
     if (!take(&r, 12, &fixed) || !take_string(&r, &msg, &n) || r.left != 0)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "malformed done message");
     uint32_t known = A3S_DONE_TIMED_OUT | A3S_DONE_CANCELLED | A3S_DONE_SETUP_FAILED |
-                     A3S_DONE_CLOSING | A3S_DONE_STALE | A3S_DONE_OOM_KILLED;
+                     A3S_DONE_CLOSING | A3S_DONE_STALE | A3S_DONE_OOM_KILLED |
+                     A3S_DONE_LINKED;
     out->exit_code = (int32_t)get32(fixed);
     out->flags = get32(fixed + 4);
     out->pid = (int32_t)get32(fixed + 8);

@@ -142,6 +142,22 @@ int main(void) {
     CHECK(found(&out, 'f', "m2/inner/.env") && found(&out, 'f', "a/b/c/.npmrc"),
           "quiet runs keep every credential");
 
+    /* after quiet runs (which walk nothing), a change deep down is still found, and so is
+     * its removal: the first event ends the quiet */
+    size_t quiet_len = out.len;
+    mkd("a/b/c/d");
+    touch("a/b/c/d/.git-credentials");
+    scan(cs, &out);
+    CHECK(found(&out, 'f', "a/b/c/d/.git-credentials") && out.len == quiet_len + 1,
+          "a credential made after quiet runs is found");
+    scan(cs, &out); /* quiet again, with the new file */
+    CHECK(found(&out, 'f', "a/b/c/d/.git-credentials"), "kept by the next quiet run");
+    snprintf(from, sizeof from, "%s/a/b/c/d/.git-credentials", root);
+    CHECK(unlink(from) == 0, "unlink");
+    scan(cs, &out);
+    CHECK(!found(&out, 'f', "a/b/c/d/.git-credentials") && out.len == quiet_len,
+          "a removed credential is gone after quiet runs");
+
     CHECK(a3s_credscan_watches(cs) > 10, "without a budget every directory is watched (%zu)",
           a3s_credscan_watches(cs));
     a3s_strvec_free(&out);

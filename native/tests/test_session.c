@@ -247,6 +247,60 @@ static void test_config_versions(void) {
     a3s_sandbox_free(sb);
 }
 
+/* The idle stop: a sandbox that ran nothing for idle_stop_ms is stopped (its
+ * placeholders gone from the workspace), the next command starts a new one,
+ * and a command longer than the idle time is never stopped under it. */
+static void test_idle_stop(void) {
+    char ws[PATH_MAX + 16];
+    snprintf(ws, sizeof ws, "%s/idle", workspace); /* no other handle's placeholders */
+    CHECK(mkdir(ws, 0755) == 0, "mkdir %s", ws);
+    a3s_sandbox_config cfg = {
+        .struct_size = sizeof cfg,
+        .flags = A3S_SANDBOX_REUSE,
+        .workspace = ws,
+        .bwrap_path = bwrap,
+        .init_path = init_path,
+        .idle_stop_ms = 300,
+    };
+    a3s_sandbox *sb = NULL;
+    a3s_error err;
+    CHECK(a3s_sandbox_new(&cfg, &sb, &err) == A3S_OK, "new: %s", err.message);
+    if (!sb)
+        return;
+    struct run r = exec_cmd(sb, "true", 10000, 0, NULL, 0, -1);
+    CHECK(r.exit_code == 0, "the first command: %d %s", r.exit_code, r.setup_error);
+    a3s_sandbox_info info = info_of(sb);
+    CHECK(info.flags & A3S_SANDBOX_INFO_RUNNING, "up after the command");
+    char placeholder[PATH_MAX + 32];
+    snprintf(placeholder, sizeof placeholder, "%s/.bashrc", ws);
+    struct stat st;
+    CHECK(lstat(placeholder, &st) == 0, "its placeholder is in the workspace");
+    for (int i = 0; i < 100 && (info_of(sb).flags & A3S_SANDBOX_INFO_RUNNING); i++)
+        usleep(20000);
+    CHECK(!(info_of(sb).flags & A3S_SANDBOX_INFO_RUNNING), "stopped after 300 ms idle");
+    /* (a command that arrives while the stop is still cleaning up runs one-shot: wait) */
+    CHECK(a3s_sandbox_stop(sb, NULL) == A3S_OK, "stop waits for the idle stop's end");
+    CHECK(lstat(placeholder, &st) < 0 && errno == ENOENT, "and its placeholders removed");
+    r = exec_cmd(sb, "echo again", 10000, 0, NULL, 0, -1);
+    CHECK(r.exit_code == 0 && !strcmp(r.out, "again\n"), "the next command runs: %d %s",
+          r.exit_code, r.setup_error);
+    CHECK(info_of(sb).starts == 2, "in a new sandbox (%llu starts)",
+          (unsigned long long)info_of(sb).starts);
+    r = exec_cmd(sb, "sleep 1; echo long", 10000, 0, NULL, 0, -1);
+    CHECK(r.exit_code == 0 && !strcmp(r.out, "long\n"), "a command longer than the idle time");
+    CHECK(info_of(sb).starts == 2, "was not stopped under it");
+    a3s_sandbox_free(sb); /* with its idle thread waiting */
+
+    cfg.idle_stop_ms = A3S_NO_LIMIT;
+    CHECK(a3s_sandbox_new(&cfg, &sb, &err) == A3S_OK, "new: %s", err.message);
+    if (!sb)
+        return;
+    exec_cmd(sb, "true", 10000, 0, NULL, 0, -1);
+    usleep(400000);
+    CHECK(info_of(sb).flags & A3S_SANDBOX_INFO_RUNNING, "A3S_NO_LIMIT: never stopped");
+    a3s_sandbox_free(sb);
+}
+
 int main(void) {
     static const char *const candidates[] = {"/usr/bin/bwrap", "/bin/bwrap"};
     for (size_t i = 0; i < 2 && !bwrap; i++)
@@ -263,6 +317,7 @@ int main(void) {
     test_commands();
     test_refusal();
     test_config_versions();
+    test_idle_stop();
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", workspace);
     CHECK(system(cmd) == 0, "cleanup");

@@ -25,14 +25,31 @@ from ._errors import (
     WorkspaceError,
 )
 from ._version import __version__, native_version
-from .hitl import ConfirmationPolicy, ConfirmationRequest, Risk, TerminalConfirmationProvider
-from .hooks import HookConfig, HookContext, HookEvent, HookMatcher, HookResult
-from .kernel import InvocationOutcome, Mode, Origin, ToolCall, TraceEntry
-from .policy import Decision, LintFinding, PermissionPolicy
-from .sandbox import SandboxLimits
-from .session import Agent, Session, SessionClosed, SessionOptions, SessionOptionsError
-from .tools import ErrorKind, ToolResult
-from .verification import CheckSpec, TurnOutcome, VerificationReport
+
+TYPE_CHECKING = False  # (typing itself is not worth importing for this)
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and readers
+    from .hitl import ConfirmationPolicy, ConfirmationRequest, Risk, TerminalConfirmationProvider
+    from .hooks import HookConfig, HookContext, HookEvent, HookMatcher, HookResult
+    from .kernel import InvocationOutcome, Mode, Origin, ToolCall, TraceEntry
+    from .policy import Decision, LintFinding, PermissionPolicy
+    from .sandbox import SandboxLimits
+    from .session import Agent, Session, SessionClosed, SessionOptions, SessionOptionsError
+    from .tools import ErrorKind, ToolResult
+    from .verification import CheckSpec, TurnOutcome, VerificationReport
+
+# The subsystems load on first use of one of their names: a command-line call such as
+# `codeward version` or `codeward exec` must not pay for importing the whole package.
+_LAZY = {
+    "hitl": ("ConfirmationPolicy", "ConfirmationRequest", "Risk", "TerminalConfirmationProvider"),
+    "hooks": ("HookConfig", "HookContext", "HookEvent", "HookMatcher", "HookResult"),
+    "kernel": ("InvocationOutcome", "Mode", "Origin", "ToolCall", "TraceEntry"),
+    "policy": ("Decision", "LintFinding", "PermissionPolicy"),
+    "sandbox": ("SandboxLimits",),
+    "session": ("Agent", "Session", "SessionClosed", "SessionOptions", "SessionOptionsError"),
+    "tools": ("ErrorKind", "ToolResult"),
+    "verification": ("CheckSpec", "TurnOutcome", "VerificationReport"),
+}
+_HOME = {name: package for package, names in _LAZY.items() for name in names}
 
 __all__ = [
     "Agent",
@@ -85,3 +102,19 @@ def features() -> dict[str, bool | int]:
     """What the running kernel offers the sandbox (probed once per process)."""
     result: dict[str, bool | int] = _native.features()
     return result
+
+
+def __getattr__(name: str) -> object:
+    """Imports the subsystem that defines ``name`` the first time it is asked for."""
+    package = _HOME.get(name)
+    if package is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{package}", __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

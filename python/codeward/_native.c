@@ -407,15 +407,17 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                              "max_processes",
                              "tmpfs_max_bytes",
                              "inotify_watch_budget",
+                             "idle_stop_ms",
                              NULL};
     const char *workspace, *init, *bwrap = NULL, *scratch = NULL;
     int process_host = 0, no_landlock = 0, reuse = 0, readonly_workspace = 0, share_net = 0;
-    unsigned long long memory_max = 0, max_processes = 0, tmpfs_max = 0, watch_budget = 0;
+    unsigned long long memory_max = 0, max_processes = 0, tmpfs_max = 0, watch_budget = 0,
+                       idle_stop = 0;
     PyObject *host_env = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKK", kwlist, &workspace, &init,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKKK", kwlist, &workspace, &init,
                                      &bwrap, &process_host, &no_landlock, &scratch, &host_env,
                                      &reuse, &readonly_workspace, &share_net, &memory_max,
-                                     &max_processes, &tmpfs_max, &watch_budget))
+                                     &max_processes, &tmpfs_max, &watch_budget, &idle_stop))
         return NULL;
     PyObject *mod = PyType_GetModule(type);
     if (!mod)
@@ -440,6 +442,7 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         .max_processes = max_processes,
         .tmpfs_max_bytes = tmpfs_max,
         .inotify_watch_budget = watch_budget,
+        .idle_stop_ms = idle_stop,
     };
     a3s_sandbox *sb = NULL;
     a3s_error err;
@@ -485,10 +488,11 @@ static PyObject *result_dict(const a3s_process_result *r) {
     PyObject *d = NULL;
     if (out && err && setup && neutralized)
         d = Py_BuildValue(
-            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O,s:O}", "exit_code",
+            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O,s:O}", "exit_code",
             (int)v.exit_code, "term_signal", (int)v.term_signal, "timed_out",
             (v.flags & A3S_RESULT_TIMED_OUT) ? Py_True : Py_False, "oom_killed",
-            (v.flags & A3S_RESULT_OOM_KILLED) ? Py_True : Py_False, "stdout_truncated",
+            (v.flags & A3S_RESULT_OOM_KILLED) ? Py_True : Py_False, "hard_linked",
+            (v.flags & A3S_RESULT_HARD_LINKED) ? Py_True : Py_False, "stdout_truncated",
             (v.flags & A3S_RESULT_STDOUT_TRUNCATED) ? Py_True : Py_False, "stderr_truncated",
             (v.flags & A3S_RESULT_STDERR_TRUNCATED) ? Py_True : Py_False, "cancelled",
             (v.flags & A3S_RESULT_CANCELLED) ? Py_True : Py_False, "setup_failed",
@@ -1289,6 +1293,115 @@ done:
     return out;
 }
 
+#if defined(__linux__)
+/* ---- inotify and statfs --------------------------------------------------
+ * The system calls the workspace tracker (verification/_inotify.py) needs and
+ * Python's os module lacks; what to watch and what an event means is decided
+ * there. Failures raise OSError with the errno. */
+#include <errno.h>
+#include <sys/inotify.h>
+#include <sys/vfs.h>
+
+/* inotify_init() -> fd: a non-blocking, close-on-exec instance. */
+static PyObject *py_inotify_init(PyObject *mod, PyObject *noargs) {
+    (void)mod;
+    (void)noargs;
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    return PyLong_FromLong(fd);
+}
+
+/* inotify_add_watch(fd, path, mask) -> wd */
+static PyObject *py_inotify_add_watch(PyObject *mod, PyObject *args) {
+    (void)mod;
+    int fd, wd;
+    unsigned int mask;
+    PyObject *path = NULL;
+    if (!PyArg_ParseTuple(args, "iO&I", &fd, PyUnicode_FSConverter, &path, &mask))
+        return NULL;
+    const char *cpath = PyBytes_AsString(path);
+    if (!cpath) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    wd = inotify_add_watch(fd, cpath, mask);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+    if (wd < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    return PyLong_FromLong(wd);
+}
+
+/* inotify_rm_watch(fd, wd) */
+static PyObject *py_inotify_rm_watch(PyObject *mod, PyObject *args) {
+    (void)mod;
+    int fd, wd;
+    if (!PyArg_ParseTuple(args, "ii", &fd, &wd))
+        return NULL;
+    if (inotify_rm_watch(fd, wd) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+}
+
+/* fstatfs_type(fd) -> the file system's magic number (statfs f_type) */
+static PyObject *py_fstatfs_type(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    int fd = (int)PyLong_AsLong(arg);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    struct statfs sfs;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fstatfs(fd, &sfs);
+    Py_END_ALLOW_THREADS
+    if (rc < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    return PyLong_FromUnsignedLong((unsigned long)sfs.f_type);
+}
+
+static int add_inotify_constants(PyObject *m) {
+    static const struct {
+        const char *name;
+        unsigned long value;
+    } constants[] = {
+        {"IN_MODIFY", IN_MODIFY},           {"IN_ATTRIB", IN_ATTRIB},
+        {"IN_CLOSE_WRITE", IN_CLOSE_WRITE}, {"IN_MOVED_FROM", IN_MOVED_FROM},
+        {"IN_MOVED_TO", IN_MOVED_TO},       {"IN_CREATE", IN_CREATE},
+        {"IN_DELETE", IN_DELETE},           {"IN_DELETE_SELF", IN_DELETE_SELF},
+        {"IN_MOVE_SELF", IN_MOVE_SELF},     {"IN_UNMOUNT", IN_UNMOUNT},
+        {"IN_Q_OVERFLOW", IN_Q_OVERFLOW},   {"IN_IGNORED", IN_IGNORED},
+        {"IN_ONLYDIR", IN_ONLYDIR},         {"IN_EXCL_UNLINK", IN_EXCL_UNLINK},
+        {"IN_ISDIR", IN_ISDIR},
+    };
+    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
+        PyObject *v = PyLong_FromUnsignedLong(constants[i].value);
+        if (!v || PyModule_AddObjectRef(m, constants[i].name, v) < 0) {
+            Py_XDECREF(v);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    return 0;
+}
+
+#define INOTIFY_METHODS                                                                        \
+    {"inotify_init", py_inotify_init, METH_NOARGS,                                             \
+     "inotify_init() -> fd: a non-blocking, close-on-exec inotify instance."},                 \
+        {"inotify_add_watch", py_inotify_add_watch, METH_VARARGS,                              \
+         "inotify_add_watch(fd, path, mask) -> wd."},                                          \
+        {"inotify_rm_watch", py_inotify_rm_watch, METH_VARARGS, "inotify_rm_watch(fd, wd)."},  \
+        {"fstatfs_type", py_fstatfs_type, METH_O,                                              \
+         "fstatfs_type(fd) -> int: the file system's magic number."},
+#else
+#define INOTIFY_METHODS
+static int add_inotify_constants(PyObject *m) {
+    (void)m;
+    return 0;
+}
+#endif
+
 static PyMethodDef module_methods[] = {
     {"protected_names", py_protected_names, METH_NOARGS,
      "protected_names() -> (dirs, files): the names the sandbox keeps read-only."},
@@ -1302,7 +1415,7 @@ static PyMethodDef module_methods[] = {
      "(Child, stdin_fd, stdout_fd, stderr_fd): an owned process on the host."},
     {"canonical_json", py_canonical_json, METH_O,
      "canonical_json(value) -> str: compact JSON, keys sorted, ECMAScript numbers."},
-    {NULL, NULL, 0, NULL},
+    INOTIFY_METHODS{NULL, NULL, 0, NULL},
 };
 
 static int module_exec(PyObject *m) {
@@ -1340,7 +1453,7 @@ static int module_exec(PyObject *m) {
         PyModule_AddIntConstant(m, "RULE_REWRITTEN", (long)A3S_RULE_REWRITTEN) < 0 ||
         PyModule_AddIntConstant(m, "RULE_PREFIX", (long)A3S_RULE_PREFIX) < 0)
         return -1;
-    return 0;
+    return add_inotify_constants(m);
 }
 
 static int module_traverse(PyObject *m, visitproc visit, void *arg) {

@@ -46,6 +46,7 @@ class Sandbox:
         max_processes: int = 0,
         tmpfs_max_bytes: int = 0,
         inotify_watch_budget: int = 0,
+        idle_stop_ms: int = 0,
     ) -> None: ...
     def exec(
         self,
@@ -91,3 +92,25 @@ def status_name(code: int) -> str: ...
 def path_normalize(path: str | bytes) -> str: ...
 def protected_names() -> tuple[tuple[str, ...], tuple[str, ...]]: ...
 def canonical_json(value: object) -> str: ...  # TypeError/ValueError: use _subject._encode
+
+# Linux only (verification/_inotify.py): thin wrappers over the system calls.
+IN_MODIFY: int
+IN_ATTRIB: int
+IN_CLOSE_WRITE: int
+IN_MOVED_FROM: int
+IN_MOVED_TO: int
+IN_CREATE: int
+IN_DELETE: int
+IN_DELETE_SELF: int
+IN_MOVE_SELF: int
+IN_UNMOUNT: int
+IN_Q_OVERFLOW: int
+IN_IGNORED: int
+IN_ONLYDIR: int
+IN_EXCL_UNLINK: int
+IN_ISDIR: int
+
+def inotify_init() -> int: ...
+def inotify_add_watch(fd: int, path: str | bytes, mask: int) -> int: ...
+def inotify_rm_watch(fd: int, wd: int) -> None: ...
+def fstatfs_type(fd: int) -> int: ...

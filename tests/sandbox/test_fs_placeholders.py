@@ -57,7 +57,7 @@ def _present(ws: Path) -> list[str]:
 
 
 def _journals(state: Path) -> list[Path]:
-    return sorted(state.glob("codeward/placeholders-*.journal"))
+    return sorted(state.glob("codeward/placeholders-*.d/*.journal"))
 
 
 OUTCOMES = {
@@ -254,8 +254,8 @@ def test_forged_journal_cannot_make_the_host_delete_files(
     out = fs.run(
         sb,
         "cd .local/state/codeward || exit 0; "
-        "j=$(ls | grep '^placeholders-' | head -1); prefix=$(echo \"$j\" | cut -d- -f1-2); "
-        f"printf '{forged}\\n' > \"$prefix-2147483646-forged.journal\"; ls; echo FORGED",
+        'd=$(ls -d placeholders-*.d | head -1); mkdir -p "${d:-none}"; '
+        f"printf '{forged}\\n' > \"$d/2147483646-forged.journal\"; ls; echo FORGED",
     )
     fs.run(sb, "true")  # the next run recovers "dead" journals
     for name, snap in before.items():

@@ -350,7 +350,7 @@ def test_unprivileged_placeholders_are_cleaned_up(driver) -> None:
     r = driver.run("ls -A; test -d .git && test -d .bashrc && echo protected")
     assert "protected" in r.stdout, f"placeholders were not in place during the run: {r}"
     assert sorted(os.listdir(driver.ws)) == before, "placeholders were left in the workspace"
-    assert [f for f in os.listdir(driver.state) if f.endswith(".journal")] == []
+    assert list(Path(driver.state).glob("**/*.journal")) == []
 
 
 def test_unprivileged_scratch_run_directory_is_removed(driver) -> None:
@@ -437,7 +437,7 @@ def test_unprivileged_reuse_keeps_the_boundary_and_isolates_commands(driver, mar
     assert survivors(marker) == []
     # the driver freed its handle: the sandbox, its placeholders and its journal are gone
     assert sorted(os.listdir(driver.ws)) == before, "placeholders were left in the workspace"
-    assert [f for f in os.listdir(driver.state) if f.endswith(".journal")] == []
+    assert list(Path(driver.state).glob("**/*.journal")) == []
     assert os.listdir(driver.scratch) == [], "the run directory was left behind"
 
 

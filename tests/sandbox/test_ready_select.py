@@ -41,9 +41,11 @@ REAL_INIT = _locate.init_path()
 
 
 @pytest.fixture(autouse=True)
-def fresh_probe(monkeypatch):
-    """Each case probes for itself; nothing it breaks leaks into the cache of later tests."""
+def fresh_probe(monkeypatch, tmp_path_factory):
+    """Each case probes for itself; nothing it breaks leaks into the cache of later tests
+    (neither the process's nor the verdicts kept for other processes)."""
     monkeypatch.setattr(NativeBashSandbox, "_probe_cache", {})
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("runtime")))
     monkeypatch.delenv(ENV_OPT_IN, raising=False)
 
 
@@ -51,13 +53,13 @@ def fresh_probe(monkeypatch):
 def no_bwrap(monkeypatch):
     """No bubblewrap anywhere the locator looks: not at the fixed system paths,
     not on PATH; every other program stays on PATH (the process host needs them)."""
-    real_which = _locate.shutil.which
+    real_which = _locate._which
 
-    def which(name, *args, **kwargs):
-        return None if os.path.basename(name) == "bwrap" else real_which(name, *args, **kwargs)
+    def which(name):
+        return None if os.path.basename(name) == "bwrap" else real_which(name)
 
     monkeypatch.setattr(_locate, "SYSTEM_BWRAP", ())
-    monkeypatch.setattr(_locate.shutil, "which", which)
+    monkeypatch.setattr(_locate, "_which", which)
     assert _locate.find_bwrap() is None
 
 
@@ -370,7 +372,7 @@ def test_a_bwrap_inside_the_workspace_is_never_run(workspace, monkeypatch) -> No
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     monkeypatch.setattr(_locate, "SYSTEM_BWRAP", ())
     monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
-    if _locate.shutil.which("bwrap") != str(fake):
+    if _locate._which("bwrap") != str(fake):
         pytest.skip("a system bwrap on PATH shadows the planted one")
     try:
         sb = select_sandbox(workspace)

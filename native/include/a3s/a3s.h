@@ -616,6 +616,11 @@ typedef struct a3s_sandbox_config {
     uint64_t inotify_watch_budget; /* inotify watches of the credential scan, beyond which it
                                       checks directories by their metadata; 0: a quarter of
                                       fs.inotify.max_user_watches */
+    uint64_t idle_stop_ms;         /* A3S_SANDBOX_REUSE: a long-lived sandbox that ran no
+                                      command for this long is stopped (its processes,
+                                      placeholders, descriptors and watches released); the
+                                      next command starts a new one; 0: 300000 (5 minutes),
+                                      A3S_NO_LIMIT: never */
 } a3s_sandbox_config;
 
 /* A bound of a3s_sandbox_config that is not wanted. */
@@ -645,6 +650,14 @@ typedef struct a3s_exec_options {
  * kernel's OOM killer in the sandbox's memory cgroup, or by the init's
  * watchdog, which kills the whole command); exit_code is then usually 137. */
 #define A3S_RESULT_OOM_KILLED (1ull << 5)
+/* Flag in a3s_process_result_view.flags: the sandboxed command called
+ * link() or linkat() (every call is watched and let through; on a kernel
+ * where they cannot be watched, every command has this flag). A hard link,
+ * even one removed again before the command ended, can change a file
+ * through a name in another directory, which no directory watch reports:
+ * a caller tracking the workspace's changes by directory events must read
+ * the whole tree again after such a command. */
+#define A3S_RESULT_HARD_LINKED (1ull << 6)
 
 /* Checks the configuration and binds a handle to the workspace. Nothing is
  * probed or run here: see a3s_sandbox_probe. cfg->struct_size may be the

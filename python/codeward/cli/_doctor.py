@@ -11,6 +11,10 @@ from .. import _native
 from ..sandbox import NativeBashSandbox
 from ..sandbox._locate import MIN_BWRAP, bwrap_version, find_bwrap
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._parser import _Commands
+
 
 @dataclass
 class Check:
@@ -21,10 +25,9 @@ class Check:
     fix: str = ""
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: _Commands) -> None:
     p = commands.add_parser(
         "doctor",
-        help="check what this machine offers the sandbox",
         description=(
             "Check what this machine offers the native sandbox (bubblewrap, user "
             "namespaces, seccomp, Landlock, pidfd, cgroup kill) and give a verdict. "
@@ -126,7 +129,7 @@ def collect() -> list[Check]:
         )
     )
     if all(c.ok for c in checks if c.required):
-        cause = NativeBashSandbox.probe()
+        cause = NativeBashSandbox.probe(fresh=True)  # a diagnosis never trusts a kept verdict
         checks.append(
             Check(
                 "sandbox self-test",

@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import asdict
-from types import FrameType
 
 from .._errors import CodewardError, SandboxArgumentError, SandboxUnavailable
-from ..sandbox import ENV_OPT_IN, CommandOutput, SandboxLimits, select_sandbox
+from ..sandbox import ENV_OPT_IN, select_sandbox
+from ..sandbox._native_runner import _CoreSandbox
+
+# Start-up time is this command's cost: nothing is imported for annotations alone, and
+# the C core's sandboxes are run for the output's fields, without building the
+# CommandOutput dataclass (importing dataclasses costs as much as the sandbox itself).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+    from typing import Any
+
+    from ._parser import _Commands
 
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2  # what main() returns for any other refusal
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: _Commands) -> None:
     p = commands.add_parser(
         "exec",
-        help="run a command inside the sandbox",
         description=(
             "Run COMMAND with bash -c inside the sandbox a session over DIR would get: "
             "bubblewrap namespaces, seccomp and Landlock, no network, writes only to the "
@@ -101,7 +108,7 @@ def _parse_env(items: list[str]) -> dict[str, str]:
     return env
 
 
-def _run_interruptibly(run: Callable[[threading.Event], CommandOutput]) -> CommandOutput:
+def _run_interruptibly(run: Callable[[threading.Event], dict[str, Any]]) -> dict[str, Any]:
     """Runs in a worker thread so that Ctrl-C or SIGTERM cancels the command, never orphans it."""
     cancel = threading.Event()
     box: dict[str, object] = {}
@@ -130,8 +137,18 @@ def _run_interruptibly(run: Callable[[threading.Event], CommandOutput]) -> Comma
     if isinstance(error, BaseException):
         raise error
     result = box["out"]
-    assert isinstance(result, CommandOutput)
+    assert isinstance(result, dict)
     return result
+
+
+def _fields(sandbox: Any, command: str, **kwargs: Any) -> dict[str, Any]:
+    """The fields of the command's CommandOutput."""
+    if isinstance(sandbox, _CoreSandbox):
+        fields: dict[str, Any] = sandbox._run(command, kill_grace_ms=2000, **kwargs)
+        return fields
+    import dataclasses  # the other backends (macOS) return the dataclass itself
+
+    return dataclasses.asdict(sandbox.exec(command, **kwargs))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,9 +157,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except CodewardError as exc:  # refused before the command started: still one JSON object
+        import dataclasses
+        import json
+
+        from ..sandbox import CommandOutput
+
         code = EXIT_UNAVAILABLE if isinstance(exc, SandboxUnavailable) else EXIT_USAGE
         refusal = CommandOutput("", "", code, False, False, 0, False, "none", str(exc))
-        print(json.dumps({**asdict(refusal), "error": type(exc).__name__}, ensure_ascii=False))
+        fields = dataclasses.asdict(refusal)
+        print(json.dumps({**fields, "error": type(exc).__name__}, ensure_ascii=False))
         return code
 
 
@@ -153,17 +176,23 @@ def _run(args: argparse.Namespace) -> int:
     command = " ".join(words)
     env = _parse_env(args.env)
     workspace = os.path.abspath(os.path.expanduser(args.workspace))
-    limits = SandboxLimits(
-        memory_max_bytes=args.memory_max,
-        max_processes=args.max_processes,
-        tmpfs_max_bytes=args.tmpfs_max,
-    )
+    bounds = (args.memory_max, args.max_processes, args.tmpfs_max)
+    limits = None
+    if any(b is not None for b in bounds):
+        from ..sandbox import SandboxLimits
+
+        limits = SandboxLimits(
+            memory_max_bytes=args.memory_max,
+            max_processes=args.max_processes,
+            tmpfs_max_bytes=args.tmpfs_max,
+        )
     sandbox = select_sandbox(
         workspace, allow_process_host_sandbox=args.allow_process_host_sandbox, limits=limits
     )
     try:
         out = _run_interruptibly(
-            lambda cancel: sandbox.exec(
+            lambda cancel: _fields(
+                sandbox,
                 command,
                 timeout_ms=args.timeout_ms,
                 env=env,
@@ -177,21 +206,25 @@ def _run(args: argparse.Namespace) -> int:
         print(f"codeward: sandbox unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     if args.json:
-        print(json.dumps({**asdict(out), "error": None}, ensure_ascii=False))
+        import json
+
+        print(json.dumps({**out, "error": None}, ensure_ascii=False))
     else:
-        sys.stdout.write(out.stdout)
+        sys.stdout.write(out["stdout"])
         sys.stdout.flush()
-        sys.stderr.write(out.stderr)
-        if out.setup_error:
+        sys.stderr.write(out["stderr"])
+        if out["setup_error"]:
             print(
-                f"codeward: sandbox refused to run the command: {out.setup_error}", file=sys.stderr
+                f"codeward: sandbox refused to run the command: {out['setup_error']}",
+                file=sys.stderr,
             )
-        elif out.timed_out:
+        elif out["timed_out"]:
             print(f"codeward: timed out after {args.timeout_ms} ms", file=sys.stderr)
-        elif out.oom_killed:
+        elif out["oom_killed"]:
             print("codeward: killed: the sandbox reached its memory bound", file=sys.stderr)
-        if not out.sandboxed:
+        if not out["sandboxed"]:
             print(
                 "codeward: warning: ran on the host with no sandbox (process host)", file=sys.stderr
             )
-    return out.exit_code
+    code: int = out["exit_code"]
+    return code

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-import argparse
+import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
 from .._errors import CodewardError
-from . import _doctor, _exec, _mcp, _policy, _replay, _version
+
+TYPE_CHECKING = False  # typing itself costs a few ms on every call
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+# Each command lives in its own module, imported only when that command runs: `codeward
+# version` must not pay for the sandbox, nor `codeward exec` for the policy engine. The
+# one-line summaries are here so that `codeward --help` can list every command without
+# importing any.
+COMMANDS = {
+    "version": ("_version", "print the package, C core and ABI versions"),
+    "doctor": ("_doctor", "check what this machine offers the sandbox"),
+    "exec": ("_exec", "run a command inside the sandbox"),
+    "policy": ("_policy", "check a call against a policy, or lint a policy"),
+    "replay": ("_replay", "replay a transcript of model tool calls through the kernel"),
+    "mcp": ("_mcp", "list the tools of MCP servers and how the kernel decides them"),
+}
 
 DESCRIPTION = """\
 codeward: the security kernel of a coding agent.
@@ -31,32 +45,16 @@ Policy files are YAML or JSON with the keys deny, allow, ask,
 default_decision and enabled; see docs/policy.md."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other error
-        self.exit(2, f"codeward: error: {message} (see '{self.prog} --help')\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="codeward",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.required = True
-    _version.register(commands)
-    _doctor.register(commands)
-    _exec.register(commands)
-    _policy.register(commands)
-    _replay.register(commands)
-    _mcp.register(commands)
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    answered = _answer_at_once(list(argv))
+    if answered is not None:
+        return answered
+    from ._parser import build_parser
+
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         code: int = args.run(args)
@@ -69,6 +67,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     return code
+
+
+# `codeward version` and `codeward --help` answer without argparse, whose import (re, enum,
+# gettext, locale) costs more than the rest of the call. The help text is argparse's own
+# layout, composed here only while nothing in it would wrap; tests/test_cli_startup.py
+# compares it with argparse's at every width.
+_HELP_COLUMN = 14  # where argparse starts a help text here: len("  -h, --help") + 2
+
+
+def _answer_at_once(argv: list[str]) -> int | None:
+    """The exit code of a call answered without the parser, or None to parse it."""
+    if argv in (["version"], ["version", "--json"]):
+        from ._version import show
+
+        return show(as_json=len(argv) == 2)
+    if argv in (["--help"], ["-h"]):
+        text = top_help(help_width())
+        if text is not None:
+            sys.stdout.write(text)
+            raise SystemExit(0)  # as argparse ends after printing the help
+    return None
+
+
+def help_width() -> int:
+    """The help's width, as argparse would find it (COLUMNS, else the terminal), less 2."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return max(columns - 2, 11)
+
+
+def top_help(width: int) -> str | None:
+    """``codeward --help`` as argparse lays it out at ``width``, or None if a line would wrap."""
+    rows = [("  -h, --help", "show this help message and exit")]
+    rows += [(f"    {name}", summary) for name, (_, summary) in COMMANDS.items()]
+    if width < 44 or any(len(left) > _HELP_COLUMN - 2 for left, _ in rows):
+        return None  # argparse would move the help column
+    usage = "usage: codeward [-h] COMMAND ..."
+    lines = [f"{left:<{_HELP_COLUMN}}{text}" for left, text in rows]
+    if any(len(line) > width for line in [usage, *lines]):
+        return None  # argparse would wrap it
+    commands = "\n".join(lines[1:])
+    return (
+        f"{usage}\n\n{DESCRIPTION}\n\npositional arguments:\n"
+        f"  COMMAND\n{commands}\n\noptions:\n{lines[0]}\n\n{EPILOG}\n"
+    )
 
 
 if __name__ == "__main__":

@@ -6,15 +6,17 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._parser import _Commands
 
 MODES = ("default", "plan", "auto")
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: _Commands) -> None:
     p = commands.add_parser(
         "mcp",
-        help="list the tools of configured MCP servers and how the kernel decides them",
         description="Inspect MCP stdio servers configured in a .mcp.json file.",
     )
     sub = p.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", parser_class=type(p))

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import PolicyError
 from ..policy import BashVerdict, CommandVerdict, PermissionPolicy, RuleView, argument_string
 
+if TYPE_CHECKING:
+    from ._parser import _Commands
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+
+def register(commands: _Commands) -> None:
     p = commands.add_parser(
         "policy",
-        help="check a call against a policy, or lint a policy",
         description="Try a permission policy on one call, or find its footguns.",
     )
     sub = p.add_subparsers(dest="policy_command", metavar="SUBCOMMAND", parser_class=type(p))

@@ -13,13 +13,16 @@ from ..kernel import InvocationOutcome, Origin, ToolCall
 from ..policy import PermissionPolicy
 from ..session import Agent, SessionOptions
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._parser import _Commands
+
 EXIT_BAD_LINES = 1
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: _Commands) -> None:
     p = commands.add_parser(
         "replay",
-        help="run a recorded transcript of model tool calls through the kernel",
         description=(
             'Feed TRANSCRIPT (JSON lines: one {"id", "name", "args"} object per model tool '
             "call) through the invocation kernel of a session over DIR, in the given mode and "

@@ -4,11 +4,14 @@
 native boundary does and does not promise.
 """
 
-from ._limits import UNLIMITED, SandboxLimits
-from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
-from ._output import CommandOutput
-from ._protocol import BashSandbox
-from ._select import ENV_OPT_IN, UnavailableBashSandbox, process_host_opted_in, select_sandbox
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # what the names below resolve to, for type checkers and readers
+    from ._limits import UNLIMITED, SandboxLimits
+    from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
+    from ._output import CommandOutput
+    from ._protocol import BashSandbox
+    from ._seatbelt import PythonProcessHostBashSandbox, SeatbeltBashSandbox, seatbelt_probe
+    from ._select import ENV_OPT_IN, UnavailableBashSandbox, process_host_opted_in, select_sandbox
 
 __all__ = [
     "ENV_OPT_IN",
@@ -26,14 +29,36 @@ __all__ = [
     "select_sandbox",
 ]
 
-
-_MACOS = {"PythonProcessHostBashSandbox", "SeatbeltBashSandbox", "seatbelt_probe"}
+# Each name loads its module on first use: `codeward exec` imports the selection and the
+# native runner, not the protocol's typing machinery, the output dataclass or (on Linux)
+# the macOS backends.
+_HOME = {
+    "ENV_OPT_IN": "_select",
+    "UNLIMITED": "_limits",
+    "SandboxLimits": "_limits",
+    "BashSandbox": "_protocol",
+    "CommandOutput": "_output",
+    "NativeBashSandbox": "_native_runner",
+    "ProcessHostBashSandbox": "_native_runner",
+    "PythonProcessHostBashSandbox": "_seatbelt",
+    "SeatbeltBashSandbox": "_seatbelt",
+    "UnavailableBashSandbox": "_select",
+    "process_host_opted_in": "_select",
+    "seatbelt_probe": "_seatbelt",
+    "select_sandbox": "_select",
+}
 
 
 def __getattr__(name: str) -> object:
-    """The macOS backends load on first use: Linux hosts never pay for them."""
-    if name in _MACOS:
-        from . import _seatbelt
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return getattr(_seatbelt, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

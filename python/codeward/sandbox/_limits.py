@@ -28,6 +28,10 @@ class SandboxLimits:
     - ``inotify_watch_budget``: watches the credential scan may hold; beyond
       them it checks directories by their metadata. Default: a quarter of
       ``fs.inotify.max_user_watches`` (the user's whole budget).
+    - ``idle_stop_ms``: a long-lived sandbox that ran no command for this
+      long is stopped (its processes, placeholders, descriptors and watches
+      released); the next command starts a new one. Default: 300,000 (five
+      minutes); UNLIMITED: never.
 
     Each also takes :data:`UNLIMITED`. docs/security.md ("Resource bounds")
     says what each bound does and does not cover; the Seatbelt (macOS) and
@@ -38,6 +42,7 @@ class SandboxLimits:
     max_processes: int | None = None
     tmpfs_max_bytes: int | None = None
     inotify_watch_budget: int | None = None
+    idle_stop_ms: int | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 MIN_BWRAP = (0, 8, 0)
 SYSTEM_BWRAP = ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 def init_path() -> str | None:
     """The a3s-init executable shipped inside the package, if it was built."""
-    candidate = _PACKAGE_DIR / "_bin" / "a3s-init"
-    return str(candidate) if os.access(candidate, os.X_OK) else None
+    candidate = os.path.join(_PACKAGE_DIR, "_bin", "a3s-init")
+    return candidate if os.access(candidate, os.X_OK) else None
+
+
+def _which(name: str) -> str | None:
+    """The first executable ``name`` on PATH (``shutil.which`` without importing shutil, which
+    costs `codeward exec` more start-up time than the sandbox itself)."""
+    for directory in os.get_exec_path():
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def _trusted(path: str, workspace: str | None) -> bool:
@@ -42,18 +52,25 @@ def find_bwrap(workspace: str | None = None) -> str | None:
     cannot write, and must not lie inside the workspace; nothing else is
     ever executed, not even for ``--version``.
     """
-    found = [c for c in SYSTEM_BWRAP if os.access(c, os.X_OK)]
-    which = shutil.which("bwrap")
-    if which:
-        found.append(which)
-    for candidate in found:
+    for candidate in _candidates():
         real = os.path.realpath(candidate)
         if os.path.isabs(real) and _trusted(real, workspace):
             return real
     return None
 
 
+def _candidates() -> Iterator[str]:
+    """The fixed system paths, then (only if none of them will do) the one on PATH."""
+    yield from (c for c in SYSTEM_BWRAP if os.access(c, os.X_OK))
+    which = _which("bwrap")
+    if which:
+        yield which
+
+
 def bwrap_version(path: str) -> tuple[int, ...] | None:
+    import re
+    import subprocess
+
     try:
         out = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=5, check=False

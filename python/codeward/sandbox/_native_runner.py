@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
-import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, ClassVar
 
 from .. import _native
 from .._errors import NativeCoreError, SandboxArgumentError, SandboxError, SandboxUnavailable
 from ._args import check_exec_args
 from ._base import SandboxBase
-from ._limits import SandboxLimits
 from ._locate import MIN_BWRAP, bwrap_version, find_bwrap, init_path
-from ._output import CommandOutput
+from ._probe_cache import probe_key, recall_pass, remember_pass
+
+# This module is on `codeward exec`'s path, where every import is start-up time: what is
+# needed only for annotations, the output type or the probe is imported where it is used.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import TracebackType
+    from typing import Any, ClassVar
+
+    from ._limits import SandboxLimits
+    from ._output import CommandOutput
 
 DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_MAX_OUTPUT = 102_400
@@ -54,11 +59,19 @@ def _raise_native(exc: Any, workspace: str) -> None:
 
 
 class _CancelBridge:
-    """Turns a threading.Event-like `cancel` into a pipe the C runner polls."""
+    """Turns a threading.Event-like `cancel` into a pipe the C runner polls.
+
+    The watcher polls the event every 50 ms; ``close()`` does not wait for
+    it (a command must not pay up to a poll interval when it ends): under
+    the lock it marks the bridge closed and closes the pipe, and the
+    watcher, which writes only under the same lock while the bridge is
+    open, then exits at its next poll.
+    """
 
     def __init__(self, cancel: Any) -> None:
         self._read, self._write = os.pipe()
-        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._closed = False
         self._thread = threading.Thread(target=self._watch, args=(cancel,), daemon=True)
         self._thread.start()
 
@@ -67,21 +80,24 @@ class _CancelBridge:
         return self._read
 
     def _watch(self, cancel: Any) -> None:
-        while not self._done.is_set():
-            waiter = getattr(cancel, "wait", None)
+        waiter = getattr(cancel, "wait", None)
+        while True:
             if waiter is not None:
                 waiter(0.05)
             else:
                 time.sleep(0.05)
-            if cancel.is_set():
-                os.write(self._write, b"x")
-                return
+            with self._lock:
+                if self._closed:
+                    return
+                if cancel.is_set():
+                    os.write(self._write, b"x")
+                    return
 
     def close(self) -> None:
-        self._done.set()
-        self._thread.join()
-        os.close(self._read)
-        os.close(self._write)
+        with self._lock:
+            self._closed = True
+            os.close(self._read)
+            os.close(self._write)
 
 
 # Handles whose long-lived sandbox must be stopped when the interpreter exits, so its
@@ -144,6 +160,30 @@ class _CoreSandbox(SandboxBase):
         cancel: Any = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` and returns its output (never raises for the command's fate)."""
+        from ._output import CommandOutput
+
+        return CommandOutput(
+            **self._run(
+                command,
+                timeout_ms=timeout_ms,
+                env=env,
+                max_output_bytes=max_output_bytes,
+                kill_grace_ms=kill_grace_ms,
+                cancel=cancel,
+            )
+        )
+
+    def _run(
+        self,
+        command: str,
+        *,
+        timeout_ms: int,
+        env: Mapping[str, str] | None,
+        max_output_bytes: int,
+        kill_grace_ms: int,
+        cancel: Any,
+    ) -> dict[str, Any]:
+        """``exec``, with the fields of its CommandOutput as a dict (the command line's path)."""
         check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
         entries = _env_entries(env)
         bridge = _CancelBridge(cancel) if cancel is not None else None
@@ -162,21 +202,22 @@ class _CoreSandbox(SandboxBase):
         finally:
             if bridge:
                 bridge.close()
-        return CommandOutput(
-            stdout=raw["stdout"].decode("utf-8", "replace"),
-            stderr=raw["stderr"].decode("utf-8", "replace"),
-            exit_code=raw["exit_code"],
-            timed_out=raw["timed_out"],
-            truncated=raw["stdout_truncated"] or raw["stderr_truncated"],
-            total_bytes=raw["stdout_total"] + raw["stderr_total"],
-            sandboxed=self._sandboxed,
-            backend=self._backend,
-            setup_error=raw["setup_error"],
-            cancelled=raw["cancelled"],
-            duration_ms=raw["duration_us"] / 1000.0,
-            neutralized=tuple(raw["neutralized"].splitlines()),
-            oom_killed=raw["oom_killed"],
-        )
+        return {
+            "stdout": raw["stdout"].decode("utf-8", "replace"),
+            "stderr": raw["stderr"].decode("utf-8", "replace"),
+            "exit_code": raw["exit_code"],
+            "timed_out": raw["timed_out"],
+            "truncated": raw["stdout_truncated"] or raw["stderr_truncated"],
+            "total_bytes": raw["stdout_total"] + raw["stderr_total"],
+            "sandboxed": self._sandboxed,
+            "backend": self._backend,
+            "setup_error": raw["setup_error"],
+            "cancelled": raw["cancelled"],
+            "duration_ms": raw["duration_us"] / 1000.0,
+            "neutralized": tuple(raw["neutralized"].splitlines()),
+            "oom_killed": raw["oom_killed"],
+            "hard_linked": raw["hard_linked"],
+        }
 
 
 def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
@@ -238,13 +279,15 @@ class NativeBashSandbox(_CoreSandbox):
             reuse = self._default_reuse
         if not isinstance(reuse, bool):
             raise SandboxArgumentError("reuse must be True or False")
-        if limits is None:
-            limits = SandboxLimits()
-        if not isinstance(limits, SandboxLimits):
-            raise SandboxArgumentError("limits must be a SandboxLimits")
+        bounds: dict[str, int] = {}
+        if limits is not None:  # (None: the C core's defaults, without importing the class)
+            from ._limits import SandboxLimits
+
+            if not isinstance(limits, SandboxLimits):
+                raise SandboxArgumentError("limits must be a SandboxLimits")
+            bounds = limits.native_kwargs()
         super().__init__(
-            workspace,
-            _handle=_new_handle(workspace, bwrap=bwrap, reuse=reuse, **limits.native_kwargs()),
+            workspace, _handle=_new_handle(workspace, bwrap=bwrap, reuse=reuse, **bounds)
         )
         self._bwrap = bwrap
         self._reuse = reuse
@@ -258,14 +301,23 @@ class NativeBashSandbox(_CoreSandbox):
     @property
     def limits(self) -> SandboxLimits:
         """The resource bounds asked for (``None`` fields: the defaults)."""
-        return self._limits
+        from ._limits import SandboxLimits
+
+        return self._limits or SandboxLimits()
 
     @classmethod
-    def probe(cls, bwrap: str | None = None, workspace: str | None = None) -> str | None:
+    def probe(
+        cls, bwrap: str | None = None, workspace: str | None = None, *, fresh: bool = False
+    ) -> str | None:
         """None if the boundary works on this machine, else the reason it does not.
 
         It runs a self-test through the real boundary once per process (per
-        bubblewrap binary) and caches the verdict.
+        bubblewrap binary) and caches the verdict. A pass is also kept for
+        other processes of the same user, keyed on everything it depends on
+        (the bubblewrap, a3s-init and C core files, the kernel, the caller's
+        ids and namespaces, the user namespace settings: sandbox/_probe_cache.py),
+        so a new process skips the self-test until one of those changes.
+        ``fresh=True`` runs the self-test whatever was kept (``codeward doctor``).
         """
         bwrap = bwrap or find_bwrap(workspace)
         if bwrap is None:
@@ -273,12 +325,22 @@ class NativeBashSandbox(_CoreSandbox):
                 "bubblewrap (bwrap) is not installed as a root-owned system program: "
                 "apt-get install bubblewrap"
             )
-        init = init_path() or ""
-        key = (bwrap, init)
+        init = init_path()
+        key = (bwrap, init or "")
         with cls._probe_lock:
-            if key not in cls._probe_cache:
-                cls._probe_cache[key] = cls._run_probe(bwrap)
+            if fresh or key not in cls._probe_cache:
+                cls._probe_cache[key] = cls._probe_or_recall(bwrap, init, fresh)
             return cls._probe_cache[key]
+
+    @classmethod
+    def _probe_or_recall(cls, bwrap: str, init: str | None, fresh: bool) -> str | None:
+        stored = probe_key(bwrap, init, getattr(_native, "__file__", None))
+        if not fresh and recall_pass(stored):
+            return None
+        verdict = cls._run_probe(bwrap)
+        if verdict is None:
+            remember_pass(stored)
+        return verdict
 
     @staticmethod
     def _run_probe(bwrap: str) -> str | None:
@@ -295,6 +357,9 @@ class NativeBashSandbox(_CoreSandbox):
             )
         if not features["seccomp_filter"]:
             return "the kernel has no seccomp filter support"
+        import shutil
+        import tempfile
+
         probe_dir = tempfile.mkdtemp(prefix="a3s-probe-")
         try:
             # through a long-lived sandbox: the path commands take by default

@@ -17,6 +17,10 @@ class CommandOutput:
     when the sandbox refused or failed to start (``setup_error`` says why).
     ``oom_killed`` says the sandbox reached its memory bound and a process of
     the command was killed for it (``exit_code`` is then usually 137).
+    ``hard_linked`` says the command called ``link()`` or ``linkat()`` (the
+    native sandbox watches them): a hard link, even one removed again, can
+    change a file where no directory watch sees it, so the session's change
+    detection reads the whole workspace after such a command.
     ``sandboxed`` is False only for the process host, which has no boundary.
     ``neutralized`` lists, one line each, what the sandbox found hostile in
     the workspace and did not follow or mount for this run (a credential
@@ -37,6 +41,7 @@ class CommandOutput:
     duration_ms: float = 0.0
     neutralized: tuple[str, ...] = ()
     oom_killed: bool = False
+    hard_linked: bool = False
 
     @property
     def ok(self) -> bool:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from typing import Any
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
-from ._limits import SandboxLimits
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
-from ._output import CommandOutput
-from ._protocol import BashSandbox
+
+TYPE_CHECKING = False  # on `codeward exec`'s path: annotations cost no import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from ._limits import SandboxLimits
+    from ._output import CommandOutput
+    from ._protocol import BashSandbox
 
 ENV_OPT_IN = "A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX"
 _TRUE = {"1", "true", "yes", "on"}
@@ -86,8 +90,11 @@ def select_sandbox(
         return sandbox_handle
     if not isinstance(allow_process_host_sandbox, bool):
         raise SandboxArgumentError("allow_process_host_sandbox must be True or False")
-    if limits is not None and not isinstance(limits, SandboxLimits):
-        raise SandboxArgumentError("limits must be a SandboxLimits")
+    if limits is not None:
+        from ._limits import SandboxLimits  # (not imported for the defaults)
+
+        if not isinstance(limits, SandboxLimits):
+            raise SandboxArgumentError("limits must be a SandboxLimits")
     path = os.fspath(workspace)
     if not os.path.isabs(path):
         path = os.path.abspath(path)

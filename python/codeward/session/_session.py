@@ -9,6 +9,7 @@ confirmations, but still use the same sandbox handle and credential boundary.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import threading
@@ -32,10 +33,11 @@ from ..kernel import (
     ToolRegistry,
 )
 from ..policy import PermissionPolicy
-from ..sandbox import BashSandbox, ProcessHostBashSandbox, select_sandbox
+from ..sandbox import BashSandbox, NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
 from ..tools import Tool, ToolResult, builtin_tools
 from ..verification import (
     MutationLedger,
+    SnapshotTracker,
     TurnOutcome,
     VerificationGate,
     VerificationReport,
@@ -52,6 +54,11 @@ from ._task import TaskRunner, TaskTool
 __all__ = ["Agent", "Session", "SessionClosed", "SkillSession"]
 
 _INHERITANCE = ("auto_approve", "deny_on_ask", "inherit_parent")
+# Why a bash call's "after" snapshot walks the whole workspace.
+_HARD_LINKED = (
+    "the command called link() or linkat(): a hard link, even one removed again, can change "
+    "a file where no directory watch sees it"
+)
 _ENTRY_ORIGINS = (Origin.MODEL, Origin.WORKFLOW, Origin.HOST_GOVERNED)
 
 
@@ -95,6 +102,7 @@ class Session:
         self._tool_changes = 0  # changes the tools recorded: each one invalidates the bash snapshot
         self._bash_snapshot: tuple[WorkspaceSnapshot, int] | None = None
         self._snapshot_lock = threading.Lock()
+        self._tracking = _Tracking(self._workspace.root, self.sandbox)
         self._lock = threading.Lock()
         self._scope = CallScope(
             "session",
@@ -418,6 +426,7 @@ class Session:
         child._hooks = self._hooks
         child._confirmations = self._confirmations
         child._ledger = self._ledger  # a child's changes are the parent's turn's changes
+        child._tracking = self._tracking
         child._gate = self._gate
         child._lock = threading.Lock()
         child._scope = CallScope(
@@ -495,6 +504,7 @@ class Session:
             timeout_ms,
             workspace_root=self.workspace,
             ledger=self._ledger,
+            tracker=self._tracking.tracker(),
         )
         self._gate.add_report(report)
         return report
@@ -526,24 +536,43 @@ class Session:
         outside the session between two bash calls is booked to the second:
         the turn's effect then covers the workspace as it is, which is what a
         verification must see. An escalated call (outside the sandbox) can
-        touch the protected names too, so its snapshots include them.
+        touch the protected names too, so its snapshots include them, and are
+        walks of the whole tree. Otherwise the session's tracker re-reads only
+        the directories the command changed; the result's metadata
+        (``change_detection``) says how the "after" snapshot was taken.
         """
         skip = () if escalated else None
         with self._snapshot_lock:
             cached, self._bash_snapshot = self._bash_snapshot, None
         fresh = cached is not None and not escalated and cached[1] == self._tool_changes
         before = cached[0] if fresh and cached is not None else self._snapshot(skip)
+        result: ToolResult | None = None
         try:
-            return run()
+            result = run()
         finally:
-            after = self._snapshot(skip)
+            linked = result is None or result.metadata.get("hard_linked", False) is not False
+            after = self._snapshot(skip, linked=linked)
             record_bash_changes(self._ledger, before, after, self.workspace)
             if not escalated:
                 with self._snapshot_lock:
                     self._bash_snapshot = (after, self._tool_changes)
+        assert result is not None
+        detection = {
+            "incremental": after.incremental,
+            "directories_read": after.directories_read,
+            "fallback": after.fallback,
+        }
+        return dataclasses.replace(
+            result, metadata={**result.metadata, "change_detection": detection}
+        )
 
-    def _snapshot(self, skip_top: tuple[str, ...] | None) -> WorkspaceSnapshot:
+    def _snapshot(
+        self, skip_top: tuple[str, ...] | None, *, linked: bool = False
+    ) -> WorkspaceSnapshot:
         if skip_top is None:
+            tracker = self._tracking.tracker()
+            if tracker is not None:
+                return tracker.snapshot(walk=_HARD_LINKED if linked else None)
             return WorkspaceSnapshot.take(self.workspace)
         return WorkspaceSnapshot.take(self.workspace, skip_top=skip_top)
 
@@ -566,6 +595,7 @@ class Session:
                     self._mcp.close()  # every process of every server ends
             finally:
                 self._confirmations.cancel_all()
+                self._tracking.close()  # its inotify watches, one per directory
                 if self._started:
                     self._hooks.run(
                         HookEvent.SESSION_END, self._lifecycle_context(HookEvent.SESSION_END)
@@ -625,6 +655,45 @@ class Session:
         close = getattr(self.sandbox, "close", None)
         if callable(close) and self.options.sandbox_handle is None:
             close()
+
+
+class _Tracking:
+    """The session's change tracker, made on first use, only where it can vouch for a command.
+
+    A command confined by the native sandbox can change the workspace only
+    through names inside it (every other name it sees is on a read-only or
+    separate mount), which is what directory watches see, except through a
+    hard link, and the sandbox reports every command that called link()
+    (``hard_linked``): that call's snapshot is a walk. Any other sandbox (the
+    process host, a host's own handle, an escalated call) is not known to
+    confine or to report links: its snapshots are walks of the whole tree.
+    """
+
+    def __init__(self, root: str, sandbox: BashSandbox) -> None:
+        self._root = root
+        # only the native sandbox reports the hard links its commands make (hard_linked)
+        self._confined = isinstance(sandbox, NativeBashSandbox)
+        self._lock = threading.Lock()
+        self._tracker: SnapshotTracker | None = None
+        self._closed = False
+
+    def tracker(self) -> SnapshotTracker | None:
+        if not self._confined:
+            return None
+        with self._lock:
+            if self._closed:
+                return None  # the session is closed: a call still running walks
+            if self._tracker is None:
+                self._tracker = SnapshotTracker(self._root)
+            return self._tracker
+
+    def close(self) -> None:
+        """Releases the tracker's watches; snapshots from here on are walks."""
+        with self._lock:
+            self._closed = True
+            tracker, self._tracker = self._tracker, None
+        if tracker is not None:
+            tracker.close()
 
 
 class _ToolRecorder:

@@ -278,6 +278,7 @@ def result_of(name: str, out: CommandOutput, timeout_ms: int, *, escalated: bool
         "cancelled": out.cancelled,
         "duration_ms": out.duration_ms,
         "oom_killed": out.oom_killed,
+        "hard_linked": out.hard_linked,
     }
     text = format_output(out, timeout_ms)
     kind: ErrorKind | None = None

@@ -2,7 +2,8 @@
 
 - :class:`MutationLedger` records every change (tools call ``record``; bash
   changes come from :func:`record_bash_changes` over two
-  :class:`WorkspaceSnapshot`s) and gives the turn's effect digest.
+  :class:`WorkspaceSnapshot`s, taken incrementally by a :class:`SnapshotTracker`)
+  and gives the turn's effect digest.
 - :func:`detect_checks` finds the workspace's checks, :func:`run_checks`
   runs them through the sandbox into a :class:`VerificationReport` bound to a
   digest.
@@ -42,6 +43,7 @@ from ._snapshot import (
     FileType,
     WorkspaceSnapshot,
 )
+from ._tracker import SnapshotTracker
 
 __all__ = [
     "BASH_TOOL",
@@ -68,6 +70,7 @@ __all__ = [
     "MutationLedger",
     "ReportFormatError",
     "SnapshotError",
+    "SnapshotTracker",
     "TurnOutcome",
     "TurnStatus",
     "VerificationCheck",

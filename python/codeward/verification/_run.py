@@ -16,6 +16,7 @@ from ._grammar import is_sha256_hex
 from ._ledger import MutationLedger
 from ._report import CheckStatus, VerificationCheck, VerificationReport
 from ._snapshot import PROTECTED_NAMES, Change, WorkspaceSnapshot
+from ._tracker import SnapshotTracker
 
 __all__ = [
     "DEFAULT_CHECK_TIMEOUT_MS",
@@ -72,6 +73,7 @@ def _run_one(
     evidence_chars: int,
     cancel: Any,
     risks: list[str],
+    linked: list[bool],
 ) -> VerificationCheck:
     timeout = spec.timeout_ms or timeout_ms
     started = time.monotonic()
@@ -91,6 +93,7 @@ def _run_one(
             (time.monotonic() - started) * 1000,
         )
     status, headline = _outcome(out, timeout)
+    linked.append(getattr(out, "hard_linked", False) is True)
     if not out.sandboxed:
         risks.append(
             f"check {spec.id} ran without a sandbox (backend {out.backend}): "
@@ -108,16 +111,30 @@ def _run_one(
     )
 
 
+_HARD_LINKED = (
+    "a check called link() or linkat(): a hard link, even one removed again, can change a "
+    "file where no directory watch sees it"
+)
+
+
+def _snapshot(
+    root: str, skip_top: Collection[str], tracker: SnapshotTracker | None, *, linked: bool = False
+) -> WorkspaceSnapshot:
+    """Through the tracker when it tracks exactly this (it re-reads only what changed)."""
+    if tracker is not None and tracker.root == root and set(tracker.skip_top) == set(skip_top):
+        return tracker.snapshot(walk=_HARD_LINKED if linked else None)
+    return WorkspaceSnapshot.take(root, skip_top=skip_top)
+
+
 def _integrity(
     specs: Sequence[CheckSpec],
     before: WorkspaceSnapshot,
+    after: WorkspaceSnapshot,
     root: str,
     ledger: MutationLedger | None,
     risks: list[str],
-    skip_top: Collection[str],
 ) -> VerificationCheck:
     """Whether the checks left the workspace as they found it, outside their outputs."""
-    after = WorkspaceSnapshot.take(root, skip_top=skip_top)
     if not (before.complete and after.complete):
         if ledger is not None:
             record_unknown_change(ledger, tool=VERIFY_TOOL)
@@ -148,7 +165,8 @@ def _integrity(
             "integrity",
             False,
             "passed",
-            "the checks changed nothing in the workspace outside their declared outputs",
+            "the checks changed nothing in the workspace outside their declared outputs"
+            + _how_compared(before, after),
         )
     if ledger is not None:
         record_changes(ledger, root, stray, tool=VERIFY_TOOL)
@@ -160,8 +178,16 @@ def _integrity(
         True,
         "failed",
         f"the checks changed {len(stray)} path(s) in the workspace, so what they verified is "
-        f"not what is there now:\n{listed}{more}",
+        f"not what is there now:\n{listed}{more}" + _how_compared(before, after),
     )
+
+
+def _how_compared(before: WorkspaceSnapshot, after: WorkspaceSnapshot) -> str:
+    """A note on the evidence when a tracker had to walk the whole tree (and why)."""
+    reasons = [s.fallback for s in (before, after) if s.fallback]
+    if not reasons:
+        return ""
+    return f" (compared by walking the whole workspace: {'; '.join(dict.fromkeys(reasons))})"
 
 
 def run_checks(
@@ -174,6 +200,7 @@ def run_checks(
     ledger: MutationLedger | None = None,
     evidence_chars: int = EVIDENCE_TAIL_CHARS,
     cancel: Any = None,
+    tracker: SnapshotTracker | None = None,
 ) -> VerificationReport:
     """Runs every check through ``sandbox`` and reports on them, bound to ``effect_digest``.
 
@@ -184,7 +211,9 @@ def run_checks(
     fails the report (``workspace-unchanged``), and with ``ledger`` those
     changes are also recorded, under the tool ``verify``, so the digest moves
     and this report is stale. No specs: a report with no required check (it
-    cannot pass) and a residual risk saying so.
+    cannot pass) and a residual risk saying so. A ``tracker`` of the same
+    root and skip list (PROTECTED_NAMES for a confining sandbox, nothing
+    otherwise) takes those snapshots by re-reading only what changed.
     """
     if not is_sha256_hex(effect_digest):
         raise ReportFormatError(
@@ -207,10 +236,14 @@ def run_checks(
     root = None if workspace_root is None else os.path.abspath(os.fspath(workspace_root))
     # unconfined checks could also write the names the sandbox protects: look there too
     skip_top: Collection[str] = PROTECTED_NAMES if getattr(sandbox, "sandboxed", False) else ()
-    before = None if root is None else WorkspaceSnapshot.take(root, skip_top=skip_top)
-    checks = [_run_one(sandbox, s, timeout_ms, evidence_chars, cancel, risks) for s in specs]
+    before = None if root is None else _snapshot(root, skip_top, tracker)
+    linked: list[bool] = []
+    checks = [
+        _run_one(sandbox, s, timeout_ms, evidence_chars, cancel, risks, linked) for s in specs
+    ]
     if root is not None and before is not None:
-        checks.append(_integrity(specs, before, root, ledger, risks, skip_top))
+        after = _snapshot(root, skip_top, tracker, linked=any(linked))
+        checks.append(_integrity(specs, before, after, root, ledger, risks))
     else:
         risks.append("the workspace was not compared before and after the checks (no root given)")
     if not any(s.required for s in specs):

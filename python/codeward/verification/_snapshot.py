@@ -62,7 +62,7 @@ FileType = Literal["file", "symlink", "directory", "other"]
 # 64 bits (``touch -d 2400-01-01``), in seconds it does.
 _STATE = struct.Struct("<IQqIqIQQ")
 _NS = 1_000_000_000
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _file_type(mode: int) -> FileType:
@@ -112,23 +112,39 @@ class Change:
 class WorkspaceSnapshot:
     """The metadata of every file, symlink and directory under a workspace root.
 
-    Build one with :meth:`take`; compare two with :meth:`diff`. Paths are
-    workspace-relative and ``/``-separated.
+    Build one with :meth:`take`, or incrementally with a
+    :class:`~codeward.verification.SnapshotTracker`; compare two with
+    :meth:`diff`. Paths are workspace-relative and ``/``-separated.
+
+    The entries are kept per directory, so a snapshot derived from another
+    shares every directory that did not change, and a diff between them
+    looks at the changed directories only.
     """
 
     def __init__(
         self,
         root: str,
-        states: dict[str, bytes],
+        dirs: dict[str, dict[str, bytes]],
         unreadable: frozenset[str],
         complete: bool,
         skipped: frozenset[str],
+        *,
+        lineage: tuple[_ChangeLog, int] | None = None,
+        incremental: bool = False,
+        fallback: str | None = None,
+        directories_read: int | None = None,
+        count: int | None = None,
     ) -> None:
         self._root = root
-        self._states = states
+        self._dirs = dirs  # directory ("" for the root) -> {name: packed state}
         self._unreadable = unreadable
         self._complete = complete
         self._skipped = skipped
+        self._lineage = lineage
+        self._incremental = incremental
+        self._fallback = fallback
+        self._count = sum(map(len, dirs.values())) if count is None else count
+        self._read = len(dirs) if directories_read is None else directories_read
 
     @classmethod
     def take(
@@ -145,28 +161,13 @@ class WorkspaceSnapshot:
         spelling it can, so that is walked). Raises :class:`SnapshotError`
         when the root itself cannot be opened.
         """
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
-            raise SnapshotError(f"max_entries must be a positive integer, not {max_entries!r}")
-        path = os.path.abspath(os.fspath(root))
+        path, fd = open_root(root, max_entries)
+        walker = _Walker(skip_top, max_entries)
         try:
-            fd = os.open(path, _DIR_FLAGS)
-        except OSError as exc:
-            raise SnapshotError(
-                f"cannot snapshot workspace {path}: {exc.strerror} (it must be an existing "
-                "directory, not a symlink)"
-            ) from None
-        walker = _Walker(set(skip_top), max_entries)
-        try:
-            walker.scan(fd, "", 0)
+            walker.walk(fd)
         finally:
             os.close(fd)
-        return cls(
-            path,
-            walker.states,
-            frozenset(walker.unreadable),
-            walker.complete,
-            frozenset(walker.skipped),
-        )
+        return walker.snapshot(path)
 
     @property
     def root(self) -> str:
@@ -189,55 +190,152 @@ class WorkspaceSnapshot:
         """The top-level names present in the workspace and left out (``skip_top``)."""
         return self._skipped
 
+    @property
+    def incremental(self) -> bool:
+        """True when a tracker re-read only the directories that changed since its last
+        snapshot; False for a walk of the whole tree."""
+        return self._incremental
+
+    @property
+    def fallback(self) -> str | None:
+        """Why a tracker walked the whole tree for this snapshot instead of re-reading
+        only what changed (None when it did not, and for :meth:`take`)."""
+        return self._fallback
+
+    @property
+    def directories_read(self) -> int:
+        """How many directories were listed to make this snapshot."""
+        return self._read
+
     def __len__(self) -> int:
-        return len(self._states)
+        return self._count
 
     def __contains__(self, path: object) -> bool:
-        return path in self._states
+        if not isinstance(path, str):
+            return False
+        head, _, name = path.rpartition("/")
+        entries = self._dirs.get(head)
+        return entries is not None and name in entries
 
     def paths(self) -> Iterator[str]:
-        """Every path seen, in walk order."""
-        return iter(self._states)
+        """Every path seen, in walk order (a directory's entries, then its subdirectories')."""
+        pending = [""]
+        while pending:
+            key = pending.pop()
+            entries = self._dirs.get(key)
+            if entries is None:
+                continue
+            prefix = key + "/" if key else ""
+            children = []
+            for name in entries:
+                path = prefix + name
+                yield path
+                if path in self._dirs:
+                    children.append(path)
+            pending.extend(reversed(children))
 
     def state(self, path: str) -> FileState | None:
         """The metadata kept for ``path``, or None if the snapshot has no such path."""
-        packed = self._states.get(path)
+        head, _, name = path.rpartition("/")
+        packed = self._dirs.get(head, {}).get(name)
         if packed is None:
             return None
         mode, size, mtime_s, mtime_ns, ctime_s, ctime_ns, ino, dev = _STATE.unpack(packed)
         mtime, ctime = mtime_s * _NS + mtime_ns, ctime_s * _NS + ctime_ns
         return FileState(_file_type(mode), mode, size, mtime, ctime, ino, dev)
 
+    def same_as(self, other: WorkspaceSnapshot) -> bool:
+        """Whether both hold exactly the same entries, states, unreadable directories,
+        skipped names and completeness (a diff ignores the last three)."""
+        return (
+            self._root == other._root
+            and self._complete == other._complete
+            and self._unreadable == other._unreadable
+            and self._skipped == other._skipped
+            and self._dirs == other._dirs
+        )
+
     def diff(self, after: WorkspaceSnapshot) -> list[Change]:
         """What changed from this snapshot to ``after``, sorted by path.
 
         A path that is gone from ``after`` because a directory above it became
         unreadable is not reported deleted: that directory is reported modified.
+        Two snapshots of one tracker are compared on the directories it re-read
+        in between only; any others directory by directory, skipping those
+        they share.
         """
         if after.root != self.root:
             raise SnapshotError(
                 f"cannot compare snapshots of different workspaces ({self.root} and {after.root})"
             )
+        keys: Iterable[str] | None = None
+        if self._lineage is not None and after._lineage is not None:
+            log, since = self._lineage
+            other_log, until = after._lineage
+            if log is other_log:
+                keys = log.changed_between(since, until)
+        if keys is None:
+            keys = self._dirs.keys() | after._dirs.keys()
         changes: list[Change] = []
-        old, new = self._states, after._states
-        for path, packed in new.items():
-            previous = old.get(path)
-            if previous is None:
-                changes.append(Change(path, "created", _type_of(packed)))
-            elif previous != packed:
-                changes.append(Change(path, "modified", _type_of(packed)))
         blind = after._unreadable
-        for path, packed in old.items():
-            if path not in new and not (blind and _under_any(path, blind)):
-                changes.append(Change(path, "deleted", _type_of(packed)))
+        empty: dict[str, bytes] = {}
+        for key in keys:
+            old = self._dirs.get(key, empty)
+            new = after._dirs.get(key, empty)
+            if old is new:
+                continue
+            prefix = key + "/" if key else ""
+            for name, packed in new.items():
+                previous = old.get(name)
+                if previous is None:
+                    changes.append(Change(prefix + name, "created", _type_of(packed)))
+                elif previous != packed:
+                    changes.append(Change(prefix + name, "modified", _type_of(packed)))
+            for name, packed in old.items():
+                if name not in new:
+                    path = prefix + name
+                    if not (blind and _under_any(path, blind)):
+                        changes.append(Change(path, "deleted", _type_of(packed)))
         changes.sort(key=lambda c: c.path)
         return changes
 
     def __repr__(self) -> str:
         return (
-            f"WorkspaceSnapshot({self._root!r}, entries={len(self._states)}, "
-            f"complete={self._complete})"
+            f"WorkspaceSnapshot({self._root!r}, entries={self._count}, complete={self._complete})"
         )
+
+
+class _ChangeLog:
+    """Which directories each snapshot of one tracker re-read, for the last ``size`` of them.
+
+    ``changed_between(a, b)`` is the union for the snapshots after ``a`` up to
+    ``b``, or None when that is out of the window (the caller then compares
+    every directory).
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._entries: dict[int, frozenset[str]] = {}
+        self._next = 1
+
+    def add(self, keys: frozenset[str]) -> int:
+        generation = self._next
+        self._next += 1
+        self._entries[generation] = keys
+        self._entries.pop(generation - self._size, None)
+        return generation
+
+    def changed_between(self, a: int, b: int) -> set[str] | None:
+        low, high = min(a, b), max(a, b)
+        if high - low >= self._size:
+            return None
+        keys: set[str] = set()
+        for generation in range(low + 1, high + 1):
+            part = self._entries.get(generation)
+            if part is None:
+                return None
+            keys |= part
+        return keys
 
 
 def _type_of(packed: bytes) -> FileType:
@@ -254,72 +352,147 @@ def _under_any(path: str, dirs: frozenset[str]) -> bool:
     return False
 
 
-class _Walker:
-    """One walk: descriptors all the way down, never a symlink followed."""
+def open_root(root: str | os.PathLike[str], max_entries: int) -> tuple[str, int]:
+    """The absolute path of a snapshot root and a descriptor of it (a directory, no symlink)."""
+    if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+        raise SnapshotError(f"max_entries must be a positive integer, not {max_entries!r}")
+    path = os.path.abspath(os.fspath(root))
+    try:
+        fd = os.open(path, DIR_FLAGS)
+    except OSError as exc:
+        raise SnapshotError(
+            f"cannot snapshot workspace {path}: {exc.strerror} (it must be an existing "
+            "directory, not a symlink)"
+        ) from None
+    return path, fd
 
-    def __init__(self, skip_top: set[str], max_entries: int) -> None:
-        self.skip_top = skip_top
+
+_DIR_STATES: dict[int, bytes] = {}
+
+
+def dir_state(mode: int) -> bytes:
+    """A readable directory's state: its type and permission bits only."""
+    packed = _DIR_STATES.get(mode)
+    if packed is None:
+        packed = _DIR_STATES[mode] = _STATE.pack(mode, 0, 0, 0, 0, 0, 0, 0)
+    return packed
+
+
+class _Walker:
+    """One walk: descriptors all the way down, never a symlink followed.
+
+    ``entered`` is called with each directory's descriptor before its entries
+    are read (the tracker watches it there, so that nothing changed after the
+    read is missed).
+    """
+
+    def __init__(self, skip_top: Iterable[str], max_entries: int) -> None:
+        self.skip_top = set(skip_top)
         self.max_entries = max_entries
-        self.states: dict[str, bytes] = {}
+        self.dirs: dict[str, dict[str, bytes]] = {}
+        self.count = 0
         self.unreadable: set[str] = set()
         self.skipped: set[str] = set()
         self.complete = True
-        self._dir_states: dict[int, bytes] = {}
 
-    def _dir_state(self, mode: int) -> bytes:
-        packed = self._dir_states.get(mode)
-        if packed is None:
-            packed = self._dir_states[mode] = _STATE.pack(mode, 0, 0, 0, 0, 0, 0, 0)
-        return packed
+    def skips(self, name: str) -> bool:
+        """Whether a top-level entry is left out: exactly a name the sandbox keeps read-only
+        (another spelling is an ordinary name a command can write)."""
+        return name in self.skip_top
 
-    def scan(self, dirfd: int, prefix: str, depth: int) -> None:
-        """Records the entries of the directory open as ``dirfd``, then descends."""
-        subdirs: list[tuple[str, str, os.stat_result]] = []
-        states = self.states
+    def entered(self, fd: int, key: str, st: os.stat_result) -> None:
+        """Hook: the directory ``key`` is open as ``fd`` and about to be read."""
+
+    def walk(self, root_fd: int) -> None:
+        self.entered(root_fd, "", os.fstat(root_fd))
+        self.scan(root_fd, "", 0)
+
+    def snapshot(self, root: str, **extra: object) -> WorkspaceSnapshot:
+        return WorkspaceSnapshot(
+            root,
+            self.dirs,
+            frozenset(self.unreadable),
+            self.complete,
+            frozenset(self.skipped),
+            count=self.count,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def scan(self, dirfd: int, key: str, depth: int) -> bool:
+        """Records the entries of the directory open as ``dirfd``, then descends; False if
+        it could not be listed (the caller keeps its full metadata instead)."""
+        subdirs = self.read(dirfd, key, depth)
+        if subdirs is None:
+            return False
+        entries = self.dirs[key]
+        for name, st in subdirs:
+            if depth + 1 > MAX_DEPTH:
+                self.complete = False
+            if not self.complete:
+                break  # the walk stops at the first limit it meets
+            self.descend(dirfd, key, entries, name, st, depth + 1)
+        return True
+
+    def read(self, dirfd: int, key: str, depth: int) -> list[tuple[str, os.stat_result]] | None:
+        """Lists one directory into ``dirs[key]``: every entry but the subdirectories, which
+        are returned for the caller to open (their state depends on whether they can be)."""
+        entries: dict[str, bytes] = {}
+        subdirs: list[tuple[str, os.stat_result]] = []
+        prefix = key + "/" if key else ""
         try:
-            with os.scandir(dirfd) as entries:
-                for entry in entries:
+            with os.scandir(dirfd) as listing:
+                for entry in listing:
                     name = entry.name
-                    if depth == 0 and name in self.skip_top:
+                    if depth == 0 and self.skips(name):
                         self.skipped.add(name)
                         continue
-                    if len(states) >= self.max_entries:
+                    if self.count + len(entries) >= self.max_entries:
                         self.complete = False
-                        return
+                        break
                     try:
                         st = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
                         continue  # removed while we looked: absent
-                    path = prefix + name
                     if stat.S_ISDIR(st.st_mode):
-                        subdirs.append((name, path, st))
+                        subdirs.append((name, st))
                     else:
-                        states[path] = _pack(st)
+                        entries[name] = _pack(st)
+                        self.listed(prefix + name, st)
         except OSError:
-            # listed in part at most: the directory is blind, keep its full metadata
-            if prefix:
-                self.unreadable.add(prefix[:-1])
-                states[prefix[:-1]] = _pack(os.fstat(dirfd))
-            else:
+            if not key:
                 self.complete = False
-            return
-        for name, path, st in subdirs:
-            if depth + 1 > MAX_DEPTH:
-                self.complete = False
-                return
-            self._descend(dirfd, name, path, st, depth + 1)
+            return None  # blind: the caller keeps the directory's full metadata
+        self.dirs[key] = entries
+        self.count += len(entries)
+        return subdirs
 
-    def _descend(self, dirfd: int, name: str, path: str, st: os.stat_result, depth: int) -> None:
+    def listed(self, path: str, st: os.stat_result) -> None:
+        """Hook: a non-directory entry was recorded."""
+
+    def descend(
+        self,
+        dirfd: int,
+        parent: str,
+        entries: dict[str, bytes],
+        name: str,
+        st: os.stat_result,
+        depth: int,
+    ) -> None:
+        """Opens the subdirectory ``name`` of ``parent`` (open as ``dirfd``, its entries
+        ``entries``) and records it there: blind, with its full metadata, if it cannot be
+        listed."""
+        key = f"{parent}/{name}" if parent else name
         try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=dirfd)
+            fd = os.open(name, DIR_FLAGS, dir_fd=dirfd)
         except FileNotFoundError:
             return
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 self.complete = False  # replaced by a symlink or a file: the walk raced a writer
             else:
-                self.states[path] = _pack(st)
-                self.unreadable.add(path)
+                entries[name] = _pack(st)
+                self.count += 1
+                self.unreadable.add(key)
             return
         try:
             opened = os.fstat(fd)
@@ -327,7 +500,11 @@ class _Walker:
                 # replaced between listing and opening: the walk raced a writer
                 self.complete = False
                 return
-            self.states[path] = self._dir_state(opened.st_mode)
-            self.scan(fd, path + "/", depth)
+            self.entered(fd, key, opened)
+            entries[name] = dir_state(opened.st_mode)
+            self.count += 1
+            if not self.scan(fd, key, depth):
+                entries[name] = _pack(opened)
+                self.unreadable.add(key)
         finally:
             os.close(fd)
