@@ -42,6 +42,8 @@ struct a3s_child_launch {
     uint64_t grace_ms;
     a3s_child_release_fn release; /* may be NULL */
     void *release_ctx;
+    const int *extra_keep; /* more fds the direct child keeps (an embedded init's), or NULL */
+    size_t nextra_keep;
 };
 
 /* Forks and execs l->path, waits until the init reports the program runs,

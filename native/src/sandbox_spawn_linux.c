@@ -76,6 +76,8 @@ A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3
         .grace_ms = opts->kill_grace_ms,
         .release = release_plan,
         .release_ctx = h,
+        .extra_keep = &sb->init_fd, /* bubblewrap binds an embedded init from it */
+        .nextra_keep = sb->init_fd >= 0 ? 1 : 0,
     };
     return a3s_child_launch(&l, &f, out, stdio, err);
 }

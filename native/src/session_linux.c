@@ -88,7 +88,7 @@ struct a3s_session {
  * inherits, starts it with a raw clone (no atfork handlers), reports its
  * pid and waits until the caller has a pidfd on it: until then the pid
  * cannot be reused, since it is our unreaped child at worst. */
-static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int keep[3],
+static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int keep[4],
                                    const struct a3s_cgroup *cg, int report, int go) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -100,13 +100,14 @@ static _Noreturn void intermediate(char *const *argv, int devnull, int out, cons
     if (setsid() < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
         chdir("/") < 0)
         goto fail;
-    /* everything but stdio and the three fds for the init is closed at exec */
+    /* everything but stdio and the fds for the init (three, and the fd of an
+     * embedded init for bubblewrap; -1: none) is closed at exec */
     if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0) {
         for (int fd = 3; fd < 65536; fd++)
             fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
-    for (int i = 0; i < 3; i++)
-        if (fcntl(keep[i], F_SETFD, 0) < 0)
+    for (int i = 0; i < 4; i++)
+        if (keep[i] >= 0 && fcntl(keep[i], F_SETFD, 0) < 0)
             goto fail;
     int joined = a3s_cgroup_join(cg); /* bubblewrap and the whole sandbox start in it */
     if (joined < 0) {
@@ -140,7 +141,7 @@ fail:
 
 /* Starts argv[0] detached; s->pid and s->pidfd on success. 1 when this
  * kernel has no pidfd_open (the caller then runs one-shot). */
-static int spawn(struct a3s_session *s, char *const *argv, const int keep[3], int out,
+static int spawn(struct a3s_session *s, char *const *argv, const int keep[4], int out,
                  a3s_error *err) {
     int report[2] = {-1, -1}, go[2] = {-1, -1};
     int devnull = a3s_fd_above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -332,7 +333,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
     rc = a3s_plan_build(sb, NULL, &s->plan, &fds, &perr);
     bool planned = rc == A3S_OK;
     if (planned) {
-        int keep[3] = {sp[1], life[0], self};
+        int keep[4] = {sp[1], life[0], self, sb->init_fd};
         rc = spawn(s, s->plan.argv.items, keep, out[1], &perr);
     }
     close(sp[1]);
