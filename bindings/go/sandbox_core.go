@@ -19,7 +19,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unsafe"
 )
@@ -57,9 +56,10 @@ type coreSandbox struct {
 	running  sync.WaitGroup
 }
 
-// execCall is one running exec: its cancel pipe and why it was cancelled.
+// execCall is one running exec: its cancel pipe (the C core polls the read
+// end) and why it was cancelled.
 type execCall struct {
-	cancelR, cancelW int
+	cancelR, cancelW *os.File
 	once             sync.Once
 	closed           bool // cancelled by Close (else by its context)
 }
@@ -67,7 +67,7 @@ type execCall struct {
 func (c *execCall) cancel(byClose bool) {
 	c.once.Do(func() {
 		c.closed = byClose
-		syscall.Write(c.cancelW, []byte{1})
+		c.cancelW.Write([]byte{1})
 	})
 }
 
@@ -232,14 +232,14 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 	if err := ctx.Err(); err != nil {
 		return CommandOutput{}, err
 	}
-	var fds [2]int
-	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+	cancelR, cancelW, err := os.Pipe() // close-on-exec: nothing the core starts inherits it
+	if err != nil {
 		return CommandOutput{}, &CoreError{Status: "system", Code: int(C.A3S_E_SYSTEM),
-			Errno: int(err.(syscall.Errno)), Message: "pipe2: " + err.Error()}
+			Message: "pipe: " + err.Error()}
 	}
-	call := &execCall{cancelR: fds[0], cancelW: fds[1]}
-	defer syscall.Close(fds[0])
-	defer syscall.Close(fds[1])
+	call := &execCall{cancelR: cancelR, cancelW: cancelW}
+	defer cancelR.Close()
+	defer cancelW.Close()
 
 	s.mu.Lock()
 	sb := s.sb
@@ -281,7 +281,7 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 		timeout_ms:       C.uint64_t(o.TimeoutMs),
 		kill_grace_ms:    C.uint64_t(o.KillGraceMs),
 		max_output_bytes: C.uint64_t(o.MaxOutputBytes),
-		cancel_fd:        C.int(fds[0]),
+		cancel_fd:        C.int(cancelR.Fd()),
 	}
 	var r *C.a3s_process_result
 	var cerr C.a3s_error
