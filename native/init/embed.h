@@ -13,6 +13,7 @@
 
 #define main a3s_init_main
 #define die a3s_init_die
+#define signal_namespace a3s_init_signal_namespace
 #define set_cloexec a3s_init_set_cloexec
 #define has_capabilities a3s_init_has_capabilities
 #define resolve_program a3s_init_resolve_program

@@ -18,6 +18,10 @@ class CommandOutput:
     ``oom_killed`` says the sandbox reached its memory bound and a process of
     the command was killed for it (``exit_code`` is then usually 137).
     ``sandboxed`` is False only for the process host, which has no boundary.
+    ``neutralized`` lists, one line each, what the sandbox found hostile in
+    the workspace and did not follow or mount for this run (a credential
+    name linked to the workspace itself, a ``.git`` pointer leading out of
+    it ...): the command still ran with every protection in place.
     """
 
     stdout: str
@@ -31,6 +35,7 @@ class CommandOutput:
     setup_error: str | None = None
     cancelled: bool = False
     duration_ms: float = 0.0
+    neutralized: tuple[str, ...] = ()
     oom_killed: bool = False
 
     @property

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._errors import SandboxUnavailable
+from .._summary import DEFAULT_GRANT_PORTS, grant_target
 from ..sandbox import BashSandbox, CommandOutput
 from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError
@@ -32,15 +33,26 @@ _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
 @dataclass(frozen=True)
 class NetworkGrantRequest(Mapping[str, Any]):
-    """One host:port a bash call asks to reach; ``reason`` is the model's words, for the host.
+    """One host (and port) a bash call asks to reach; ``reason`` is the model's words.
 
-    Also a read-only mapping (``grant["host"]``, ``grant.get("port")``), the
-    shape of the ``network_grant`` argument it was parsed from.
+    Without a port the grant covers HTTPS and HTTP (443 and 80), as the
+    design says; ``ports`` lists what it covers and ``target`` says it in
+    the words a confirmation shows. Also a read-only mapping
+    (``grant["host"]``, ``grant.get("port")``), the shape of the
+    ``network_grant`` argument it was parsed from.
     """
 
     host: str
-    port: int
+    port: int | None = None
     reason: str = ""
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return DEFAULT_GRANT_PORTS if self.port is None else (self.port,)
+
+    @property
+    def target(self) -> str:
+        return grant_target(self.host, self.port)
 
     def __getitem__(self, key: str) -> Any:
         if key not in _GRANT_FIELDS:
@@ -76,7 +88,8 @@ def parse_sandbox_permissions(args: Mapping[str, Any]) -> SandboxRequest:
     """The sandbox request of a bash call; raises ArgumentError when it is malformed.
 
     require_escalated needs a non-blank justification; request_network_grant
-    needs a network_grant with a valid host and port; network_grant with any
+    needs a network_grant with a valid host (and a valid port, when it names
+    one; without, the grant covers 443 and 80); network_grant with any
     other mode, or any other mode name, is an error.
     """
     mode = args.get("sandbox_permissions", "use_default")
@@ -101,7 +114,7 @@ def parse_sandbox_permissions(args: Mapping[str, Any]) -> SandboxRequest:
         if not isinstance(grant, Mapping):
             raise ArgumentError(
                 "sandbox_permissions='request_network_grant' needs network_grant: "
-                "{host, port, reason?}"
+                "{host, port?, reason?}"
             )
         return SandboxRequest(mode, _clean(justification), _grant(grant))
     return SandboxRequest(mode, _clean(justification))
@@ -116,7 +129,9 @@ def _grant(grant: Mapping[str, Any]) -> NetworkGrantRequest:
     if unknown:
         raise ArgumentError(f"network_grant: unknown field(s) {', '.join(map(repr, unknown))}")
     host, port, reason = grant.get("host"), grant.get("port"), grant.get("reason", "")
-    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+    if port is not None and (
+        not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535
+    ):
         raise ArgumentError(f"network_grant.port must be an integer from 1 to 65535, not {port!r}")
     if not isinstance(reason, str):
         raise ArgumentError("network_grant.reason must be a string")
@@ -155,7 +170,7 @@ class BashTool(Tool):
         "stderr, then the exit code; long output keeps its head and tail. If a command truly "
         "cannot work in the sandbox, set sandbox_permissions='require_escalated' with a "
         "justification (a human must approve), or 'request_network_grant' with network_grant "
-        "{host, port, reason} to reach one host."
+        "{host, port?, reason} to reach one host (without a port: 443 and 80)."
     )
     schema: ClassVar[Mapping[str, Any]] = {
         "type": "object",
@@ -175,10 +190,15 @@ class BashTool(Tool):
             "network_grant": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["host", "port"],
+                "required": ["host"],
                 "properties": {
                     "host": {"type": "string", "minLength": 1, "maxLength": 255},
-                    "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                    "port": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 65535,
+                        "description": "Absent: the grant covers 443 and 80 (HTTPS and HTTP).",
+                    },
                     "reason": {"type": "string", "maxLength": 2000},
                 },
             },
