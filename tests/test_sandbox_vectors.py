@@ -87,6 +87,8 @@ def _make_files(files: dict[str, Any], ws: Path, outside: Path, sub) -> None:  #
             path.mkdir()
         elif "symlink" in spec:
             path.symlink_to(sub(spec["symlink"]))
+        elif "hardlink" in spec:
+            os.link(ws / spec["hardlink"], path)
         elif "hardlink_outside" in spec:
             target = outside / f"linked-{path.name}"
             target.write_text(sub(spec["hardlink_outside"]))
@@ -126,6 +128,9 @@ def _check_output(out: Any, expect: dict[str, Any], sub) -> None:  # type: ignor
             assert getattr(out, key) == expect[key], f"{key}: {out}"
     if "oom_killed" in expect:
         assert out.oom_killed == expect["oom_killed"], out
+    if "neutralized_contains" in expect:
+        part = sub(expect["neutralized_contains"])
+        assert any(part in line for line in out.neutralized), out
     if "setup_error_contains" in expect:
         assert out.setup_error and sub(expect["setup_error_contains"]) in out.setup_error, out
     else:
@@ -173,6 +178,9 @@ def test_vector(case: dict[str, Any], monkeypatch, listener) -> None:  # type: i
     expect = case["expect"]
     sb = None
     try:
+        for rel, content in case.get("outside_files", {}).items():
+            (outside / rel).parent.mkdir(parents=True, exist_ok=True)
+            (outside / rel).write_text(sub(content))
         _make_files(case.get("files", {}), ws, outside, sub)
         for name, value in case.get("host_env", {}).items():
             monkeypatch.setenv(name, value)

@@ -319,8 +319,12 @@ func (s *coreSandbox) output(r *C.a3s_process_result) CommandOutput {
 		Duration:   time.Duration(v.duration_us) * time.Microsecond,
 		OOMKilled:  flag(C.A3S_RESULT_OOM_KILLED),
 	}
+	// both may hold names from the workspace: decoded as the output is
 	if v.setup_error != nil {
-		out.SetupError = C.GoString(v.setup_error)
+		out.SetupError = decodeUTF8([]byte(C.GoString(v.setup_error)))
+	}
+	if v.neutralized != nil && *v.neutralized != 0 { // one line each ('\n' never in a line)
+		out.Neutralized = strings.Split(decodeUTF8([]byte(C.GoString(v.neutralized))), "\n")
 	}
 	return out
 }

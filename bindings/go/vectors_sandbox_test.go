@@ -31,12 +31,13 @@ type sandboxVectors struct {
 }
 
 type sandboxCase struct {
-	Name      string                     `json:"name"`
-	Files     map[string]json.RawMessage `json:"files"`
-	HostEnv   map[string]string          `json:"host_env"`
-	Native    string                     `json:"native"`
-	Workspace string                     `json:"workspace"`
-	Select    struct {
+	Name         string            `json:"name"`
+	OutsideFiles map[string]string `json:"outside_files"`
+	Files        orderedFiles      `json:"files"`
+	HostEnv      map[string]string `json:"host_env"`
+	Native       string            `json:"native"`
+	Workspace    string            `json:"workspace"`
+	Select       struct {
 		AllowProcessHostSandbox bool  `json:"allow_process_host_sandbox"`
 		Reuse                   *bool `json:"reuse"`
 		NoLandlock              bool  `json:"no_landlock"`
@@ -63,24 +64,54 @@ type sandboxExpect struct {
 		At       string   `json:"at"`
 		Contains []string `json:"contains"`
 	} `json:"error"`
-	ExitCode           *int               `json:"exit_code"`
-	TimedOut           *bool              `json:"timed_out"`
-	Truncated          *bool              `json:"truncated"`
-	TotalBytes         *uint64            `json:"total_bytes"`
-	Sandboxed          *bool              `json:"sandboxed"`
-	Backend            *string            `json:"backend"`
-	OOMKilled          *bool              `json:"oom_killed"`
-	SetupErrorContains *string            `json:"setup_error_contains"`
-	Stdout             *string            `json:"stdout"`
-	Stderr             *string            `json:"stderr"`
-	StdoutContains     []string           `json:"stdout_contains"`
-	StdoutLacks        []string           `json:"stdout_lacks"`
-	StdoutStarts       *string            `json:"stdout_starts"`
-	StdoutEnds         *string            `json:"stdout_ends"`
-	StdoutMaxBytes     *int               `json:"stdout_max_bytes"`
-	StderrMaxBytes     *int               `json:"stderr_max_bytes"`
-	Files              map[string]*string `json:"files"`
-	NoSurvivors        bool               `json:"no_survivors"`
+	ExitCode            *int               `json:"exit_code"`
+	TimedOut            *bool              `json:"timed_out"`
+	Truncated           *bool              `json:"truncated"`
+	TotalBytes          *uint64            `json:"total_bytes"`
+	Sandboxed           *bool              `json:"sandboxed"`
+	Backend             *string            `json:"backend"`
+	OOMKilled           *bool              `json:"oom_killed"`
+	SetupErrorContains  *string            `json:"setup_error_contains"`
+	Stdout              *string            `json:"stdout"`
+	Stderr              *string            `json:"stderr"`
+	StdoutContains      []string           `json:"stdout_contains"`
+	StdoutLacks         []string           `json:"stdout_lacks"`
+	StdoutStarts        *string            `json:"stdout_starts"`
+	StdoutEnds          *string            `json:"stdout_ends"`
+	StdoutMaxBytes      *int               `json:"stdout_max_bytes"`
+	StderrMaxBytes      *int               `json:"stderr_max_bytes"`
+	Files               map[string]*string `json:"files"`
+	NoSurvivors         bool               `json:"no_survivors"`
+	NeutralizedContains *string            `json:"neutralized_contains"`
+}
+
+// orderedFiles keeps the order of the "files" object: a hard link comes
+// after the file it links to.
+type orderedFiles []struct {
+	rel  string
+	spec json.RawMessage
+}
+
+func (o *orderedFiles) UnmarshalJSON(data []byte) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	if _, err := d.Token(); err != nil { // {
+		return err
+	}
+	for d.More() {
+		key, err := d.Token()
+		if err != nil {
+			return err
+		}
+		var spec json.RawMessage
+		if err := d.Decode(&spec); err != nil {
+			return err
+		}
+		*o = append(*o, struct {
+			rel  string
+			spec json.RawMessage
+		}{key.(string), spec})
+	}
+	return nil
 }
 
 func loadSandboxVectors(t *testing.T) sandboxVectors {
@@ -180,8 +211,17 @@ func runSandboxCase(t *testing.T, c sandboxCase, port string) {
 	marker := "cwmark" + hex.EncodeToString(mark[:])
 	sub := strings.NewReplacer("{ws}", ws, "{outside}", outside, "{marker}", marker, "{port}", port).Replace
 
-	for rel, raw := range c.Files {
-		makeFile(t, filepath.Join(ws, rel), raw, outside, sub)
+	for rel, content := range c.OutsideFiles {
+		path := filepath.Join(outside, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(sub(content)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range c.Files {
+		makeFile(t, ws, f.rel, f.spec, outside, sub)
 	}
 	if _, set := c.HostEnv[ProcessHostEnv]; !set {
 		t.Setenv(ProcessHostEnv, "")
@@ -263,8 +303,9 @@ func runSandboxCase(t *testing.T, c sandboxCase, port string) {
 	}
 }
 
-func makeFile(t *testing.T, path string, raw json.RawMessage, outside string, sub func(string) string) {
+func makeFile(t *testing.T, ws, rel string, raw json.RawMessage, outside string, sub func(string) string) {
 	t.Helper()
+	path := filepath.Join(ws, rel)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +319,7 @@ func makeFile(t *testing.T, path string, raw json.RawMessage, outside string, su
 	var spec struct {
 		Dir             bool    `json:"dir"`
 		Symlink         *string `json:"symlink"`
+		Hardlink        *string `json:"hardlink"`
 		HardlinkOutside *string `json:"hardlink_outside"`
 	}
 	if err := json.Unmarshal(raw, &spec); err != nil {
@@ -289,6 +331,8 @@ func makeFile(t *testing.T, path string, raw json.RawMessage, outside string, su
 		err = os.Mkdir(path, 0o755)
 	case spec.Symlink != nil:
 		err = os.Symlink(sub(*spec.Symlink), path)
+	case spec.Hardlink != nil:
+		err = os.Link(filepath.Join(ws, *spec.Hardlink), path)
 	case spec.HardlinkOutside != nil:
 		target := filepath.Join(outside, "linked-"+filepath.Base(path))
 		if err = os.WriteFile(target, []byte(sub(*spec.HardlinkOutside)), 0o644); err == nil {
@@ -339,6 +383,15 @@ func checkVectorOutput(t *testing.T, out CommandOutput, e sandboxExpect, sub fun
 	} {
 		if b.want != nil && *b.got != *b.want {
 			fail(b.name, *b.got, *b.want)
+		}
+	}
+	if e.NeutralizedContains != nil {
+		found := false
+		for _, line := range out.Neutralized {
+			found = found || strings.Contains(line, sub(*e.NeutralizedContains))
+		}
+		if !found {
+			fail("neutralized", out.Neutralized, *e.NeutralizedContains)
 		}
 	}
 	if e.TotalBytes != nil && out.TotalBytes != *e.TotalBytes {

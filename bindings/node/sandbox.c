@@ -231,19 +231,21 @@ static bool set_buffer(napi_env env, napi_value obj, const char *name, const cha
            set_named(env, obj, name, v);
 }
 
-/* {stdout, stderr (Buffers), exitCode, termSignal, flags ..., setupError}. */
+/* A C string (UTF-8, invalid bytes as U+FFFD) or null. */
+static bool optional_string(napi_env env, const char *text, napi_value *out) {
+    return text ? napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, out) == napi_ok
+                : napi_get_null(env, out) == napi_ok;
+}
+
+/* {stdout, stderr (Buffers), exitCode, termSignal, flags ..., setupError, neutralized}. */
 static napi_value make_result(napi_env env, const struct job *j) {
     a3s_process_result_view v = {.struct_size = sizeof v};
     a3s_process_result_get(j->result, &v, NULL);
-    napi_value obj, setup;
-    if (napi_create_object(env, &obj) != napi_ok)
+    napi_value obj, setup, neutralized;
+    if (napi_create_object(env, &obj) != napi_ok ||
+        !optional_string(env, v.setup_error, &setup) ||
+        !optional_string(env, v.neutralized, &neutralized))
         return NULL;
-    if (v.setup_error) {
-        if (napi_create_string_utf8(env, v.setup_error, NAPI_AUTO_LENGTH, &setup) != napi_ok)
-            return NULL;
-    } else if (napi_get_null(env, &setup) != napi_ok) {
-        return NULL;
-    }
     bool ok = set_buffer(env, obj, "stdout", v.stdout_data, v.stdout_len) &&
               set_buffer(env, obj, "stderr", v.stderr_data, v.stderr_len) &&
               set_number(env, obj, "exitCode", v.exit_code) &&
@@ -257,7 +259,8 @@ static napi_value make_result(napi_env env, const struct job *j) {
               set_number(env, obj, "stdoutTotal", (double)v.stdout_total) &&
               set_number(env, obj, "stderrTotal", (double)v.stderr_total) &&
               set_number(env, obj, "durationUs", (double)v.duration_us) &&
-              set_named(env, obj, "setupError", setup);
+              set_named(env, obj, "setupError", setup) &&
+              set_named(env, obj, "neutralized", neutralized);
     return ok ? obj : NULL;
 }
 

@@ -53,7 +53,8 @@ function fromRaw(raw, backend, sandboxed) {
     cancelled: raw.cancelled,
     durationMs: raw.durationUs / 1000,
     oomKilled: raw.oomKilled,
-    neutralized: raw.neutralized ? raw.neutralized.split('\n').filter(Boolean) : [],
+    // one line each (their control bytes are '?' already)
+    neutralized: raw.neutralized ? raw.neutralized.replace(/\n$/, '').split('\n') : [],
   });
 }
 

@@ -97,11 +97,13 @@ function withoutBwrap() {
   };
 }
 
-function makeFile(file, spec, outside, sub) {
+function makeFile(ws, rel, spec, outside, sub) {
+  const file = path.join(ws, rel);
   fs.mkdirSync(path.dirname(file), { recursive: true });
   if (typeof spec === 'string') fs.writeFileSync(file, sub(spec));
   else if (spec.dir) fs.mkdirSync(file);
   else if ('symlink' in spec) fs.symlinkSync(sub(spec.symlink), file);
+  else if ('hardlink' in spec) fs.linkSync(path.join(ws, spec.hardlink), file);
   else if ('hardlink_outside' in spec) {
     const target = path.join(outside, `linked-${path.basename(file)}`);
     fs.writeFileSync(target, sub(spec.hardlink_outside));
@@ -132,6 +134,9 @@ function checkOutput(out, e, sub) {
   };
   for (const [key, name] of Object.entries(fields)) {
     if (key in e) assert.equal(out[name], e[key], `${name}: ${show}`);
+  }
+  if ('neutralized_contains' in e) {
+    assert.ok(out.neutralized.some((line) => line.includes(sub(e.neutralized_contains))), show);
   }
   if ('setup_error_contains' in e) {
     assert.ok(out.setupError && out.setupError.includes(sub(e.setup_error_contains)), show);
@@ -169,9 +174,11 @@ async function runCase(c, port) {
   const e = c.expect;
   let sb = null;
   try {
-    for (const [rel, spec] of Object.entries(c.files || {})) {
-      makeFile(path.join(ws, rel), spec, outside, sub);
+    for (const [rel, content] of Object.entries(c.outside_files || {})) {
+      fs.mkdirSync(path.dirname(path.join(outside, rel)), { recursive: true });
+      fs.writeFileSync(path.join(outside, rel), sub(content));
     }
+    for (const [rel, spec] of Object.entries(c.files || {})) makeFile(ws, rel, spec, outside, sub);
     delete process.env.A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX;
     Object.assign(process.env, c.host_env || {});
     if (c.native === 'unavailable') restorers.push(withoutBwrap());
