@@ -43,7 +43,9 @@ func trusted(path, workspace string) bool {
 		if err != nil {
 			root = workspace
 		}
-		if strings.HasPrefix(path+"/", strings.TrimSuffix(root, "/")+"/") {
+		// the workspace / holds every program, and no sandbox takes it (the
+		// core refuses it, which selection reports), as in Python and Node
+		if root != "/" && strings.HasPrefix(path+"/", strings.TrimSuffix(root, "/")+"/") {
 			return false
 		}
 	}

@@ -48,7 +48,10 @@ function trusted(file, workspace) {
     } catch {
       root = path.resolve(workspace);
     }
-    if ((file + path.sep).startsWith(root.replace(/\/+$/, '') + path.sep)) return false;
+    // the workspace / holds every program, and no sandbox takes it (the core
+    // refuses it, which selection reports), as in Python and Go
+    const inside = (file + path.sep).startsWith(root.replace(/\/+$/, '') + path.sep);
+    if (root !== path.sep && inside) return false;
   }
   return true;
 }
