@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -61,12 +62,14 @@ type coreSandbox struct {
 type execCall struct {
 	cancelR, cancelW *os.File
 	once             sync.Once
-	closed           bool // cancelled by Close (else by its context)
+	closed           atomic.Bool // cancelled by Close (else by its context)
 }
 
+// cancel writes to the pipe once, after recording who cancelled: Exec
+// reads that from another goroutine once the core has seen the byte.
 func (c *execCall) cancel(byClose bool) {
 	c.once.Do(func() {
-		c.closed = byClose
+		c.closed.Store(byClose)
 		c.cancelW.Write([]byte{1})
 	})
 }
@@ -291,7 +294,7 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 	out := s.output(r)
 	C.a3s_process_result_free(r)
 	if out.Cancelled {
-		if call.closed {
+		if call.closed.Load() {
 			return out, ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
