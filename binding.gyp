@@ -4,13 +4,14 @@
 # guard themselves, so all of them are listed. It sits at the repository
 # root because the npm package is the repository root (package.json "files"
 # picks what the tarball carries), so the same paths hold in a checkout and
-# in node_modules/codeward.
+# in node_modules/codeward. On Linux it also builds a3s-init, the sandbox's init.
 {
   "targets": [
     {
       "target_name": "codeward",
       "sources": [
         "bindings/node/binding.c",
+        "bindings/node/sandbox.c",
         "<!@(node bindings/node/scripts/sources.js)"
       ],
       "include_dirs": ["native/include"],
@@ -18,7 +19,7 @@
       "cflags": ["-Wall", "-Wextra", "-Werror", "-fvisibility=hidden", "-O2"],
       "cflags_c": ["-std=c11", "-Wpedantic", "-Wshadow", "-Wstrict-prototypes"],
       "conditions": [
-        ["OS=='linux'", {"libraries": ["-lpthread"]}],
+        ["OS=='linux'", {"libraries": ["-lpthread", "-ldl"]}],
         ["OS=='mac'", {
           "xcode_settings": {
             "GCC_C_LANGUAGE_STANDARD": "c11",
@@ -31,5 +32,22 @@
         }]
       ]
     }
+  ],
+  # a3s-init, the sandbox's PID 1 (Linux only): built next to the addon, where
+  # lib/init.js finds it (the prebuild carries one too: ci/npm_package.py)
+  "conditions": [
+    ["OS=='linux'", {
+      "targets": [
+        {
+          "target_name": "a3s-init",
+          "type": "executable",
+          "sources": ["<!@(node bindings/node/scripts/init.js sources)"],
+          "include_dirs": ["native/include"],
+          "cflags": ["-Wall", "-Wextra", "-Werror", "-O2"],
+          "cflags_c": ["-std=c11", "-Wpedantic", "-Wshadow", "-Wstrict-prototypes"],
+          "ldflags": ["<!@(node bindings/node/scripts/init.js ldflags)"]
+        }
+      ]
+    }]
   ]
 }

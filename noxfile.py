@@ -94,7 +94,7 @@ def node(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def go(session: nox.Session) -> None:
-    """The cgo package: go vet and go test (offline, no toolchain download); then the Go module.
+    """The cgo package: go vet and go test -race (offline, no toolchain download); then the module.
 
     The module check (ci/go_module.py) serves this checkout's module zip from a file:// proxy,
     `go get`s it into a fresh module, builds and runs a program and the package's tests there,
@@ -103,7 +103,8 @@ def go(session: nox.Session) -> None:
     _require(session, "go")
     env = {"GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod", "CGO_ENABLED": "1"}
     session.run("go", "vet", "./bindings/go/...", env=env, external=True)
-    session.run("go", "test", "-count=1", "./bindings/go/...", env=env, external=True)
+    # under the race detector: a sandbox is shared by goroutines (ci/go_module.py runs it plain)
+    session.run("go", "test", "-race", "-count=1", "./bindings/go/...", env=env, external=True)
     session.run(sys.executable, "ci/go_module.py", external=True)
 
 

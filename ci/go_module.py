@@ -5,8 +5,11 @@
    (native/src, native/include), the init's sources (native/init), the shared vectors, LICENSE
    and a README naming the repository;
 2. a copy of ci/go_consumer (a fresh module) runs `go get` with GOPROXY=file://... and GOSUMDB=off,
-   builds and runs a program that calls the API, and runs the package's own tests from the module
-   cache (the shared vectors included);
+   builds and runs a program that calls the API and runs a sandboxed command (the sandbox's init
+   is the program itself: nothing else is installed), and runs the package's own tests from the
+   module cache (the shared policy and sandbox vectors included); as root, the program and the
+   sandbox vectors run again as an unprivileged user (setpriv to 65534) from a world-readable
+   directory;
 3. with CGO_ENABLED=0 the build fails with one error line that says cgo and a C compiler are needed.
 
 Run from the repository root: ``python ci/go_module.py``.
@@ -48,7 +51,9 @@ EXPECTED = [
     "write map[file_path:app/.env.local]: deny",
     "webfetch map[url:https://example.com]: ask",
     "malformed rule: Bash(",
+    'sandbox bwrap true: "sandboxed\\n/run/a3s/init\\nrefused\\n" exit 0',
 ]
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
 def run(argv: list[str], cwd: Path, env: dict[str, str], *, check: bool = True) -> str:
@@ -88,6 +93,7 @@ def check_zip(zip_path: Path) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="codeward-go-") as tmp:
         work = Path(tmp)
+        work.chmod(0o755)  # the unprivileged runs read the program and the module cache
         env = {
             **os.environ,
             "GOTOOLCHAIN": "local",
@@ -111,10 +117,23 @@ def main() -> None:
         }
         run(["go", "get", f"{PACKAGE}@{VERSION}"], consumer, env)
         run(["go", "build", "-o", "consumer", "."], consumer, env)
-        out = run([str(consumer / "consumer")], consumer, env).splitlines()
-        if out[: len(EXPECTED)] != EXPECTED or not out[-1].startswith("version 0.1.0 abi 1"):
-            fail(f"the consumer printed {out}, expected {EXPECTED} and the version")
+        users = [[], NOBODY] if os.geteuid() == 0 else [[]]
+        for user in users:
+            out = run([*user, str(consumer / "consumer")], consumer, env).splitlines()
+            if out[: len(EXPECTED)] != EXPECTED or not out[-1].startswith("version 0.1.0 abi 1"):
+                fail(f"the consumer printed {out}, expected {EXPECTED} and the version")
         run(["go", "test", "-count=1", PACKAGE], consumer, env)
+        if os.geteuid() == 0:
+            # the package's sandbox tests as 65534, from the module cache (world-readable)
+            test_bin = work / "codeward.test"
+            run(["go", "test", "-c", "-o", str(test_bin), PACKAGE], consumer, env)
+            package_dir = work / "modcache" / f"{MODULE}@{VERSION}" / "bindings" / "go"
+            nobody_run = "^(TestSandboxVectors|TestSIGKILLOfTheCallerTakesTheSandboxDown)$"
+            run(
+                [*NOBODY, str(test_bin), "-test.count=1", f"-test.run={nobody_run}"],
+                package_dir,
+                env,
+            )
 
         nocgo = run(
             ["go", "build", "-o", "nocgo", "."], consumer, env | {"CGO_ENABLED": "0"}, check=False

@@ -2,13 +2,18 @@
 
 1. prebuildify makes the linux-x64 (glibc) prebuild in prebuilds/, compiled by `zig cc` for glibc
    2.28 (the floor of Node's own Linux builds), so it loads wherever an official Node 18+ runs;
+   next to it goes a3s-init, the sandbox's init, linked statically (it depends on no library);
 2. `npm pack` makes codeward-<version>.tgz, which must carry every C source and header the addon
-   compiles, the init's sources, the prebuild, LICENSE and the project URLs, and nothing else;
+   compiles, the init's sources, the prebuild and its init, LICENSE and the project URLs, and
+   nothing else;
 3. in a fresh directory `npm install <tgz>` with npm_config_build_from_source=true compiles the
-   addon from the tarball's sources; in another, `npm install <tgz>` finds the prebuild and
-   compiles nothing (CC=false); in a third, `npm install --ignore-scripts <tgz>` runs no script
-   and loads the prebuild; in each, `require('codeward')` runs the shared vectors
-   (bindings/node/test/vectors.test.js of this checkout, pointed at the installed package).
+   addon and the init from the tarball's sources; in another, `npm install <tgz>` finds the
+   prebuild and compiles nothing (CC=false); in a third, `npm install --ignore-scripts <tgz>`
+   runs no script and loads the prebuild; in each, `require('codeward')` runs the shared policy
+   vectors and, with a real sandbox, the shared sandbox vectors (the test files of this
+   checkout, pointed at the installed package), and in the last two also as an unprivileged
+   user (setpriv to 65534, from a copy of the tests in the world-readable project), where the
+   prebuild-only install also runs the sandbox's lifetime tests (a worker's exit, SIGKILL).
 
 Run from the repository root after `npm ci`: ``python ci/npm_package.py [--zig PYTHON]``.
 """
@@ -27,7 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PREBUILD = ROOT / "prebuilds" / "linux-x64" / "codeward.glibc.node"
+PREBUILD_INIT = PREBUILD.parent / "a3s-init"
 GLIBC_FLOOR = "2.28"
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 # What the tarball must hold besides the files of "files": npm adds README, LICENSE, package.json.
 REQUIRED = [
     "LICENSE",
@@ -35,14 +42,18 @@ REQUIRED = [
     "package.json",
     "binding.gyp",
     "bindings/node/binding.c",
+    "bindings/node/sandbox.c",
+    "bindings/node/glue.h",
     "bindings/node/index.js",
     "bindings/node/index.d.ts",
     "bindings/node/lib/native.js",
     "bindings/node/scripts/sources.js",
+    "bindings/node/scripts/init.js",
     "native/include/a3s/a3s.h",
     "native/init/a3s_init.c",
     "native/init/init.h",
     "prebuilds/linux-x64/codeward.glibc.node",
+    "prebuilds/linux-x64/a3s-init",
 ]
 ALLOWED_TOP = {
     "LICENSE",
@@ -103,6 +114,18 @@ def prebuild(zig_python: str) -> None:
         fail(f"the prebuild needs GLIBC_{'.'.join(map(str, newest))}, above {GLIBC_FLOOR}")
     if ".symtab" in run(["objdump", "-h", str(PREBUILD)], quiet=True):
         fail("the prebuild is not stripped")
+    prebuild_init()
+
+
+def prebuild_init() -> None:
+    """a3s-init for the prebuild: static (a static C library runs on any kernel glibc supports,
+    whatever C library the machine has), stripped, from the sources binding.gyp compiles."""
+    sources = run(["node", "bindings/node/scripts/init.js", "sources"], quiet=True).split()
+    flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-Inative/include", "-static", "-s"]
+    run(["cc", *flags, *sources, "-o", str(PREBUILD_INIT)])
+    headers = run(["objdump", "-p", str(PREBUILD_INIT)], quiet=True)
+    if "NEEDED" in headers or "INTERP" in headers:
+        fail(f"{PREBUILD_INIT.relative_to(ROOT)} is not static")
 
 
 def pack(out: Path) -> Path:
@@ -127,6 +150,30 @@ def pack(out: Path) -> Path:
             fail(f"package.json has no {key}")
     print(f"npm_package: {tgz.name}: {tgz.stat().st_size} bytes, {len(names)} files")
     return tgz
+
+
+def node_test(project: Path, tests: list[str], *, nobody: bool = False) -> None:
+    """node --test of this checkout's test files against the package installed in project.
+
+    As 65534 the tests run from a copy in the (world-readable) project, the vectors with them.
+    """
+    env = {"CODEWARD_TEST_INSTALLED": str(project)}
+    files = [ROOT / "bindings" / "node" / "test" / t for t in tests]
+    prefix: list[str] = []
+    if nobody:
+        copies = project / "codeward-tests"
+        if not copies.exists():
+            copies.mkdir()
+            shutil.copy(ROOT / "tests" / "vectors" / "sandbox.json", copies)
+            home = copies / "home"
+            home.mkdir()
+            os.chown(home, 65534, 65534)
+        for f in files:
+            shutil.copy(f, copies)
+        files = [copies / f.name for f in files]
+        env |= {"A3S_VECTORS_DIR": str(copies), "HOME": str(copies / "home")}
+        prefix = NOBODY
+    run([*prefix, "node", "--test", *map(str, files)], cwd=project, env=env, summary=True)
 
 
 def consume(tgz: Path, work: Path, how: str) -> None:
@@ -160,12 +207,13 @@ def consume(tgz: Path, work: Path, how: str) -> None:
     expected = built[0] if how == "source" else installed / PREBUILD.relative_to(ROOT)
     if Path(loaded[-1]) != expected:
         fail(f"the installed package loads {loaded[-1]}, not {expected}")
-    run(
-        ["node", "--test", str(ROOT / "bindings" / "node" / "test" / "vectors.test.js")],
-        cwd=project,
-        env={"CODEWARD_TEST_INSTALLED": str(project)},
-        summary=True,
-    )
+    init = expected.parent / "a3s-init"
+    if not os.access(init, os.X_OK) or os.stat(init).st_mode & 0o005 != 0o005:
+        fail(f"{init} is missing, or not executable by every user")
+    node_test(project, ["vectors.test.js", "sandbox-vectors.test.js"])
+    if how != "default" and os.geteuid() == 0:
+        lifetime = ["sandbox.test.js"] if how == "ignore-scripts" else []
+        node_test(project, ["sandbox-vectors.test.js", *lifetime], nobody=True)
 
 
 def main() -> None:
@@ -175,6 +223,7 @@ def main() -> None:
     prebuild(args.zig)
     with tempfile.TemporaryDirectory(prefix="codeward-npm-") as tmp:
         work = Path(tmp)
+        work.chmod(0o755)  # the unprivileged runs read the installed package
         tgz = pack(work)
         for how in ("source", "default", "ignore-scripts"):
             consume(tgz, work, how)

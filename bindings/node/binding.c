@@ -22,11 +22,12 @@
 #include <string.h>
 
 #include "a3s/a3s.h"
+#include "glue.h"
 
 /* ---- plumbing ----------------------------------------------------------- */
 
 /* Throws a generic Error for a failed napi_* call unless one is pending. */
-static void throw_napi_failure(napi_env env, const char *what) {
+void throw_napi_failure(napi_env env, const char *what) {
     bool pending = false;
     napi_is_exception_pending(env, &pending);
     if (pending)
@@ -39,37 +40,28 @@ static void throw_napi_failure(napi_env env, const char *what) {
     napi_throw_error(env, NULL, msg);
 }
 
-/* Evaluates a napi_* call; on failure throws and returns NULL from the caller. */
-#define CHECK(env, call)                                                                           \
-    do {                                                                                           \
-        if ((call) != napi_ok) {                                                                   \
-            throw_napi_failure((env), #call);                                                      \
-            return NULL;                                                                           \
-        }                                                                                          \
-    } while (0)
-
-static napi_value throw_type_error(napi_env env, const char *msg) {
+napi_value throw_type_error(napi_env env, const char *msg) {
     napi_throw_type_error(env, NULL, msg);
     return NULL;
 }
 
-static napi_value throw_nomem(napi_env env) {
+napi_value throw_nomem(napi_env env) {
     napi_throw_error(env, NULL, "codeward addon: out of memory");
     return NULL;
 }
 
-static bool set_named(napi_env env, napi_value obj, const char *name, napi_value v) {
+bool set_named(napi_env env, napi_value obj, const char *name, napi_value v) {
     return napi_set_named_property(env, obj, name, v) == napi_ok;
 }
 
-static bool set_number(napi_env env, napi_value obj, const char *name, double d) {
+bool set_number(napi_env env, napi_value obj, const char *name, double d) {
     napi_value v;
     return napi_create_double(env, d, &v) == napi_ok && set_named(env, obj, name, v);
 }
 
 /* Throws the C core's error: message = err->message, plus .status,
  * .detail and .sysErrno for lib/errors.js to branch on. */
-static napi_value throw_core(napi_env env, const a3s_error *err) {
+napi_value throw_core(napi_env env, const a3s_error *err) {
     napi_value msg, error, status;
     if (napi_create_string_utf8(env, err->message, NAPI_AUTO_LENGTH, &msg) != napi_ok ||
         napi_create_error(env, NULL, msg, &error) != napi_ok ||
@@ -86,7 +78,7 @@ static napi_value throw_core(napi_env env, const a3s_error *err) {
 }
 
 /* Fetches up to `n` arguments (missing ones are undefined) and `this`. */
-static bool get_args(napi_env env, napi_callback_info info, size_t n, napi_value *argv,
+bool get_args(napi_env env, napi_callback_info info, size_t n, napi_value *argv,
                      napi_value *this_arg) {
     size_t argc = n;
     if (napi_get_cb_info(env, info, &argc, argv, this_arg, NULL) != napi_ok) {
@@ -98,16 +90,7 @@ static bool get_args(napi_env env, napi_callback_info info, size_t n, napi_value
 
 /* ---- strings: UTF-16 <-> WTF-8 -------------------------------------------- */
 
-#define SMALL_UNITS 256
-
-/* The bytes of one JS string; `data` points into `small` or to the heap. */
-typedef struct {
-    char *data;
-    size_t len;
-    char small[3 * SMALL_UNITS];
-} bytes_buf;
-
-static void bytes_release(bytes_buf *b) {
+void bytes_release(bytes_buf *b) {
     if (b->data && b->data != b->small)
         free(b->data);
     b->data = NULL;
@@ -142,7 +125,7 @@ static size_t encode_wtf8(const char16_t *u, size_t n, char *out) {
 }
 
 /* Reads a JS string argument as bytes. `what` names it in the TypeError. */
-static bool get_bytes(napi_env env, napi_value v, const char *what, bytes_buf *out) {
+bool get_bytes(napi_env env, napi_value v, const char *what, bytes_buf *out) {
     out->data = NULL;
     out->len = 0;
     napi_valuetype type;
@@ -262,7 +245,7 @@ static bool get_int32(napi_env env, napi_value v, const char *what, int32_t *out
 static const napi_type_tag GLOB_TAG = {0x6133735f676c6f62ull, 0x1f2e3d4c5b6a7988ull};
 static const napi_type_tag RULESET_TAG = {0x6133735f72756c65ull, 0x8897a6b5c4d3e2f1ull};
 
-static void *unwrap(napi_env env, napi_value obj, const napi_type_tag *tag, const char *cls) {
+void *unwrap(napi_env env, napi_value obj, const napi_type_tag *tag, const char *cls) {
     bool ok = false;
     void *p = NULL;
     if (napi_check_object_type_tag(env, obj, tag, &ok) != napi_ok || !ok ||
@@ -280,7 +263,7 @@ static void *unwrap(napi_env env, napi_value obj, const napi_type_tag *tag, cons
 }
 
 /* Tags and wraps `this`; on failure frees the handle with `release`. */
-static bool attach(napi_env env, napi_value this_arg, void *handle, const napi_type_tag *tag,
+bool attach(napi_env env, napi_value this_arg, void *handle, const napi_type_tag *tag,
                    napi_finalize release) {
     if (napi_type_tag_object(env, this_arg, tag) != napi_ok ||
         napi_wrap(env, this_arg, handle, release, NULL, NULL) != napi_ok) {
@@ -291,7 +274,7 @@ static bool attach(napi_env env, napi_value this_arg, void *handle, const napi_t
     return true;
 }
 
-static bool require_new(napi_env env, napi_callback_info info, const char *cls) {
+bool require_new(napi_env env, napi_callback_info info, const char *cls) {
     napi_value target = NULL;
     if (napi_get_new_target(env, info, &target) != napi_ok || !target) {
         char msg[128];
@@ -572,7 +555,7 @@ static napi_value path_normalize(napi_env env, napi_callback_info info) {
 
 /* ---- registration ------------------------------------------------------- */
 
-static bool define_class(napi_env env, napi_value exports, const char *name, napi_callback ctor,
+bool define_class(napi_env env, napi_value exports, const char *name, napi_callback ctor,
                          const napi_property_descriptor *methods, size_t n) {
     napi_value cls;
     return napi_define_class(env, name, NAPI_AUTO_LENGTH, ctor, NULL, n, methods, &cls) ==
@@ -619,6 +602,7 @@ NAPI_MODULE_INIT() {
                       sizeof glob_methods / sizeof glob_methods[0]) ||
         !define_class(env, exports, "NativeRuleset", ruleset_construct, ruleset_methods,
                       sizeof ruleset_methods / sizeof ruleset_methods[0]) ||
+        !register_sandbox(env, exports) ||
         napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions) !=
             napi_ok) {
         throw_napi_failure(env, "registering the addon");

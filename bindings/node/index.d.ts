@@ -1,5 +1,7 @@
 // Types of the codeward Node.js binding. README.md describes the behaviour;
-// docs/policy.md in the repository is the reference for rules and globs.
+// docs/security.md in the repository is the reference for the sandbox,
+// docs/policy.md for rules and globs, native/abi/options.json for the
+// sandbox's options (the same in Python, Node and Go).
 
 /** What the policy says about one call. */
 export type Decision = 'allow' | 'deny' | 'ask';
@@ -144,3 +146,164 @@ export function canonicalTool(tool: string): string;
 
 /** The lexical normal form of a file path used in argument strings. */
 export function normalizePath(path: string): string;
+
+// ---- the sandbox ------------------------------------------------------------------
+
+/** The environment variable that opts a host in to the process host (1/true/yes/on, any case). */
+export const ENV_OPT_IN: 'A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX';
+
+/** A bound of `limits` that leaves its resource unbounded: 2n ** 64n - 1n (A3S_NO_LIMIT). */
+export const UNLIMITED: bigint;
+
+/**
+ * The resource bounds of the native Linux sandbox (docs/security.md, "Resource
+ * bounds"). A missing or null bound keeps the safe default; each takes a positive
+ * safe integer, a BigInt or UNLIMITED. The process host enforces none of them.
+ */
+export interface SandboxLimits {
+  /** The whole sandbox's memory; a command past it is killed (oomKilled). Default: half the machine's memory; least 16 MiB. */
+  memoryMaxBytes?: number | bigint | null;
+  /** Processes and threads; fork fails with EAGAIN beyond it. Default 4096; least 8. */
+  maxProcesses?: number | bigint | null;
+  /** Size of each tmpfs a command writes to (/tmp, /var/tmp, /run, /dev/shm, the masked homes). Default: an eighth of the machine's memory; least 1 MiB. */
+  tmpfsMaxBytes?: number | bigint | null;
+  /** inotify watches of the workspace's credential scan. Default: a quarter of fs.inotify.max_user_watches. */
+  inotifyWatchBudget?: number | bigint | null;
+}
+
+/** Options of selectSandbox; an unknown key is a TypeError. */
+export interface SandboxOptions {
+  /**
+   * When the native boundary cannot run, run commands on the host with no
+   * boundary: only inside an outer container or VM. Default false (the
+   * environment variable A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX does the same).
+   */
+  allowProcessHostSandbox?: boolean;
+  /** A boundary the host supplies: returned as it is, before anything is probed. */
+  sandboxHandle?: { exec(command: string, options?: object): Promise<unknown> } | null;
+  /** Resource bounds of the native sandbox. */
+  limits?: SandboxLimits | null;
+  /** One long-lived sandbox per handle (default true); false: one bubblewrap per command. */
+  reuse?: boolean;
+  /** Leave out the Landlock layer (tests of the other layers; never a default). */
+  noLandlock?: boolean;
+}
+
+/** Options of exec; an unknown key is a TypeError, a value out of range a SandboxArgumentError. */
+export interface ExecOptions {
+  /** The command's time, 1 to 86400000 (default 120000); then TERM to every process of it, KILL after killGraceMs, exit 124. */
+  timeoutMs?: number;
+  /** Between TERM and KILL, 1 to 600000 (default 2000). */
+  killGraceMs?: number;
+  /** Output kept per stream, 1 to 2**30 (default 102400): a head and a tail around a marker beyond it. */
+  maxOutputBytes?: number;
+  /** Per-call variables on top of the scrubbed environment; LD_*, BASH_ENV, NODE_OPTIONS ... and secret-looking ones are refused (SandboxArgumentError). */
+  env?: { [name: string]: string } | null;
+  /** Aborting stops the command with every process it started; exec then rejects with an AbortError. */
+  signal?: AbortSignal | null;
+}
+
+/** What one command produced (Python's CommandOutput, in camelCase). Frozen. */
+export class CommandOutput {
+  /** Standard output, UTF-8 decoded (invalid sequences as U+FFFD), head and tail past maxOutputBytes. */
+  readonly stdout: string;
+  readonly stderr: string;
+  /** The command's status; 128+N for signal N, 124 on a timeout or a cancellation, 125 when the sandbox refused or failed to start it. */
+  readonly exitCode: number;
+  readonly timedOut: boolean;
+  /** A stream went past maxOutputBytes. */
+  readonly truncated: boolean;
+  /** Every byte written to both streams. */
+  readonly totalBytes: number;
+  /** false only for the process host. */
+  readonly sandboxed: boolean;
+  /** 'bwrap' or 'process-host'. */
+  readonly backend: string;
+  /** Why the sandbox refused or failed to start the command, or null. */
+  readonly setupError: string | null;
+  /** The command was stopped by its AbortSignal or by close(). */
+  readonly cancelled: boolean;
+  readonly durationMs: number;
+  /** The sandbox reached its memory bound and killed a process of the command. */
+  readonly oomKilled: boolean;
+  /** What the sandbox found hostile in the workspace and did not follow or mount, one line each. */
+  readonly neutralized: readonly string[];
+  /** The command ran and exited 0. */
+  readonly ok: boolean;
+}
+
+/** An AbortSignal stopped the command: `output` is what it did (null if it never started). */
+export interface SandboxAbortError extends Error {
+  name: 'AbortError';
+  code: 'ABORT_ERR';
+  output: CommandOutput | null;
+}
+
+/**
+ * A sandbox the C core runs: the native boundary (backend 'bwrap') or the
+ * opted-in process host ('process-host', sandboxed false). Commands run off
+ * the event loop, each on a thread of its own, several at once.
+ */
+export class Sandbox {
+  private constructor();
+  readonly backend: 'bwrap' | 'process-host';
+  readonly sandboxed: boolean;
+  /** The canonical workspace path. */
+  readonly workspace: string;
+  /**
+   * Runs `bash -c command`: a timeout, a refusal (exit 125) or a failing
+   * command resolves as an output. Rejects with a TypeError or a
+   * SandboxArgumentError for arguments the sandbox refuses, an Error with code
+   * 'ERR_SANDBOX_CLOSED' (and `output`) once closed, a SandboxAbortError when
+   * `signal` aborts, a NativeCoreError for failures of this process.
+   */
+  exec(command: string, options?: ExecOptions): Promise<CommandOutput>;
+  /**
+   * Cancels running commands, stops the long-lived sandbox (its placeholders
+   * leave the workspace) and resolves once that is done. Final; may be
+   * repeated. A worker's or the process's exit does the same.
+   */
+  close(): Promise<void>;
+}
+
+/** The error-only sandbox: every exec rejects with a SandboxUnavailableError naming the cause. */
+export class UnavailableSandbox {
+  private constructor();
+  readonly backend: 'unavailable';
+  readonly sandboxed: false;
+  readonly workspace: string;
+  /** Why no boundary can run. */
+  readonly cause: string;
+  exec(command: string, options?: ExecOptions): Promise<never>;
+  close(): Promise<void>;
+}
+
+/**
+ * The boundary for a session over `workspace`, failing closed: a host-supplied
+ * `sandboxHandle` as it is; else the native boundary when its self-test passes
+ * (once per thread); else the process host when the host opted in; else the
+ * error-only sandbox. Rejects with a TypeError for an unknown option key and a
+ * SandboxArgumentError for a workspace that is not an existing directory (or is
+ * a symlink) or limits below what a sandbox runs with.
+ */
+export function selectSandbox(
+  workspace: string,
+  options?: SandboxOptions,
+): Promise<Sandbox | UnavailableSandbox>;
+
+/** Whether the environment opts in to the process host (Python's value.strip().lower() in 1/true/yes/on). */
+export function processHostOptedIn(env?: { [name: string]: string | undefined }): boolean;
+
+/** A command, environment variable, workspace or option given to the sandbox is invalid. */
+export class SandboxArgumentError extends Error {
+  readonly name: 'SandboxArgumentError';
+}
+
+/** No boundary can run and the host did not opt in to the process host. */
+export class SandboxUnavailableError extends Error {
+  readonly name: 'SandboxUnavailableError';
+  /** The workspace the sandbox was selected for. */
+  readonly workspace: string;
+  /** What the probe found (bubblewrap missing, user namespaces disabled ...). */
+  readonly cause: string;
+}

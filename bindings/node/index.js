@@ -1,14 +1,29 @@
 'use strict';
-// codeward for Node.js: the permission policy of the codeward security kernel,
-// evaluated by the same C core as the Python and Go bindings.
-// See README.md for the API and index.d.ts for the types.
+// codeward for Node.js: the enforced sandbox agent commands run in and the
+// permission policy of the codeward security kernel, over the same C core as
+// the Python and Go bindings. See README.md for the API and index.d.ts for
+// the types.
 
 const native = require('./lib/native');
-const { PolicyError, NativeCoreError } = require('./lib/errors');
+const {
+  PolicyError,
+  NativeCoreError,
+  SandboxArgumentError,
+  SandboxUnavailableError,
+} = require('./lib/errors');
 const { canonicalJson } = require('./lib/canonical-json');
 const { argumentString, canonicalTool, normalizePath } = require('./lib/subject');
 const { Glob } = require('./lib/glob');
 const { PermissionPolicy } = require('./lib/policy');
+const { CommandOutput } = require('./lib/output');
+const {
+  selectSandbox,
+  processHostOptedIn,
+  Sandbox,
+  UnavailableSandbox,
+  ENV_OPT_IN,
+  UNLIMITED,
+} = require('./lib/sandbox');
 
 /** The C library's version: {major, minor, patch, abi, string}. */
 function version() {
@@ -23,6 +38,15 @@ function abiVersion() {
 module.exports = {
   version,
   abiVersion,
+  selectSandbox,
+  processHostOptedIn,
+  Sandbox,
+  UnavailableSandbox,
+  CommandOutput,
+  ENV_OPT_IN,
+  UNLIMITED,
+  SandboxArgumentError,
+  SandboxUnavailableError,
   PermissionPolicy,
   Glob,
   PolicyError,

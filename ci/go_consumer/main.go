@@ -1,9 +1,11 @@
 // Command codeward-consumer calls the codeward Go API the way the README
 // shows and prints one line per answer, which ci/go_module.py compares with
-// what the policy says.
+// what the policy says and what a sandboxed command printed: the program
+// depends on the module alone (the sandbox's init is this program itself).
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -50,6 +52,31 @@ func run() error {
 		return fmt.Errorf("a malformed rule gave %v, not a *PolicyError", err)
 	}
 	fmt.Printf("malformed rule: %s\n", pe.Rule)
+	if err := sandboxed(); err != nil {
+		return err
+	}
 	fmt.Printf("version %s abi %d\n", codeward.Version().String, codeward.ABIVersion())
+	return nil
+}
+
+// sandboxed runs a command in the sandbox, with nothing installed but bubblewrap.
+func sandboxed() error {
+	ws, err := os.MkdirTemp("", "codeward-consumer-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	sb, err := codeward.SelectSandbox(ws, codeward.SandboxOptions{})
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	out, err := sb.Exec(context.Background(),
+		"echo sandboxed; tr '\\0' '\\n' < /proc/1/cmdline | head -1; touch /usr/cw 2>/dev/null || echo refused",
+		codeward.ExecOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("sandbox %s %v: %q exit %d\n", sb.Backend(), sb.Sandboxed(), out.Stdout, out.ExitCode)
 	return nil
 }

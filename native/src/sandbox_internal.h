@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define A3S_INIT_INSIDE "/run/a3s/init"
+#define A3S_INIT_INSIDE A3S_INIT_PATH
 #define A3S_DEFAULT_TIMEOUT_MS 120000u
 #define A3S_DEFAULT_GRACE_MS 2000u
 
@@ -23,6 +23,7 @@ struct a3s_sandbox {
     char *workspace; /* canonical */
     char *bwrap;
     char *init;
+    int init_fd; /* A3S_SANDBOX_SELF_INIT: an O_PATH fd of this program's executable; else -1 */
     char *bash;
     char *scratch_parent;
     char *state_dir;

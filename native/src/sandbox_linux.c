@@ -355,11 +355,26 @@ A3S_API void a3s_sandbox_free(a3s_sandbox *sb) {
     free(sb->workspace);
     free(sb->bwrap);
     free(sb->init);
+    if (sb->init_fd >= 0)
+        close(sb->init_fd);
     free(sb->bash);
     free(sb->scratch_parent);
     free(sb->state_dir);
     pthread_mutex_destroy(&sb->lock);
     free(sb);
+}
+
+/* Defined when the init is compiled into this program (native/init/embed.c,
+ * the Go package); a weak, hidden reference, so that other builds link
+ * without it and no other library can provide it. */
+extern int a3s_init_main(int argc, char **argv) __attribute__((weak, visibility("hidden")));
+
+static int check_self_init(a3s_error *err) {
+    if (!a3s_init_main)
+        return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
+                        "A3S_SANDBOX_SELF_INIT: this build of the library has no embedded init "
+                        "(give init_path instead)");
+    return A3S_OK;
 }
 
 static int check_abs_file(const char *what, const char *path, a3s_error *err) {
@@ -495,7 +510,8 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
                                                                : default_watch_budget();
     *out = NULL;
     uint64_t known = A3S_SANDBOX_PROCESS_HOST | A3S_SANDBOX_NO_LANDLOCK | A3S_SANDBOX_REUSE |
-                     A3S_SANDBOX_WORKSPACE_READONLY | A3S_SANDBOX_SHARE_NET;
+                     A3S_SANDBOX_WORKSPACE_READONLY | A3S_SANDBOX_SHARE_NET |
+                     A3S_SANDBOX_SELF_INIT;
     if (cfg->flags & ~known)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_new: unknown flag bits");
     bool host = cfg->flags & A3S_SANDBOX_PROCESS_HOST;
@@ -511,7 +527,8 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
     if (!S_ISDIR(st.st_mode))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "workspace %s is not a directory",
                         cfg->workspace);
-    int rc = check_abs_file("a3s-init", cfg->init_path, err);
+    bool self_init = cfg->flags & A3S_SANDBOX_SELF_INIT;
+    int rc = self_init ? check_self_init(err) : check_abs_file("a3s-init", cfg->init_path, err);
     if (rc == A3S_OK && !host)
         rc = check_abs_file("bubblewrap", cfg->bwrap_path, err);
     if (rc)
@@ -522,6 +539,7 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     pthread_mutex_init(&sb->lock, NULL);
     sb->wake[0] = sb->wake[1] = -1;
+    sb->init_fd = -1;
     if (pipe2(sb->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
         int e = errno;
         sb->wake[0] = sb->wake[1] = -1;
@@ -540,7 +558,16 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
                                                        : DEFAULT_IDLE_STOP_MS;
     sb->flags = cfg->flags;
     sb->workspace = realpath(cfg->workspace, NULL);
-    sb->init = strdup(cfg->init_path);
+    /* the embedded init: this executable, held open so that the image that
+     * runs is this one (an O_PATH fd: a program may be execute-only) */
+    if (self_init &&
+        (sb->init_fd = a3s_fd_above_stdio(open("/proc/self/exe", O_PATH | O_CLOEXEC))) < 0) {
+        int e = errno;
+        a3s_sandbox_free(sb);
+        return a3s_fail(err, A3S_E_UNSUPPORTED, e, 0, "cannot open this program's executable "
+                        "(/proc/self/exe) to run its embedded init: %s", strerror(e));
+    }
+    sb->init = strdup(self_init ? "/proc/self/exe" : cfg->init_path);
     sb->bwrap = host ? NULL : strdup(cfg->bwrap_path);
     sb->bash = resolve_bash();
     const char *tmp = cfg->scratch_parent;
@@ -1712,7 +1739,8 @@ static void push_num(struct a3s_strvec *v, const char *opt, uint64_t n) {
 
 static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exec_options *o,
                       struct a3s_strvec *a, bool sandbox, const struct plan_fds *fds) {
-    a3s_strvec_push(a, sandbox ? INIT_INSIDE : sb->init);
+    /* an embedded init answers to its name, wherever it runs from */
+    a3s_strvec_push(a, sandbox || sb->init_fd >= 0 ? INIT_INSIDE : sb->init);
     a3s_strvec_push(a, "--mode");
     a3s_strvec_push(a, p->server ? "server" : sandbox ? "sandbox" : "host");
     if (p->server) {
@@ -1994,7 +2022,17 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         return rc;
     if (!p->server)
         push3(a, "--bind", p->home, p->home);
-    push3(a, "--ro-bind", sb->init, INIT_INSIDE);
+    if (sb->init_fd >= 0) { /* kept open in bubblewrap by every launcher */
+        /* bubblewrap binds it by the path it has now, checked to be this file */
+        if (fstat(sb->init_fd, &st) == 0 && st.st_nlink == 0)
+            return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                            "this program's executable, whose init the sandbox runs, was "
+                            "deleted or replaced since it started: restart the program");
+        push_num(a, "--ro-bind-fd", (uint64_t)sb->init_fd);
+        a3s_strvec_push(a, INIT_INSIDE);
+    } else {
+        push3(a, "--ro-bind", sb->init, INIT_INSIDE);
+    }
     a3s_strvec_push(a, "--chdir");
     a3s_strvec_push(a, p->spawn && p->spawn->cwd ? p->spawn->cwd : sb->workspace);
     a3s_strvec_push(a, "--");
@@ -2227,15 +2265,20 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     a3s_process_result *result = NULL;
     bool launched = false;
     if (rc == A3S_OK) {
-        int keep[2 + COUNT(p.bind_fds)] = {status[1], lifeline[0]};
+        bool host = sb->flags & A3S_SANDBOX_PROCESS_HOST;
+        /* bubblewrap binds a worktree's gitdirs, and an embedded init, from these */
+        int keep[3 + COUNT(p.bind_fds)] = {status[1], lifeline[0]};
         size_t nkeep = 2;
         for (size_t i = 0; i < COUNT(p.bind_fds); i++)
             if (p.bind_fds[i] >= 0)
                 keep[nkeep++] = p.bind_fds[i];
+        if (!host && sb->init_fd >= 0)
+            keep[nkeep++] = sb->init_fd;
         a3s_process_options po = {
             .struct_size = sizeof po,
             .flags = (o->flags & A3S_EXEC_CANCEL_FD) ? A3S_PROCESS_CANCEL_FD : 0,
-            .path = p.argv.items[0],
+            /* argv[0] of an embedded init is its name, not its path */
+            .path = host ? sb->init : p.argv.items[0],
             .argv = (const char *const *)p.argv.items,
             .argc = p.argv.len,
             .envp = (const char *const *)p.env.items,

@@ -70,13 +70,15 @@ A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3
         release_plan(h, true);
         return rc; /* A3S_E_REFUSED says what the plan found */
     }
+    /* bubblewrap binds a worktree's gitdirs, and an embedded init, from these */
+    int keep[] = {h->plan.bind_fds[0], h->plan.bind_fds[1], sb->init_fd};
     struct a3s_child_launch l = {
         .path = h->plan.argv.items[0],
         .argv = h->plan.argv.items,
         .envp = h->plan.env.items,
         .cwd = sb->workspace,
-        .keep = h->plan.bind_fds, /* bubblewrap binds a worktree's gitdirs from these */
-        .nkeep = sizeof h->plan.bind_fds / sizeof *h->plan.bind_fds,
+        .keep = keep,
+        .nkeep = sizeof keep / sizeof *keep,
         .nested = true,
         .sandboxed = true,
         .grace_ms = opts->kill_grace_ms,

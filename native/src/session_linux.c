@@ -93,7 +93,8 @@ struct a3s_session {
  * inherits, starts it with a raw clone (no atfork handlers), reports its
  * pid and waits until the caller has a pidfd on it: until then the pid
  * cannot be reused, since it is our unreaped child at worst. */
-#define MAX_KEEP 5 /* the control socket, the lifeline, the caller's pidfd, two bind fds */
+/* the control socket, the lifeline, the caller's pidfd, two bind fds, an embedded init's fd */
+#define MAX_KEEP 6
 
 static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int *keep,
                                    size_t nkeep, const struct a3s_cgroup *cg, int report, int go) {
@@ -424,6 +425,8 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
         for (size_t i = 0; i < sizeof s->plan.bind_fds / sizeof *s->plan.bind_fds; i++)
             if (s->plan.bind_fds[i] >= 0 && nkeep < MAX_KEEP)
                 keep[nkeep++] = s->plan.bind_fds[i];
+        if (sb->init_fd >= 0) /* bubblewrap binds an embedded init from it */
+            keep[nkeep++] = sb->init_fd;
         rc = spawn(s, s->plan.argv.items, keep, nkeep, out[1], &perr);
         /* bubblewrap has them now (it binds from /proc/self/fd and the init
          * marks them close-on-exec): the sandbox must not hold the host's

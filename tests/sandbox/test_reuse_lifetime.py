@@ -87,6 +87,7 @@ def test_a_timed_out_command_does_not_break_the_next(sb, marker) -> None:
 
 
 def test_a_cancelled_command_does_not_break_the_next(sb, marker) -> None:
+    run(sb, "true")  # the sandbox is up: the cancel lands in the command, never in the start
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     out = sb.exec(f"sleep {marker}", timeout_ms=30_000, cancel=cancel)

@@ -4,8 +4,11 @@
 // Problems with the *types* of what a caller passes (an unknown option key,
 // a number where a rule string belongs, a function inside tool arguments)
 // are the built-in TypeError, as is usual in JavaScript. A rule or glob the
-// C core refuses is a PolicyError; a failure no input explains (out of
-// memory, a system call) is a NativeCoreError.
+// C core refuses is a PolicyError; a value no sandbox can honour (a bound
+// out of range, a refused environment variable, a workspace that is not a
+// directory) a SandboxArgumentError; no boundary to run in a
+// SandboxUnavailableError; a failure no input explains (out of memory, a
+// system call) is a NativeCoreError.
 
 /** A permission rule or policy is malformed; `rule` is the offending rule text, or null. */
 class PolicyError extends Error {
@@ -23,6 +26,28 @@ class NativeCoreError extends Error {
     this.name = 'NativeCoreError';
     this.status = status;
     this.errno = errno;
+  }
+}
+
+/** A command, environment variable, workspace or option given to the sandbox is invalid. */
+class SandboxArgumentError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'SandboxArgumentError';
+  }
+}
+
+/**
+ * No enforced boundary can run here, and the host did not opt in to the
+ * process host: `workspace` is the workspace and `cause` what the probe found
+ * (bubblewrap missing, user namespaces disabled ...).
+ */
+class SandboxUnavailableError extends Error {
+  constructor(message, { workspace, cause }) {
+    super(message);
+    this.name = 'SandboxUnavailableError';
+    this.workspace = workspace;
+    this.cause = cause;
   }
 }
 
@@ -55,4 +80,26 @@ function typeName(value) {
   return typeof value;
 }
 
-module.exports = { PolicyError, NativeCoreError, fromNative, typeName };
+/**
+ * Maps an addon error of a sandbox call as Python's _raise_native does:
+ * "invalid" is the caller's argument, "unsupported" and "refused" mean no
+ * boundary, anything else the core's own failure.
+ */
+function fromNativeSandbox(err, workspace) {
+  if (!err || typeof err.status !== 'string') return err;
+  if (err.status === 'invalid') return new SandboxArgumentError(err.message);
+  if (err.status === 'unsupported' || err.status === 'refused') {
+    return new SandboxUnavailableError(err.message, { workspace, cause: err.message });
+  }
+  return new NativeCoreError(err.message, { status: err.status, errno: err.sysErrno || 0 });
+}
+
+module.exports = {
+  PolicyError,
+  NativeCoreError,
+  SandboxArgumentError,
+  SandboxUnavailableError,
+  fromNative,
+  fromNativeSandbox,
+  typeName,
+};

@@ -587,13 +587,32 @@ A3S_API int a3s_protected_name(size_t index, const char **name, uint64_t *flags,
  * TCP/UDP (the seccomp filter still refuses listening and other socket
  * families). Only when the host granted a program the network. */
 #define A3S_SANDBOX_SHARE_NET (1ull << 4)
+/* The init is compiled into the calling program itself (the Go package
+ * does this: native/init/embed.c) instead of being a3s-init on disk:
+ * init_path is unused, and the core runs this process's own executable as
+ * the init, which takes over in a constructor, before main, when it is
+ * started as A3S_INIT_PATH. The handle holds an O_PATH descriptor of the
+ * executable from a3s_sandbox_new on: bubblewrap binds it with
+ * --ro-bind-fd (which checks that the mount is that very file) and the
+ * process host runs /proc/self/exe, so nothing but the running image is
+ * ever run as the init. A sandbox that would start after the executable
+ * was deleted or replaced on disk is refused instead (exit 125, a
+ * setup_error that says to restart the program); the process host and a
+ * long-lived sandbox already running are unaffected. */
+#define A3S_SANDBOX_SELF_INIT (1ull << 5)
+
+/* Where the init runs from inside a sandbox, and the argv[0] it is given
+ * everywhere when it is embedded (A3S_SANDBOX_SELF_INIT): the name the
+ * embedded init's constructor answers to. */
+#define A3S_INIT_PATH "/run/a3s/init"
 
 typedef struct a3s_sandbox_config {
     size_t struct_size;          /* sizeof(a3s_sandbox_config) */
     uint64_t flags;              /* A3S_SANDBOX_* */
     const char *workspace;       /* absolute path of an existing directory, not a symlink */
     const char *bwrap_path;      /* absolute path of bubblewrap; unused with PROCESS_HOST */
-    const char *init_path;       /* absolute path of the a3s-init executable */
+    const char *init_path;       /* absolute path of the a3s-init executable; unused with
+                                    SELF_INIT */
     const char *scratch_parent;  /* where private run directories go; NULL: $TMPDIR or /tmp */
     const char *const *host_env; /* "K=V" entries to filter; NULL: this process's environ */
     size_t host_envc;
@@ -674,7 +693,9 @@ typedef struct a3s_exec_options {
  *   A3S_E_REFUSED      the workspace is a symlink, or is or holds /, /proc,
  *                      /dev, /sys or /run;
  *   A3S_E_UNSUPPORTED  a3s-init or bubblewrap is not executable, no bash
- *                      in /bin or /usr/bin;
+ *                      in /bin or /usr/bin, SELF_INIT in a library built
+ *                      without the embedded init or whose executable
+ *                      cannot be opened;
  *   A3S_E_NOMEM        memory ran out. */
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err);
 

@@ -39,8 +39,10 @@ def _trusted(path: str, workspace: str | None) -> bool:
     if st.st_uid != 0 or st.st_mode & 0o022 or parent.st_uid != 0 or parent.st_mode & 0o022:
         return False
     if workspace:
-        root = os.path.realpath(workspace) + os.sep
-        if (path + os.sep).startswith(root):
+        # the workspace / holds every program, and no sandbox takes it (the
+        # core refuses it, which selection reports), as in Node and Go
+        root = os.path.realpath(workspace)
+        if root != os.sep and (path + os.sep).startswith(root + os.sep):
             return False
     return True
 

@@ -214,7 +214,8 @@ class _CoreSandbox(SandboxBase):
             "setup_error": raw["setup_error"],
             "cancelled": raw["cancelled"],
             "duration_ms": raw["duration_us"] / 1000.0,
-            "neutralized": tuple(raw["neutralized"].splitlines()),
+            # lines end at "\n" only, as in Node and Go (a name may hold U+2028)
+            "neutralized": tuple(raw["neutralized"].split("\n")) if raw["neutralized"] else (),
             "oom_killed": raw["oom_killed"],
             "hard_linked": raw["hard_linked"],
         }

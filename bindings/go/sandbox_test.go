@@ -1,0 +1,310 @@
+//go:build linux && cgo
+
+package codeward
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The Go side of the sandbox: contexts, goroutines, Close, and the caller's
+// death. The shared vectors (vectors_sandbox_test.go) hold the boundary
+// itself.
+
+// helperEnv makes the test binary a helper program instead (TestMain).
+const helperEnv = "CODEWARD_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(helper(mode, os.Args[len(os.Args)-1]))
+	}
+	os.Exit(m.Run())
+}
+
+// helper runs as a separate program: it starts a sandbox over workspace,
+// says "ready <bubblewrap pid>" once a command of it runs, and then either
+// waits to be killed ("kill") or returns without closing ("exit").
+func helper(mode, workspace string) int {
+	sb, err := SelectSandbox(workspace, SandboxOptions{})
+	if err != nil || sb.Backend() != "bwrap" {
+		fmt.Println("no sandbox:", err)
+		return 1
+	}
+	if _, err := sb.Exec(context.Background(), "true", ExecOptions{}); err != nil {
+		fmt.Println("exec:", err)
+		return 1
+	}
+	_, _, pid := sb.(*coreSandbox).info()
+	if mode == "exit" {
+		fmt.Println("ready", pid)
+		return 0 // no Close: the process's end takes the sandbox down
+	}
+	go sb.Exec(context.Background(), "touch started; exec -a "+os.Getenv("CODEWARD_TEST_MARKER")+
+		" sleep 120", ExecOptions{})
+	for {
+		if _, err := os.Stat(filepath.Join(workspace, "started")); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Println("ready", pid)
+	select {} // until SIGKILL
+}
+
+func nativeSandbox(t *testing.T, opts SandboxOptions) Sandbox {
+	t.Helper()
+	sb, err := SelectSandbox(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Backend() != "bwrap" {
+		t.Fatalf("the native sandbox cannot run here: %v", sb)
+	}
+	t.Cleanup(func() { sb.Close() })
+	return sb
+}
+
+func newMarker(t *testing.T) string {
+	return fmt.Sprintf("cwgo%d%d", os.Getpid(), time.Now().UnixNano())
+}
+
+func waitNoSurvivors(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(survivors(marker)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := survivors(marker); len(left) > 0 {
+		t.Fatalf("survivors: %v", left)
+	}
+}
+
+func TestContextCancelKillsTheTree(t *testing.T) {
+	for _, reuse := range []bool{true, false} {
+		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) {
+			sb := nativeSandbox(t, SandboxOptions{Reuse: &reuse})
+			m := newMarker(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			start := time.Now()
+			out, err := sb.Exec(ctx, "setsid bash -c '(exec -a "+m+" sleep 60) &'; exec -a "+m+
+				" sleep 60", ExecOptions{KillGraceMs: 200})
+			if !errors.Is(err, context.Canceled) || !out.Cancelled || out.ExitCode != 124 {
+				t.Fatalf("err %v, output %+v", err, out)
+			}
+			if elapsed := time.Since(start); elapsed > 30*time.Second {
+				t.Fatalf("the cancelled command took %v", elapsed)
+			}
+			waitNoSurvivors(t, m)
+			// the sandbox goes on
+			if out, err := sb.Exec(context.Background(), "echo next", ExecOptions{}); err != nil ||
+				out.Stdout != "next\n" {
+				t.Fatalf("after the cancel: %+v %v", out, err)
+			}
+		})
+	}
+}
+
+func TestContextDeadlineKillsTheTree(t *testing.T) {
+	sb := nativeSandbox(t, SandboxOptions{})
+	m := newMarker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	out, err := sb.Exec(ctx, "(exec -a "+m+" sleep 60) & exec -a "+m+" sleep 60",
+		ExecOptions{KillGraceMs: 200})
+	if !errors.Is(err, context.DeadlineExceeded) || !out.Cancelled || out.ExitCode != 124 {
+		t.Fatalf("err %v, output %+v", err, out)
+	}
+	waitNoSurvivors(t, m)
+	// a context that is already done runs nothing
+	out, err = sb.Exec(ctx, "touch ran", ExecOptions{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a done context ran: %+v %v", out, err)
+	}
+	if _, err := os.Stat(filepath.Join(sb.Workspace(), "ran")); err == nil {
+		t.Fatal("a done context ran the command")
+	}
+}
+
+func TestManyGoroutinesShareOneSandbox(t *testing.T) {
+	sb := nativeSandbox(t, SandboxOptions{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 4; i++ {
+				want := fmt.Sprintf("%d-%d", g, i)
+				out, err := sb.Exec(context.Background(), "echo "+want, ExecOptions{})
+				if err != nil || out.Stdout != want+"\n" || out.ExitCode != 0 {
+					errs <- fmt.Errorf("%s: %+v %v", want, out, err)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestCloseCancelsRunningCommandsAndIsFinal(t *testing.T) {
+	sb := nativeSandbox(t, SandboxOptions{})
+	m := newMarker(t)
+	done := make(chan error, 2)
+	var outs [2]CommandOutput
+	for i := range outs {
+		go func(i int) {
+			var err error
+			outs[i], err = sb.Exec(context.Background(), "touch started"+strconv.Itoa(i)+
+				"; exec -a "+m+" sleep 60", ExecOptions{KillGraceMs: 200})
+			done <- err
+		}(i)
+	}
+	for i := range outs {
+		for {
+			if _, err := os.Stat(filepath.Join(sb.Workspace(), "started"+strconv.Itoa(i))); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range outs {
+		if err := <-done; !errors.Is(err, ErrClosed) {
+			t.Errorf("a command running at Close returned %v", err)
+		}
+	}
+	for _, out := range outs {
+		if !out.Cancelled {
+			t.Errorf("not cancelled: %+v", out)
+		}
+	}
+	waitNoSurvivors(t, m)
+	if _, err := sb.Exec(context.Background(), "true", ExecOptions{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Exec after Close: %v", err)
+	}
+	if err := sb.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+}
+
+func TestTheInitIsThisProgram(t *testing.T) {
+	sb := nativeSandbox(t, SandboxOptions{})
+	out, err := sb.Exec(context.Background(), "tr '\\0' ' ' < /proc/1/cmdline", ExecOptions{})
+	if err != nil || !strings.HasPrefix(out.Stdout, "/run/a3s/init --mode server ") {
+		t.Fatalf("PID 1 is not the init: %+v %v", out, err)
+	}
+	_, _, pid := sb.(*coreSandbox).info()
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil || len(strings.Fields(string(kids))) != 1 {
+		t.Fatalf("bubblewrap %d has children %q (%v)", pid, kids, err)
+	}
+	init := strings.Fields(string(kids))[0]
+	// the same file (its path inside is /run/a3s/init)
+	exe, err := os.Stat("/proc/" + init + "/exe")
+	if err != nil {
+		t.Skipf("the init is not readable from here (%v): it is non-dumpable", err)
+	}
+	self, _ := os.Executable()
+	mine, err := os.Stat(self)
+	if err != nil || !os.SameFile(exe, mine) {
+		t.Fatalf("the init does not run this program %s (%v)", self, err)
+	}
+}
+
+// startHelper runs this test binary as a helper over a fresh workspace and
+// returns it with the bubblewrap pid it reported.
+func startHelper(t *testing.T, mode, marker string) (*exec.Cmd, int, string) {
+	t.Helper()
+	ws := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", ws)
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "CODEWARD_TEST_MARKER="+marker)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	var pid int
+	if _, err := fmt.Sscanf(line, "ready %d", &pid); err != nil || pid <= 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the helper said %q", line)
+	}
+	return cmd, pid, ws
+}
+
+// gone reports whether pid no longer runs (no process, or a zombie).
+func gone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !gone(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !gone(pid) {
+		t.Fatalf("the sandbox (bubblewrap %d) outlived its caller", pid)
+	}
+}
+
+func TestSIGKILLOfTheCallerTakesTheSandboxDown(t *testing.T) {
+	m := newMarker(t)
+	cmd, pid, _ := startHelper(t, "kill", m)
+	if len(survivors(m)) == 0 {
+		t.Fatal("the helper's command does not run")
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	waitGone(t, pid)
+	waitNoSurvivors(t, m)
+}
+
+func TestAProgramThatExitsWithoutCloseLeavesNothing(t *testing.T) {
+	cmd, pid, ws := startHelper(t, "exit", newMarker(t))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the helper: %v", err)
+	}
+	waitGone(t, pid)
+	// what it left in the workspace (placeholders of missing protected
+	// names) goes with the next sandbox over the workspace
+	if _, err := os.Lstat(filepath.Join(ws, ".bashrc")); err != nil {
+		t.Fatalf("no placeholder was left to sweep: %v", err)
+	}
+	sb, err := SelectSandbox(ws, SandboxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.Exec(context.Background(), "true", ExecOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sb.Close()
+	if _, err := os.Lstat(filepath.Join(ws, ".bashrc")); err == nil {
+		t.Fatal("a placeholder of the dead program's sandbox is still in the workspace")
+	}
+}

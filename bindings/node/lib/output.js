@@ -1,0 +1,61 @@
+'use strict';
+// CommandOutput: what one command produced, whichever sandbox ran it
+// (python/codeward/sandbox/_output.py, in camelCase).
+
+class CommandOutput {
+  /**
+   * stdout/stderr are decoded as UTF-8, each invalid sequence replaced by
+   * U+FFFD (as Python's "replace" does); past maxOutputBytes per stream only
+   * a head and a tail are kept around a marker, truncated is set and
+   * totalBytes still counts everything the command wrote. exitCode is the
+   * command's status, 128+N when signal N ended it, 124 on a timeout or a
+   * cancellation, 125 when the sandbox refused or failed to start
+   * (setupError says why). oomKilled: the sandbox reached its memory bound
+   * and a process of the command was killed for it. sandboxed is false only
+   * for the process host. neutralized lists what the sandbox found hostile
+   * in the workspace and did not follow or mount for this run.
+   */
+  constructor(fields) {
+    this.stdout = fields.stdout;
+    this.stderr = fields.stderr;
+    this.exitCode = fields.exitCode;
+    this.timedOut = fields.timedOut;
+    this.truncated = fields.truncated;
+    this.totalBytes = fields.totalBytes;
+    this.sandboxed = fields.sandboxed;
+    this.backend = fields.backend;
+    this.setupError = fields.setupError ?? null;
+    this.cancelled = fields.cancelled ?? false;
+    this.durationMs = fields.durationMs ?? 0;
+    this.oomKilled = fields.oomKilled ?? false;
+    this.neutralized = Object.freeze([...(fields.neutralized ?? [])]);
+    Object.freeze(this);
+  }
+
+  /** True when the command ran and exited 0. */
+  get ok() {
+    return this.exitCode === 0 && this.setupError === null;
+  }
+}
+
+/** The addon's raw result as a CommandOutput of `backend`. */
+function fromRaw(raw, backend, sandboxed) {
+  return new CommandOutput({
+    stdout: raw.stdout.toString('utf8'),
+    stderr: raw.stderr.toString('utf8'),
+    exitCode: raw.exitCode,
+    timedOut: raw.timedOut,
+    truncated: raw.stdoutTruncated || raw.stderrTruncated,
+    totalBytes: raw.stdoutTotal + raw.stderrTotal,
+    sandboxed,
+    backend,
+    setupError: raw.setupError,
+    cancelled: raw.cancelled,
+    durationMs: raw.durationUs / 1000,
+    oomKilled: raw.oomKilled,
+    // one line each (their control bytes are '?' already)
+    neutralized: raw.neutralized ? raw.neutralized.replace(/\n$/, '').split('\n') : [],
+  });
+}
+
+module.exports = { CommandOutput, fromRaw };

@@ -1,0 +1,256 @@
+'use strict';
+// The Node side of the sandbox: the event loop, AbortSignal, options, close,
+// and the caller's death (a worker that exits or is terminated, a process
+// killed with SIGKILL). The shared vectors (sandbox-vectors.test.js) hold the
+// boundary itself.
+
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { describe, test, after } = require('node:test');
+const { Worker } = require('node:worker_threads');
+
+const installedIn = process.env.CODEWARD_TEST_INSTALLED;
+const pkgDir = installedIn
+  ? path.dirname(require.resolve('codeward/package.json', { paths: [installedIn] }))
+  : path.join(__dirname, '..', '..', '..');
+const codeward = require(pkgDir);
+const { kInfo } = require(path.join(pkgDir, 'bindings', 'node', 'lib', 'sandbox.js'));
+const { initPath } = require(path.join(pkgDir, 'bindings', 'node', 'lib', 'init.js'));
+const { selectSandbox, SandboxArgumentError } = codeward;
+
+const dirs = [];
+function workspace() {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cw-node-')));
+  dirs.push(dir);
+  return dir;
+}
+after(() => {
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function nativeSandbox(options) {
+  const sb = await selectSandbox(workspace(), options);
+  assert.equal(sb.backend, 'bwrap', `the native sandbox cannot run here: ${sb}`);
+  return sb;
+}
+
+const marker = () => `cwnode${process.pid}x${Math.random().toString(36).slice(2)}`;
+
+function survivors(m) {
+  return fs
+    .readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .filter((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/cmdline`).includes(m);
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** Whether pid runs (a zombie does not). */
+function running(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function eventually(check, what, ms = 10000) {
+  const deadline = Date.now() + ms;
+  while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(check(), what);
+}
+
+const linuxOnly = { skip: process.platform !== 'linux' && 'the sandbox is Linux-only' };
+
+describe('the sandbox from Node', linuxOnly, () => {
+  test('the init ships next to the loaded addon', () => {
+    const init = initPath();
+    assert.ok(init && path.isAbsolute(init), `no a3s-init in ${pkgDir}`);
+    const addon = require('node-gyp-build').path(pkgDir);
+    assert.equal(path.dirname(init), path.dirname(fs.realpathSync(addon)));
+  });
+
+  test('a 2 s command runs off the event loop: a timer keeps ticking', async () => {
+    const sb = await nativeSandbox();
+    try {
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 50);
+      const out = await sb.exec('sleep 2; echo done');
+      clearInterval(timer);
+      assert.equal(out.stdout, 'done\n');
+      // a blocked loop would tick once, at most, when the command is over
+      assert.ok(ticks >= 10, `the event loop ticked ${ticks} times in 2 s`);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  test('an AbortSignal kills the whole tree, a setsid daemon included', async () => {
+    for (const reuse of [true, false]) {
+      const sb = await nativeSandbox({ reuse });
+      try {
+        const m = marker();
+        const ac = new AbortController();
+        const run = sb.exec(
+          `touch started; setsid bash -c '(exec -a ${m} sleep 60) &'; exec -a ${m} sleep 60`,
+          { signal: ac.signal, killGraceMs: 200 },
+        );
+        await eventually(() => fs.existsSync(path.join(sb.workspace, 'started')), 'not started');
+        ac.abort();
+        await assert.rejects(run, (err) => {
+          assert.equal(err.name, 'AbortError');
+          assert.ok(err.output.cancelled && err.output.exitCode === 124, JSON.stringify(err.output));
+          return true;
+        });
+        await eventually(() => survivors(m).length === 0, `survivors: ${survivors(m)}`);
+        assert.equal((await sb.exec('echo next')).stdout, 'next\n');
+      } finally {
+        await sb.close();
+      }
+    }
+  });
+
+  test('an aborted signal runs nothing', async () => {
+    const sb = await nativeSandbox();
+    try {
+      await assert.rejects(sb.exec('touch ran', { signal: AbortSignal.abort() }), { name: 'AbortError' });
+      assert.ok(!fs.existsSync(path.join(sb.workspace, 'ran')));
+    } finally {
+      await sb.close();
+    }
+  });
+
+  test('unknown option keys are a TypeError, naming the camelCase key', async () => {
+    const ws = workspace();
+    await assert.rejects(selectSandbox(ws, { allow_process_host_sandbox: true }), {
+      name: 'TypeError',
+      message: /did you mean 'allowProcessHostSandbox'/,
+    });
+    await assert.rejects(selectSandbox(ws, { limits: { memory: 1 } }), TypeError);
+    await assert.rejects(selectSandbox(ws, { reuse: 'yes' }), TypeError);
+    await assert.rejects(selectSandbox(ws, { limits: { maxProcesses: -1 } }), SandboxArgumentError);
+    const sb = await nativeSandbox();
+    try {
+      await assert.rejects(sb.exec('true', { timeout_ms: 5 }), /did you mean 'timeoutMs'/);
+      await assert.rejects(sb.exec('true', { cancel: null }), /signal/);
+      await assert.rejects(sb.exec('true', { timeoutMs: '5' }), TypeError);
+      await assert.rejects(sb.exec('true', { timeoutMs: 0 }), SandboxArgumentError);
+      await assert.rejects(sb.exec('true', { env: { A: 1 } }), TypeError);
+      await assert.rejects(sb.exec(42), TypeError);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  test('commands run side by side in one sandbox', async () => {
+    const sb = await nativeSandbox();
+    try {
+      const outs = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => sb.exec(`sleep 0.$((RANDOM % 3)); echo ${i}`)),
+      );
+      outs.forEach((out, i) => assert.equal(out.stdout, `${i}\n`));
+    } finally {
+      await sb.close();
+    }
+  });
+
+  test('close cancels running commands, is final and can be repeated', async () => {
+    const sb = await nativeSandbox();
+    const m = marker();
+    const runs = [0, 1].map((i) =>
+      sb.exec(`touch s${i}; exec -a ${m} sleep 60`, { killGraceMs: 200 }).then(
+        (out) => assert.fail(`not cancelled: ${JSON.stringify(out)}`),
+        (err) => err,
+      ),
+    );
+    await eventually(
+      () => fs.existsSync(path.join(sb.workspace, 's0')) && fs.existsSync(path.join(sb.workspace, 's1')),
+      'not started',
+    );
+    const { pid } = sb[kInfo]();
+    await sb.close();
+    for (const err of await Promise.all(runs)) {
+      assert.ok(err.code === 'ERR_SANDBOX_CLOSED' && err.output.cancelled, err.stack);
+    }
+    assert.deepEqual(survivors(m), []);
+    assert.ok(!running(pid), 'the long-lived sandbox outlived close()');
+    assert.ok(!fs.existsSync(path.join(sb.workspace, '.bashrc')), 'a placeholder outlived close()');
+    await assert.rejects(sb.exec('true'), { code: 'ERR_SANDBOX_CLOSED' });
+    await sb.close();
+  });
+
+  // A worker that selects a sandbox, runs a command and posts the bubblewrap
+  // pid, then either exits without closing or starts a long command.
+  const WORKER = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const { selectSandbox } = require(workerData.pkg);
+    const { kInfo } = require(workerData.pkg + '/bindings/node/lib/sandbox.js');
+    (async () => {
+      const sb = await selectSandbox(workerData.ws);
+      await sb.exec('true');
+      if (workerData.long) sb.exec('touch started; exec -a ' + workerData.marker + ' sleep 120');
+      parentPort.postMessage(sb[kInfo]().pid);
+      // then it ends when told (the exec above keeps it up until it is terminated)
+      parentPort.once('message', () => parentPort.close());
+    })();
+  `;
+
+  test('a worker that exits without closing leaves nothing behind', async () => {
+    const ws = workspace();
+    const worker = new Worker(WORKER, { eval: true, workerData: { pkg: pkgDir, ws } });
+    const pid = await new Promise((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    assert.ok(running(pid));
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.postMessage('go');
+    await exited;
+    await eventually(() => !running(pid), `bubblewrap ${pid} outlived its worker`);
+    assert.ok(!fs.existsSync(path.join(ws, '.bashrc')), 'the worker left a placeholder');
+  });
+
+  test('worker.terminate() during a command takes it down', async () => {
+    const ws = workspace();
+    const m = marker();
+    const worker = new Worker(WORKER, { eval: true, workerData: { pkg: pkgDir, ws, long: true, marker: m } });
+    const pid = await new Promise((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    await eventually(() => fs.existsSync(path.join(ws, 'started')), 'not started');
+    assert.ok(survivors(m).length > 0);
+    await worker.terminate();
+    await eventually(() => survivors(m).length === 0, `survivors: ${survivors(m)}`);
+    await eventually(() => !running(pid), `bubblewrap ${pid} outlived its worker`);
+  });
+
+  test('a process killed with SIGKILL leaves no process behind', async () => {
+    const ws = workspace();
+    const m = marker();
+    const script = `
+      const { selectSandbox } = require(${JSON.stringify(pkgDir)});
+      const { kInfo } = require(${JSON.stringify(path.join(pkgDir, 'bindings/node/lib/sandbox.js'))});
+      (async () => {
+        const sb = await selectSandbox(${JSON.stringify(ws)});
+        await sb.exec('true');
+        sb.exec('touch started; exec -a ${m} sleep 120');
+        console.log(sb[kInfo]().pid);
+      })();`;
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const pid = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(Number(d))));
+    await eventually(() => fs.existsSync(path.join(ws, 'started')), 'not started');
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    await eventually(() => survivors(m).length === 0, `survivors: ${survivors(m)}`);
+    await eventually(() => !running(pid), `bubblewrap ${pid} outlived its caller`);
+  });
+});
