@@ -188,11 +188,9 @@ def test_vector(case: dict[str, Any], monkeypatch, listener) -> None:  # type: i
             monkeypatch.delenv("A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX", raising=False)
         if case.get("native") == "unavailable":
             monkeypatch.setattr(_locate, "SYSTEM_BWRAP", ())
-            real_which = _locate.shutil.which
+            real_which = _locate._which
             monkeypatch.setattr(
-                _locate.shutil,
-                "which",
-                lambda name, *a, **k: None if name == "bwrap" else real_which(name, *a, **k),
+                _locate, "_which", lambda name: None if name == "bwrap" else real_which(name)
             )
             monkeypatch.setattr(NativeBashSandbox, "_probe_cache", {})
         error = expect.get("error")
