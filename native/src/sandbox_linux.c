@@ -467,6 +467,15 @@ static int make_run_dir(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
     return A3S_OK;
 }
 
+/* A described plan's run directory: names only, nothing on disk (the
+ * policy text names the mask objects by their role, not by these paths). */
+static int describe_run_dir(struct plan *p) {
+    snprintf(p->home, sizeof p->home, "/a3s-describe/home");
+    snprintf(p->mask_file, sizeof p->mask_file, "/a3s-describe/mask");
+    snprintf(p->mask_dir, sizeof p->mask_dir, "/a3s-describe/maskdir");
+    return A3S_OK;
+}
+
 /* ---- placeholder journals --------------------------------------------------
  * A run that is killed (SIGKILL of the caller) cannot remove its
  * placeholders, so each run records them in a journal named after the
@@ -856,6 +865,11 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
             if (kind ? present_files[i] : present_dirs[i])
                 continue;
             snprintf(path, sizeof path, "%s/%s", sb->workspace, names[i]);
+            if (p->describe) { /* the bind a run would make, over nothing made */
+                push3(binds, "--ro-bind", path, path);
+                a3s_strvec_push(&p->names, names[i]);
+                continue;
+            }
             int made = mkdir(path, 0555);
             if (made < 0 && errno != EEXIST)
                 return a3s_fail(err, A3S_E_SYSTEM, errno, 0,
@@ -1080,6 +1094,13 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
         push_num(a, "--grace-ms", o->kill_grace_ms ? o->kill_grace_ms : 2000);
     }
     push_num(a, "--lifeline-fd", (uint64_t)fds->lifeline_fd);
+    /* network grants (a3s.h): a long-lived sandbox may get one with any
+     * command, a one-shot run only when its command has one */
+    bool can_grant = sandbox && !(sb->flags & A3S_SANDBOX_SHARE_NET) && !p->spawn;
+    if (can_grant && (p->server || (o && (o->flags & A3S_EXEC_NETWORK_GRANT))))
+        push_num(a, "--grant-port", A3S_GRANT_PROXY_PORT);
+    if (can_grant && !p->server && o && (o->flags & A3S_EXEC_NETWORK_GRANT))
+        push_num(a, "--grant-fd", (uint64_t)o->grant_fd);
     if (sandbox) {
         if (sb->flags & A3S_SANDBOX_NO_LANDLOCK)
             a3s_strvec_push(a, "--no-landlock");
@@ -1217,7 +1238,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     p->server = fds->control_fd >= 0;
     p->link_ifd = -1;
     p->lock_fd = -1;
-    if (sandbox)
+    if (sandbox && !p->describe)
         p->lock_fd = lock_workspace(sb);
     struct stat st;
     if (lstat(sb->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -1227,7 +1248,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     p->ws_ino = st.st_ino;
     p->ws_mtime = st.st_mtim; /* before the names are read: a later change is seen */
     p->ws_ctime = st.st_ctim;
-    int rc = make_run_dir(sb, p, err);
+    int rc = p->describe ? describe_run_dir(p) : make_run_dir(sb, p, err);
     if (rc)
         return rc;
     if (p->spawn &&
@@ -1238,6 +1259,9 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     if (!p->server && !p->spawn &&
         (rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, o->env,
                             o->envc, p->home, &p->env, err)) != A3S_OK)
+        return rc;
+    if (!p->server && !p->spawn && (o->flags & A3S_EXEC_NETWORK_GRANT) &&
+        (rc = a3s_grant_env(&p->env, err)) != A3S_OK)
         return rc;
     if (!sandbox) {
         /* the process host keeps the real HOME: it has no boundary to keep it from */
@@ -1297,8 +1321,10 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     }
     push3(a, (sb->flags & A3S_SANDBOX_WORKSPACE_READONLY) ? "--ro-bind" : "--bind", sb->workspace,
           sb->workspace);
-    recover_journals(sb, p->lock_fd);
-    flock(p->lock_fd, LOCK_SH); /* back to shared for the run */
+    if (!p->describe) {
+        recover_journals(sb, p->lock_fd);
+        flock(p->lock_fd, LOCK_SH); /* back to shared for the run */
+    }
     FILE *journal = NULL;
     rc = protect_names(sb, p, a, &journal, err);
     if (journal)
@@ -1470,14 +1496,26 @@ static void bwrap_message(const a3s_process_result *r, char *out, size_t cap) {
 static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                          a3s_error *err);
 
-A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
+A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *given,
                              a3s_process_result **out, a3s_error *err) {
-    if (!sb || !o || !out || o->struct_size < sizeof(a3s_exec_options) ||
-        (!o->command && o->command_len) || (!o->env && o->envc))
+    /* struct_size versioning: a caller built before grant_fd existed passes
+     * the shorter struct, and the fields it lacks are zero */
+    size_t known_size = offsetof(a3s_exec_options, grant_fd);
+    if (!sb || !given || !out || given->struct_size < known_size)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_exec: invalid argument");
+    a3s_exec_options copy;
+    memset(&copy, 0, sizeof copy);
+    memcpy(&copy, given, given->struct_size < sizeof copy ? given->struct_size : sizeof copy);
+    copy.struct_size = sizeof copy;
+    const a3s_exec_options *o = &copy;
+    if ((!o->command && o->command_len) || (!o->env && o->envc))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_exec: invalid argument");
     *out = NULL;
-    if (o->flags & ~(uint64_t)A3S_EXEC_CANCEL_FD)
+    if (o->flags & ~(uint64_t)(A3S_EXEC_CANCEL_FD | A3S_EXEC_NETWORK_GRANT))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_exec: unknown flag bits");
+    int grc = a3s_grant_check(sb, o, err);
+    if (grc != A3S_OK)
+        return grc;
     if (memchr(o->command, '\0', o->command_len))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "the command contains a NUL byte");
     for (size_t i = 0; i < o->envc; i++) {
@@ -1512,6 +1550,14 @@ void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg) {
         atomic_store(&sb->cgroups_refused, true); /* the fallbacks carry the bounds */
 }
 
+int a3s_policy_check(const a3s_sandbox *sb, const struct plan *p, const char *digest,
+                     bool *changed, a3s_error *err) {
+    char now[A3S_POLICY_DIGEST_SIZE];
+    int rc = a3s_plan_digest(sb, p, now, err);
+    *changed = rc == A3S_OK && strcmp(now, digest) != 0;
+    return rc;
+}
+
 /* One bubblewrap for this command (the arguments are checked). */
 static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                          a3s_error *err) {
@@ -1540,8 +1586,17 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     int rc = a3s_plan_build(sb, o, &p, &fds, &plan_err);
     a3s_process_result *result = NULL;
     bool launched = false;
-    if (rc == A3S_OK) {
-        int keep[2] = {status[1], lifeline[0]};
+    bool changed = false;
+    if (rc == A3S_OK && o->policy_digest)
+        rc = a3s_policy_check(sb, &p, o->policy_digest, &changed, &plan_err);
+    if (rc == A3S_OK && changed) {
+        result = a3s_process_result_synthetic(125, A3S_RESULT_SETUP_FAILED |
+                                                       A3S_RESULT_POLICY_CHANGED,
+                                              POLICY_CHANGED_MESSAGE);
+        rc = result ? A3S_OK : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+    } else if (rc == A3S_OK) {
+        bool grant = o->flags & A3S_EXEC_NETWORK_GRANT;
+        int keep[3] = {status[1], lifeline[0], grant ? o->grant_fd : -1};
         a3s_process_options po = {
             .struct_size = sizeof po,
             .flags = (o->flags & A3S_EXEC_CANCEL_FD) ? A3S_PROCESS_CANCEL_FD : 0,
@@ -1559,7 +1614,7 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
             .kill_grace_ms = (o->kill_grace_ms ? o->kill_grace_ms : 2000) + 1000,
             .max_output_bytes = o->max_output_bytes,
             .keep_fds = keep,
-            .keep_fd_count = 2,
+            .keep_fd_count = grant ? 3 : 2,
             .cancel_fd = o->cancel_fd,
         };
         rc = a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, err);
