@@ -6,7 +6,7 @@ native boundary does and does not promise.
 
 from ._limits import UNLIMITED, SandboxLimits
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
-from ._output import CommandOutput
+from ._output import CommandOutput, SandboxPolicy
 from ._protocol import BashSandbox
 from ._select import ENV_OPT_IN, UnavailableBashSandbox, process_host_opted_in, select_sandbox
 
@@ -19,6 +19,7 @@ __all__ = [
     "ProcessHostBashSandbox",
     "PythonProcessHostBashSandbox",
     "SandboxLimits",
+    "SandboxPolicy",
     "SeatbeltBashSandbox",
     "UnavailableBashSandbox",
     "process_host_opted_in",

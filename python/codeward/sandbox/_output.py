@@ -1,4 +1,4 @@
-"""CommandOutput: what one command produced, whichever sandbox ran it."""
+"""CommandOutput: what one command produced, whichever sandbox ran it; SandboxPolicy."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ class CommandOutput:
     ``oom_killed`` says the sandbox reached its memory bound and a process of
     the command was killed for it (``exit_code`` is then usually 137).
     ``sandboxed`` is False only for the process host, which has no boundary.
+    ``policy_changed`` says the command was pinned to a sandbox policy
+    digest (a network grant) and the policy had changed: nothing ran
+    (``exit_code`` 125).
     """
 
     stdout: str
@@ -32,8 +35,21 @@ class CommandOutput:
     cancelled: bool = False
     duration_ms: float = 0.0
     oom_killed: bool = False
+    policy_changed: bool = False
 
     @property
     def ok(self) -> bool:
         """True when the command ran and exited 0."""
         return self.exit_code == 0 and self.setup_error is None
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """The effective policy of a native sandbox as canonical text, and its digest.
+
+    ``digest`` is ``"sha256:"`` and the hex SHA-256 of ``text``; a network
+    grant is approved against it (docs/security.md, "Network grants").
+    """
+
+    text: str
+    digest: str
