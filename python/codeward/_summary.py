@@ -138,7 +138,8 @@ def _bash(args: Mapping[str, Any], form: _Form) -> str:
         grant = args.get("network_grant")
         where = ""
         if isinstance(grant, Mapping):
-            where = f" {form.show(grant.get('host'))}:{form.show(grant.get('port'))}"
+            host, port = form.show(grant.get("host")), grant.get("port")
+            where = f" {host}:443 and {host}:80" if port is None else f" {host}:{form.show(port)}"
         return f"bash (network{where}): {command}"
     return f"bash: {command}"
 

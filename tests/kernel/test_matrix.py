@@ -25,12 +25,14 @@ ROW_CALLS = {
     MatrixRow.WRITE_PROTECTED: ("write", {"file_path": ".mcp.json", "content": "{}"}, True),
     MatrixRow.BASH_SANDBOXED: ("bash", {"command": "echo hi"}, True),
     MatrixRow.BASH_UNSANDBOXED: ("bash", {"command": "echo hi"}, False),
+    # (the row's request_network_grant needs the native sandbox to mediate it; a host boundary
+    # cannot, and is refused before any prompt: tests/netgrant/test_grant_kernel.py)
     MatrixRow.BASH_ESCALATION: (
         "bash",
         {
             "command": "echo hi",
-            "sandbox_permissions": "request_network_grant",
-            "network_grant": {"host": "example.com", "port": 443},
+            "sandbox_permissions": "require_escalated",
+            "justification": "needs the host",
         },
         True,
     ),

@@ -89,8 +89,9 @@ def _bash(args: Mapping[str, Any], sandboxed: bool, add: _Add) -> None:
         grant = args.get("network_grant")
         target = ""
         if isinstance(grant, Mapping):
-            target = f" to {grant.get('host')}:{grant.get('port')}"
-        add(("high", f"asks for network access{target}"))
+            host, port = grant.get("host"), grant.get("port")
+            target = f" to {host}:443 and {host}:80" if port is None else f" to {host}:{port}"
+        add(("high", f"asks for network access{target}, for this command only, mediated"))
     command = args.get("command")
     if isinstance(command, str):
         hit = check_command(command)

@@ -35,7 +35,10 @@ __all__ = [
 
 MAX_HEAD = 16 * 1024  # an HTTP request head: far above what a proxy request needs
 Kind = Literal["connect", "http", "socks5"]
-_HOP_HEADERS = frozenset({b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"})
+# hop-by-hop headers of the client-proxy leg, never passed to the origin
+_HOP_HEADERS = frozenset(
+    {b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"}
+)
 
 # SOCKS5 reply codes (RFC 1928 6)
 SOCKS_FAILURE = 1
@@ -147,9 +150,7 @@ def _read_http(sock: socket.socket, first: bytes) -> ProxyRequest:
         path = "/" + path
     host, port = _authority(authority, default=80)
     kept = [
-        line
-        for line in lines[1:]
-        if line.split(b":", 1)[0].strip().lower() not in _HOP_HEADERS
+        line for line in lines[1:] if line.split(b":", 1)[0].strip().lower() not in _HOP_HEADERS
     ]
     rewritten = b"\r\n".join(
         [method + b" " + path.encode("latin-1") + b" " + parts[2], *kept, b"Connection: close"]

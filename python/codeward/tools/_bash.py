@@ -8,13 +8,12 @@ call. Only then does the command run on the process host.
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._errors import SandboxUnavailable
+from ..netgrant import NetworkGrantError, canonical_host
 from ..sandbox import BashSandbox, CommandOutput
 from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError
@@ -27,19 +26,20 @@ MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_BYTES = 102_400  # per stream, head and tail kept
 MODES = ("use_default", "require_escalated", "request_network_grant")
 _GRANT_FIELDS = ("host", "port", "reason")
-_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
 
 @dataclass(frozen=True)
 class NetworkGrantRequest(Mapping[str, Any]):
-    """One host:port a bash call asks to reach; ``reason`` is the model's words, for the host.
+    """One origin a bash call asks to reach; ``reason`` is the model's words, for the host.
 
-    Also a read-only mapping (``grant["host"]``, ``grant.get("port")``), the
-    shape of the ``network_grant`` argument it was parsed from.
+    ``host`` is canonical (``codeward.netgrant.canonical_host``); ``port``
+    None asks for 443 and 80 of the host. Also a read-only mapping
+    (``grant["host"]``, ``grant.get("port")``), the shape of the
+    ``network_grant`` argument it was parsed from.
     """
 
     host: str
-    port: int
+    port: int | None
     reason: str = ""
 
     def __getitem__(self, key: str) -> Any:
@@ -116,7 +116,9 @@ def _grant(grant: Mapping[str, Any]) -> NetworkGrantRequest:
     if unknown:
         raise ArgumentError(f"network_grant: unknown field(s) {', '.join(map(repr, unknown))}")
     host, port, reason = grant.get("host"), grant.get("port"), grant.get("reason", "")
-    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+    if port is not None and (
+        not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535
+    ):
         raise ArgumentError(f"network_grant.port must be an integer from 1 to 65535, not {port!r}")
     if not isinstance(reason, str):
         raise ArgumentError("network_grant.reason must be a string")
@@ -124,24 +126,11 @@ def _grant(grant: Mapping[str, Any]) -> NetworkGrantRequest:
 
 
 def _host(host: Any) -> str:
-    """A DNS name or an IP address, lower-cased; wildcards, ports and URLs are refused."""
-    if not isinstance(host, str) or not host:
-        raise ArgumentError("network_grant.host must be a non-empty string")
-    literal = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    """The exact host, canonical (one IDNA mapping); wildcards, ports, paths, URLs refused."""
     try:
-        return str(ipaddress.ip_address(literal))
-    except ValueError:
-        pass
-    name = host.lower().removesuffix(".")
-    labels = name.split(".")
-    if len(name) > 253 or not all(_LABEL.match(label) for label in labels):
-        raise ArgumentError(
-            f"network_grant.host {host!r} is not a host name or IP address "
-            "(no scheme, port, path or wildcard)"
-        )
-    if labels[-1].isdigit():
-        raise ArgumentError(f"network_grant.host {host!r} is neither a valid name nor an IP")
-    return name
+        return canonical_host(host, what="network_grant.host")[0]
+    except NetworkGrantError as exc:
+        raise ArgumentError(str(exc)) from None
 
 
 class BashTool(Tool):
@@ -155,7 +144,8 @@ class BashTool(Tool):
         "stderr, then the exit code; long output keeps its head and tail. If a command truly "
         "cannot work in the sandbox, set sandbox_permissions='require_escalated' with a "
         "justification (a human must approve), or 'request_network_grant' with network_grant "
-        "{host, port, reason} to reach one host."
+        "{host, port?, reason} to reach one host for this command only, through a proxy the "
+        "command's tools find in HTTP(S)_PROXY/ALL_PROXY (no port: 443 and 80)."
     )
     schema: ClassVar[Mapping[str, Any]] = {
         "type": "object",
@@ -175,7 +165,7 @@ class BashTool(Tool):
             "network_grant": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["host", "port"],
+                "required": ["host"],
                 "properties": {
                     "host": {"type": "string", "minLength": 1, "maxLength": 255},
                     "port": {"type": "integer", "minimum": 1, "maximum": 65535},
@@ -189,12 +179,23 @@ class BashTool(Tool):
         parse_sandbox_permissions(args)  # malformed requests fail here too, not only in the kernel
         timeout_ms = args.get("timeout", DEFAULT_TIMEOUT_MS)
         sandbox = _sandbox_for(ctx)
+        grant: dict[str, Any] = {}
+        if ctx.network is not None:  # a confirmed network grant: this command's admission
+            if not getattr(sandbox, "supports_network_grants", False):
+                raise ToolError(
+                    ErrorKind.SANDBOX_UNAVAILABLE,
+                    f"the {getattr(sandbox, 'backend', 'unknown')} sandbox cannot mediate a "
+                    "network grant; the command did not run",
+                    sandboxed=getattr(sandbox, "sandboxed", False),
+                )
+            grant = {"grant_fd": ctx.network.fd, "policy_digest": ctx.network.grant.policy_digest}
         try:
             out = sandbox.exec(
                 args["command"],
                 timeout_ms=timeout_ms,
                 max_output_bytes=MAX_OUTPUT_BYTES,
                 cancel=ctx.cancel,
+                **grant,
             )
         except SandboxUnavailable as exc:
             raise ToolError(
@@ -259,6 +260,8 @@ def result_of(name: str, out: CommandOutput, timeout_ms: int, *, escalated: bool
         "duration_ms": out.duration_ms,
         "oom_killed": out.oom_killed,
     }
+    if out.policy_changed:  # pinned to a policy digest that is no longer the sandbox's
+        metadata["policy_changed"] = True
     text = format_output(out, timeout_ms)
     kind: ErrorKind | None = None
     if out.setup_error:
