@@ -167,6 +167,8 @@ class InvocationKernel:
         try:
             self._admit(state)
             decision = self._decide(state)
+            if state.origin is Origin.HOST_DIRECT:
+                state.network_grant = _host_grant(state)
             if state.network_grant is not None:
                 self._pin_grant(state)
         except _Denied as denied:
@@ -736,6 +738,17 @@ def _grant_text(grant: Mapping[str, Any] | None) -> str:
         return "?"
     host, port = grant.get("host"), grant.get("port")
     return f"{host}:443 and {host}:80" if port is None else f"{host}:{port}"
+
+
+def _host_grant(s: _Call) -> Mapping[str, Any] | None:
+    """A host-direct bash call's network grant: the host's own choice, applied without asking."""
+    if s.tool is None or s.tool.kind is not ToolKind.BASH:
+        return None
+    try:
+        perms = parse_sandbox_permissions(s.args)
+    except (ArgumentError, ValueError) as exc:
+        raise _Denied(f"invalid sandbox_permissions: {exc}", ErrorKind.INVALID_ARGUMENT) from None
+    return perms.network_grant if perms.mode == "request_network_grant" else None
 
 
 def _policy_refusal(grant: NetworkGrant, now: str) -> ToolResult:

@@ -1,0 +1,143 @@
+"""What a grant does not open: direct connections, UDP, DNS, other commands, what is left behind.
+
+Every canary is a socket on the host's loopback checked host-side after the
+run: it must have heard nothing. The grant's origin server is also checked:
+nothing reached it but what was admitted through the proxy.
+"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+
+import pytest
+from grantkit import PUBLIC_IP, Canary
+
+PY = "/usr/bin/python3"
+CURL = "curl -sS --max-time 10 --cacert ca.pem"
+
+
+def _py(script: str) -> str:
+    return f"{PY} -c {shlex.quote(textwrap.dedent(script))}"
+
+
+@pytest.fixture
+def canary():
+    c = Canary()
+    yield c
+    c.close()
+
+
+def test_a_granted_command_still_has_no_direct_network(sandbox, run_granted, canary, servers):
+    """Raw TCP that ignores the proxy, UDP, DNS: none of it goes anywhere."""
+    script = _py(
+        f"""
+        import errno, socket
+        def tcp(addr):
+            s = socket.socket(socket.AF_INET6 if ":" in addr[0] else socket.AF_INET)
+            s.settimeout(3)
+            try:
+                s.connect(addr)
+                return "connected"
+            except OSError as e:
+                return errno.errorcode.get(e.errno, str(e.errno))
+        print("tcp-canary", tcp(("127.0.0.1", {canary.tcp_port})))
+        print("tcp-origin", tcp(("127.0.0.1", {servers.plain.port})))
+        print("tcp-public", tcp(("{PUBLIC_IP}", 443)))
+        print("tcp-proxy", tcp(("127.0.0.1", 3128)))  # the one thing it may reach
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.sendto(b"leak", ("127.0.0.1", {canary.udp_port}))
+        try:
+            u.sendto(b"leak", ("{PUBLIC_IP}", 53))
+            print("udp-public sent")
+        except OSError as e:
+            print("udp-public", errno.errorcode.get(e.errno))
+        try:
+            socket.getaddrinfo("dl.example.com", 443)
+            print("dns resolved")
+        except OSError as e:
+            print("dns", type(e).__name__)
+        """
+    )
+    r = run_granted(sandbox, "dl.example.com", None, script)
+    lines = dict(line.split(" ", 1) for line in r.out.stdout.splitlines())
+    assert lines["tcp-proxy"] == "connected", r.out
+    assert lines["tcp-canary"] in ("EACCES", "ECONNREFUSED"), r.out  # Landlock, or nothing there
+    assert lines["tcp-origin"] in ("EACCES", "ECONNREFUSED"), r.out
+    assert lines["tcp-public"] in ("EACCES", "ENETUNREACH"), r.out
+    assert lines["udp-public"] == "ENETUNREACH", r.out
+    assert lines["dns"] == "gaierror", r.out
+    assert canary.heard() == []
+    # the bare connection to the proxy sent nothing: refused as no complete request
+    assert r.summary["connections"] == 0
+
+
+def test_nothing_left_behind_keeps_the_grant(sandbox, run_granted, servers, workspace):
+    """A background process of the granted command dies with it, and its proxy with it."""
+    before = len(servers.plain.seen)
+    started = (
+        "setsid sh -c 'sleep 2; curl -sS --max-time 5 http://dl.example.com/late > late.txt' "
+        "</dev/null >/dev/null 2>&1 & "
+        "nohup sh -c 'while :; do curl -s -o /dev/null http://dl.example.com/loop; done' "
+        ">/dev/null 2>&1 & "
+        f"{CURL} http://dl.example.com/hello"
+    )
+    r = run_granted(sandbox, "dl.example.com", 80, started)
+    assert "hello through the grant" in r.out.stdout
+    seen = servers.plain.seen[before:]
+    assert "GET /late" not in seen
+    assert not (workspace / "late.txt").exists()
+    # the loop ran while the command did, and stopped with it: nothing after the exec
+    count = len(servers.plain.seen)
+    after = sandbox.exec(f"{CURL} -x http://127.0.0.1:3128 http://dl.example.com/hello")
+    assert len(servers.plain.seen) == count
+    assert after.exit_code != 0 and "hello" not in after.stdout
+
+
+def test_the_next_command_has_no_grant(long_lived, run_granted, servers):
+    """The grant is the command's: the next one in the same sandbox finds no proxy and no env."""
+    r = run_granted(long_lived, "dl.example.com", 80, f"{CURL} http://dl.example.com/hello")
+    assert "hello through the grant" in r.out.stdout
+    before = len(servers.plain.seen)
+    probe = _py(
+        """
+        import errno, os, socket
+        print("env", sorted(k for k in os.environ if "proxy" in k.lower()))
+        s = socket.socket()
+        print("proxy", errno.errorcode.get(s.connect_ex(("127.0.0.1", 3128))))
+        """
+    )
+    out = long_lived.exec(probe + f"; {CURL} -x http://127.0.0.1:3128 http://dl.example.com/x")
+    assert "env []" in out.stdout, out
+    assert "proxy EACCES" in out.stdout or "proxy ECONNREFUSED" in out.stdout, out
+    assert len(servers.plain.seen) == before
+    assert long_lived._handle.info()["starts"] == 1  # the same sandbox: only the grant is gone
+
+
+def test_no_grant_no_network(sandbox, servers):
+    """Without a grant nothing changes: no proxy variables, nothing on the proxy's port."""
+    out = sandbox.exec(
+        f"env | grep -ci proxy; {CURL} -x http://127.0.0.1:3128 http://dl.example.com/hello"
+    )
+    assert out.stdout.startswith("0\n"), out
+    assert out.exit_code != 0 and "hello" not in out.stdout
+
+
+def test_a_stale_digest_is_refused_and_grants_nothing(sandbox, mediator, workspace, servers):
+    from codeward.netgrant import NetworkGrant
+
+    grant = NetworkGrant.make("dl.example.com", 80, sandbox.policy().digest)
+    (workspace / ".env").write_text("SECRET=1\n")  # a new mask: the policy changed
+    assert sandbox.policy().digest != grant.policy_digest
+    before = len(servers.plain.seen)
+    with mediator.admit(grant) as admission:
+        out = sandbox.exec(
+            f"touch ran; {CURL} http://dl.example.com/hello",
+            grant_fd=admission.fd,
+            policy_digest=grant.policy_digest,
+        )
+    assert out.policy_changed and out.exit_code == 125
+    assert "re-approve against the current policy" in (out.setup_error or "")
+    assert not (workspace / "ran").exists()
+    assert not admission.listening and admission.summary()["connections"] == 0
+    assert len(servers.plain.seen) == before
