@@ -61,7 +61,7 @@ static enum step pump(struct direction *d) {
     enum step st = STEP_IDLE;
     if (room(d)) {
         ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, d->cap - d->in_pipe,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE);
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) {
             d->in_pipe += (size_t)n;
             st = STEP_MOVED;
@@ -74,7 +74,7 @@ static enum step pump(struct direction *d) {
     }
     while (pending(d)) {
         ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->in_pipe,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE);
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n <= 0) {
             if (n < 0 && would_block(errno))
                 break;
