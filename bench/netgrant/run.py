@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Network grant benchmark: a transfer and connection set-up through the mediator, against direct.
 
-    python bench/netgrant/run.py            # full run: 1 GiB, 3 rounds, 200 connections
+    python bench/netgrant/run.py            # full run: 1 GiB, 5 rounds, 200 connections
     python bench/netgrant/run.py --quick    # CI smoke run: 128 MiB, 3 rounds, 40 connections
     python bench/netgrant/run.py --json out.json
 
@@ -69,7 +69,7 @@ class Config:
 
 
 QUICK = Config(size=128 * MIB, rounds=3, connections=40)
-FULL = Config(size=1024 * MIB, rounds=3, connections=200)
+FULL = Config(size=1024 * MIB, rounds=5, connections=200)
 
 
 class Granted:
