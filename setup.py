@@ -1,10 +1,17 @@
 """The C extension (the C core plus its CPython glue, abi3) and, on Linux, the a3s-init program.
 
-Everything else about the package lives in pyproject.toml.
+Everything else about the package lives in pyproject.toml. On Linux both binaries are linked
+stripped (-s): a wheel carries no debug information. a3s-init is linked statically unless
+A3S_INIT_DYNAMIC=1; on a machine without a static C library the build stops at once with one
+line naming the package to install (docs/packaging.md).
 """
 
 import os
+import shlex
+import subprocess
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -24,20 +31,79 @@ INIT_SOURCES = [
     "native/src/session_msg_linux.c",
 ]
 
+LINUX = sys.platform.startswith("linux")
 if sys.platform == "win32":
     compile_args = ["/std:c11", "/W4", "/DA3S_BUILDING"]
     libraries: list[str] = []
 else:
     compile_args = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden", "-O2"]
-    libraries = ["pthread"] if sys.platform.startswith("linux") else []
+    libraries = ["pthread"] if LINUX else []
+link_args = ["-s"] if LINUX else []
+STATIC_INIT = os.environ.get("A3S_INIT_DYNAMIC") != "1"
+
+# The package that holds the static C library (libc.a), by /etc/os-release ID or ID_LIKE.
+STATIC_LIBC_PACKAGES = {
+    "debian": "libc6-dev",
+    "ubuntu": "libc6-dev",
+    "fedora": "glibc-static",
+    "rhel": "glibc-static",
+    "centos": "glibc-static",
+    "suse": "glibc-devel-static",
+    "alpine": "musl-dev",
+    "arch": "glibc",
+}
+
+
+def static_libc_package() -> str:
+    """The name of the package to install for libc.a on this distribution, or a list."""
+    ids: list[str] = []
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key in ("ID", "ID_LIKE"):
+                ids += value.strip('"').split()
+    except OSError:
+        pass
+    for distro in ids:
+        if distro in STATIC_LIBC_PACKAGES:
+            return STATIC_LIBC_PACKAGES[distro]
+    return "libc6-dev (Debian, Ubuntu), glibc-static (Fedora, RHEL) or musl-dev (Alpine)"
+
+
+def links(cc: list[str], extra: list[str]) -> bool:
+    """Whether cc compiles and links a trivial C program with the extra flags."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "probe.c"
+        src.write_text("int main(void) { return 0; }\n")
+        argv = [*cc, *extra, str(src), "-o", str(Path(tmp) / "probe")]
+        try:
+            return subprocess.run(argv, capture_output=True).returncode == 0
+        except OSError:
+            return False
+
+
+def require_static_libc() -> None:
+    """Stops the build, before compiling anything, if the compiler works but cannot link -static.
+
+    The compiler is the one build_ext uses: $CC, else the one Python was built with.
+    """
+    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    if not links(cc, ["-static"]) and links(cc, []):
+        sys.exit(
+            "codeward: a3s-init is linked statically and this machine has no static C library: "
+            f"install {static_libc_package()}, or set A3S_INIT_DYNAMIC=1 to link it dynamically "
+            "(docs/packaging.md)"
+        )
 
 
 class BuildWithInit(build_ext):
-    """Also builds a3s-init, the static supervisor that runs as PID 1 in the sandbox."""
+    """Also builds a3s-init, the supervisor that is PID 1 in the sandbox (static by default)."""
 
     def run(self) -> None:
+        if LINUX and STATIC_INIT:
+            require_static_libc()
         super().run()
-        if not sys.platform.startswith("linux"):
+        if not LINUX:
             return
         package_dir = (
             ROOT / "python" / "codeward" if self.inplace else Path(self.build_lib) / "codeward"
@@ -54,7 +120,7 @@ class BuildWithInit(build_ext):
             objects,
             "a3s-init",
             output_dir=str(out_dir),
-            extra_postargs=["-static"] if os.environ.get("A3S_INIT_DYNAMIC") != "1" else [],
+            extra_postargs=[*link_args, *(["-static"] if STATIC_INIT else [])],
         )
 
 
@@ -66,6 +132,7 @@ setup(
             include_dirs=["native/include"],
             extra_compile_args=compile_args,
             libraries=libraries,
+            extra_link_args=link_args,
             define_macros=[("Py_LIMITED_API", "0x030A0000")],
             py_limited_api=True,
         )

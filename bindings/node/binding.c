@@ -34,7 +34,7 @@ static void throw_napi_failure(napi_env env, const char *what) {
     const napi_extended_error_info *info = NULL;
     napi_get_last_error_info(env, &info);
     char msg[256];
-    snprintf(msg, sizeof msg, "a3s addon: %s failed (%s)", what,
+    snprintf(msg, sizeof msg, "codeward addon: %s failed (%s)", what,
              info && info->error_message ? info->error_message : "unknown N-API error");
     napi_throw_error(env, NULL, msg);
 }
@@ -54,7 +54,7 @@ static napi_value throw_type_error(napi_env env, const char *msg) {
 }
 
 static napi_value throw_nomem(napi_env env) {
-    napi_throw_error(env, NULL, "a3s addon: out of memory");
+    napi_throw_error(env, NULL, "codeward addon: out of memory");
     return NULL;
 }
 
@@ -584,7 +584,7 @@ static bool define_class(napi_env env, napi_value exports, const char *name, nap
 
 NAPI_MODULE_INIT() {
     if (a3s_abi_version() != A3S_ABI_VERSION) {
-        napi_throw_error(env, NULL, "a3s addon: C library ABI mismatch");
+        napi_throw_error(env, NULL, "codeward addon: C library ABI mismatch");
         return NULL;
     }
     static const napi_property_descriptor glob_methods[] = {METHOD("match", glob_match)};

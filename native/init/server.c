@@ -705,8 +705,10 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         }
         run_one(program, ll, filter, sfd, &m, fds[0], fds[1], grant ? fds[2] : -1, &d);
         a3s_msg_exec_free(&m);
-        bool clean = restore_trees(cfg) & remove_ipc();
-        clean = own_settings_restore(cfg) && clean; /* a root caller's command owns them */
+        bool trees_restored = restore_trees(cfg); /* all run, whatever the others found */
+        bool ipc_removed = remove_ipc();
+        bool settings_restored = own_settings_restore(cfg); /* a root caller's command owns them */
+        bool clean = trees_restored && ipc_removed && settings_restored;
         if (!clean)
             d.flags |= A3S_DONE_CLOSING;
         send_done(&d);

@@ -1,16 +1,19 @@
-/* child_other.c - owned processes where only Linux is implemented: every call says so. */
+/* child_other.c - owned processes on every platform but Linux.
+ *
+ * Not supported in this version (they run under a3s-init with pidfds and a
+ * lifeline): every call that returns a status fails with A3S_E_UNSUPPORTED
+ * and a message naming the call and the platform (platform.h);
+ * a3s_child_free accepts the NULL handle a spawn leaves. */
 #include "a3s/a3s.h"
 
 #if !defined(__linux__)
 #include "internal.h"
+#include "platform.h"
 
-#if defined(__APPLE__)
-#  define PLATFORM "macOS"
-#elif defined(_WIN32)
-#  define PLATFORM "Windows"
-#else
-#  define PLATFORM "this platform"
-#endif
+#define UNSUPPORTED(call)                                                                   \
+    a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,                                                 \
+             call ": owned processes are not supported on " A3S_PLATFORM_NAME               \
+             " (Linux only in this version)")
 
 A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
                             a3s_child_stdio *stdio, a3s_error *err) {
@@ -18,8 +21,7 @@ A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
     (void)stdio;
     if (out)
         *out = NULL;
-    return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
-                    "owned processes (a3s_child_spawn) are not implemented on " PLATFORM);
+    return UNSUPPORTED("a3s_child_spawn");
 }
 
 A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3s_child **out,
@@ -29,8 +31,7 @@ A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3
     (void)stdio;
     if (out)
         *out = NULL;
-    return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
-                    "a3s_sandbox_spawn is not implemented on " PLATFORM);
+    return UNSUPPORTED("a3s_sandbox_spawn");
 }
 
 A3S_API int a3s_child_wait(a3s_child *c, uint64_t timeout_ms, a3s_child_status *out,
@@ -38,19 +39,19 @@ A3S_API int a3s_child_wait(a3s_child *c, uint64_t timeout_ms, a3s_child_status *
     (void)c;
     (void)timeout_ms;
     (void)out;
-    return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0, "owned processes are not implemented on " PLATFORM);
+    return UNSUPPORTED("a3s_child_wait");
 }
 
 A3S_API int a3s_child_stop(a3s_child *c, a3s_child_status *out, a3s_error *err) {
     (void)c;
     (void)out;
-    return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0, "owned processes are not implemented on " PLATFORM);
+    return UNSUPPORTED("a3s_child_stop");
 }
 
 A3S_API int a3s_child_info(const a3s_child *c, a3s_child_status *out, a3s_error *err) {
     (void)c;
     (void)out;
-    return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0, "owned processes are not implemented on " PLATFORM);
+    return UNSUPPORTED("a3s_child_info");
 }
 
 A3S_API void a3s_child_free(a3s_child *c) { (void)c; }

@@ -1,4 +1,11 @@
-/* features_other.c - platforms without a native sandbox in this version. */
+/* features_other.c - what the kernel offers, on every platform but Linux.
+ *
+ * Supported everywhere: the policy (glob, rule set, path normalization),
+ * versions, status names and this call, which reports that none of the
+ * boundary's kernel features exists here (flags 0, no Landlock). The process
+ * runner (process_other.c) and the sandbox (sandbox_other.c) are Linux-only
+ * in this version; their calls fail with A3S_E_UNSUPPORTED naming the
+ * platform. */
 #include "internal.h"
 
 #if !defined(__linux__)

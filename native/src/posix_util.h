@@ -7,6 +7,9 @@
 #ifndef A3S_POSIX_UTIL_H
 #define A3S_POSIX_UTIL_H
 
+/* Only the *_linux.c files use these (pipe2 and F_DUPFD_CLOEXEC are not
+ * everywhere), so other platforms see an empty header. */
+#if defined(__linux__)
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -98,5 +101,7 @@ static inline int a3s_set_nonblock(int fd) {
     int fl = fcntl(fd, F_GETFL);
     return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
+
+#endif /* __linux__ */
 
 #endif

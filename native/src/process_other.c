@@ -1,5 +1,11 @@
-/* process_other.c - the process runner exists on Linux only in this version. */
+/* process_other.c - the process runner on every platform but Linux.
+ *
+ * Not supported in this version (it is built on pidfds, process groups it
+ * can prove it owns, and the Linux boundary): a3s_process_run and
+ * a3s_process_result_get fail with A3S_E_UNSUPPORTED and a message naming
+ * the platform; a3s_process_result_free accepts the NULL result they leave. */
 #include "internal.h"
+#include "platform.h"
 
 #if !defined(__linux__)
 A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
@@ -8,7 +14,8 @@ A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result 
     if (out)
         *out = NULL;
     return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
-                    "a3s_process_run: not supported on this platform");
+                    "a3s_process_run: the process runner is not supported on " A3S_PLATFORM_NAME
+                    " (Linux only in this version)");
 }
 
 A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_result_view *out,
@@ -16,7 +23,8 @@ A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_resu
     (void)r;
     (void)out;
     return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
-                    "a3s_process_result_get: not supported on this platform");
+                    "a3s_process_result_get: the process runner is not supported on "
+                    A3S_PLATFORM_NAME " (Linux only in this version)");
 }
 
 A3S_API void a3s_process_result_free(a3s_process_result *r) { (void)r; }

@@ -24,7 +24,7 @@ describe('version', () => {
   });
 
   test('the package version follows the C library', () => {
-    assert.equal(require('../package.json').version, a3s.version().string);
+    assert.equal(require('../../../package.json').version, a3s.version().string);
   });
 });
 

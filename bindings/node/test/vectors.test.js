@@ -9,7 +9,11 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { describe, test } = require('node:test');
 
-const { PermissionPolicy, PolicyError, Glob, argumentString } = require('..');
+// ci/npm_package.py runs this file against the package as a user installs it:
+// CODEWARD_TEST_INSTALLED names a project whose node_modules holds it.
+const installedIn = process.env.CODEWARD_TEST_INSTALLED;
+const codeward = installedIn ? require.resolve('codeward', { paths: [installedIn] }) : '..';
+const { PermissionPolicy, PolicyError, Glob, argumentString } = require(codeward);
 
 const SHARED = path.join(__dirname, '..', '..', '..', 'tests', 'vectors');
 const LOCAL = path.join(__dirname, 'fixtures');

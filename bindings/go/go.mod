@@ -1,3 +1,0 @@
-module github.com/codeward/codeward/bindings/go
-
-go 1.22

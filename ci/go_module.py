@@ -1,0 +1,129 @@
+"""The Go module as its users get it: the zip a proxy serves, `go get` from a fresh module.
+
+1. ci/gomodzip builds the module zip of this checkout (golang.org/x/mod/zip, as a proxy does) into
+   a directory laid out as a proxy; the zip must hold the package, the C core it compiles
+   (native/src, native/include), the init's sources (native/init), the shared vectors, LICENSE
+   and a README naming the repository;
+2. a copy of ci/go_consumer (a fresh module) runs `go get` with GOPROXY=file://... and GOSUMDB=off,
+   builds and runs a program that calls the API, and runs the package's own tests from the module
+   cache (the shared vectors included);
+3. with CGO_ENABLED=0 the build fails with one error line that says cgo and a C compiler are needed.
+
+Run from the repository root: ``python ci/go_module.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULE = "github.com/codeward/codeward"
+VERSION = "v0.1.0"
+PACKAGE = f"{MODULE}/bindings/go"
+REPOSITORY_URL = "https://github.com/codeward/codeward"
+ZIP_LIMIT = 500 << 20  # the go command refuses a larger module zip (compressed or not)
+REQUIRED = [
+    "LICENSE",
+    "README.md",
+    "go.mod",
+    "bindings/go/codeward.go",
+    "bindings/go/nocgo.go",
+    "native/include/a3s/a3s.h",
+    "native/init/a3s_init.c",
+    "native/init/init.h",
+    "tests/vectors/policy.json",
+    "tests/vectors/glob.json",
+]
+# What the consumer prints for the calls in ci/go_consumer/main.go.
+EXPECTED = [
+    "bash map[command:cargo test --all]: allow",
+    "bash map[command:rm -rf /]: deny",
+    "bash map[command:git push origin main]: ask",
+    "write map[file_path:app/.env.local]: deny",
+    "webfetch map[url:https://example.com]: ask",
+    "malformed rule: Bash(",
+]
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str], *, check: bool = True) -> str:
+    print("+", " ".join(argv), f"(in {cwd})", flush=True)
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    sys.stdout.write(done.stdout)
+    if check and done.returncode != 0:
+        sys.exit(f"go_module: {argv[0]} exited {done.returncode}")
+    return done.stdout
+
+
+def fail(message: str) -> None:
+    sys.exit(f"go_module: {message}")
+
+
+def check_zip(zip_path: Path) -> None:
+    prefix = f"{MODULE}@{VERSION}/"
+    with zipfile.ZipFile(zip_path) as z:
+        infos = z.infolist()
+        names = {i.filename.removeprefix(prefix) for i in infos}
+        readme = z.read(prefix + "README.md").decode()
+    core = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "native" / "src").iterdir())
+    missing = [n for n in [*REQUIRED, *core] if n not in names]
+    if missing:
+        fail(f"the module zip lacks {missing}")
+    if REPOSITORY_URL not in readme:
+        fail(f"the module zip's README.md does not name {REPOSITORY_URL}")
+    unpacked = sum(i.file_size for i in infos)
+    size = zip_path.stat().st_size
+    if size > ZIP_LIMIT or unpacked > ZIP_LIMIT:
+        fail(f"the module zip is {size} bytes ({unpacked} unpacked), over the go command's limit")
+    print(f"go_module: {zip_path.name}: {size} bytes, {unpacked} unpacked, {len(names)} files")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="codeward-go-") as tmp:
+        work = Path(tmp)
+        env = {
+            **os.environ,
+            "GOTOOLCHAIN": "local",
+            "GOFLAGS": "-mod=mod -modcacherw",
+            "CGO_ENABLED": "1",
+        }
+        proxy = work / "proxy"
+        run(
+            ["go", "run", ".", "-repo", str(ROOT), "-version", VERSION, "-out", str(proxy)],
+            ROOT / "ci" / "gomodzip",
+            env,
+        )
+        check_zip(proxy / MODULE / "@v" / f"{VERSION}.zip")
+
+        consumer = work / "consumer"
+        shutil.copytree(ROOT / "ci" / "go_consumer", consumer)
+        env |= {
+            "GOPROXY": proxy.as_uri(),
+            "GOSUMDB": "off",
+            "GOMODCACHE": str(work / "modcache"),
+        }
+        run(["go", "get", f"{PACKAGE}@{VERSION}"], consumer, env)
+        run(["go", "build", "-o", "consumer", "."], consumer, env)
+        out = run([str(consumer / "consumer")], consumer, env).splitlines()
+        if out[: len(EXPECTED)] != EXPECTED or not out[-1].startswith("version 0.1.0 abi 1"):
+            fail(f"the consumer printed {out}, expected {EXPECTED} and the version")
+        run(["go", "test", "-count=1", PACKAGE], consumer, env)
+
+        nocgo = run(
+            ["go", "build", "-o", "nocgo", "."], consumer, env | {"CGO_ENABLED": "0"}, check=False
+        )
+        errors = [line for line in nocgo.splitlines() if not line.startswith("#")]
+        if len(errors) != 1 or "cgo_and_a_C_compiler" not in errors[0]:
+            fail(f"CGO_ENABLED=0 should fail with one line naming cgo and a C compiler: {nocgo!r}")
+    print("go_module: ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+module github.com/codeward/codeward
+
+go 1.22
