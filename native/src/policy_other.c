@@ -1,5 +1,7 @@
-/* policy_other.c - the sandbox policy exists on Linux only in this version. */
+/* policy_other.c - the sandbox policy on every platform but Linux: there is no native sandbox
+ * to describe (sandbox_other.c), so a3s_sandbox_policy fails and the accessors give NULL. */
 #include "internal.h"
+#include "platform.h"
 
 #if !defined(__linux__)
 A3S_API int a3s_sandbox_policy(a3s_sandbox *sb, a3s_policy **out, a3s_error *err) {
@@ -7,7 +9,8 @@ A3S_API int a3s_sandbox_policy(a3s_sandbox *sb, a3s_policy **out, a3s_error *err
     if (out)
         *out = NULL;
     return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
-                    "a3s_sandbox_policy: not supported on this platform");
+                    "a3s_sandbox_policy: the native sandbox is not supported on "
+                    A3S_PLATFORM_NAME);
 }
 
 A3S_API const char *a3s_policy_text(const a3s_policy *p, size_t *len) {
