@@ -614,9 +614,11 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         close(tfd);
     if (wfd >= 0)
         close(wfd);
+    /* the grant ends with the command's main process: the proxy stops listening before
+     * anything it left behind is killed, so nothing left behind can still reach it */
+    grant_close(&listener);
     if (child > 0)
         kill_and_reap(child, &status, &reaped);
-    grant_close(&listener); /* the grant ends with the command: nothing is left to use it */
     if (!(d->flags & A3S_DONE_SETUP_FAILED)) {
         if (timed_out || cancelled) {
             d->exit_code = EXIT_TIMEOUT;

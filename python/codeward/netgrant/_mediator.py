@@ -36,6 +36,7 @@ import selectors
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -55,6 +56,9 @@ PROXY_PORT = 3128  # A3S_GRANT_PROXY_PORT: where the init binds the proxy's sock
 _GRANT_MESSAGE = struct.Struct("<4sHHIH")  # "A3SM", type 18, version 1, length 14, port
 _GRANT_TYPE = 18
 MAX_REFUSALS_KEPT = 10
+# How long closing an admission waits for its connection threads (one still resolving a name
+# cannot be interrupted: it finds the admission closed when its resolver returns, and ends).
+CLOSE_WAIT_S = 2.0
 
 
 class NetworkMediator:
@@ -269,8 +273,9 @@ class Admission:
         for sock in live:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+        deadline = time.monotonic() + CLOSE_WAIT_S  # for all of them, not each
         for thread in threads:
-            thread.join(5)
+            thread.join(max(0.0, deadline - time.monotonic()))
         if any(t.is_alive() for t in threads):
             # a relay still polls the cancel pipe: its fds must not be reused for another file
             log.warning("network mediator: a connection thread did not end; its pipe is kept")
