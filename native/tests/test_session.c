@@ -37,11 +37,11 @@ struct run {
     char setup_error[512];
 };
 
+static struct run run_options(a3s_sandbox *sb, const a3s_exec_options *o);
+
 static struct run exec_cmd(a3s_sandbox *sb, const char *cmd, uint64_t timeout_ms,
                            uint64_t max_output, const char *const *env, size_t envc,
                            int cancel_fd) {
-    struct run r;
-    memset(&r, 0, sizeof r);
     a3s_exec_options o = {
         .struct_size = sizeof o,
         .flags = cancel_fd >= 0 ? A3S_EXEC_CANCEL_FD : 0,
@@ -54,9 +54,16 @@ static struct run exec_cmd(a3s_sandbox *sb, const char *cmd, uint64_t timeout_ms
         .max_output_bytes = max_output,
         .cancel_fd = cancel_fd,
     };
+    return run_options(sb, &o);
+}
+
+/* Runs one exec with the options as given and collects what it produced. */
+static struct run run_options(a3s_sandbox *sb, const a3s_exec_options *o) {
+    struct run r;
+    memset(&r, 0, sizeof r);
     a3s_process_result *res = NULL;
     a3s_error err;
-    r.rc = a3s_sandbox_exec(sb, &o, &res, &err);
+    r.rc = a3s_sandbox_exec(sb, o, &res, &err);
     if (r.rc != A3S_OK) {
         snprintf(r.setup_error, sizeof r.setup_error, "%s", err.message);
         return r;
@@ -252,8 +259,6 @@ static void test_config_versions(void) {
 /* One exec with a grant (grant_fd < 0: none) or a pinned digest, options as given. */
 static struct run exec_pinned(a3s_sandbox *sb, const char *cmd, int grant_fd, const char *digest,
                               size_t struct_size) {
-    struct run r;
-    memset(&r, 0, sizeof r);
     a3s_exec_options o = {
         .struct_size = struct_size,
         .flags = grant_fd >= 0 ? A3S_EXEC_NETWORK_GRANT : 0,
@@ -263,22 +268,7 @@ static struct run exec_pinned(a3s_sandbox *sb, const char *cmd, int grant_fd, co
         .grant_fd = grant_fd,
         .policy_digest = digest,
     };
-    a3s_process_result *res = NULL;
-    a3s_error err;
-    r.rc = a3s_sandbox_exec(sb, &o, &res, &err);
-    if (r.rc != A3S_OK) {
-        snprintf(r.setup_error, sizeof r.setup_error, "%s", err.message);
-        return r;
-    }
-    a3s_process_result_view v = {.struct_size = sizeof v};
-    a3s_process_result_get(res, &v, NULL);
-    r.exit_code = v.exit_code;
-    r.flags = v.flags;
-    snprintf(r.out, sizeof r.out, "%.*s", (int)v.stdout_len, v.stdout_data);
-    if (v.setup_error)
-        snprintf(r.setup_error, sizeof r.setup_error, "%s", v.setup_error);
-    a3s_process_result_free(res);
-    return r;
+    return run_options(sb, &o);
 }
 
 /* The mediator's side of a grant in a thread: take the proxy socket, listen, say 'L', accept
