@@ -141,3 +141,93 @@ def test_a_stale_digest_is_refused_and_grants_nothing(sandbox, mediator, workspa
     assert not (workspace / "ran").exists()
     assert not admission.listening and admission.summary()["connections"] == 0
     assert len(servers.plain.seen) == before
+
+
+def test_the_command_cannot_take_the_proxys_place(sandbox, run_granted):
+    """Binding the proxy's port (even with SO_REUSEPORT) or listening anywhere is refused."""
+    script = _py(
+        """
+        import errno, socket
+        for opt in (None, socket.SO_REUSEADDR, socket.SO_REUSEPORT):
+            s = socket.socket()
+            if opt is not None:
+                s.setsockopt(socket.SOL_SOCKET, opt, 1)
+            try:
+                s.bind(("127.0.0.1", 3128))
+                s.listen(1)
+                print("took it")
+            except OSError as e:
+                print("refused", errno.errorcode.get(e.errno))
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            print("listens")
+        except OSError as e:
+            print("refused", errno.errorcode.get(e.errno))
+        """
+    )
+    r = run_granted(sandbox, "dl.example.com", 80, script)
+    lines = r.out.stdout.splitlines()
+    assert len(lines) == 4 and all(line.startswith("refused") for line in lines), r.out
+
+
+def test_without_landlock_the_namespace_and_seccomp_still_hold(
+    workspace, mediator, canary, servers, boundary_ready
+):
+    from codeward import _native
+    from codeward.netgrant import NetworkGrant
+    from codeward.sandbox._locate import find_bwrap, init_path
+
+    handle = _native.Sandbox(
+        str(workspace), init_path(), bwrap=find_bwrap(str(workspace)), no_landlock=True
+    )
+    grant = NetworkGrant.make("dl.example.com", 80, handle.policy()[1])
+    script = _py(
+        f"""
+        import errno, socket
+        s = socket.socket()
+        print("canary", errno.errorcode.get(s.connect_ex(("127.0.0.1", {canary.tcp_port}))))
+        """
+    )
+    with mediator.admit(grant) as admission:
+        raw = handle.exec(
+            f"{script}; {CURL} http://dl.example.com/hello".encode(),
+            [],
+            30_000,
+            2000,
+            100_000,
+            -1,
+            admission.fd,
+            grant.policy_digest,
+        )
+    handle.stop()
+    out = raw["stdout"].decode()
+    assert "canary ECONNREFUSED" in out and "hello through the grant" in out, raw
+    assert canary.heard() == []
+
+
+def test_too_many_or_idle_connections_are_turned_away(sandbox, net, workspace):
+    from codeward.netgrant import NetworkGrant, NetworkMediator
+
+    script = _py(
+        """
+        import socket
+        socks = [socket.create_connection(("127.0.0.1", 3128)) for _ in range(3)]
+        for s in socks:
+            s.settimeout(10)
+            print(repr(s.recv(12)))
+        """
+    )
+    with NetworkMediator(
+        resolver=net.resolver, dialer=net.dialer, max_connections=2, handshake_timeout_s=0.5
+    ) as mediator:
+        grant = NetworkGrant.make("dl.example.com", 80, sandbox.policy().digest)
+        with mediator.admit(grant) as admission:
+            out = sandbox.exec(script, grant_fd=admission.fd, policy_digest=grant.policy_digest)
+    lines = out.stdout.splitlines()
+    # two served until their request was overdue, the third closed at once
+    assert lines[:2] == ["b'HTTP/1.1 408'"] * 2, out
+    assert lines[2] == "b''", out
+    summary = admission.summary()
+    assert summary["refused"] == 3 and "too many connections at once" in summary["refusals"]
