@@ -26,7 +26,7 @@ from typing import Any
 
 from ._redact import REDACTED, clip, is_secret_name, redact_url, safe_text, visible
 
-__all__ = ["describe_call", "summarize_call"]
+__all__ = ["describe_call", "grant_origin", "summarize_call"]
 
 _Show = Callable[[object], str]
 
@@ -129,6 +129,14 @@ def _path(args: Mapping[str, Any], form: _Form, *keys: str) -> str:
     return "?"
 
 
+def grant_origin(grant: Mapping[str, Any], show: Callable[[Any], str] = str) -> str:
+    """A network_grant argument's origin in words: ``host:port``, or ``host:443 and host:80``."""
+    host, port = show(grant.get("host")), grant.get("port")
+    if ":" in host:  # an IPv6 address, in brackets as in a URL
+        host = f"[{host}]"
+    return f"{host}:443 and {host}:80" if port is None else f"{host}:{show(port)}"
+
+
 def _bash(args: Mapping[str, Any], form: _Form) -> str:
     command = form.show(args.get("command", ""))
     mode = args.get("sandbox_permissions", "use_default")
@@ -138,8 +146,7 @@ def _bash(args: Mapping[str, Any], form: _Form) -> str:
         grant = args.get("network_grant")
         where = ""
         if isinstance(grant, Mapping):
-            host, port = form.show(grant.get("host")), grant.get("port")
-            where = f" {host}:443 and {host}:80" if port is None else f" {host}:{form.show(port)}"
+            where = " " + grant_origin(grant, form.show)
         return f"bash (network{where}): {command}"
     return f"bash: {command}"
 

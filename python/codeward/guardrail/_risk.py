@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._summary import grant_origin
 from ..hitl import RISK_LEVELS, Risk
 from ..workspace import Workspace
 from ._command import check_command
@@ -89,8 +90,7 @@ def _bash(args: Mapping[str, Any], sandboxed: bool, add: _Add) -> None:
         grant = args.get("network_grant")
         target = ""
         if isinstance(grant, Mapping):
-            host, port = grant.get("host"), grant.get("port")
-            target = f" to {host}:443 and {host}:80" if port is None else f" to {host}:{port}"
+            target = " to " + grant_origin(grant)
         add(("high", f"asks for network access{target}, for this command only, mediated"))
     command = args.get("command")
     if isinstance(command, str):

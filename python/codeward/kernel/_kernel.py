@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import _native
 from .._errors import SandboxError
+from .._summary import grant_origin
 from ..guardrail import assess_risk, check_command, is_protected_path
 from ..hitl import (
     ConfirmationManager,
@@ -734,10 +735,7 @@ def _origin_reason(s: _Call) -> str:
 
 
 def _grant_text(grant: Mapping[str, Any] | None) -> str:
-    if not grant:
-        return "?"
-    host, port = grant.get("host"), grant.get("port")
-    return f"{host}:443 and {host}:80" if port is None else f"{host}:{port}"
+    return grant_origin(grant) if grant else "?"
 
 
 def _host_grant(s: _Call) -> Mapping[str, Any] | None:
