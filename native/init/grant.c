@@ -27,6 +27,9 @@
 
 #define GRANT_ACK_TIMEOUT_MS 10000 /* for the caller to listen */
 
+_Static_assert(A3S_MSG_HEADER + 2 == A3S_GRANT_MESSAGE_SIZE, "the grant message of a3s.h");
+_Static_assert(A3S_MSG_GRANT < 256 && A3S_MSG_VERSION < 256, "one-byte type and version");
+
 static int fail(char *why, size_t cap, const char *step, int e) {
     snprintf(why, cap, "network grant: %s: %s", step, strerror(e));
     return -1;
@@ -46,12 +49,11 @@ int grant_open(int grant_fd, uint16_t port, char *why, size_t cap) {
         close(s);
         return fail(why, cap, "bind 127.0.0.1", e);
     }
-    uint8_t msg[A3S_MSG_HEADER + 2];
-    msg[0] = 'A', msg[1] = '3', msg[2] = 'S', msg[3] = 'M';
-    msg[4] = A3S_MSG_GRANT & 0xff, msg[5] = A3S_MSG_GRANT >> 8;
-    msg[6] = A3S_MSG_VERSION & 0xff, msg[7] = 0;
-    msg[8] = sizeof msg, msg[9] = msg[10] = msg[11] = 0;
-    msg[12] = port & 0xff, msg[13] = (uint8_t)(port >> 8);
+    /* the header of session_msg.h ("A3SM", type, version, total length; little-endian),
+     * then the port: A3S_GRANT_MESSAGE_SIZE bytes */
+    uint8_t msg[A3S_MSG_HEADER + 2] = {'A', '3', 'S', 'M', A3S_MSG_GRANT, 0, A3S_MSG_VERSION, 0,
+                                       A3S_MSG_HEADER + 2, 0, 0, 0, (uint8_t)(port & 0xff),
+                                       (uint8_t)(port >> 8)};
     int sent = a3s_msg_send(grant_fd, msg, sizeof msg, &s, 1, GRANT_ACK_TIMEOUT_MS);
     if (sent < 0) {
         close(s);
