@@ -153,6 +153,71 @@ def test_console_script_and_module_entry_points(policy_file) -> None:
         assert "decision: deny" in done.stdout
 
 
+def _exec_json(capsys, argv) -> tuple[int, dict]:
+    code = main(["exec", "--json", *argv])
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 1, (captured.out, captured.err)
+    return code, json.loads(lines[0])
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        ([], "SandboxArgumentError"),
+        (["--env", "NOEQUALS", "--", "true"], "SandboxArgumentError"),
+        (["--workspace", "/nonexistent/ws", "--", "true"], "SandboxArgumentError"),
+    ],
+)
+def test_exec_json_reports_a_refusal_before_start(capsys, argv, error) -> None:
+    code, got = _exec_json(capsys, argv)
+    assert code == got["exit_code"] == 2
+    assert got["error"] == error and got["setup_error"]
+    assert got["stdout"] == "" and got["sandboxed"] is False
+
+
+def test_exec_json_reports_an_unavailable_sandbox(capsys, tmp_path, monkeypatch) -> None:
+    from codeward.cli import _exec
+    from codeward.sandbox import UnavailableBashSandbox
+
+    monkeypatch.setattr(
+        _exec, "select_sandbox", lambda ws, **kw: UnavailableBashSandbox(ws, "no bubblewrap")
+    )
+    code, got = _exec_json(capsys, ["--workspace", str(tmp_path), "--", "true"])
+    assert code == got["exit_code"] == 125
+    assert got["error"] == "SandboxUnavailable" and "no bubblewrap" in got["setup_error"]
+
+
+def test_exec_json_of_a_command_that_ran(capsys, tmp_path) -> None:
+    code, got = _exec_json(
+        capsys, ["--workspace", str(tmp_path), "--allow-process-host-sandbox", "--", "echo hi"]
+    )
+    assert code == got["exit_code"] == 0 and got["stdout"] == "hi\n" and got["error"] is None
+
+
+def test_policy_check_names_the_simple_command_that_decided(tmp_path, capsys) -> None:
+    policy = tmp_path / "p.json"
+    policy.write_text(json.dumps({"deny": ["bash(git push**)"], "allow": ["bash(cd *)"]}))
+    args = ["policy", "check", "--policy", str(policy)]
+    assert main([*args, "bash", '{"command": "cd . && git -c x=y push"}']) == 0
+    out = capsys.readouterr().out
+    assert "decision: deny" in out
+    assert "deny on the simple command 'git -c x=y push'" in out and "as 'git push'" in out
+    assert "  cd .  ->  allow: allow rule 'bash(cd *)' matched" in out
+    assert main([*args, "--json", "bash", '{"command": "\\\\git push"}']) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["decision"] == "deny"
+    assert got["commands"] == [
+        {
+            "command": "git push",
+            "decision": "deny",
+            "rule": "bash(git push**)",
+            "matched_as": "git push",
+            "why": "rule",
+        }
+    ]
+
+
 def test_policy_check_with_a_workspace_decides_on_what_the_tool_opens(tmp_path, capsys) -> None:
     ws = tmp_path / "ws"
     (ws / "secrets").mkdir(parents=True)

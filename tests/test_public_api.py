@@ -50,6 +50,8 @@ EXPECTED = {
 }
 
 EXPECTED_POLICY = {
+    "BashVerdict",
+    "CommandVerdict",
     "Decision",
     "Evaluation",
     "LintFinding",

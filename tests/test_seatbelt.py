@@ -838,8 +838,8 @@ def c_array(file: str, name: str) -> list[str]:
         ("credscan.c", "CRED_DIRS", _seatbelt.CRED_DIRS),
         ("credscan.c", "CRED_PAIRS", tuple(x for pair in _seatbelt.CRED_PAIRS for x in pair)),
         ("credscan.c", "SKIP_DIRS", _seatbelt.SKIP_DIRS),
-        ("sandbox_linux.c", "PROTECTED_DIRS", _seatbelt.PROTECTED_DIRS),
-        ("sandbox_linux.c", "PROTECTED_FILES", _seatbelt.PROTECTED_FILES),
+        ("protected.c", "a3s_protected_dirs", _seatbelt.PROTECTED_DIRS),
+        ("protected.c", "a3s_protected_files", _seatbelt.PROTECTED_FILES),
         ("sandbox_linux.c", "TOOLCHAIN_VARS", _seatbelt.TOOLCHAIN_VARS),
         ("sandbox_linux.c", "HOME_SECRETS", _seatbelt.HOME_SECRETS[:-1]),  # + Library/Keychains
     ],
@@ -1233,10 +1233,10 @@ def test_linked_files_in_a_protected_directory_are_a_setup_error(
 def test_protected_case_variants_worktrees_and_masked_symlinks_reach_the_profile(
     tmp_path: Path, workspace: Path, fake_exec: tuple[str, Path], env_home: dict[str, str]
 ) -> None:
-    gitdir = tmp_path / "repo" / ".git" / "worktrees" / "ws"
+    gitdir = workspace / "repo.git" / "worktrees" / "ws"
     gitdir.mkdir(parents=True)
     (gitdir / "commondir").write_text("../..\n")
-    (workspace / ".git").write_text(f"gitdir: {gitdir}\n")
+    (workspace / ".git").write_text("gitdir: ./repo.git/worktrees/ws\n")
     (workspace / ".VSCode").mkdir()
     (workspace / "real-secret").write_text("x")
     (workspace / ".npmrc").symlink_to(workspace / "real-secret")
@@ -1245,12 +1245,59 @@ def test_protected_case_variants_worktrees_and_masked_symlinks_reach_the_profile
     p = Policy(fake_exec[1].read_text())
     ws = os.path.realpath(workspace)
     assert p.write(f"{ws}/.VSCode/settings.json") == "deny"
-    assert p.write(f"{os.path.realpath(gitdir)}/HEAD") == "deny"
-    common = os.path.realpath(tmp_path / "repo" / ".git")
-    assert p.write(f"{common}/objects/x") == "deny"
-    assert f'(subpath "{common}")' in p.text  # re-allowed for reading, like its worktree
+    assert p.write(f"{ws}/repo.git/worktrees/ws/HEAD") == "deny"
+    assert p.write(f"{ws}/repo.git/objects/x") == "deny"  # the common dir
     assert p.read(f"{ws}/real-secret") == "deny"  # the target of a credential-named symlink
     assert p.read(f"{ws}/.npmrc") == "deny"
+
+
+def test_a_git_pointer_is_never_followed_out_of_the_workspace(
+    tmp_path: Path, workspace: Path, fake_exec: tuple[str, Path], env_home: dict[str, str]
+) -> None:
+    """`.git` naming a directory outside (an unpacked archive's, say) re-allows nothing:
+    it used to make a home directory readable."""
+    outside = Path(env_home["HOME"]) / ".ssh"
+    outside.mkdir()
+    (outside / "commondir").write_text(f"{env_home['HOME']}\n")
+    (workspace / ".git").write_text(f"gitdir: {outside}\n")
+    out = make_sandbox(workspace, fake_exec, env_home, tmp_path).exec("true")
+    assert out.ok
+    p = Policy(fake_exec[1].read_text())
+    home = os.path.realpath(env_home["HOME"])
+    assert p.read(f"{home}/.ssh/id_ed25519") == "deny"
+    assert p.read(f"{home}/notes.txt") == "deny"
+
+
+def test_a_fifo_where_a_git_pointer_is_read_does_not_hang(
+    tmp_path: Path, workspace: Path, fake_exec: tuple[str, Path], env_home: dict[str, str]
+) -> None:
+    (workspace / "g").mkdir()
+    os.mkfifo(workspace / "g" / "commondir")
+    (workspace / ".git").write_text("gitdir: ./g\n")
+    done, unblocked = threading.Event(), threading.Event()
+
+    def unblock() -> None:  # only if the profile builder hangs on the FIFO: then it fails
+        if not done.wait(20):
+            unblocked.set()
+            with open(workspace / "g" / "commondir", "w") as f:
+                f.write("x\n")
+
+    threading.Thread(target=unblock, daemon=True).start()
+    out = make_sandbox(workspace, fake_exec, env_home, tmp_path).exec("true")
+    done.set()
+    assert out.ok and not unblocked.is_set()
+
+
+def test_a_credential_name_linked_to_the_workspace_does_not_deny_it(
+    tmp_path: Path, workspace: Path, fake_exec: tuple[str, Path], env_home: dict[str, str]
+) -> None:
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / ".env").symlink_to("..")
+    (workspace / "README").write_text("x")
+    out = make_sandbox(workspace, fake_exec, env_home, tmp_path).exec("true")
+    assert out.ok
+    p = Policy(fake_exec[1].read_text())
+    assert p.read(f"{os.path.realpath(workspace)}/README") == "allow"
 
 
 def test_per_call_variables_are_validated_before_running(

@@ -27,6 +27,9 @@
  * command's RLIMIT_NPROC), --memory-max N (the memory watchdog's bound, for
  * a sandbox without a memory cgroup) and --watch-tmpfs PATH... (the tmpfs
  * mounts whose contents it counts).
+ * Sandbox and server modes also need --host-ns user:N,mnt:N[,net:N],pid:N,
+ * the caller's namespaces, none of which may be the init's (net is left
+ * out only with --allow-connect, when the host shares its network).
  * The status fd receives "R" once the command runs, "E<message>" if setting it
  * up failed (the init then exits 125), "T" if it timed out (exit 124) and
  * "M" if the memory watchdog killed it.
@@ -55,6 +58,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -95,9 +99,17 @@ _Noreturn void die(const struct config *cfg, const char *fmt, ...) {
         a3s_msg_send(cfg->control_fd, buf, dlen, NULL, 0, 1000);
     }
     fprintf(stderr, "a3s-init: sandbox setup failed: %.*s\n", (int)(len - 1), msg + 1);
-    if (cfg && cfg->sandbox)
-        kill(-1, SIGKILL); /* PID 1: nothing may outlive a failed setup */
+    if (cfg) /* nothing may outlive a failed setup (once we may say so) */
+        signal_namespace(cfg, SIGKILL);
     _exit(EXIT_SETUP);
+}
+
+/* "Every process" is ours to signal only once prove_isolation showed we are
+ * PID 1 of a new pid namespace: a bubblewrap that did not isolate would make
+ * kill(-1) reach every process the caller can. */
+void signal_namespace(const struct config *cfg, int sig) {
+    if (cfg->sandbox && cfg->owns_pidns)
+        kill(-1, sig);
 }
 
 static uint64_t parse_u64(const char *s, const char *what) {
@@ -114,6 +126,63 @@ static int parse_fd(const char *s, const char *what) {
     if (v > INT_MAX)
         die(NULL, "bad %s value '%s'", what, s);
     return (int)v;
+}
+
+static const char *const NS_KINDS[4] = {"user", "mnt", "net", "pid"};
+
+#define NS_NET 2
+
+/* "user:N,mnt:N,net:N,pid:N": the caller's namespaces (inode numbers) that
+ * bubblewrap was asked to replace. net is missing when the host shares its
+ * network with the sandbox (A3S_SANDBOX_SHARE_NET); the others never are. */
+static void parse_host_ns(const char *v, struct config *cfg) {
+    const char *at = v;
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(NS_KINDS[i]);
+        char *end;
+        if (i == NS_NET && strncmp(at, "net:", 4) != 0)
+            continue; /* host_ns[NS_NET] stays 0: not replaced */
+        if (strncmp(at, NS_KINDS[i], n) != 0 || at[n] != ':' || at[n + 1] < '0' ||
+            at[n + 1] > '9')
+            die(NULL, "bad --host-ns value '%s'", v);
+        errno = 0;
+        cfg->host_ns[i] = strtoull(at + n + 1, &end, 10);
+        if (errno || cfg->host_ns[i] == 0 || *end != (i < 3 ? ',' : '\0'))
+            die(NULL, "bad --host-ns value '%s'", v);
+        at = end + 1;
+    }
+    cfg->host_ns_set = true;
+}
+
+/* Sandbox modes: refuses to run unless bubblewrap isolated us, i.e. we are
+ * PID 1 of a pid namespace whose parent is outside it (getppid() is 0 there)
+ * and no namespace bubblewrap was asked to replace is the caller's (the
+ * network is the caller's only when the host granted it, which also says
+ * --allow-connect). Only then may "every process" be signalled
+ * (docs/security.md). */
+static void prove_isolation(struct config *cfg) {
+    if (getpid() != 1 || getppid() != 0)
+        die(cfg, "sandbox mode must run as PID 1 of a new pid namespace: bubblewrap did not "
+                 "isolate the command");
+    if (!cfg->host_ns_set)
+        die(cfg, "sandbox mode needs --host-ns to check its namespaces");
+    if (!cfg->host_ns[NS_NET] && !cfg->allow_connect)
+        die(cfg, "--host-ns leaves out the network namespace, which only a network grant "
+                 "(--allow-connect) shares");
+    for (int i = 0; i < 4; i++) {
+        char path[32];
+        struct stat st;
+        if (i == NS_NET && !cfg->host_ns[i])
+            continue; /* the network the host granted */
+        snprintf(path, sizeof path, "/proc/self/ns/%s", NS_KINDS[i]);
+        if (stat(path, &st) < 0)
+            die(cfg, "cannot check the %s namespace: %s", NS_KINDS[i], strerror(errno));
+        if ((unsigned long long)st.st_ino == cfg->host_ns[i])
+            die(cfg, "bubblewrap did not isolate the command: it shares the caller's %s "
+                     "namespace",
+                NS_KINDS[i]);
+    }
+    cfg->owns_pidns = true;
 }
 
 static void parse_args(int argc, char **argv, struct config *cfg) {
@@ -167,6 +236,8 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             if (cfg->nrw == MAX_RW)
                 die(NULL, "too many --rw paths (limit %d)", MAX_RW);
             cfg->rw[cfg->nrw++] = v;
+        } else if (strcmp(a, "--host-ns") == 0) {
+            parse_host_ns(v, cfg);
         } else if (strcmp(a, "--clean") == 0) {
             if (cfg->nclean == MAX_CLEAN)
                 die(NULL, "too many --clean paths (limit %d)", MAX_CLEAN);
@@ -290,15 +361,19 @@ _Noreturn void run_child(const struct child_spec *c) {
     _exit(127);
 }
 
-/* Sends `sig` to every process we are responsible for. */
+/* Sends `sig` to every process we are responsible for. `child` is the
+ * command while it is unreaped (its pid and group are ours), else -1: a
+ * reaped pid may already name another process. */
 static void signal_all(const struct config *cfg, pid_t child, int sig) {
     if (cfg->sandbox) {
-        kill(-1, sig); /* PID 1: every other process of the namespace */
+        signal_namespace(cfg, sig); /* every other process of our namespace */
         return;
     }
-    kill(-child, sig); /* the command's process group */
-    kill(child, sig);
-    /* descendants that left the group were reparented to us (subreaper) */
+    if (child > 0) {
+        kill(-child, sig); /* the command's process group */
+        kill(child, sig);
+    }
+    /* descendants were reparented to us (subreaper): unreaped, their pids are ours */
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
     FILE *f = fopen(path, "re");
@@ -319,6 +394,8 @@ static void reap_everything(const struct config *cfg, pid_t child) {
         pid_t p;
         int st;
         while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (p == child)
+                child = -1;
         }
         if (p < 0 && errno == ECHILD)
             return;
@@ -338,7 +415,7 @@ int status_of(int wstatus) {
 static _Noreturn void finish(struct config *cfg, pid_t child, int code) {
     grant_close(&cfg->grant_listener); /* the grant ends with the command */
     if (cfg->sandbox)
-        kill(-1, SIGKILL);
+        signal_namespace(cfg, SIGKILL);
     else
         reap_everything(cfg, child);
     _exit(code);
@@ -434,6 +511,11 @@ int main(int argc, char **argv) {
         return run_probe();
     struct config cfg;
     parse_args(argc, argv, &cfg);
+    /* nothing we were given reaches a command: our own fds, and whatever
+     * bubblewrap passed on (the host's O_PATH fds it bound from) */
+    if (syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) < 0)
+        for (int fd = 3; fd < 1024; fd++)
+            set_cloexec(fd);
     set_cloexec(cfg.status_fd);
     set_cloexec(cfg.lifeline_fd);
     set_cloexec(cfg.control_fd);
@@ -451,8 +533,7 @@ int main(int argc, char **argv) {
         /* bwrap's parent-death signal does not survive every start-up path */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
             die(&cfg, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
-        if (getpid() != 1)
-            die(&cfg, "sandbox mode must run as PID 1 of a new pid namespace");
+        prove_isolation(&cfg);
         if (has_capabilities())
             die(&cfg, "the init still holds capabilities; refusing to run the command");
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -584,7 +665,7 @@ int main(int argc, char **argv) {
             /* over the memory bound: the command goes, as if the kernel's OOM
              * killer had struck in a memory cgroup */
             status_write(cfg.status_fd, "M", 1);
-            kill(-1, SIGKILL);
+            signal_all(&cfg, child, SIGKILL);
             close(wfd);
             wfd = -1;
         }
@@ -631,8 +712,8 @@ int main(int argc, char **argv) {
                 int st;
                 pid_t p;
                 while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-                    if (p == child)
-                        finish(&cfg, child, timed_out ? EXIT_TIMEOUT : status_of(st));
+                    if (p == child) /* reaped: its pid is no longer ours to signal */
+                        finish(&cfg, -1, timed_out ? EXIT_TIMEOUT : status_of(st));
                 }
             }
         }

@@ -31,6 +31,11 @@ struct config {
     bool landlock;
     bool allow_connect; /* --allow-connect: Landlock leaves TCP connect alone (a network grant) */
     char **argv; /* the command (server mode: its first words) */
+    /* sandbox modes: the caller's user, mnt, net and pid namespace inodes
+     * (--host-ns), which ours must all differ from */
+    unsigned long long host_ns[4];
+    bool host_ns_set;
+    bool owns_pidns; /* proven PID 1 of a new pid namespace: kill(-1) reaches only it */
     /* limits.c */
     int oom_fd;             /* the init's own /proc/self/oom_score_adj, opened while dumpable */
     int oom_base;           /* its value at start */
@@ -70,6 +75,10 @@ struct child_spec {
 
 _Noreturn void die(const struct config *cfg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Sandbox modes: sig to every other process of the pid namespace, only
+ * once the init proved it is PID 1 of one it owns (cfg->owns_pidns); else
+ * nothing. Every kill(-1, ...) of the init goes through here. */
+void signal_namespace(const struct config *cfg, int sig);
 void set_cloexec(int fd);
 bool has_capabilities(void);
 bool resolve_program(const char *name, char out[PATH_MAX]);

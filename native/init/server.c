@@ -30,6 +30,7 @@
 #include "../src/session_msg.h"
 
 #include <dirent.h>
+#include <linux/magic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -43,6 +44,8 @@
 #include <sys/shm.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +56,13 @@
 
 /* ---- the state of the writable trees at start ----------------------------- */
 
+/* An extended attribute an entry had at start (ACLs are ones too). */
+struct xattr {
+    char *name;
+    char *value;
+    size_t len;
+};
+
 struct entry {
     char *path;
     dev_t dev;
@@ -60,6 +70,9 @@ struct entry {
     mode_t mode;
     char *target; /* symlinks */
     bool seen;
+    struct timespec atime, mtime;
+    struct xattr *xattrs;
+    size_t nxattrs;
 };
 
 static struct entry *snap;
@@ -113,6 +126,54 @@ static void free_names(char **names) {
     free(names);
 }
 
+#define XATTR_LIST_MAX_BYTES 65536
+
+/* The names of path's extended attributes into a malloc'd buffer (*n bytes,
+ * NUL-separated); NULL with *n 0 when there are none or they cannot be had
+ * (*failed then set unless the file system has none at all). */
+static char *list_xattrs(const char *path, ssize_t *n, bool *failed) {
+    *n = llistxattr(path, NULL, 0);
+    *failed = *n < 0 && errno != ENOTSUP;
+    if (*n <= 0) {
+        *n = 0;
+        return NULL;
+    }
+    char *names = malloc(XATTR_LIST_MAX_BYTES);
+    *n = names ? llistxattr(path, names, XATTR_LIST_MAX_BYTES) : -1;
+    if (*n <= 0) {
+        *failed = *n < 0;
+        *n = 0;
+        free(names);
+        return NULL;
+    }
+    return names;
+}
+
+/* The attributes e had at start (usually none on a fresh tmpfs). */
+static bool record_xattrs(struct entry *e) {
+    ssize_t n;
+    bool failed;
+    char *names = list_xattrs(e->path, &n, &failed);
+    for (ssize_t at = 0; names && at < n && !failed; at += (ssize_t)strlen(names + at) + 1) {
+        ssize_t len = lgetxattr(e->path, names + at, NULL, 0);
+        struct xattr *grown = realloc(e->xattrs, (e->nxattrs + 1) * sizeof *grown);
+        char *value = len >= 0 ? malloc((size_t)len + 1) : NULL;
+        if (!grown || !value) {
+            free(value);
+            if (grown)
+                e->xattrs = grown;
+            failed = true;
+            break;
+        }
+        e->xattrs = grown;
+        len = lgetxattr(e->path, names + at, value, (size_t)len);
+        e->xattrs[e->nxattrs++] = (struct xattr){strdup(names + at), value, len < 0 ? 0 : (size_t)len};
+        failed = len < 0 || !e->xattrs[e->nxattrs - 1].name;
+    }
+    free(names);
+    return !failed;
+}
+
 static bool record(const char *path, const struct stat *st, int dfd, const char *name) {
     if (nsnap == MAX_ENTRIES)
         return false;
@@ -130,6 +191,10 @@ static bool record(const char *path, const struct stat *st, int dfd, const char 
     e->dev = st->st_dev;
     e->ino = st->st_ino;
     e->mode = st->st_mode;
+    e->atime = st->st_atim;
+    e->mtime = st->st_mtim;
+    if (!e->path || !record_xattrs(e))
+        return false;
     if (S_ISLNK(st->st_mode)) {
         char target[PATH_MAX];
         ssize_t n = readlinkat(dfd, name, target, sizeof target - 1);
@@ -138,7 +203,7 @@ static bool record(const char *path, const struct stat *st, int dfd, const char 
         target[n] = '\0';
         e->target = strdup(target);
     }
-    if (!e->path || (S_ISLNK(st->st_mode) && !e->target))
+    if (S_ISLNK(st->st_mode) && !e->target)
         return false;
     nsnap++;
     return true;
@@ -354,6 +419,72 @@ static bool restore_trees(const struct config *cfg) {
     return ok;
 }
 
+/* Every entry's metadata back as at start: extended attributes (a default
+ * ACL on /tmp would make the next command's files mode 000; user.* ones
+ * would carry data to it), the mode an ACL change moved, and the access and
+ * modification times (which the cleanup itself moves). Runs after
+ * restore_trees: every path is again the object recorded, or made anew. */
+static bool restore_metadata(void) {
+    bool ok = true;
+    for (size_t i = 0; i < nsnap; i++) {
+        const struct entry *e = &snap[i];
+        struct stat st;
+        if (lstat(e->path, &st) < 0 || (st.st_mode & S_IFMT) != (e->mode & S_IFMT)) {
+            ok = false;
+            continue;
+        }
+        ssize_t n;
+        bool failed;
+        char *names = list_xattrs(e->path, &n, &failed);
+        ok &= !failed;
+        for (ssize_t at = 0; names && at < n; at += (ssize_t)strlen(names + at) + 1) {
+            bool known = false;
+            for (size_t k = 0; k < e->nxattrs && !known; k++)
+                known = !strcmp(e->xattrs[k].name, names + at);
+            if (!known)
+                ok &= lremovexattr(e->path, names + at) == 0 || errno == ENODATA;
+        }
+        free(names);
+        for (size_t k = 0; k < e->nxattrs; k++) {
+            char now[256];
+            const struct xattr *x = &e->xattrs[k];
+            ssize_t len = lgetxattr(e->path, x->name, now, sizeof now);
+            if (len < 0 || (size_t)len != x->len || memcmp(now, x->value, x->len) != 0)
+                ok &= lsetxattr(e->path, x->name, x->value, x->len, 0) == 0;
+        }
+        if (!S_ISLNK(e->mode) && (st.st_mode & 07777) != (e->mode & 07777))
+            ok &= fchmodat(AT_FDCWD, e->path, e->mode & 07777, 0) == 0;
+        if (st.st_atim.tv_sec != e->atime.tv_sec || st.st_atim.tv_nsec != e->atime.tv_nsec ||
+            st.st_mtim.tv_sec != e->mtime.tv_sec || st.st_mtim.tv_nsec != e->mtime.tv_nsec) {
+            struct timespec times[2] = {e->atime, e->mtime};
+            ok &= utimensat(AT_FDCWD, e->path, times, AT_SYMLINK_NOFOLLOW) == 0;
+        }
+    }
+    return ok;
+}
+
+/* A tree the init cleans after every command must be one bubblewrap made
+ * for this sandbox: a tmpfs, and not the file system of anything the host
+ * bound in writable (the workspace). Whatever the configuration, a host
+ * bind is never a cleanup target (docs/security.md). */
+static void check_clean_root(const struct config *cfg, const char *root) {
+    struct stat st, other;
+    struct statfs fs;
+    if (lstat(root, &st) < 0)
+        return; /* not in this sandbox: nothing to clean */
+    if (statfs(root, &fs) < 0 || fs.f_type != TMPFS_MAGIC)
+        die(cfg, "%s is not a tmpfs of this sandbox: the init cleans only what it owns", root);
+    for (size_t i = 0; i < cfg->nrw; i++) {
+        bool clean = false;
+        for (size_t k = 0; k < cfg->nclean && !clean; k++)
+            clean = !strcmp(cfg->rw[i], cfg->clean[k]);
+        if (!clean && stat(cfg->rw[i], &other) == 0 && other.st_dev == st.st_dev)
+            die(cfg, "%s is on the file system of %s, which the host bound in: the init cleans "
+                     "only what it owns",
+                root, cfg->rw[i]);
+    }
+}
+
 /* SysV IPC objects live in the sandbox's IPC namespace, not in a process:
  * without this a command could leave a segment or a queue for the next. */
 static bool remove_ipc(void) {
@@ -391,7 +522,7 @@ static int devnull = -1;
 
 /* Takes everything down: PID 1 exiting makes the kernel kill what is left. */
 static _Noreturn void shut_down(void) {
-    kill(-1, SIGKILL);
+    signal_namespace(cfg_g, SIGKILL);
     _exit(0);
 }
 
@@ -423,7 +554,7 @@ static uint16_t receive(uint8_t **buf, size_t *len, int fds[3], size_t *nfds) {
  * command's status if it was still to be reaped. */
 static void kill_and_reap(pid_t child, int *status, bool *reaped) {
     for (;;) {
-        kill(-1, SIGKILL);
+        signal_namespace(cfg_g, SIGKILL);
         int st;
         pid_t p = waitpid(-1, &st, 0);
         if (p < 0 && errno == EINTR)
@@ -584,8 +715,9 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
                     shut_down(); /* SHUTDOWN, or a request out of turn */
                 if (!stopping) {
                     cancelled = stopping = true;
-                    kill(-1, SIGTERM);
-                    kill(-1, SIGCONT); /* a stopped process would never see the TERM */
+                    signal_namespace(cfg, SIGTERM);
+                    /* a stopped process would never see the TERM */
+                    signal_namespace(cfg, SIGCONT);
                     if (tfd >= 0)
                         close(tfd);
                     tfd = arm_timer(grace);
@@ -597,14 +729,14 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
                 if (stopping)
                     break; /* the grace is over: everything is killed below */
                 timed_out = stopping = true;
-                kill(-1, SIGTERM);
-                kill(-1, SIGCONT);
+                signal_namespace(cfg, SIGTERM);
+                signal_namespace(cfg, SIGCONT);
                 close(tfd);
                 tfd = arm_timer(grace);
             }
             if ((p[5].revents & POLLIN) && !oom_killed && watchdog_over(cfg, wfd)) {
                 oom_killed = true; /* over the memory bound: the command goes */
-                kill(-1, SIGKILL);
+                signal_namespace(cfg, SIGKILL);
             }
             if (p[0].revents & POLLIN)
                 drain_signals(sfd, child, &status, &reaped);
@@ -637,9 +769,13 @@ _Noreturn void serve(const struct config *cfg, const char *program,
                      const struct a3s_landlock *ll, const struct a3s_seccomp_program *filter,
                      int sfd) {
     cfg_g = cfg;
+    if (!cfg->owns_pidns) /* main proves it first; every kill here relies on it */
+        die(cfg, "server mode runs only as proven PID 1 of a new pid namespace");
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (devnull < 0)
         die(cfg, "open /dev/null: %s", strerror(errno));
+    for (size_t i = 0; i < cfg->nclean; i++)
+        check_clean_root(cfg, cfg->clean[i]);
     for (size_t i = 0; i < cfg->nclean; i++)
         if (!snapshot_root(cfg->clean[i]))
             die(cfg, "cannot record the state of %s (more than %d entries?)", cfg->clean[i],
@@ -708,9 +844,10 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         run_one(program, ll, filter, sfd, &m, fds[0], fds[1], grant ? fds[2] : -1, &d);
         a3s_msg_exec_free(&m);
         bool trees_restored = restore_trees(cfg); /* all run, whatever the others found */
+        bool metadata_restored = restore_metadata();   /* after the trees: see there */
         bool ipc_removed = remove_ipc();
         bool settings_restored = own_settings_restore(cfg); /* a root caller's command owns them */
-        bool clean = trees_restored && ipc_removed && settings_restored;
+        bool clean = trees_restored && metadata_restored && ipc_removed && settings_restored;
         if (!clean)
             d.flags |= A3S_DONE_CLOSING;
         send_done(&d);

@@ -30,13 +30,19 @@ void a3s_child_fds_close(struct a3s_child_fds *f);
 typedef void (*a3s_child_release_fn)(void *ctx, bool owner);
 
 /* What to start: argv[0] is `path`; the direct child gets f's stdio ends as
- * 0-2 and keeps the init's three fds. `nested`: the supervisor (the init) is
- * the direct child's own child (bubblewrap's), which a stop signals. */
+ * 0-2 and keeps the init's three fds, and the `keep` fds (at most
+ * A3S_CHILD_MAX_EXTRA_KEEP: a sandbox plan's O_PATH fds, which bubblewrap
+ * binds from /proc/self/fd). `nested`: the supervisor (the init) is the
+ * direct child's own child (bubblewrap's), which a stop signals. */
+#define A3S_CHILD_MAX_EXTRA_KEEP 2
+
 struct a3s_child_launch {
     const char *path;
     char **argv;
     char **envp;
     const char *cwd;
+    const int *keep; /* -1 entries are skipped */
+    size_t nkeep;
     bool nested;
     bool sandboxed;
     uint64_t grace_ms;

@@ -445,12 +445,15 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
     c->release = l->release;
     c->release_ctx = l->release_ctx;
 
-    int keep[3];
+    int keep[3 + A3S_CHILD_MAX_EXTRA_KEEP];
     size_t nkeep = 0;
     keep[nkeep++] = f->status[1];
     keep[nkeep++] = f->lifeline[0];
     if (f->host_pidfd >= 0)
         keep[nkeep++] = f->host_pidfd;
+    for (size_t i = 0; i < l->nkeep && i < A3S_CHILD_MAX_EXTRA_KEEP; i++)
+        if (l->keep[i] >= 0)
+            keep[nkeep++] = l->keep[i];
     struct a3s_exec_plan plan = {
         .path = l->path,
         .argv = l->argv,

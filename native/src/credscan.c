@@ -19,6 +19,8 @@
 
 #if defined(__linux__)
 
+#include "posix_util.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +55,8 @@ struct a3s_credscan {
     int ifd;               /* inotify instance, -1 if unavailable */
     struct node **by_wd;   /* watch descriptor -> node */
     size_t nwd;
+    uint64_t deadline_ns;  /* CLOCK_MONOTONIC; 0: none */
+    int cancel_fd;         /* -1: none */
     size_t watches;        /* held now */
     uint64_t budget;       /* at most this many (a3s_credscan_set_watch_budget) */
 };
@@ -368,9 +372,22 @@ static int refresh(struct walk *w, struct node *n, const char *dirname) {
     return rc;
 }
 
+/* A3S_OK, or the failure of a scan past its deadline or cancelled. */
+static int interrupted(const struct a3s_credscan *cs, a3s_error *err) {
+    int why = a3s_stop_reason(cs->deadline_ns, cs->cancel_fd);
+    if (why)
+        return a3s_fail(err, A3S_E_SYSTEM, why, 0,
+                        "%s while the workspace was checked for credential files",
+                        why == ETIMEDOUT ? "the command's time ran out" : "cancelled");
+    return A3S_OK;
+}
+
 /* Visits node n at w->path[0..len): refreshes it, reports its credentials, descends. */
 static int visit(struct walk *w, struct node *n, size_t len, const char *dirname, int depth) {
-    int rc = refresh(w, n, dirname);
+    int rc = w->cs->deadline_ns || w->cs->cancel_fd >= 0 ? interrupted(w->cs, w->err) : A3S_OK;
+    if (rc != A3S_OK)
+        return rc;
+    rc = refresh(w, n, dirname);
     if (rc <= 0)
         return rc;
     for (size_t i = 0; i < n->creds.len; i++)
@@ -411,6 +428,7 @@ int a3s_credscan_new(const char *root, struct a3s_credscan **out, a3s_error *err
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     }
     cs->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    cs->cancel_fd = -1;
     cs->budget = UINT64_MAX;
     *out = cs;
     return A3S_OK;
@@ -439,6 +457,11 @@ int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_erro
     if (found->failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory listing credential files");
     return A3S_OK;
+}
+
+void a3s_credscan_set_deadline(struct a3s_credscan *cs, uint64_t deadline_ns, int cancel_fd) {
+    cs->deadline_ns = deadline_ns;
+    cs->cancel_fd = cancel_fd;
 }
 
 void a3s_credscan_free(struct a3s_credscan *cs) {

@@ -21,6 +21,12 @@ size_t a3s_credscan_watches(const struct a3s_credscan *cs);
  * the absolute path. Not thread-safe: the caller serializes runs. */
 int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_error *err);
 
+/* Makes the next runs stop with A3S_E_SYSTEM (sys_errno ETIMEDOUT) once
+ * CLOCK_MONOTONIC passes deadline_ns (0: never), or (ECANCELED) once
+ * cancel_fd is readable (-1: never): a scan counts against the time of the
+ * command it is for. An interrupted run leaves the cache consistent. */
+void a3s_credscan_set_deadline(struct a3s_credscan *cs, uint64_t deadline_ns, int cancel_fd);
+
 void a3s_credscan_free(struct a3s_credscan *cs);
 
 #endif

@@ -5,6 +5,7 @@
 #include "a3s/a3s.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #  define A3S_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -28,6 +29,11 @@ int a3s_ok(a3s_error *err);
 static inline unsigned char a3s_lower(unsigned char c) {
     return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + ('a' - 'A')) : c;
 }
+
+/* The protected names (protected.c): directories and files, exact spelling. */
+extern const char *const a3s_protected_dirs[];
+extern const char *const a3s_protected_files[];
+extern const size_t a3s_protected_ndirs, a3s_protected_nfiles;
 
 /* Compiles a glob; the ruleset uses it with its own tool-name flag. */
 int a3s_glob_compile_internal(const char *pattern, size_t len, uint64_t flags, a3s_glob **out,

@@ -108,7 +108,9 @@ static void add_bound(struct a3s_strvec *lines, const char *name, uint64_t value
     add(lines, "limit", name, num, NULL);
 }
 
-/* A bind's source as the policy sees it: the mask objects by their role. */
+/* A bind's source as the policy sees it: the mask objects by their role, and a
+ * directory bound from the fd it was checked through (a worktree's gitdir,
+ * /proc/self/fd/N of the planning process) as what it is, the destination. */
 static const char *source_of(const struct plan *p, const char *src, const char *dst) {
     if (!strcmp(src, p->mask_file))
         return "mask-file";
@@ -116,6 +118,8 @@ static const char *source_of(const struct plan *p, const char *src, const char *
         return "mask-dir";
     if (!strcmp(src, dst))
         return "=";
+    if (!strncmp(src, "/proc/self/fd/", 14))
+        return "=pinned";
     return src;
 }
 
@@ -166,7 +170,7 @@ static void init_lines(const struct plan *p, struct a3s_strvec *lines, size_t i)
     static const char *const per_run[] = {
         "--mode",      "--control-fd", "--host-pidfd",   "--status-fd",  "--lifeline-fd",
         "--grace-ms",  "--timeout-ms", "--max-processes", "--memory-max", "--watch-tmpfs",
-        "--clean",     "--grant-fd",   "--grant-port",
+        "--clean",     "--grant-fd",   "--grant-port",    "--host-ns",
     };
     const struct a3s_strvec *v = &p->argv;
     if (i < v->len)
@@ -276,7 +280,7 @@ A3S_API int a3s_sandbox_policy(a3s_sandbox *sb, a3s_policy **out, a3s_error *err
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_policy: NULL argument");
     *out = NULL;
     struct plan p;
-    memset(&p, 0, sizeof p);
+    a3s_plan_init(&p);
     p.describe = true;
     /* a command's plan, one-shot form (the long-lived form gives the same text) */
     a3s_exec_options o = {.struct_size = sizeof o, .command = "", .command_len = 0};

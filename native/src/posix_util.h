@@ -76,6 +76,18 @@ static inline int a3s_pipe_above_stdio(int p[2], int flags) {
     return 0;
 }
 
+/* Whether work bounded by a deadline and a cancel must stop: 0 while there
+ * is time, ETIMEDOUT once the monotonic clock passed deadline (0: none),
+ * ECANCELED once cancel_fd (-1: none) is readable. */
+static inline int a3s_stop_reason(uint64_t deadline, int cancel_fd) {
+    if (deadline && a3s_now_ns() >= deadline)
+        return ETIMEDOUT;
+    struct pollfd c = {.fd = cancel_fd, .events = POLLIN};
+    if (cancel_fd >= 0 && poll(&c, 1, 0) > 0)
+        return ECANCELED;
+    return 0;
+}
+
 /* Whether fd becomes readable (or hangs up) within timeout_ms (-1: no limit). */
 static inline bool a3s_readable(int fd, int timeout_ms) {
     struct pollfd p = {.fd = fd, .events = POLLIN};

@@ -58,6 +58,13 @@ int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_
 int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_t term_signal,
                                  uint64_t flags, const char *setup_error);
 
+/* Replaces the duration (for the sandbox: from the call, planning included). */
+void a3s_process_result_set_duration(a3s_process_result *r, uint64_t duration_us);
+
+/* Replaces the result's list of what the sandbox neutralized (copied; NULL
+ * clears it): one line per item, see a3s_process_result_view.neutralized. */
+int a3s_process_result_set_neutralized(a3s_process_result *r, const char *text);
+
 /* ---- fork and exec, shared by the runner and owned processes (child_linux.c) ---- */
 
 /* Everything a forked child needs, prepared before fork. Every fd is >= 3. */

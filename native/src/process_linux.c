@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -284,6 +285,7 @@ struct a3s_process_result {
     uint64_t out_total, err_total, duration_us;
     int32_t pid;
     char *setup_error;
+    char *neutralized;
 };
 
 static bool fd_is_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
@@ -730,9 +732,17 @@ static int run_process(const a3s_process_options *opts, const struct a3s_cgroup 
     return rc;
 }
 
+/* struct_size versioning of the view: fields are only appended, and a
+ * caller built before `neutralized` existed passes the view up to it. Any
+ * other size short of the current struct is no version's: refused. */
+#define VIEW_V1_SIZE offsetof(a3s_process_result_view, neutralized)
+#define VIEW_HOLDS(v, field)                                                                   \
+    ((v)->struct_size >= offsetof(a3s_process_result_view, field) + sizeof((v)->field))
+
 A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_result_view *out,
                                    a3s_error *err) {
-    if (!r || !out || out->struct_size < sizeof(a3s_process_result_view))
+    if (!r || !out ||
+        (out->struct_size < sizeof(a3s_process_result_view) && out->struct_size != VIEW_V1_SIZE))
         return a3s_fail(err, A3S_E_INVALID, 0, 0,
                         "a3s_process_result_get: NULL argument or small view");
     out->exit_code = r->exit_code;
@@ -747,6 +757,8 @@ A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_resu
     out->duration_us = r->duration_us;
     out->pid = r->pid;
     out->setup_error = r->setup_error;
+    if (VIEW_HOLDS(out, neutralized)) /* nothing past the caller's struct is written */
+        out->neutralized = r->neutralized;
     return a3s_ok(err);
 }
 
@@ -756,6 +768,7 @@ A3S_API void a3s_process_result_free(a3s_process_result *r) {
     free(r->out);
     free(r->errout);
     free(r->setup_error);
+    free(r->neutralized);
     free(r);
 }
 
@@ -799,6 +812,22 @@ int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_
     r->exit_code = exit_code;
     r->term_signal = term_signal;
     r->flags |= flags;
+    return A3S_OK;
+}
+
+void a3s_process_result_set_duration(a3s_process_result *r, uint64_t duration_us) {
+    if (r)
+        r->duration_us = duration_us;
+}
+
+int a3s_process_result_set_neutralized(a3s_process_result *r, const char *text) {
+    char *copy = text ? strdup(text) : NULL;
+    if (!r || (text && !copy)) {
+        free(copy);
+        return r ? A3S_E_NOMEM : A3S_E_INVALID;
+    }
+    free(r->neutralized);
+    r->neutralized = copy;
     return A3S_OK;
 }
 

@@ -76,15 +76,21 @@ struct plan {
     int lock_fd;            /* the workspace lock, held shared during the run */
     /* server plans: what must stay true for the sandbox to stay valid */
     struct a3s_strvec found;     /* the credential scan's answer */
-    struct a3s_strvec names;     /* protected names at the top level, sorted */
     struct a3s_strvec link_dirs; /* 'g'/'-' + directory walked for hard links */
     struct a3s_strvec extra;     /* more paths whose state is watched */
     struct a3s_watch *watch;
     size_t nwatch;
     dev_t ws_dev;
     ino_t ws_ino;
-    struct timespec ws_mtime, ws_ctime;
     int link_ifd;         /* inotify over link_dirs; -1: walk them again at each check */
+    /* ownership and hostile content (docs/security.md, "Host safety") */
+    int run_lock_fd;              /* flock held on run_dir/lock while the run dir lives */
+    int journal_fd;               /* this run's journal, flock held while it is ours; -1 */
+    int bind_fds[2];              /* O_PATH fds of a worktree's gitdir and common dir, -1 */
+    struct a3s_strvec notes;      /* what the plan neutralized or did not follow, one line each */
+    uint64_t deadline;            /* a3s_now_ns() by which planning must end; 0: none */
+    int cancel_fd;                /* readable: planning stops; -1: none */
+    char host_ns[128];            /* the caller's namespaces, for the init to compare */
     /* a3s_sandbox_spawn: the program to start instead of bash -c, with no
      * timeout (set by the caller before a3s_plan_build; NULL for commands) */
     const a3s_child_options *spawn;
@@ -94,6 +100,13 @@ struct plan {
                              (no lock, run directory, journal or placeholder); release it with
                              a3s_plan_forget */
 };
+
+/* Sets what a plan starts with: no fds, no deadline, nothing noted. */
+void a3s_plan_init(struct plan *p);
+
+/* The notes of p as one NUL-terminated string, a line each (malloc); NULL
+ * when there are none or memory ran out. */
+char *a3s_plan_notes(const struct plan *p);
 
 /* The fds the init gets: one-shot runs pass status_fd and lifeline_fd, a
  * long-lived sandbox control_fd, lifeline_fd and host_pidfd (the others -1). */
@@ -105,8 +118,10 @@ struct plan_fds {
 };
 
 /* Builds the plan for `o` (NULL for a long-lived sandbox). A3S_E_REFUSED or
- * A3S_E_SYSTEM: the run cannot start (a result of exit 125); other codes are
- * the caller's errors. The plan must be released with a3s_plan_release
+ * A3S_E_SYSTEM: the run cannot start (a result of exit 125; with sys_errno
+ * ETIMEDOUT or ECANCELED when planning passed p->deadline or p->cancel_fd
+ * fired: a result of 124); other codes are the caller's errors. The plan
+ * (set up with a3s_plan_init) must be released with a3s_plan_release
  * whatever the result. */
 int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
                    const struct plan_fds *fds, a3s_error *err);
@@ -123,9 +138,9 @@ void a3s_plan_forget(struct plan *p);
 /* For a long-lived sandbox, before each command: whether everything the
  * plan was built over is still there (the workspace, every protected name
  * and placeholder, every mask target and host secret, the same credential
- * files and protected names, no new hard link under a protected or masked
- * directory). false means: stop it and build a new one. */
-bool a3s_plan_current(a3s_sandbox *sb, struct plan *p);
+ * files, no new hard link under a protected or masked directory). 1: current; 0: stop it and build a new one; -1 (errno
+ * ETIMEDOUT or ECANCELED): checking passed p->deadline or was cancelled. */
+int a3s_plan_current(a3s_sandbox *sb, struct plan *p);
 
 /* The cgroup of one sandbox of the handle (cgroup_linux.h), unless the
  * handle found that its processes cannot join the cgroups it makes. */

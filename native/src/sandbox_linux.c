@@ -29,6 +29,7 @@
 #include "credscan.h"
 #include "env.h"
 #include "internal.h"
+#include "posix_util.h"
 #include "process_internal.h"
 #include "sandbox_internal.h"
 #include "strvec.h"
@@ -41,6 +42,7 @@
 #include <stddef.h>
 #include <stdatomic.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,12 +57,8 @@ extern char **environ;
 #define MAX_MASKS 4096
 #define INIT_INSIDE A3S_INIT_INSIDE
 
-/* Top-level names that stay read-only even though the workspace is writable. */
-static const char *const PROTECTED_DIRS[] = {".git",    ".a3s",    ".agents", ".codex",
-                                             ".claude", ".vscode", ".idea"};
-static const char *const PROTECTED_FILES[] = {".gitmodules", ".mcp.json",     ".ripgreprc",
-                                              ".bashrc",     ".bash_profile", ".zshrc",
-                                              ".zprofile",   ".profile"};
+/* Top-level names that stay read-only even though the workspace is writable
+ * are protected.c's a3s_protected_dirs and a3s_protected_files. */
 /* Kernel interfaces under /proc a root caller could write through. */
 /* (bubblewrap already makes /proc/irq and /proc/bus read-only itself) */
 static const char *const PROC_READONLY[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/fs"};
@@ -111,13 +109,6 @@ static bool join(char *out, size_t cap, const char *a, const char *b) {
     return true;
 }
 
-static bool eq_nocase(const char *a, const char *b) {
-    for (; *a && *b; a++, b++)
-        if (a3s_lower((unsigned char)*a) != a3s_lower((unsigned char)*b))
-            return false;
-    return *a == *b;
-}
-
 static void push2(struct a3s_strvec *v, const char *a, const char *b) {
     a3s_strvec_push(v, a);
     a3s_strvec_push(v, b);
@@ -162,6 +153,178 @@ static void remove_tree(const char *path) {
         return;
     remove_tree_at(pfd, slash + 1);
     close(pfd);
+}
+
+/* ---- workspace content, read as an attacker wrote it ----------------------
+ * The host reads a few workspace files (a worktree's .git pointer and its
+ * commondir) and follows a few workspace paths (a symlinked credential
+ * name's target). A read takes only a regular file, opened without
+ * following a symlink and without blocking (a FIFO would hang the caller,
+ * a terminal would read the user's keyboard), and at most cap - 2 bytes; a
+ * path is followed only beneath the workspace, through no symlink. */
+
+/* The regular file open as fd (read from where it is) into buf,
+ * NUL-terminated: its length, or -1 (not a regular file, too big). */
+static ssize_t read_small_fd(int fd, char *buf, size_t cap) {
+    struct stat st;
+    size_t got = 0;
+    bool ok = cap >= 2 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+              (uint64_t)st.st_size <= cap - 2;
+    while (ok) {
+        ssize_t r = pread(fd, buf + got, cap - 1 - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        ok = r >= 0;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        ok = got <= cap - 2; /* it grew while being read */
+    }
+    if (!ok)
+        return -1;
+    buf[got] = '\0';
+    return (ssize_t)got;
+}
+
+/* The regular file `name` in dirfd into buf, NUL-terminated: its length, or
+ * -1 (missing, a symlink or anything but a regular file, too big). */
+static ssize_t read_small_at(int dirfd, const char *name, char *buf, size_t cap) {
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        return -1; /* checked before open: opening a device node can act on it */
+    int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read_small_fd(fd, buf, cap);
+    close(fd);
+    return n;
+}
+
+/* Normalizes the relative path `in` lexically ("a/./b/../c" is "a/c", "" is
+ * the start itself) into out; false if it is absolute, climbs above its
+ * start or does not fit. Sound only for a path with no symlink on the way,
+ * which open_beneath then checks. */
+static bool normalize_rel(const char *in, char *out, size_t cap) {
+    size_t n = 0;
+    if (in[0] == '/' || cap == 0)
+        return false;
+    while (*in) {
+        const char *end = strchr(in, '/');
+        size_t len = end ? (size_t)(end - in) : strlen(in);
+        if (len == 2 && in[0] == '.' && in[1] == '.') {
+            if (n == 0)
+                return false;
+            while (n > 0 && out[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--;
+        } else if (len > 0 && !(len == 1 && in[0] == '.')) {
+            if (n + 1 + len + 1 > cap)
+                return false;
+            if (n)
+                out[n++] = '/';
+            memcpy(out + n, in, len);
+            n += len;
+        }
+        in += len + (end ? 1 : 0);
+    }
+    out[n] = '\0';
+    return true;
+}
+
+/* Opens the normalized relative path `rel` beneath dirfd as an O_PATH fd
+ * (>= 3), with no symlink on the way and a directory at every step but the
+ * last; -1 with errno otherwise (ELOOP: a symlink). "" opens dirfd again. */
+static int open_beneath(int dirfd, const char *rel) {
+    int fd = a3s_fd_above_stdio(openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    char comp[NAME_MAX + 1];
+    while (fd >= 0 && *rel) {
+        const char *end = strchr(rel, '/');
+        size_t len = end ? (size_t)(end - rel) : strlen(rel);
+        int next = -1, e = ENAMETOOLONG;
+        if (len <= NAME_MAX) {
+            memcpy(comp, rel, len);
+            comp[len] = '\0';
+            next = a3s_fd_above_stdio(openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+            e = errno;
+            struct stat st;
+            if (next >= 0 && fstat(next, &st) < 0)
+                e = errno;
+            else if (next >= 0 && S_ISLNK(st.st_mode))
+                e = ELOOP;
+            else if (next >= 0 && end && !S_ISDIR(st.st_mode))
+                e = ENOTDIR;
+            else
+                e = 0;
+            if (e && next >= 0) {
+                close(next);
+                next = -1;
+            }
+        }
+        close(fd);
+        fd = next;
+        errno = e;
+        rel += len + (end ? 1 : 0);
+    }
+    return fd;
+}
+
+/* realpath(), except that it fails (NULL, errno ELOOP) when a symlink on
+ * the way lies inside the workspace: what the workspace holds must never
+ * choose a host path that the sandbox mounts. */
+static char *realpath_outside(const char *path, const char *workspace) {
+    char todo[PATH_MAX], done[PATH_MAX] = "";
+    if (path[0] != '/' || snprintf(todo, sizeof todo, "%s", path) >= (int)sizeof todo)
+        return NULL;
+    size_t dlen = 0;
+    const char *rest = todo;
+    for (int hops = 0; *rest;) {
+        while (*rest == '/')
+            rest++;
+        const char *end = strchr(rest, '/');
+        size_t len = end ? (size_t)(end - rest) : strlen(rest);
+        if (len == 0)
+            break;
+        if (len == 2 && rest[0] == '.' && rest[1] == '.') {
+            while (dlen > 0 && done[dlen - 1] != '/')
+                dlen--;
+            if (dlen > 0)
+                dlen--;
+            done[dlen] = '\0';
+        } else if (!(len == 1 && rest[0] == '.')) {
+            if (dlen + 1 + len + 1 > sizeof done)
+                return NULL;
+            size_t keep = dlen;
+            done[dlen++] = '/';
+            memcpy(done + dlen, rest, len);
+            dlen += len;
+            done[dlen] = '\0';
+            struct stat st;
+            if (lstat(done, &st) < 0)
+                return NULL;
+            if (S_ISLNK(st.st_mode)) {
+                char target[PATH_MAX], next[PATH_MAX];
+                ssize_t n = readlink(done, target, sizeof target - 1);
+                if (n < 0 || ++hops > 40)
+                    return NULL;
+                if (path_is_under(done, workspace) && strcmp(done, workspace) != 0) {
+                    errno = ELOOP;
+                    return NULL;
+                }
+                target[n] = '\0';
+                const char *after = rest + len;
+                if (snprintf(next, sizeof next, "%s%s", target, after) >= (int)sizeof next)
+                    return NULL;
+                memcpy(todo, next, strlen(next) + 1);
+                rest = todo;
+                dlen = target[0] == '/' ? 0 : keep;
+                done[dlen] = '\0';
+                continue;
+            }
+        }
+        rest += len;
+    }
+    return strdup(dlen ? done : "/");
 }
 
 /* ---- configuration ------------------------------------------------------- */
@@ -244,7 +407,10 @@ static char *choose_state_dir(const char *given, const struct a3s_strvec *env,
         if (!make_dirs(candidates[i]))
             continue;
         char *real = realpath(candidates[i], NULL);
-        if (real && !path_is_under(real, workspace))
+        struct stat st;
+        /* ours alone: another user's directory could hold forged journals */
+        if (real && !path_is_under(real, workspace) && lstat(real, &st) == 0 &&
+            st.st_uid == geteuid() && !(st.st_mode & 022))
             return real;
         free(real);
     }
@@ -391,6 +557,40 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
         return a3s_fail(err, A3S_E_INVALID, errno, 0, "scratch parent %s: %s", tmp,
                         strerror(errno));
     }
+    /* the workspace must not hold what the sandbox is built from: its own
+     * /proc, /dev and /run (a workspace inside them is fine: /dev/shm/x) */
+    static const char *const system_trees[] = {"/proc", "/dev", "/sys", "/run"};
+    for (size_t i = 0; i < COUNT(system_trees); i++) {
+        if (!path_is_under(system_trees[i], sb->workspace))
+            continue;
+        char ws[PATH_MAX];
+        snprintf(ws, sizeof ws, "%s", sb->workspace);
+        a3s_sandbox_free(sb);
+        return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                        "workspace %s overlaps %s, which the sandbox provides itself; give a "
+                        "project directory",
+                        ws, system_trees[i]);
+    }
+    if (path_is_under(sb->scratch_parent, sb->workspace)) {
+        /* the scratch parent inside the workspace: run directories elsewhere */
+        static const char *const others[] = {"/var/tmp", "/dev/shm", "/tmp"};
+        char *other = NULL;
+        for (size_t i = 0; i < COUNT(others) && !other; i++) {
+            other = realpath(others[i], NULL);
+            if (other && (path_is_under(other, sb->workspace) || !is_dir_nofollow(other))) {
+                free(other);
+                other = NULL;
+            }
+        }
+        if (!other) {
+            a3s_sandbox_free(sb);
+            return a3s_fail(err, A3S_E_INVALID, 0, 0,
+                            "no directory outside the workspace for the sandbox's run "
+                            "directories; set scratch_parent");
+        }
+        free(sb->scratch_parent);
+        sb->scratch_parent = other;
+    }
     sb->state_dir =
         choose_state_dir(cfg->state_dir, &sb->host_env, sb->scratch_parent, sb->workspace);
     if (!sb->state_dir) {
@@ -428,7 +628,6 @@ static void plan_free(struct plan *p) {
     a3s_strvec_free(&p->placeholders);
     a3s_strvec_free(&p->masks);
     a3s_strvec_free(&p->found);
-    a3s_strvec_free(&p->names);
     a3s_strvec_free(&p->link_dirs);
     a3s_strvec_free(&p->extra);
     for (size_t i = 0; i < p->nwatch; i++) {
@@ -441,16 +640,105 @@ static void plan_free(struct plan *p) {
     if (p->link_ifd >= 0)
         close(p->link_ifd);
     p->link_ifd = -1;
+    for (size_t i = 0; i < COUNT(p->bind_fds); i++)
+        a3s_close_fd(&p->bind_fds[i]);
+    a3s_strvec_free(&p->notes);
 }
 
-/* The private run directory: scratch (HOME, TMPDIR) plus mask objects. */
+void a3s_plan_init(struct plan *p) {
+    memset(p, 0, sizeof *p);
+    p->lock_fd = p->link_ifd = p->run_lock_fd = p->journal_fd = p->cancel_fd = -1;
+    p->bind_fds[0] = p->bind_fds[1] = -1;
+}
+
+char *a3s_plan_notes(const struct plan *p) {
+    size_t n = 0;
+    for (size_t i = 0; i < p->notes.len; i++)
+        n += strlen(p->notes.items[i]) + 1;
+    char *text = n ? malloc(n) : NULL;
+    if (!text)
+        return NULL;
+    char *at = text;
+    for (size_t i = 0; i < p->notes.len; i++) {
+        size_t len = strlen(p->notes.items[i]);
+        memcpy(at, p->notes.items[i], len);
+        at[len] = i + 1 < p->notes.len ? '\n' : '\0';
+        at += len + 1;
+    }
+    return text;
+}
+
+/* Records a note (one line) on what the plan did not follow or neutralized.
+ * The names in it come from the workspace: control bytes become '?', so a
+ * note printed on a terminal cannot drive it. */
+static void note(struct plan *p, const char *fmt, ...) A3S_PRINTF(2, 3);
+static void note(struct plan *p, const char *fmt, ...) {
+    char line[PATH_MAX + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    for (char *c = line; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    a3s_strvec_push(&p->notes, line);
+}
+
+/* Planning counts against the command's time and its cancel: A3S_OK, or a
+ * failure with sys_errno ETIMEDOUT or ECANCELED (the run's result is 124). */
+static int plan_interrupted(const struct plan *p, a3s_error *err) {
+    int why = a3s_stop_reason(p->deadline, p->cancel_fd);
+    if (why == ETIMEDOUT)
+        return a3s_fail(err, A3S_E_SYSTEM, why, 0,
+                        "the command's time ran out while the sandbox was being prepared");
+    if (why)
+        return a3s_fail(err, A3S_E_SYSTEM, why, 0,
+                        "cancelled while the sandbox was being prepared");
+    return A3S_OK;
+}
+
+/* Takes (without waiting) the lock a run directory's owner holds for its
+ * whole life: the fd (>= 0) if it was free, i.e. its owner is gone, or -1.
+ * A lock proves liveness where a pid cannot (callers in other pid
+ * namespaces share the scratch parent). */
+static int take_run_lock(int dirfd) {
+    struct stat st;
+    if (fstatat(dirfd, "lock", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        return -1;
+    int fd = openat(dirfd, "lock", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* The private run directory: scratch (HOME, TMPDIR) plus mask objects. It
+ * is made under another name, locked (run_dir/lock, held for its whole
+ * life), and only then renamed to a3s-run-*, the name a sweep looks at: a
+ * sweep never sees it unlocked. */
 static int make_run_dir(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
-    if (snprintf(p->run_dir, sizeof p->run_dir, "%s/a3s-run-%d-XXXXXX", sb->scratch_parent,
-                 (int)getpid()) >= (int)sizeof p->run_dir)
+    char fresh[PATH_MAX], lock[PATH_MAX];
+    if (snprintf(fresh, sizeof fresh, "%s/a3s-new-%d-XXXXXX", sb->scratch_parent,
+                 (int)getpid()) >= (int)sizeof fresh)
         return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "scratch path too long");
-    if (!mkdtemp(p->run_dir))
+    if (!mkdtemp(fresh))
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot create a scratch directory in %s: %s",
                         sb->scratch_parent, strerror(errno));
+    char *tail = strrchr(fresh, '/') + strlen("/a3s-new-");
+    if (!join(lock, sizeof lock, fresh, "lock") ||
+        (p->run_lock_fd = a3s_fd_above_stdio(open(
+             lock, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600))) < 0 ||
+        flock(p->run_lock_fd, LOCK_EX) < 0 ||
+        snprintf(p->run_dir, sizeof p->run_dir, "%s/a3s-run-%s", sb->scratch_parent, tail) >=
+            (int)sizeof p->run_dir ||
+        rename(fresh, p->run_dir) < 0) {
+        int e = errno;
+        p->run_dir[0] = '\0';
+        remove_tree(fresh);
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot prepare the scratch directory: %s",
+                        strerror(e));
+    }
     if (!join(p->home, sizeof p->home, p->run_dir, "home") ||
         !join(p->mask_file, sizeof p->mask_file, p->run_dir, "mask") ||
         !join(p->mask_dir, sizeof p->mask_dir, p->run_dir, "maskdir"))
@@ -490,11 +778,11 @@ static bool is_placeholder_path(const a3s_sandbox *sb, const char *path) {
     if (strncmp(path, sb->workspace, n) != 0 || path[n] != '/')
         return false;
     const char *name = path + n + 1;
-    for (size_t i = 0; i < COUNT(PROTECTED_DIRS); i++)
-        if (!strcmp(name, PROTECTED_DIRS[i]))
+    for (size_t i = 0; i < a3s_protected_ndirs; i++)
+        if (!strcmp(name, a3s_protected_dirs[i]))
             return true;
-    for (size_t i = 0; i < COUNT(PROTECTED_FILES); i++)
-        if (!strcmp(name, PROTECTED_FILES[i]))
+    for (size_t i = 0; i < a3s_protected_nfiles; i++)
+        if (!strcmp(name, a3s_protected_files[i]))
             return true;
     return false;
 }
@@ -543,11 +831,10 @@ static int lock_workspace(const a3s_sandbox *sb) {
 
 static bool alone(int lock_fd) { return lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) == 0; }
 
-static bool pid_is_dead(int pid) {
-    return pid > 0 && pid != (int)getpid() && kill(pid, 0) < 0 && errno == ESRCH;
-}
-
-/* Run directories of callers that died: their scratch and mask objects. */
+/* Run directories of callers that are gone: their scratch and mask objects.
+ * One is removed only while its lock is held here, which its owner holds
+ * for as long as it lives (a pid says nothing across pid namespaces); one
+ * without a lock file (an older version's) is left alone. */
 static void recover_run_dirs(const a3s_sandbox *sb) {
     DIR *d = opendir(sb->scratch_parent);
     if (!d)
@@ -558,15 +845,25 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
             continue;
         char path[PATH_MAX];
         struct stat st;
-        if (!pid_is_dead(atoi(e->d_name + 8)) || !join(path, sizeof path, sb->scratch_parent,
-                                                       e->d_name))
+        int dfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
             continue;
-        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+        int lock = fstat(dfd, &st) == 0 && st.st_uid == geteuid() ? take_run_lock(dfd) : -1;
+        if (lock >= 0 && join(path, sizeof path, sb->scratch_parent, e->d_name))
             remove_tree(path);
+        if (lock >= 0)
+            close(lock);
+        close(dfd);
     }
     closedir(d);
 }
 
+#define MAX_JOURNAL_BYTES 65536 /* far more than every protected name takes */
+
+/* Journals of runs that are over: each one is read only while its lock is
+ * held here, which its writer holds until its run ends (a pid says nothing
+ * across pid namespaces), and only when no other run over the workspace is
+ * active (alone). */
 static void recover_journals(a3s_sandbox *sb, int lock_fd) {
     /* run dirs of dead callers: once per handle, the scratch parent can be big */
     if (!atomic_exchange(&sb->swept, true))
@@ -577,37 +874,44 @@ static void recover_journals(a3s_sandbox *sb, int lock_fd) {
     if (!d)
         return;
     size_t plen = strlen(sb->journal_prefix);
+    char *text = malloc(MAX_JOURNAL_BYTES);
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, sb->journal_prefix, plen) != 0)
+    while (text && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, sb->journal_prefix, plen) != 0 || !strstr(e->d_name, ".journal"))
             continue;
-        if (!pid_is_dead(atoi(e->d_name + plen)) && !strstr(e->d_name, ".done"))
-            continue; /* its owner may still be running */
-        char path[PATH_MAX];
-        if (!join(path, sizeof path, sb->state_dir, e->d_name))
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
             continue;
-        FILE *f = fopen(path, "re");
-        char line[PATH_MAX + 64];
-        while (f && fgets(line, sizeof line, f)) {
-            line[strcspn(line, "\n")] = '\0';
-            remove_placeholder(sb, line);
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            close(fd); /* its run still goes on */
+            continue;
         }
-        if (f)
-            fclose(f);
-        unlink(path);
+        /* read from the locked file itself: it may have been renamed meanwhile */
+        ssize_t n = read_small_fd(fd, text, MAX_JOURNAL_BYTES);
+        for (char *line = text; n > 0 && *line;) {
+            char *end = strchr(line, '\n');
+            if (end)
+                *end = '\0';
+            remove_placeholder(sb, line);
+            line = end ? end + 1 : line + strlen(line);
+        }
+        unlinkat(dirfd(d), e->d_name, 0);
+        close(fd);
     }
+    free(text);
     closedir(d);
 }
 
-/* Opens this run's journal (created on the first placeholder). */
-static FILE *open_journal(const a3s_sandbox *sb, char *path, size_t cap) {
+/* Opens this run's journal (created on the first placeholder) and locks it
+ * for the run's life; the fd, or -1. */
+static int open_journal(const a3s_sandbox *sb, char *path, size_t cap) {
     static const char hex[] = "0123456789abcdef";
     unsigned char rnd[6];
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || read(fd, rnd, sizeof rnd) != (ssize_t)sizeof rnd) {
         if (fd >= 0)
             close(fd);
-        return NULL;
+        return -1;
     }
     close(fd);
     char tag[13];
@@ -618,32 +922,16 @@ static FILE *open_journal(const a3s_sandbox *sb, char *path, size_t cap) {
     tag[12] = '\0';
     if (snprintf(path, cap, "%s/%s%d-%s.journal", sb->state_dir, sb->journal_prefix,
                  (int)getpid(), tag) >= (int)cap)
-        return NULL;
-    fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-    return fd < 0 ? NULL : fdopen(fd, "we");
-}
-
-/* A worktree's gitdir names the repository's common dir (objects, refs,
- * config): git needs it, read-only, wherever it lives. */
-static void bind_commondir(struct a3s_strvec *binds, const char *gitdir) {
-    char file[PATH_MAX], line[PATH_MAX], joined[PATH_MAX * 2 + 2];
-    if (!join(file, sizeof file, gitdir, "commondir"))
-        return;
-    FILE *f = fopen(file, "re");
-    if (!f)
-        return;
-    if (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\r\n")] = '\0';
-        if (line[0] == '/')
-            snprintf(joined, sizeof joined, "%s", line);
-        else
-            snprintf(joined, sizeof joined, "%s/%s", gitdir, line);
-        char *real = realpath(joined, NULL);
-        if (real && is_dir_nofollow(real))
-            push3(binds, "--ro-bind", real, real);
-        free(real);
+        return -1;
+    fd = a3s_fd_above_stdio(open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+        close(fd);
+        unlink(path);
+        fd = -1;
     }
-    fclose(f);
+    if (fd < 0)
+        path[0] = '\0';
+    return fd;
 }
 
 /* ---- hard-link aliases --------------------------------------------------
@@ -655,10 +943,50 @@ static void bind_commondir(struct a3s_strvec *binds, const char *gitdir) {
 
 #define LINK_WALK_BUDGET 50000
 
+/* A file with more than one name (dev, ino), and how many of them were
+ * found in the workspace. */
+struct linked_file {
+    dev_t dev;
+    ino_t ino;
+    nlink_t nlink;
+    nlink_t names;
+    char path[PATH_MAX];
+};
+
+struct linked_set {
+    struct linked_file *items;
+    size_t len, cap;
+    bool failed;
+};
+
+static void linked_add(struct linked_set *set, const struct stat *st, const char *path) {
+    for (size_t i = 0; i < set->len; i++)
+        if (set->items[i].dev == st->st_dev && set->items[i].ino == st->st_ino)
+            return;
+    if (set->len == set->cap) {
+        size_t cap = set->cap ? 2 * set->cap : 8;
+        struct linked_file *grown = realloc(set->items, cap * sizeof *grown);
+        if (!grown) {
+            set->failed = true;
+            return;
+        }
+        set->items = grown;
+        set->cap = cap;
+    }
+    struct linked_file *f = &set->items[set->len++];
+    f->dev = st->st_dev;
+    f->ino = st->st_ino;
+    f->nlink = st->st_nlink;
+    f->names = 0;
+    snprintf(f->path, sizeof f->path, "%s", path);
+}
+
 struct link_walk {
     int budget;
-    int ifd;        /* >= 0: every directory read is watched for new names and links */
-    bool unwatched; /* a watch could not be added */
+    int ifd;                  /* >= 0: every directory read is watched for new names and links */
+    bool unwatched;           /* a watch could not be added */
+    const struct plan *plan;  /* its deadline and cancel stop the walk; NULL: none */
+    struct linked_set *collect; /* non-NULL: every linked file is added here, none refused */
     char found[PATH_MAX];
 };
 
@@ -669,10 +997,14 @@ struct link_walk {
     (IN_ATTRIB | IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR |          \
      IN_DONT_FOLLOW)
 
-/* 1 found (walk->found set), 0 none, -1 over budget. */
+/* 1 found (walk->found set), 0 none, -1 over budget, -2 past the plan's
+ * deadline or cancelled. */
 static int linked_file_at(int at, const char *path, bool is_git, struct link_walk *w, int depth) {
-    /* the watch goes on before the read, so nothing changed in between is missed */
-    if (w->ifd >= 0 && inotify_add_watch(w->ifd, path, LINK_WATCH_MASK) < 0)
+    /* the watch goes on before the read, so nothing changed in between is missed;
+     * on the directory open as `at`, whatever its path leads to by now */
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", at);
+    if (w->ifd >= 0 && inotify_add_watch(w->ifd, self, LINK_WATCH_MASK & ~IN_DONT_FOLLOW) < 0)
         w->unwatched = true;
     DIR *d = NULL;
     int fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -692,13 +1024,19 @@ static int linked_file_at(int at, const char *path, bool is_git, struct link_wal
             rc = -1;
             break;
         }
+        if (w->plan && (w->budget & 1023) == 0 && plan_interrupted(w->plan, NULL) != A3S_OK) {
+            rc = -2;
+            break;
+        }
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         char sub[PATH_MAX];
         if (!join(sub, sizeof sub, path, e->d_name))
             continue;
-        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1 && w->collect) {
+            linked_add(w->collect, &st, sub);
+        } else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
             snprintf(w->found, sizeof w->found, "%s", sub);
             rc = 1;
         } else if (S_ISDIR(st.st_mode) && depth < 64 &&
@@ -714,15 +1052,17 @@ static int linked_file_at(int at, const char *path, bool is_git, struct link_wal
     return rc;
 }
 
-/* Refuses the run if the directory holds a file with another name. For a
- * long-lived sandbox (p->server), the directory is remembered and every
- * directory under it watched, so that a link made later is noticed. */
-static int refuse_linked_files(struct plan *p, const char *dir, bool is_git, const char *what,
-                               a3s_error *err) {
+/* Refuses the run if the directory holds a file with another name (or,
+ * with `collect`, adds every such file to it instead). For a long-lived
+ * sandbox (p->server), the directory is remembered and every directory
+ * under it watched, so that a link made later is noticed. */
+static int check_linked_files(struct plan *p, const char *dir, bool is_git, const char *what,
+                              struct linked_set *collect, a3s_error *err) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return A3S_OK;
-    struct link_walk w = {.budget = LINK_WALK_BUDGET, .ifd = p ? p->link_ifd : -1};
+    struct link_walk w = {
+        .budget = LINK_WALK_BUDGET, .ifd = p ? p->link_ifd : -1, .plan = p, .collect = collect};
     if (p && p->server) {
         a3s_strvec_push2(&p->link_dirs, is_git ? "g" : "-", dir);
         if (p->link_ifd < 0)
@@ -738,6 +1078,8 @@ static int refuse_linked_files(struct plan *p, const char *dir, bool is_git, con
         return a3s_fail(err, A3S_E_REFUSED, 0, 0,
                         "%s has extra hard links; another name could reach this %s file",
                         w.found, what);
+    if (rc == -2)
+        return plan_interrupted(p, err);
     if (rc < 0)
         return a3s_fail(err, A3S_E_REFUSED, 0, 0,
                         "%s holds more than %d entries: too many to check for hard links", dir,
@@ -745,168 +1087,333 @@ static int refuse_linked_files(struct plan *p, const char *dir, bool is_git, con
     return A3S_OK;
 }
 
-static int by_name(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+static int refuse_linked_files(struct plan *p, const char *dir, bool is_git, const char *what,
+                               a3s_error *err) {
+    return check_linked_files(p, dir, is_git, what, NULL, err);
 }
 
-static bool is_protected_name(const char *name) {
-    for (size_t i = 0; i < COUNT(PROTECTED_DIRS); i++)
-        if (eq_nocase(name, PROTECTED_DIRS[i]))
-            return true;
-    for (size_t i = 0; i < COUNT(PROTECTED_FILES); i++)
-        if (eq_nocase(name, PROTECTED_FILES[i]))
-            return true;
-    return false;
-}
+/* ---- every name of a linked credential ----------------------------------
+ * A credential file with a second name, or a file with one under a masked
+ * credential directory, would be readable through that name. A command can
+ * make such a pair (it writes .env, then links it) but never one to a file
+ * that is already masked (another mount: EXDEV); refusing the run would let
+ * it disable every later command. So every name of such a file in the
+ * workspace is found and masked; only a name outside the workspace (which
+ * only the host can make) still refuses the run. */
 
-/* The names at the workspace top level that are protected (any case), sorted. */
-static bool list_protected(const char *workspace, struct a3s_strvec *out) {
-    DIR *d = opendir(workspace);
-    if (!d)
-        return false;
+#define ALIAS_WALK_BUDGET 2000000 /* entries; past it the workspace cannot be checked */
+#define ALIAS_WALK_DEPTH 1024
+
+/* Adds an 'f' target for every name under the directory open as fd (path)
+ * of a file in `set`. 0, -1 over budget or too deep, -2 past the deadline. */
+static int find_names_at(int fd, const char *path, struct linked_set *set,
+                         struct a3s_strvec *targets, int *budget, const struct plan *p,
+                         int depth) {
+    if (depth > ALIAS_WALK_DEPTH)
+        return -1;
+    int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+    if (!d) {
+        if (dup >= 0)
+            close(dup);
+        return 0; /* unreadable: the credential scan has refused or masked it */
+    }
+    int rc = 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (is_protected_name(e->d_name))
-            a3s_strvec_push(out, e->d_name);
-    closedir(d);
-    if (out->len > 1)
-        qsort(out->items, out->len, sizeof *out->items, by_name);
-    return !out->failed;
-}
-
-/* Protected top-level names: read-only binds, placeholders where missing.
- * p->names gets every name bound (sorted). */
-static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
-                         FILE **journal, a3s_error *err) {
-    char path[PATH_MAX];
-    /* case variants present on disk count as the protected name itself */
-    DIR *d = opendir(sb->workspace);
-    if (!d)
-        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot list the workspace: %s",
-                        strerror(errno));
-    bool present_dirs[COUNT(PROTECTED_DIRS)] = {0};
-    bool present_files[COUNT(PROTECTED_FILES)] = {0};
-    struct dirent *e;
-    int rc = A3S_OK;
-    while (rc == A3S_OK && (e = readdir(d)) != NULL) {
-        bool is_dir_name = false, match = false;
-        for (size_t i = 0; i < COUNT(PROTECTED_DIRS); i++)
-            if (eq_nocase(e->d_name, PROTECTED_DIRS[i])) {
-                match = is_dir_name = true;
-                if (!strcmp(e->d_name, PROTECTED_DIRS[i]))
-                    present_dirs[i] = true;
-            }
-        for (size_t i = 0; i < COUNT(PROTECTED_FILES); i++)
-            if (eq_nocase(e->d_name, PROTECTED_FILES[i])) {
-                match = true;
-                if (!strcmp(e->d_name, PROTECTED_FILES[i]))
-                    present_files[i] = true;
-            }
-        if (!match)
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
-        snprintf(path, sizeof path, "%s/%s", sb->workspace, e->d_name);
-        struct stat st;
-        if (lstat(path, &st) < 0)
-            continue;
-        if (S_ISLNK(st.st_mode)) {
-            rc = a3s_fail(err, A3S_E_REFUSED, 0, 0,
-                          "%s is a symlink; a protected name must be a real %s", path,
-                          is_dir_name ? "directory" : "file");
-        } else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
-            rc = a3s_fail(err, A3S_E_REFUSED, 0, 0,
-                          "%s has %lu hard links; another name could write to this protected "
-                          "file",
-                          path, (unsigned long)st.st_nlink);
-        } else if (S_ISDIR(st.st_mode) &&
-                   (rc = refuse_linked_files(p, path, eq_nocase(e->d_name, ".git"), "protected",
-                                             err)) != A3S_OK) {
+        if (--*budget < 0) {
+            rc = -1;
             break;
-        } else {
-            push3(binds, "--ro-bind", path, path);
-            a3s_strvec_push(&p->names, e->d_name);
-            /* a worktree or submodule: .git is a file naming the real gitdir */
-            if (S_ISREG(st.st_mode) && eq_nocase(e->d_name, ".git")) {
-                FILE *f = fopen(path, "re");
-                char line[PATH_MAX + 16];
-                if (f && fgets(line, sizeof line, f) && !strncmp(line, "gitdir: ", 8)) {
-                    line[strcspn(line, "\r\n")] = '\0';
-                    char joined[PATH_MAX * 2];
-                    const char *g = line + 8;
-                    if (g[0] != '/')
-                        snprintf(joined, sizeof joined, "%s/%s", sb->workspace, g);
-                    else
-                        snprintf(joined, sizeof joined, "%s", g);
-                    char *real = realpath(joined, NULL);
-                    if (real && is_dir_nofollow(real)) {
-                        push3(binds, "--ro-bind", real, real);
-                        bind_commondir(binds, real);
-                    }
-                    free(real);
+        }
+        if ((*budget & 4095) == 0 && plan_interrupted(p, NULL) != A3S_OK) {
+            rc = -2;
+            break;
+        }
+        if (e->d_type != DT_UNKNOWN && e->d_type != DT_REG && e->d_type != DT_DIR)
+            continue;
+        struct stat st;
+        char sub[PATH_MAX];
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !join(sub, sizeof sub, path, e->d_name))
+            continue;
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+            for (size_t i = 0; i < set->len; i++) {
+                if (set->items[i].dev == st.st_dev && set->items[i].ino == st.st_ino) {
+                    set->items[i].names++;
+                    a3s_strvec_push2(targets, "f", sub);
                 }
-                if (f)
-                    fclose(f);
+            }
+        } else if (S_ISDIR(st.st_mode)) {
+            int cfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (cfd >= 0) {
+                rc = find_names_at(cfd, sub, set, targets, budget, p, depth + 1);
+                close(cfd);
             }
         }
     }
     closedir(d);
-    if (rc)
-        return rc;
+    return rc;
+}
 
-    /* A missing name gets a read-only placeholder for the run: always an empty
-     * directory, even for a file name, because git lists no empty directory, so
-     * a placeholder never shows up in the host's `git status`, nor is it staged
-     * by `git add -A`, while a long-lived sandbox keeps it (docs/security.md).
-     * Journals of older versions may still name file placeholders ('f'). */
-    bool readonly = sb->flags & A3S_SANDBOX_WORKSPACE_READONLY; /* nothing can be created */
-    for (int kind = 0; kind < 2 && !readonly; kind++) {
-        const char *const *names = kind ? PROTECTED_FILES : PROTECTED_DIRS;
-        size_t n = kind ? COUNT(PROTECTED_FILES) : COUNT(PROTECTED_DIRS);
-        for (size_t i = 0; i < n; i++) {
-            if (kind ? present_files[i] : present_dirs[i])
-                continue;
-            snprintf(path, sizeof path, "%s/%s", sb->workspace, names[i]);
-            if (p->describe) { /* the bind a run would make, over nothing made */
-                push3(binds, "--ro-bind", path, path);
-                a3s_strvec_push(&p->names, names[i]);
-                continue;
-            }
-            int made = mkdir(path, 0555);
-            if (made < 0 && errno != EEXIST)
-                return a3s_fail(err, A3S_E_SYSTEM, errno, 0,
-                                "cannot create a placeholder for %s: %s", path, strerror(errno));
+/* Masks every name in the workspace of each file in `set` (as 'f' targets)
+ * and refuses the run when one has a name outside it. */
+static int mask_every_name(const a3s_sandbox *sb, struct plan *p, struct linked_set *set,
+                           struct a3s_strvec *targets, a3s_error *err) {
+    if (set->failed)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory checking hard links");
+    int fd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot open the workspace: %s",
+                        strerror(errno));
+    int budget = ALIAS_WALK_BUDGET;
+    int rc = find_names_at(fd, sb->workspace, set, targets, &budget, p, 0);
+    close(fd);
+    if (rc == -2)
+        return plan_interrupted(p, err);
+    if (rc < 0)
+        return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                        "%s has hard links, and the workspace is too big to find them all",
+                        set->items[0].path);
+    for (size_t i = 0; i < set->len; i++) {
+        const struct linked_file *f = &set->items[i];
+        if (f->names < f->nlink)
+            return a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                            "%s has %lu hard links, %lu of them outside the workspace; an alias "
+                            "could expose this credential file",
+                            f->path, (unsigned long)f->nlink,
+                            (unsigned long)(f->nlink - f->names));
+        note(p, "%s has %lu hard links: every name is masked", f->path,
+             (unsigned long)f->nlink);
+    }
+    return A3S_OK;
+}
+
+/* The workspace-relative form of `target` (what a link or pointer file names,
+ * relative to the workspace directory `base`, "" for the top) in out,
+ * normalized; false if it is outside the workspace or does not fit. */
+static bool workspace_relative(const a3s_sandbox *sb, const char *base, const char *target,
+                               char *out, size_t cap) {
+    char joined[PATH_MAX * 2 + 2];
+    if (target[0] == '/') {
+        if (!path_is_under(target, sb->workspace))
+            return false;
+        target += strlen(sb->workspace);
+        while (*target == '/')
+            target++;
+        snprintf(joined, sizeof joined, "%s", target);
+    } else {
+        snprintf(joined, sizeof joined, "%s%s%s", base, base[0] ? "/" : "", target);
+    }
+    return normalize_rel(joined, out, cap);
+}
+
+/* Binds, read-only, the directory at workspace-relative `rel` named by the
+ * pointer file `what`, from an O_PATH fd (so the bind is the object checked
+ * here, whatever is renamed meanwhile); its fd, or -1 with a note saying why
+ * it was not followed. */
+static int bind_pointed_dir(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
+                            int wsfd, const char *rel, const char *what, size_t slot) {
+    int fd = rel[0] ? open_beneath(wsfd, rel) : -1;
+    int e = rel[0] ? errno : EISDIR;
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))) {
+        close(fd);
+        fd = -1;
+        e = ENOTDIR;
+    }
+    if (fd < 0) {
+        if (e == ELOOP)
+            note(p, "%s names %s, which is reached through a symlink: not followed", what, rel);
+        else if (e == EISDIR)
+            note(p, "%s names the workspace itself: not followed", what);
+        return -1;
+    }
+    char src[64], dst[PATH_MAX];
+    snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
+    snprintf(dst, sizeof dst, "%s/%s", sb->workspace, rel);
+    push3(binds, "--ro-bind", src, dst);
+    p->bind_fds[slot] = fd;
+    return fd;
+}
+
+/* A worktree's or submodule's .git is a file naming its gitdir, which names
+ * the repository's common dir (objects, refs, config) in `commondir`: git
+ * writes there, so both are bound read-only when they are directories
+ * inside the workspace, reached through no symlink. Git follows only the
+ * exact name .git; nothing else is followed, and a pointer that leaves the
+ * workspace is only noted: no host path outside the workspace is ever
+ * mounted because of what the workspace holds. */
+static void bind_gitdirs(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
+                         int wsfd) {
+    char text[PATH_MAX + 16], rel[PATH_MAX], common[PATH_MAX];
+    if (read_small_at(wsfd, ".git", text, sizeof text) < 0 || strncmp(text, "gitdir: ", 8))
+        return;
+    char *gitdir = text + 8;
+    gitdir[strcspn(gitdir, "\r\n")] = '\0';
+    if (!workspace_relative(sb, "", gitdir, rel, sizeof rel)) {
+        note(p, ".git names the gitdir %s outside the workspace: not mounted", gitdir);
+        return;
+    }
+    int gfd = bind_pointed_dir(sb, p, binds, wsfd, rel, ".git", 0);
+    if (gfd < 0 || read_small_at(gfd, "commondir", text, sizeof text) < 0)
+        return;
+    text[strcspn(text, "\r\n")] = '\0';
+    if (!workspace_relative(sb, rel, text, common, sizeof common)) {
+        note(p, "%s/commondir names %s outside the workspace: not mounted", rel, text);
+        return;
+    }
+    if (strcmp(common, rel) != 0)
+        bind_pointed_dir(sb, p, binds, wsfd, common, "commondir", 1);
+}
+
+/* Protected top-level names: each exact name is bound read-only, or held by
+ * a read-only placeholder where it is missing. Another spelling (.GIT,
+ * .Vscode) is an ordinary name on a case-sensitive file system; on a
+ * case-insensitive one the exact name finds it and it is protected as the
+ * name itself. A symlink or a file with extra hard links at a protected
+ * name refuses the run: no command can make one (the name is read-only in
+ * every running sandbox), so it is the host's. */
+static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
+                         a3s_error *err) {
+    int wsfd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (wsfd < 0)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot open the workspace: %s",
+                        strerror(errno));
+    int rc = A3S_OK;
+    /* pass 0 checks and binds the names present, so that a refusal changes
+     * nothing; pass 1 holds the missing ones with placeholders, unless the
+     * workspace is bound read-only (nothing can be created there) */
+    int passes = (sb->flags & A3S_SANDBOX_WORKSPACE_READONLY) ? 1 : 2;
+    for (int pass = 0; pass < passes && rc == A3S_OK; pass++) {
+        for (size_t i = 0; i < a3s_protected_ndirs + a3s_protected_nfiles && rc == A3S_OK; i++) {
+            bool file = i >= a3s_protected_ndirs;
+            const char *name = file ? a3s_protected_files[i - a3s_protected_ndirs]
+                                    : a3s_protected_dirs[i];
+            char path[PATH_MAX];
             struct stat st;
-            if (lstat(path, &st) < 0 || S_ISLNK(st.st_mode))
-                return a3s_fail(err, A3S_E_REFUSED, 0, 0, "%s changed while being protected",
-                                path);
+            snprintf(path, sizeof path, "%s/%s", sb->workspace, name);
+            if ((rc = plan_interrupted(p, err)) != A3S_OK)
+                break;
+            int made = -1;
+            if (fstatat(wsfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT) {
+                    rc = a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot check %s: %s", path,
+                                  strerror(errno));
+                    break;
+                }
+                if (pass == 0)
+                    continue;
+                if (p->describe) { /* the bind a run would make, over nothing made */
+                    push3(binds, "--ro-bind", path, path);
+                    continue;
+                }
+                /* a read-only placeholder for the run (docs/security.md: always an
+                 * empty directory, which git never lists or stages) */
+                if (((made = mkdirat(wsfd, name, 0555)) < 0 && errno != EEXIST) ||
+                    fstatat(wsfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                    rc = a3s_fail(err, A3S_E_SYSTEM, errno, 0,
+                                  "cannot create a placeholder for %s: %s", path,
+                                  strerror(errno));
+                    break;
+                }
+            } else if (pass == 1) {
+                continue; /* present: bound in pass 0 */
+            }
             if (made >= 0) {
                 char tagged[PATH_MAX + 64];
                 snprintf(tagged, sizeof tagged, "d%lu:%lu:%lld.%09ld:%s",
                          (unsigned long)st.st_dev, (unsigned long)st.st_ino,
                          (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec, path);
                 a3s_strvec_push(&p->placeholders, tagged);
-                if (!*journal)
-                    *journal = open_journal(sb, p->journal, sizeof p->journal);
-                if (*journal) {
-                    fprintf(*journal, "%s\n", tagged);
-                    fflush(*journal); /* in the page cache: survives a SIGKILL of the caller */
+                if (p->journal_fd < 0)
+                    p->journal_fd = open_journal(sb, p->journal, sizeof p->journal);
+                /* in the page cache at once: survives a SIGKILL of the caller */
+                if (p->journal_fd >= 0 && dprintf(p->journal_fd, "%s\n", tagged) < 0) {
                 }
+            } else if (S_ISLNK(st.st_mode)) {
+                rc = a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                              "%s is a symlink; a protected name must be a real %s", path,
+                              file ? "file" : "directory");
+                break;
+            } else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+                rc = a3s_fail(err, A3S_E_REFUSED, 0, 0,
+                              "%s has %lu hard links; another name could write to this "
+                              "protected file",
+                              path, (unsigned long)st.st_nlink);
+                break;
+            } else if (S_ISDIR(st.st_mode) &&
+                       (rc = refuse_linked_files(p, path, !strcmp(name, ".git"), "protected",
+                                                 err)) != A3S_OK) {
+                break;
             }
             push3(binds, "--ro-bind", path, path);
-            a3s_strvec_push(&p->names, names[i]);
+            if (made < 0 && S_ISREG(st.st_mode) && !strcmp(name, ".git"))
+                bind_gitdirs(sb, p, binds, wsfd);
         }
     }
-    if (p->names.len > 1)
-        qsort(p->names.items, p->names.len, sizeof *p->names.items, by_name);
-    return A3S_OK;
+    close(wsfd);
+    return rc;
+}
+
+/* The credential scan, stopped by p's deadline or cancel. */
+static int scan_credentials(a3s_sandbox *sb, const struct plan *p, struct a3s_strvec *found,
+                            a3s_error *err) {
+    pthread_mutex_lock(&sb->lock);
+    a3s_credscan_set_deadline(sb->creds, p->deadline, p->cancel_fd);
+    int rc = a3s_credscan_run(sb->creds, found, err);
+    a3s_credscan_set_deadline(sb->creds, 0, -1);
+    pthread_mutex_unlock(&sb->lock);
+    return rc;
+}
+
+static int by_string(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Where a credential name that is a symlink leads: the workspace-relative
+ * path of its target in rel ('d' or 'f' for what it is), or 0 when nothing
+ * is to be masked. The target is masked when it is inside the workspace and
+ * reached through no further symlink; nothing else is followed. A link to
+ * the workspace itself or through another link is noted: masking what it
+ * names would let a command choose what the next one cannot see (`ln -s ..
+ * sub/.env` would mask the whole workspace). */
+static char symlink_target(const a3s_sandbox *sb, struct plan *p, int wsfd, const char *path,
+                           char *rel, size_t cap) {
+    char target[PATH_MAX], base[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0)
+        return 0;
+    target[n] = '\0';
+    snprintf(base, sizeof base, "%s", path + strlen(sb->workspace) + 1);
+    char *slash = strrchr(base, '/');
+    *(slash ? slash : base) = '\0';
+    if (!workspace_relative(sb, base, target, rel, cap))
+        return 0; /* outside: covered by the other masks, or the host's to show */
+    if (!rel[0]) {
+        note(p, "%s is a credential name linked to the workspace itself: not followed", path);
+        return 0;
+    }
+    int fd = open_beneath(wsfd, rel);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            note(p, "%s is a credential name linked through another symlink: not followed",
+                 path);
+        return 0;
+    }
+    struct stat st;
+    char kind = fstat(fd, &st) == 0 ? (S_ISDIR(st.st_mode) ? 'd' : 'f') : 0;
+    close(fd);
+    return kind;
 }
 
 /* Credential files inside the workspace: bind an unreadable object over each. */
 static int mask_credentials(a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds,
                             a3s_error *err) {
-    struct a3s_strvec found = {0};
-    pthread_mutex_lock(&sb->lock);
-    int rc = a3s_credscan_run(sb->creds, &found, err);
-    pthread_mutex_unlock(&sb->lock);
+    struct a3s_strvec found = {0}, targets = {0};
+    struct linked_set linked = {0};
+    int rc = scan_credentials(sb, p, &found, err);
     if (rc) {
         a3s_strvec_free(&found);
         return rc;
@@ -918,34 +1425,59 @@ static int mask_credentials(a3s_sandbox *sb, struct plan *p, struct a3s_strvec *
                         "the workspace holds %zu credential files; the sandbox masks at most %d",
                         n, MAX_MASKS);
     }
+    int wsfd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (wsfd < 0)
+        rc = a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot open the workspace: %s",
+                      strerror(errno));
     for (size_t i = 0; rc == A3S_OK && i < found.len; i++) {
         const char *path = found.items[i] + 1;
         struct stat st;
+        if ((rc = plan_interrupted(p, err)) != A3S_OK)
+            break;
         if (lstat(path, &st) < 0)
             continue; /* gone since the scan */
         if (S_ISLNK(st.st_mode)) {
             /* a credential name pointing into the workspace exposes its target */
-            char *real = realpath(path, NULL);
-            if (real && path_is_under(real, sb->workspace) && stat(real, &st) == 0) {
-                push3(binds, "--ro-bind", S_ISDIR(st.st_mode) ? p->mask_dir : p->mask_file,
-                      real);
-                a3s_strvec_push(&p->masks, real);
-            }
-            free(real);
+            char rel[PATH_MAX], tagged[PATH_MAX + 2];
+            char kind = symlink_target(sb, p, wsfd, path, rel, sizeof rel);
+            if (kind && snprintf(tagged, sizeof tagged, "%c%s/%s", kind, sb->workspace, rel) <
+                            (int)sizeof tagged)
+                a3s_strvec_push(&targets, tagged);
             continue;
         }
-        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
-            rc = a3s_fail(err, A3S_E_REFUSED, 0, 0,
-                          "credential file %s has %lu hard links; an alias could expose it", path,
-                          (unsigned long)st.st_nlink);
-            break;
-        }
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+            linked_add(&linked, &st, path); /* every name is masked below */
         if (S_ISDIR(st.st_mode) &&
-            (rc = refuse_linked_files(p, path, false, "credential", err)) != A3S_OK)
+            (rc = check_linked_files(p, path, false, "credential", &linked, err)) != A3S_OK)
             break;
-        push3(binds, "--ro-bind", S_ISDIR(st.st_mode) ? p->mask_dir : p->mask_file, path);
-        a3s_strvec_push(&p->masks, path);
+        a3s_strvec_push2(&targets, S_ISDIR(st.st_mode) ? "d" : "f", path);
     }
+    if (wsfd >= 0)
+        close(wsfd);
+    if (rc == A3S_OK && (linked.len || linked.failed))
+        rc = mask_every_name(sb, p, &linked, &targets, err);
+    free(linked.items);
+    /* one mask per path, none inside a masked directory (bubblewrap could not
+     * make its mount point in the mode-0 mask): sorted, directories first, and
+     * a parent before what it holds */
+    if (targets.len > 1)
+        qsort(targets.items, targets.len, sizeof *targets.items, by_string);
+    struct a3s_strvec dirs = {0};
+    for (size_t i = 0; rc == A3S_OK && i < targets.len; i++) {
+        const char *t = targets.items[i] + 1;
+        bool covered = i > 0 && !strcmp(targets.items[i], targets.items[i - 1]);
+        for (size_t j = 0; j < dirs.len && !covered; j++)
+            covered = path_is_under(t, dirs.items[j]);
+        if (covered)
+            continue;
+        bool dir = targets.items[i][0] == 'd';
+        push3(binds, "--ro-bind", dir ? p->mask_dir : p->mask_file, t);
+        a3s_strvec_push(&p->masks, t);
+        if (dir)
+            a3s_strvec_push(&dirs, t);
+    }
+    a3s_strvec_free(&dirs);
+    a3s_strvec_free(&targets);
     if (p->server) {
         /* whatever becomes of each name (gone, replaced, linked) must be seen */
         for (size_t i = 0; i < found.len; i++)
@@ -984,25 +1516,62 @@ static void push_tmpfs(const a3s_sandbox *sb, struct a3s_strvec *args, const cha
     a3s_strvec_push(args, path);
 }
 
-/* Homes are masked whole; toolchains under them come back read-only. */
-static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *args) {
-    const char *homes[3] = {"/home", "/root", env_get(&sb->host_env, "HOME")};
-    struct a3s_strvec masked = {0};
-    for (size_t i = 0; i < 3; i++) {
-        const char *h = homes[i];
-        if (!h || h[0] != '/' || !strcmp(h, "/") || !is_dir_nofollow(h))
-            continue;
-        char *real = realpath(h, NULL);
-        if (!real)
-            continue;
-        bool covered = false;
-        for (size_t j = 0; j < masked.len; j++)
-            covered |= path_is_under(real, masked.items[j]);
-        if (!covered && strcmp(real, "/") != 0) {
-            push_tmpfs(sb, args, real);
-            a3s_strvec_push(&masked, real);
-        }
+/* The trees the sandbox covers with a fresh tmpfs, canonical, none inside
+ * another: /tmp, /var/tmp, /run and the homes (/home, /root, $HOME), and
+ * in `homes` the homes alone (where toolchain roots come back from). A home
+ * reached through a symlink in the workspace is not one (the workspace's
+ * content would choose the host path). */
+static void masked_trees(const a3s_sandbox *sb, struct a3s_strvec *out, struct a3s_strvec *homes) {
+    const char *trees[] = {"/tmp", "/var/tmp", "/run", "/home", "/root",
+                           env_get(&sb->host_env, "HOME")};
+    for (size_t i = 3; i < COUNT(trees); i++) {
+        struct stat st;
+        char *real = trees[i] && trees[i][0] == '/' && stat(trees[i], &st) == 0 &&
+                             S_ISDIR(st.st_mode)
+                         ? realpath_outside(trees[i], sb->workspace)
+                         : NULL;
+        if (real && strcmp(real, "/") != 0)
+            a3s_strvec_push(homes, real);
         free(real);
+    }
+    for (size_t i = 0; i < COUNT(trees); i++) {
+        const char *t = trees[i];
+        bool fixed = i < 3; /* always masked, made by bubblewrap if missing */
+        struct stat st; /* a home may be a symlink (/home/u -> /data/u): its target is masked */
+        if (!t || t[0] != '/' || !strcmp(t, "/") ||
+            (!fixed && (stat(t, &st) < 0 || !S_ISDIR(st.st_mode))))
+            continue;
+        char *real = realpath_outside(t, sb->workspace);
+        if (!real && fixed && errno == ENOENT)
+            real = strdup(t);
+        bool skip = !real || !strcmp(real, "/");
+        for (size_t j = 0; j < out->len && !skip; j++)
+            skip = path_is_under(real, out->items[j]);
+        if (!skip)
+            a3s_strvec_push(out, real);
+        free(real);
+    }
+}
+
+/* Which side of the workspace bind a masked tree goes: before it when the
+ * tree holds the workspace (the workspace then shows through), after it
+ * otherwise (a tree inside the workspace is masked there too). A tree that
+ * is the workspace is not masked at all: it is the workspace, and the init
+ * never cleans it. */
+static bool mounts_before_workspace(const a3s_sandbox *sb, const char *tree) {
+    return path_is_under(sb->workspace, tree) && strcmp(sb->workspace, tree) != 0;
+}
+
+/* The masked trees of one side of the workspace bind, and the toolchain
+ * roots under them that come back read-only. */
+static void mask_trees(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *args,
+                       const struct a3s_strvec *trees, const struct a3s_strvec *homes,
+                       bool before) {
+    for (size_t i = 0; i < trees->len; i++) {
+        const char *t = trees->items[i];
+        if (strcmp(t, sb->workspace) != 0 && mounts_before_workspace(sb, t) == before) {
+            push_tmpfs(sb, args, t);
+        }
     }
     /* re-expose toolchain roots and absolute PATH entries under a masked home */
     struct a3s_strvec roots = {0};
@@ -1025,26 +1594,31 @@ static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec 
     const char *home = env_get(&sb->host_env, "HOME");
     struct a3s_strvec exposed = {0};
     for (size_t i = 0; i < roots.len; i++) {
-        char *real = realpath(roots.items[i], NULL);
+        char *real = realpath_outside(roots.items[i], sb->workspace);
         if (!real || !is_dir_nofollow(real)) {
             free(real);
             continue;
         }
-        bool under = false, secret = false, dup = false;
-        for (size_t j = 0; j < masked.len; j++) {
-            if (path_is_under(real, masked.items[j])) {
-                under = true;
-                secret |= !strcmp(real, masked.items[j]); /* never the home itself */
+        const char *tree = NULL;
+        bool secret = false, dup = false;
+        for (size_t j = 0; j < homes->len && !tree; j++) {
+            if (strcmp(homes->items[j], sb->workspace) != 0 &&
+                path_is_under(real, homes->items[j])) {
+                tree = homes->items[j];
+                secret = !strcmp(real, tree); /* never the home itself */
             }
         }
-        for (size_t j = 0; j < masked.len && !secret; j++)
-            secret = is_home_secret(real, masked.items[j]);
+        for (size_t j = 0; j < homes->len && !secret; j++)
+            secret = is_home_secret(real, homes->items[j]);
         if (home && home[0] == '/')
             secret |= is_home_secret(real, home);
         /* a root inside one already exposed adds nothing but a mount */
         for (size_t j = 0; j < exposed.len && !dup; j++)
             dup = path_is_under(real, exposed.items[j]);
-        if (under && !secret && !dup && !path_is_under(real, sb->workspace)) {
+        /* under a tree that holds the workspace, the workspace shows it already */
+        bool shown = path_is_under(real, sb->workspace) && tree &&
+                     mounts_before_workspace(sb, tree);
+        if (tree && !secret && !dup && !shown && mounts_before_workspace(sb, tree) == before) {
             push3(args, "--ro-bind", real, real);
             a3s_strvec_push(&exposed, real);
             /* cargo keeps its registry token inside CARGO_HOME */
@@ -1063,7 +1637,31 @@ static void mask_homes(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec 
     }
     a3s_strvec_free(&exposed);
     a3s_strvec_free(&roots);
-    a3s_strvec_free(&masked);
+}
+
+/* A home that is the workspace is not masked (it is the workspace); its
+ * credential stores are, one by one, as a masked home would hide them. */
+static void mask_home_secrets_in_workspace(const a3s_sandbox *sb, struct plan *p,
+                                           struct a3s_strvec *args) {
+    const char *homes[] = {"/home", "/root", env_get(&sb->host_env, "HOME")};
+    bool is_home = false;
+    for (size_t i = 0; i < COUNT(homes) && !is_home; i++) {
+        char *real = homes[i] && homes[i][0] == '/' ? realpath_outside(homes[i], sb->workspace)
+                                                    : NULL;
+        is_home = real && !strcmp(real, sb->workspace);
+        free(real);
+    }
+    for (size_t i = 0; is_home && i < COUNT(HOME_SECRETS); i++) {
+        char c[PATH_MAX];
+        struct stat st;
+        snprintf(c, sizeof c, "%s/%s", sb->workspace, HOME_SECRETS[i]);
+        if (lstat(c, &st) == 0 && !S_ISLNK(st.st_mode)) {
+            push3(args, "--ro-bind", S_ISDIR(st.st_mode) ? p->mask_dir : p->mask_file, c);
+            a3s_strvec_push(&p->masks, c);
+        }
+        if (p->server) /* one made later is masked by the next sandbox */
+            a3s_strvec_push(&p->extra, c);
+    }
 }
 
 static void push_num(struct a3s_strvec *v, const char *opt, uint64_t n) {
@@ -1090,7 +1688,11 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
             push_num(a, "--host-pidfd", (uint64_t)fds->host_pidfd);
     } else {
         push_num(a, "--status-fd", (uint64_t)fds->status_fd);
-        push_num(a, "--timeout-ms", o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
+        /* what is left of the command's time after planning */
+        uint64_t now = a3s_now_ns(), timeout = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+        if (p->deadline && p->deadline != UINT64_MAX)
+            timeout = p->deadline > now ? (p->deadline - now + 999999u) / 1000000u : 1;
+        push_num(a, "--timeout-ms", timeout);
         push_num(a, "--grace-ms", o->kill_grace_ms ? o->kill_grace_ms : 2000);
     }
     push_num(a, "--lifeline-fd", (uint64_t)fds->lifeline_fd);
@@ -1102,6 +1704,8 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
     if (can_grant && !p->server && o && (o->flags & A3S_EXEC_NETWORK_GRANT))
         push_num(a, "--grant-fd", (uint64_t)o->grant_fd);
     if (sandbox) {
+        a3s_strvec_push(a, "--host-ns");
+        a3s_strvec_push(a, p->host_ns);
         if (sb->flags & A3S_SANDBOX_NO_LANDLOCK)
             a3s_strvec_push(a, "--no-landlock");
         if (sb->flags & A3S_SANDBOX_SHARE_NET)
@@ -1232,6 +1836,29 @@ static int record_watch(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
     return A3S_OK;
 }
 
+/* The caller's user, mount, network and pid namespaces, for the init to
+ * prove that bubblewrap gave it new ones (a bubblewrap that does not
+ * isolate must not run anything: docs/security.md). The network is left
+ * out when the handle shares it (A3S_SANDBOX_SHARE_NET, --share-net). */
+static int host_namespaces(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
+    static const char *const kinds[] = {"user", "mnt", "net", "pid"};
+    size_t at = 0;
+    for (size_t i = 0; i < COUNT(kinds); i++) {
+        char path[32];
+        struct stat st;
+        if ((sb->flags & A3S_SANDBOX_SHARE_NET) && !strcmp(kinds[i], "net"))
+            continue;
+        snprintf(path, sizeof path, "/proc/self/ns/%s", kinds[i]);
+        if (stat(path, &st) < 0)
+            return a3s_fail(err, A3S_E_SYSTEM, errno, 0,
+                            "cannot read this process's %s namespace in /proc: %s", kinds[i],
+                            strerror(errno));
+        at += (size_t)snprintf(p->host_ns + at, sizeof p->host_ns - at, "%s%s:%llu",
+                               at ? "," : "", kinds[i], (unsigned long long)st.st_ino);
+    }
+    return A3S_OK;
+}
+
 int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
                    const struct plan_fds *fds, a3s_error *err) {
     bool sandbox = !(sb->flags & A3S_SANDBOX_PROCESS_HOST);
@@ -1246,9 +1873,11 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
                         "the workspace %s is gone or is no longer a directory", sb->workspace);
     p->ws_dev = st.st_dev;
     p->ws_ino = st.st_ino;
-    p->ws_mtime = st.st_mtim; /* before the names are read: a later change is seen */
-    p->ws_ctime = st.st_ctim;
-    int rc = p->describe ? describe_run_dir(p) : make_run_dir(sb, p, err);
+    int rc = plan_interrupted(p, err);
+    if (rc == A3S_OK && sandbox)
+        rc = host_namespaces(sb, p, err);
+    if (rc == A3S_OK)
+        rc = p->describe ? describe_run_dir(p) : make_run_dir(sb, p, err);
     if (rc)
         return rc;
     if (p->spawn &&
@@ -1305,10 +1934,20 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     a3s_strvec_push(a, "/proc");
     for (size_t i = 0; i < COUNT(PROC_READONLY); i++)
         push3(a, "--ro-bind-try", PROC_READONLY[i], PROC_READONLY[i]);
-    static const char *const tmpfs[] = {"/tmp", "/var/tmp", "/run"};
-    for (size_t i = 0; i < COUNT(tmpfs); i++)
-        push_tmpfs(sb, a, tmpfs[i]);
-    mask_homes(sb, p, a);
+    /* the private trees (tmpfs) and the workspace bind, in the order that
+     * keeps each where it belongs whichever holds the other (docs/security.md) */
+    struct a3s_strvec trees = {0}, homes = {0};
+    masked_trees(sb, &trees, &homes);
+    mask_trees(sb, p, a, &trees, &homes, true);
+    push3(a, (sb->flags & A3S_SANDBOX_WORKSPACE_READONLY) ? "--ro-bind" : "--bind", sb->workspace,
+          sb->workspace);
+    mask_trees(sb, p, a, &trees, &homes, false);
+    bool trees_failed = trees.failed || homes.failed;
+    a3s_strvec_free(&trees);
+    a3s_strvec_free(&homes);
+    if (trees_failed)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory planning the sandbox");
+    mask_home_secrets_in_workspace(sb, p, a);
     /* host credential files outside any home */
     static const char *const host_secrets[] = {"/etc/shadow", "/etc/gshadow", "/etc/shadow-",
                                                "/etc/gshadow-", "/etc/sudoers", "/etc/ssh"};
@@ -1319,17 +1958,12 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         if (p->server) /* e.g. passwd creates /etc/shadow- later */
             a3s_strvec_push(&p->extra, host_secrets[i]);
     }
-    push3(a, (sb->flags & A3S_SANDBOX_WORKSPACE_READONLY) ? "--ro-bind" : "--bind", sb->workspace,
-          sb->workspace);
     if (!p->describe) {
         recover_journals(sb, p->lock_fd);
         flock(p->lock_fd, LOCK_SH); /* back to shared for the run */
     }
-    FILE *journal = NULL;
-    rc = protect_names(sb, p, a, &journal, err);
-    if (journal)
-        fclose(journal);
-    if (rc != A3S_OK)
+    if ((rc = plan_interrupted(p, err)) != A3S_OK ||
+        (rc = protect_names(sb, p, a, err)) != A3S_OK)
         return rc;
     if ((rc = mask_credentials(sb, p, a, err)) != A3S_OK)
         return rc;
@@ -1343,7 +1977,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     if (p->server && (rc = record_watch(sb, p, err)) != A3S_OK)
         return rc;
     if (a->failed || p->env.failed || p->placeholders.failed || p->masks.failed ||
-        p->names.failed || p->extra.failed || p->link_dirs.failed || p->found.failed)
+        p->notes.failed || p->extra.failed || p->link_dirs.failed || p->found.failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory planning the sandbox");
     return A3S_OK;
 }
@@ -1367,19 +2001,20 @@ static void remove_placeholders(a3s_sandbox *sb, struct plan *p) {
 
 void a3s_plan_release(a3s_sandbox *sb, struct plan *p) {
     remove_placeholders(sb, p);
-    if (p->lock_fd >= 0)
-        close(p->lock_fd);
-    p->lock_fd = -1;
+    a3s_close_fd(&p->journal_fd); /* a journal left ".done" is the next run's from here */
+    a3s_close_fd(&p->lock_fd);
     if (p->run_dir[0])
         remove_tree(p->run_dir);
     p->run_dir[0] = '\0';
+    a3s_close_fd(&p->run_lock_fd);
     plan_free(p);
 }
 
 void a3s_plan_forget(struct plan *p) {
-    if (p->lock_fd >= 0)
-        close(p->lock_fd);
-    p->lock_fd = -1;
+    /* closing a forked copy leaves the locks with the process that took them */
+    a3s_close_fd(&p->journal_fd);
+    a3s_close_fd(&p->lock_fd);
+    a3s_close_fd(&p->run_lock_fd);
     plan_free(p);
 }
 
@@ -1433,33 +2068,25 @@ static bool links_hold(struct plan *p) {
     return true;
 }
 
-bool a3s_plan_current(a3s_sandbox *sb, struct plan *p) {
+int a3s_plan_current(a3s_sandbox *sb, struct plan *p) {
     struct stat ws;
     if (lstat(sb->workspace, &ws) < 0 || !S_ISDIR(ws.st_mode) || ws.st_dev != p->ws_dev ||
         ws.st_ino != p->ws_ino)
-        return false;
+        return 0;
     for (size_t i = 0; i < p->nwatch; i++)
         if (!watch_holds(&p->watch[i]))
-            return false;
-    /* a new case variant of a protected name is not bound: the top level
-     * is listed again whenever it changed (a command's own writes included) */
-    if (!same_time(ws.st_mtim, p->ws_mtime) || !same_time(ws.st_ctim, p->ws_ctime)) {
-        struct a3s_strvec names = {0};
-        bool same = list_protected(sb->workspace, &names) && same_strings(&names, &p->names);
-        a3s_strvec_free(&names);
-        if (!same)
-            return false;
-        p->ws_mtime = ws.st_mtim;
-        p->ws_ctime = ws.st_ctim;
-    }
+            return 0;
     if (!links_hold(p))
-        return false;
+        return 0;
     struct a3s_strvec found = {0};
-    pthread_mutex_lock(&sb->lock);
-    int rc = a3s_credscan_run(sb->creds, &found, NULL);
-    pthread_mutex_unlock(&sb->lock);
+    a3s_error err = {0};
+    int rc = scan_credentials(sb, p, &found, &err);
     bool same = rc == A3S_OK && same_strings(&found, &p->found);
     a3s_strvec_free(&found);
+    if (rc != A3S_OK && (err.sys_errno == ETIMEDOUT || err.sys_errno == ECANCELED)) {
+        errno = err.sys_errno;
+        return -1;
+    }
     return same;
 }
 
@@ -1529,15 +2156,20 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *given,
     /* The long-lived sandbox runs one command at a time; a caller that
      * finds it busy runs its command in a sandbox of its own instead of
      * waiting behind a long command. */
+    uint64_t start = a3s_now_ns();
+    int rc = 1;
     if ((sb->flags & A3S_SANDBOX_REUSE) && !(sb->flags & A3S_SANDBOX_PROCESS_HOST) &&
         !atomic_load(&sb->one_shot_only) && pthread_mutex_trylock(&sb->session_lock) == 0) {
-        int rc = a3s_session_exec(sb, o, out, err);
+        rc = a3s_session_exec(sb, o, out, err);
         pthread_mutex_unlock(&sb->session_lock);
-        if (rc != 1)
-            return rc;
         /* 1: no long-lived sandbox on this kernel; one-shot below */
     }
-    return exec_one_shot(sb, o, out, err);
+    if (rc == 1)
+        rc = exec_one_shot(sb, o, out, err);
+    /* the command's time includes preparing its sandbox, which its timeout counts too */
+    if (rc == A3S_OK && *out)
+        a3s_process_result_set_duration(*out, (a3s_now_ns() - start) / 1000u);
+    return rc;
 }
 
 void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg) {
@@ -1571,7 +2203,10 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe2: %s", strerror(e));
     }
     struct plan p;
-    memset(&p, 0, sizeof p);
+    a3s_plan_init(&p);
+    /* planning counts against the command's time and its cancel */
+    p.deadline = a3s_after_ms(a3s_now_ns(), o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
+    p.cancel_fd = (o->flags & A3S_EXEC_CANCEL_FD) ? o->cancel_fd : -1;
     /* this run's own cgroup, where the caller may make one */
     struct a3s_cgroup cg;
     if (!(sb->flags & A3S_SANDBOX_PROCESS_HOST))
@@ -1595,8 +2230,13 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
                                               POLICY_CHANGED_MESSAGE);
         rc = result ? A3S_OK : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     } else if (rc == A3S_OK) {
-        bool grant = o->flags & A3S_EXEC_NETWORK_GRANT;
-        int keep[3] = {status[1], lifeline[0], grant ? o->grant_fd : -1};
+        int keep[3 + COUNT(p.bind_fds)] = {status[1], lifeline[0]};
+        size_t nkeep = 2;
+        if (o->flags & A3S_EXEC_NETWORK_GRANT)
+            keep[nkeep++] = o->grant_fd;
+        for (size_t i = 0; i < COUNT(p.bind_fds); i++)
+            if (p.bind_fds[i] >= 0)
+                keep[nkeep++] = p.bind_fds[i];
         a3s_process_options po = {
             .struct_size = sizeof po,
             .flags = (o->flags & A3S_EXEC_CANCEL_FD) ? A3S_PROCESS_CANCEL_FD : 0,
@@ -1614,11 +2254,18 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
             .kill_grace_ms = (o->kill_grace_ms ? o->kill_grace_ms : 2000) + 1000,
             .max_output_bytes = o->max_output_bytes,
             .keep_fds = keep,
-            .keep_fd_count = grant ? 3 : 2,
+            .keep_fd_count = nkeep,
             .cancel_fd = o->cancel_fd,
         };
         rc = a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, err);
         launched = rc == A3S_OK;
+    } else if (plan_err.code == A3S_E_SYSTEM &&
+               (plan_err.sys_errno == ETIMEDOUT || plan_err.sys_errno == ECANCELED)) {
+        /* planning took the command's whole time, or was cancelled: as for the command */
+        result = a3s_process_result_synthetic(
+            124, plan_err.sys_errno == ETIMEDOUT ? A3S_RESULT_TIMED_OUT : A3S_RESULT_CANCELLED,
+            NULL);
+        rc = result ? A3S_OK : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     } else if (plan_err.code == A3S_E_REFUSED || plan_err.code == A3S_E_SYSTEM) {
         /* a refusal is the run's outcome (exit 125), not the caller's mistake */
         result = a3s_process_result_synthetic(125, A3S_RESULT_SETUP_FAILED, plan_err.message);
@@ -1632,7 +2279,11 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     read_status(status[0], st, sizeof st);
     close(status[0]);
     close(lifeline[1]); /* only now: the run is over */
+    char *notes = a3s_plan_notes(&p);
     a3s_plan_release(sb, &p);
+    if (result && notes)
+        a3s_process_result_set_neutralized(result, notes);
+    free(notes);
     bool oom_killed = (cg.memory && a3s_cgroup_oom_kills(&cg) > oom_kills) || strchr(st, 'M');
     a3s_cgroup_destroy(&cg);
 

@@ -4,7 +4,10 @@
  * place of bash -c and no timeout; it is held, placeholders, lock and run
  * directory included, for as long as the program runs, and released by the
  * child handle once bubblewrap is reaped (child_linux.c does the rest:
- * pipes, start-up report, stop and reaping).
+ * pipes, start-up report, stop and reaping). Like a command's, the plan
+ * starts from a3s_plan_init (no fd of the caller's is taken for one of its
+ * own) and bubblewrap inherits its O_PATH binds; what it neutralized has no
+ * result to be reported in.
  */
 #define _GNU_SOURCE
 #include "a3s/a3s.h"
@@ -47,6 +50,7 @@ A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3
     if (!h)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     h->sb = sb;
+    a3s_plan_init(&h->plan); /* no fds yet: nothing of the caller's is closed on release */
     h->plan.spawn = opts;
     struct a3s_child_fds f;
     rc = a3s_child_fds_open(&f, err);
@@ -71,6 +75,8 @@ A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3
         .argv = h->plan.argv.items,
         .envp = h->plan.env.items,
         .cwd = sb->workspace,
+        .keep = h->plan.bind_fds, /* bubblewrap binds a worktree's gitdirs from these */
+        .nkeep = sizeof h->plan.bind_fds / sizeof *h->plan.bind_fds,
         .nested = true,
         .sandboxed = true,
         .grace_ms = opts->kill_grace_ms,

@@ -88,8 +88,10 @@ struct a3s_session {
  * inherits, starts it with a raw clone (no atfork handlers), reports its
  * pid and waits until the caller has a pidfd on it: until then the pid
  * cannot be reused, since it is our unreaped child at worst. */
-static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int keep[3],
-                                   const struct a3s_cgroup *cg, int report, int go) {
+#define MAX_KEEP 5 /* the control socket, the lifeline, the caller's pidfd, two bind fds */
+
+static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int *keep,
+                                   size_t nkeep, const struct a3s_cgroup *cg, int report, int go) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -100,12 +102,12 @@ static _Noreturn void intermediate(char *const *argv, int devnull, int out, cons
     if (setsid() < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
         chdir("/") < 0)
         goto fail;
-    /* everything but stdio and the three fds for the init is closed at exec */
+    /* everything but stdio and the fds for the init and bubblewrap is closed at exec */
     if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0) {
         for (int fd = 3; fd < 65536; fd++)
             fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
-    for (int i = 0; i < 3; i++)
+    for (size_t i = 0; i < nkeep; i++)
         if (fcntl(keep[i], F_SETFD, 0) < 0)
             goto fail;
     int joined = a3s_cgroup_join(cg); /* bubblewrap and the whole sandbox start in it */
@@ -140,8 +142,8 @@ fail:
 
 /* Starts argv[0] detached; s->pid and s->pidfd on success. 1 when this
  * kernel has no pidfd_open (the caller then runs one-shot). */
-static int spawn(struct a3s_session *s, char *const *argv, const int keep[3], int out,
-                 a3s_error *err) {
+static int spawn(struct a3s_session *s, char *const *argv, const int *keep, size_t nkeep,
+                 int out, a3s_error *err) {
     int report[2] = {-1, -1}, go[2] = {-1, -1};
     int devnull = a3s_fd_above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
     if (devnull < 0 || a3s_pipe_above_stdio(report, 0) < 0 || a3s_pipe_above_stdio(go, 0) < 0) {
@@ -158,7 +160,7 @@ static int spawn(struct a3s_session *s, char *const *argv, const int keep[3], in
     if (mid == 0) {
         close(report[0]);
         close(go[1]);
-        intermediate(argv, devnull, out, keep, &s->cg, report[1], go[0]);
+        intermediate(argv, devnull, out, keep, nkeep, &s->cg, report[1], go[0]);
     }
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -289,14 +291,17 @@ struct failure {
 /* Builds and starts a new sandbox and waits for READY. A3S_OK with
  * sb->session set; A3S_OK with f->flags set when it could not start (or
  * was cancelled); 1 without pidfd; another code for the caller's errors. */
-static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct failure *f,
-                         a3s_error *err) {
+static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t deadline,
+                         struct failure *f, a3s_error *err) {
     struct a3s_session *s = calloc(1, sizeof *s);
     if (!s)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     s->owner = getpid();
     s->ctl = s->lifeline = s->pidfd = s->errfd = -1;
-    s->plan.lock_fd = s->plan.link_ifd = -1;
+    a3s_plan_init(&s->plan);
+    /* planning counts against the command's time and its cancel */
+    s->plan.deadline = deadline;
+    s->plan.cancel_fd = (o->flags & A3S_EXEC_CANCEL_FD) ? o->cancel_fd : -1;
     a3s_cgroup_init(&s->cg);
     int sp[2] = {-1, -1}, life[2] = {-1, -1}, out[2] = {-1, -1};
     int rc = A3S_OK;
@@ -331,9 +336,19 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
     s->plan.memory_cgroup = s->cg.memory;
     rc = a3s_plan_build(sb, NULL, &s->plan, &fds, &perr);
     bool planned = rc == A3S_OK;
+    s->plan.cancel_fd = -1; /* the caller's fd: not to be kept past this call */
     if (planned) {
-        int keep[3] = {sp[1], life[0], self};
-        rc = spawn(s, s->plan.argv.items, keep, out[1], &perr);
+        int keep[MAX_KEEP] = {sp[1], life[0], self};
+        size_t nkeep = 3;
+        for (size_t i = 0; i < sizeof s->plan.bind_fds / sizeof *s->plan.bind_fds; i++)
+            if (s->plan.bind_fds[i] >= 0 && nkeep < MAX_KEEP)
+                keep[nkeep++] = s->plan.bind_fds[i];
+        rc = spawn(s, s->plan.argv.items, keep, nkeep, out[1], &perr);
+        /* bubblewrap has them now (it binds from /proc/self/fd and the init
+         * marks them close-on-exec): the sandbox must not hold the host's
+         * open directories */
+        for (size_t i = 0; i < sizeof s->plan.bind_fds / sizeof *s->plan.bind_fds; i++)
+            a3s_close_fd(&s->plan.bind_fds[i]);
     }
     close(sp[1]);
     close(life[0]);
@@ -351,6 +366,10 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
             return rc;
         }
         f->flags = A3S_RESULT_SETUP_FAILED;
+        if (!planned && perr.code == A3S_E_SYSTEM && perr.sys_errno == ETIMEDOUT)
+            f->flags = A3S_RESULT_TIMED_OUT; /* planning took the command's time */
+        else if (!planned && perr.code == A3S_E_SYSTEM && perr.sys_errno == ECANCELED)
+            f->flags = A3S_RESULT_CANCELLED;
         f->fallback = planned;
         snprintf(f->message, sizeof f->message, "%s", perr.message);
         return A3S_OK;
@@ -368,14 +387,14 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
                       (o->kill_grace_ms ? o->kill_grace_ms : A3S_DEFAULT_GRACE_MS) + BACKSTOP_MS;
     if (budget > START_TIMEOUT_MS)
         budget = START_TIMEOUT_MS;
-    uint64_t deadline = a3s_after_ms(a3s_now_ns(), budget);
+    uint64_t ready_by = a3s_after_ms(a3s_now_ns(), budget);
     for (;;) {
         struct pollfd p[3] = {
             {.fd = s->ctl, .events = POLLIN},
             {.fd = watch_cancel ? o->cancel_fd : -1, .events = POLLIN},
             {.fd = sb->wake[0], .events = POLLIN},
         };
-        int n = poll(p, 3, a3s_ms_until(a3s_now_ns(), deadline));
+        int n = poll(p, 3, a3s_ms_until(a3s_now_ns(), ready_by));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -420,8 +439,8 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, struct fail
 
 /* ---- one command ---------------------------------------------------------------- */
 
-static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
-                        a3s_error *err);
+static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t deadline,
+                        a3s_process_result **out, a3s_error *err);
 
 struct exchange {
     struct a3s_capture out, err;
@@ -639,11 +658,14 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
 /* Called with sb->session_lock held. 1: run it one-shot instead. */
 int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                      a3s_error *err) {
+    /* checking and planning count against the command's time */
+    uint64_t deadline =
+        a3s_after_ms(a3s_now_ns(), o->timeout_ms ? o->timeout_ms : A3S_DEFAULT_TIMEOUT_MS);
     /* a sandbox the init itself finds stale did not run the command: once
      * more in a new one (a host changing the workspace that fast twice in a
      * row gets a 125) */
     for (int attempt = 0; attempt < 2; attempt++) {
-        int rc = exec_attempt(sb, o, out, err);
+        int rc = exec_attempt(sb, o, deadline, out, err);
         if (rc != 2)
             return rc;
     }
@@ -653,17 +675,34 @@ int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_res
     return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
 }
 
+/* A result of 124 for a command whose time ran out, or that was cancelled,
+ * before it started. */
+static int not_started(int e, a3s_process_result **out, a3s_error *err) {
+    *out = a3s_process_result_synthetic(
+        124, e == ECANCELED ? A3S_RESULT_CANCELLED : A3S_RESULT_TIMED_OUT, NULL);
+    return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+}
+
 /* One try: 0 (a result), 1 (run it one-shot), 2 (stale: try again), or an error. */
-static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
-                        a3s_error *err) {
+static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t deadline,
+                        a3s_process_result **out, a3s_error *err) {
     struct a3s_session *s = sb->session;
-    if (s && (s->owner != getpid() || !alive(s) || !a3s_plan_current(sb, &s->plan))) {
+    int current = 1;
+    if (s && s->owner == getpid() && alive(s)) {
+        s->plan.deadline = deadline;
+        s->plan.cancel_fd = (o->flags & A3S_EXEC_CANCEL_FD) ? o->cancel_fd : -1;
+        current = a3s_plan_current(sb, &s->plan);
+        s->plan.cancel_fd = -1;
+        if (current < 0)
+            return not_started(errno, out, err);
+    }
+    if (s && (s->owner != getpid() || !alive(s) || !current)) {
         stop_locked(sb);
         s = NULL;
     }
     if (!s) {
         struct failure f = {0};
-        int rc = session_start(sb, o, &f, err);
+        int rc = session_start(sb, o, deadline, &f, err);
         if (rc != A3S_OK)
             return rc;
         if (f.fallback) {
@@ -676,9 +715,9 @@ static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_
             return 1;
         }
         if (f.flags) {
-            bool cancelled = f.flags & A3S_RESULT_CANCELLED;
-            *out = a3s_process_result_synthetic(cancelled ? 124 : 125, f.flags,
-                                                cancelled ? NULL : f.message);
+            bool stopped = f.flags & (A3S_RESULT_CANCELLED | A3S_RESULT_TIMED_OUT);
+            *out = a3s_process_result_synthetic(stopped ? 124 : 125, f.flags,
+                                                stopped ? NULL : f.message);
             return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
         }
         s = sb->session;
@@ -687,16 +726,26 @@ static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_
     if (o->policy_digest) {
         /* the plan this sandbox runs under must be the one the caller approved */
         bool changed = false;
-        int rc = a3s_policy_check(sb, &s->plan, o->policy_digest, &changed, err);
-        if (rc != A3S_OK)
-            return rc;
+        int prc = a3s_policy_check(sb, &s->plan, o->policy_digest, &changed, err);
+        if (prc != A3S_OK)
+            return prc;
         if (changed) {
             *out = a3s_process_result_synthetic(
                 125, A3S_RESULT_SETUP_FAILED | A3S_RESULT_POLICY_CHANGED, POLICY_CHANGED_MESSAGE);
             return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
         }
     }
-    return run_command(sb, s, o, out, err);
+    /* the command gets what is left of its time */
+    a3s_exec_options left = *o;
+    uint64_t now = a3s_now_ns();
+    if (deadline != UINT64_MAX)
+        left.timeout_ms = deadline > now ? (deadline - now + 999999u) / 1000000u : 1;
+    int rc = run_command(sb, s, &left, out, err);
+    char *notes = rc == A3S_OK && *out ? a3s_plan_notes(&s->plan) : NULL;
+    if (notes)
+        a3s_process_result_set_neutralized(*out, notes);
+    free(notes);
+    return rc;
 }
 
 /* ---- the API ------------------------------------------------------------------- */

@@ -306,6 +306,20 @@ static void test_caller_death(bool fork_copy) {
 static void test_sandboxed(const char *bwrap) {
     char ws[] = "/tmp/a3s-test-child-XXXXXX";
     CHECK(mkdtemp(ws) != NULL, "mkdtemp");
+    /* a worktree's .git pointer to a gitdir inside the workspace: bubblewrap
+     * binds it from an fd the plan opened, which must reach bubblewrap */
+    char gitdir[PATH_MAX + 16], pointer[PATH_MAX + 16];
+    snprintf(gitdir, sizeof gitdir, "%s/wt-gitdir", ws);
+    snprintf(pointer, sizeof pointer, "%s/.git", ws);
+    FILE *gf = fopen(pointer, "w");
+    CHECK(mkdir(gitdir, 0755) == 0 && gf && fputs("gitdir: wt-gitdir\n", gf) >= 0, "worktree");
+    if (gf)
+        fclose(gf);
+    /* the caller's stdin is readable (EOF): no spawn may take it for a
+     * cancel fd, nor close it when the program is done with */
+    int saved_stdin = dup(0), null_fd = open("/dev/null", O_RDONLY);
+    CHECK(saved_stdin >= 0 && null_fd >= 0 && dup2(null_fd, 0) == 0, "stdin /dev/null");
+    close(null_fd);
     a3s_sandbox_config cfg = {.struct_size = sizeof cfg,
                               .flags = A3S_SANDBOX_WORKSPACE_READONLY,
                               .workspace = ws,
@@ -317,6 +331,7 @@ static void test_sandboxed(const char *bwrap) {
     if (!sb)
         return;
     const char *args[] = {"-c", "read x; echo \"in $x\"; touch ./created 2>&1 || echo ro; "
+                                "test -d wt-gitdir && echo gitdir-bound; "
                                 "ls /proc | grep -c '^[0-9]'"};
     const char *env[] = {"GIVEN=yes"};
     a3s_child_options o = {.struct_size = sizeof o,
@@ -343,6 +358,7 @@ static void test_sandboxed(const char *bwrap) {
         rest[n > 0 ? n : 0] = '\0';
         strncat(buf, rest, sizeof buf - strlen(buf) - 1);
         CHECK(strstr(buf, "ro") != NULL, "the workspace is read-only: %s", buf);
+        CHECK(strstr(buf, "gitdir-bound") != NULL, "the worktree's gitdir is bound: %s", buf);
         struct stat sst;
         CHECK(stat("/tmp", &sst) == 0, "stat");
         a3s_child_free(c);
@@ -355,6 +371,11 @@ static void test_sandboxed(const char *bwrap) {
     CHECK(rc == A3S_E_SYSTEM && strstr(err.message, "/nonexistent/server"), "missing: %d %s", rc,
           err.message);
     a3s_sandbox_free(sb);
+    CHECK(fcntl(0, F_GETFD) >= 0, "the caller's stdin is still open after the spawns");
+    if (saved_stdin >= 0) {
+        dup2(saved_stdin, 0);
+        close(saved_stdin);
+    }
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", ws);
     CHECK(system(cmd) == 0, "cleanup");

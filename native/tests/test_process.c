@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -714,6 +715,7 @@ a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t fla
                                                  const char *setup_error);
 int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_t term_signal,
                                 uint64_t flags, const char *setup_error);
+int a3s_process_result_set_neutralized(a3s_process_result *r, const char *text);
 
 static void test_shaped_results(void) {
     const uint64_t setup_failed = 1ull << 4;
@@ -745,6 +747,38 @@ static void test_shaped_results(void) {
     CHECK(v.exit_code == 125 && v.flags == (A3S_RESULT_TIMED_OUT | setup_failed) &&
               strcmp(v.setup_error, "second") == 0,
           "second override");
+    a3s_process_result_free(r);
+}
+
+/* struct_size versioning of a3s_process_result_view: a caller built before
+ * `neutralized` existed passes the shorter view, which is filled up to its
+ * end and not a byte beyond; a size that is no version's is refused (as is
+ * sizeof - 1 in test_invalid). */
+static void test_view_versions(void) {
+    a3s_process_result *r = a3s_process_result_synthetic(125, 1ull << 4, "older");
+    CHECK(r && a3s_process_result_set_neutralized(r, "a note") == A3S_OK, "result");
+    if (!r)
+        return;
+    a3s_process_result_view v;
+    unsigned char *bytes = (unsigned char *)&v;
+    size_t oldest = offsetof(a3s_process_result_view, neutralized);
+    memset(&v, 0xab, sizeof v);
+    v.struct_size = oldest;
+    CHECK(a3s_process_result_get(r, &v, NULL) == A3S_OK && v.exit_code == 125 &&
+              v.setup_error && strcmp(v.setup_error, "older") == 0,
+          "the older, shorter view");
+    bool untouched = true;
+    for (size_t i = oldest; i < sizeof v; i++)
+        untouched &= bytes[i] == 0xab;
+    CHECK(untouched, "nothing written past the older view");
+    v.struct_size = oldest - 1;
+    CHECK(a3s_process_result_get(r, &v, NULL) == A3S_E_INVALID, "a view shorter than any");
+    v.struct_size = oldest + 1;
+    CHECK(a3s_process_result_get(r, &v, NULL) == A3S_E_INVALID, "a size between versions");
+    v.struct_size = sizeof v;
+    CHECK(a3s_process_result_get(r, &v, NULL) == A3S_OK && v.neutralized &&
+              strcmp(v.neutralized, "a note") == 0,
+          "the current view");
     a3s_process_result_free(r);
 }
 
@@ -795,6 +829,7 @@ int main(void) {
     test_cancel();
     test_threads();
     test_shaped_results();
+    test_view_versions();
     test_sigchld_ignored();
 
     CHECK(count_open_fds() == fds_before, "fds leaked: %d before, %d after", fds_before,

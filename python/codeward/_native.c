@@ -479,10 +479,13 @@ static PyObject *result_dict(const a3s_process_result *r) {
                           ? PyUnicode_DecodeUTF8(v.setup_error, (Py_ssize_t)strlen(v.setup_error),
                                                  "replace")
                           : (Py_INCREF(Py_None), Py_None);
+    /* one line per item the sandbox neutralized; "" when none */
+    const char *notes = v.neutralized ? v.neutralized : "";
+    PyObject *neutralized = PyUnicode_DecodeUTF8(notes, (Py_ssize_t)strlen(notes), "replace");
     PyObject *d = NULL;
-    if (out && err && setup)
+    if (out && err && setup && neutralized)
         d = Py_BuildValue(
-            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O}", "exit_code",
+            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O,s:O}", "exit_code",
             (int)v.exit_code, "term_signal", (int)v.term_signal, "timed_out",
             (v.flags & A3S_RESULT_TIMED_OUT) ? Py_True : Py_False, "oom_killed",
             (v.flags & A3S_RESULT_OOM_KILLED) ? Py_True : Py_False, "stdout_truncated",
@@ -493,10 +496,11 @@ static PyObject *result_dict(const a3s_process_result *r) {
             (v.flags & A3S_RESULT_POLICY_CHANGED) ? Py_True : Py_False, "stdout", out, "stderr",
             err, "stdout_total", (unsigned long long)v.stdout_total, "stderr_total",
             (unsigned long long)v.stderr_total, "duration_us", (unsigned long long)v.duration_us,
-            "setup_error", setup);
+            "setup_error", setup, "neutralized", neutralized);
     Py_XDECREF(out);
     Py_XDECREF(err);
     Py_XDECREF(setup);
+    Py_XDECREF(neutralized);
     return d;
 }
 
@@ -1312,7 +1316,39 @@ static PyObject *py_canonical_json(PyObject *mod, PyObject *value) {
     return result;
 }
 
+/* protected_names() -> (dirs, files): the top-level names the sandbox keeps
+ * read-only, exact spellings, from the C core (one list for every layer). */
+static PyObject *py_protected_names(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    PyObject *dirs = PyList_New(0), *files = PyList_New(0), *out = NULL;
+    const char *name;
+    uint64_t flags;
+    for (size_t i = 0; dirs && files && a3s_protected_name(i, &name, &flags, NULL) == A3S_OK;
+         i++) {
+        PyObject *s = PyUnicode_FromString(name);
+        if (!s || PyList_Append((flags & A3S_PROTECTED_DIR) ? dirs : files, s) < 0) {
+            Py_XDECREF(s);
+            goto done;
+        }
+        Py_DECREF(s);
+    }
+    if (dirs && files) {
+        PyObject *d = PyList_AsTuple(dirs), *f = d ? PyList_AsTuple(files) : NULL;
+        if (d && f)
+            out = PyTuple_Pack(2, d, f);
+        Py_XDECREF(d);
+        Py_XDECREF(f);
+    }
+done:
+    Py_XDECREF(dirs);
+    Py_XDECREF(files);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
+    {"protected_names", py_protected_names, METH_NOARGS,
+     "protected_names() -> (dirs, files): the names the sandbox keeps read-only."},
     {"version", py_version, METH_NOARGS, "version() -> dict: the C library's version."},
     {"abi_version", py_abi_version, METH_NOARGS, "abi_version() -> int."},
     {"features", py_features, METH_NOARGS, "features() -> dict: what the kernel offers."},

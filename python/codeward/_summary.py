@@ -26,8 +26,9 @@ from typing import Any
 
 from ._redact import REDACTED, clip, is_secret_name, redact_url, safe_text, visible
 
-__all__ = ["describe_call", "grant_origin", "summarize_call"]
+__all__ = ["DEFAULT_GRANT_PORTS", "describe_call", "grant_target", "summarize_call"]
 
+DEFAULT_GRANT_PORTS = (443, 80)  # what a network grant without a port covers: HTTPS and HTTP
 _Show = Callable[[object], str]
 
 _VALUE_LIMIT = 4096  # a value is cut here before the line is: a huge value costs no more
@@ -129,12 +130,17 @@ def _path(args: Mapping[str, Any], form: _Form, *keys: str) -> str:
     return "?"
 
 
-def grant_origin(grant: Mapping[str, Any], show: Callable[[Any], str] = str) -> str:
-    """A network_grant argument's origin in words: ``host:port``, or ``host:443 and host:80``."""
-    host, port = show(grant.get("host")), grant.get("port")
-    if ":" in host:  # an IPv6 address, in brackets as in a URL
-        host = f"[{host}]"
-    return f"{host}:443 and {host}:80" if port is None else f"{host}:{show(port)}"
+def grant_target(host: object, port: object, show: _Show | None = None) -> str:
+    """Where a network grant reaches, as a person should read it before approving it:
+    ``host:port``, or both web ports when no port is given (an IPv6 host in brackets)."""
+    show = _clean if show is None else show
+    name = show(host)
+    if ":" in name and not name.startswith("["):
+        name = f"[{name}]"
+    if port is None:
+        https, http = DEFAULT_GRANT_PORTS
+        return f"{name}:{https} and {name}:{http} (no port given: HTTPS and HTTP)"
+    return f"{name}:{show(port)}"
 
 
 def _bash(args: Mapping[str, Any], form: _Form) -> str:
@@ -146,7 +152,7 @@ def _bash(args: Mapping[str, Any], form: _Form) -> str:
         grant = args.get("network_grant")
         where = ""
         if isinstance(grant, Mapping):
-            where = " " + grant_origin(grant, form.show)
+            where = f" {grant_target(grant.get('host'), grant.get('port'), form.show)}"
         return f"bash (network{where}): {command}"
     return f"bash: {command}"
 

@@ -120,6 +120,8 @@ def _hostile(mode: str):
             respond(conn, 206, headers, body)
         elif mode == "etag-missing":
             respond(conn, 206, headers[1:], body)
+        elif mode == "encoded":
+            respond(conn, 206, [*headers, ("Content-Encoding", "gzip")], body)
         elif mode == "extra-bytes":
             send_head(conn, 206, [*headers, ("Transfer-Encoding", "chunked")])
             conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body) + 1, body + b"!"))
@@ -144,6 +146,7 @@ def _hostile(mode: str):
         "wrong-length",
         "etag-changed",
         "etag-missing",
+        "encoded",
         "extra-bytes",
         "multipart",
         "not-found",
@@ -155,6 +158,46 @@ def test_anything_but_the_exact_range_fails(fetch, origin, ws, mode):
     with pytest.raises(RangeError):
         fetch("http://dl.example.com/f", connections=4)
     assert _nothing_written(ws)
+
+
+@pytest.mark.parametrize(
+    ("probe_coding", "part_coding"),
+    [("gzip", None), ("gzip", "br"), ("gzip, br", "gzip"), (None, "identity, gzip")],
+)
+def test_parts_coded_unlike_the_probe_answer_fail(fetch, origin, ws, probe_coding, part_coding):
+    """Bytes of a gzip-coded answer spliced next to plain ones would make a corrupt file."""
+
+    def handler(req, conn):
+        m = _RANGE.fullmatch(req.header("Range") or "")
+        start = int(m.group(1))
+        end = int(m.group(2)) if m.group(2) else len(DATA) - 1
+        coding = probe_coding if m.group(2) is None else part_coding
+        headers = [("ETag", '"v1"'), ("Content-Range", f"bytes {start}-{end}/{len(DATA)}")]
+        if coding is not None:
+            headers.append(("Content-Encoding", coding))
+        respond(conn, 206, headers, DATA[start : end + 1])
+
+    origin["/f"] = handler
+    with pytest.raises(RangeError, match="Content-Encoding"):
+        fetch("http://dl.example.com/f", connections=4)
+    assert _nothing_written(ws)
+
+
+def test_parts_coded_like_the_probe_answer_are_spliced(fetch, origin):
+    def handler(req, conn):
+        m = _RANGE.fullmatch(req.header("Range") or "")
+        start = int(m.group(1))
+        end = int(m.group(2)) if m.group(2) else len(DATA) - 1
+        headers = [
+            ("ETag", '"v1"'),
+            ("Content-Range", f"bytes {start}-{end}/{len(DATA)}"),
+            ("Content-Encoding", "GZIP" if m.group(2) else "gzip"),
+        ]
+        respond(conn, 206, headers, DATA[start : end + 1])
+
+    origin["/f"] = handler
+    result = fetch("http://dl.example.com/f", connections=4)
+    assert (result.strategy, result.sha256) == ("ranges", DIGEST)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -313,3 +314,23 @@ def test_git_file_that_is_not_a_pointer(ws: Workspace, tree: Path) -> None:
     os.makedirs(tree / "x")
     assert is_protected_path(ws, ".git")
     assert not is_protected_path(ws, "x/y")
+
+
+def test_a_fifo_where_a_git_pointer_is_read_does_not_hang(ws: Workspace, tree: Path) -> None:
+    """The pointer files are workspace content: a FIFO there (made by a command) must not
+    block the host's check, nor may it be followed."""
+    (tree / "g").mkdir()
+    os.mkfifo(tree / "g" / "commondir")
+    _worktree(tree, "./g")
+    done, unblocked = threading.Event(), threading.Event()
+
+    def unblock() -> None:  # only if the check hangs on the FIFO: then the test fails
+        if not done.wait(20):
+            unblocked.set()
+            with open(tree / "g" / "commondir", "w") as f:
+                f.write("../src\n")
+
+    threading.Thread(target=unblock, daemon=True).start()
+    protected = is_protected_path(ws, "g/HEAD")
+    done.set()
+    assert protected and not unblocked.is_set()

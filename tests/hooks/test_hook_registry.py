@@ -401,6 +401,53 @@ def test_outcome_to_dict_is_json_ready():
     assert json.loads(json.dumps(data))["args"] == {"command": "ls -la", "x": [1]}
 
 
+# -- plain mappings ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("event", [PRE, POST])
+def test_a_plain_mapping_works_like_the_result_it_spells(event):
+    hooks, log = HookRegistry(), []
+    hooks.register(
+        "rewrite",
+        event,
+        None,
+        HookConfig(priority=1),
+        lambda c: {"action": "continue", "args": {"command": "ls -la"}, "reason": "longer"},
+    )
+    hooks.register("abstain", event, None, HookConfig(priority=2), lambda c: {"action": "skip"})
+    hooks.register("after", event, None, HookConfig(priority=3), recorder(log, "after"))
+    outcome = hooks.run(event, call(event=event))
+    assert outcome.action == "continue" and outcome.args == {"command": "ls -la"}
+    assert [(t.id, t.action, t.failed) for t in outcome.trace] == [
+        ("rewrite", "continue", False),
+        ("abstain", "skip", False),
+        ("after", "continue", False),
+    ]
+    hooks.register("stop", event, None, HookConfig(priority=0), lambda c: {
+        "action": "block", "reason": "not today"
+    })  # fmt: skip
+    outcome = hooks.run(event, call(event=event))
+    assert (outcome.action, outcome.reason, outcome.blocked_by) == ("block", "not today", "stop")
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        ({"action": "continue", "argz": {"command": "rm -rf ~"}}, "unknown key(s) argz"),
+        ({"args": {"command": "x"}}, "needs an 'action'"),
+        ({"action": "allow"}, "hook action must be one of"),
+        ({"action": "block"}, "non-blank reason"),
+        ({"action": "skip", "args": {"command": "x"}}, "only a 'continue'"),
+    ],
+)
+def test_a_mapping_that_is_not_a_result_blocks_a_gating_event(answer, words):
+    hooks = HookRegistry()
+    hooks.register("odd", PRE, None, None, lambda c: answer)
+    outcome = hooks.run(PRE, call())
+    assert outcome.action == "block" and outcome.blocked_by == "odd"
+    assert words in outcome.reason and outcome.args is None
+
+
 def test_each_matcher_sees_the_call_as_the_hooks_before_it_left_it():
     hooks, seen = HookRegistry(), []
     hooks.register(

@@ -7,6 +7,7 @@ from kernelkit import CountingProvider, HostBoundary
 
 from codeward.kernel import MODE_MATRIX, MatrixRow, Mode, Origin, ToolCall
 from codeward.policy import Decision, PermissionPolicy
+from codeward.sandbox import UnavailableBashSandbox
 from codeward.tools import ErrorKind
 
 ALLOW, DENY, ASK = Decision.ALLOW, Decision.DENY, Decision.ASK
@@ -134,3 +135,57 @@ def test_an_allow_rule_never_waives_an_escalation(make_session):
     out = session.invoke(ToolCall("c", "bash", args))
     assert out.decision is ASK and out.approved is False
     assert any(t.stage == "escalation" for t in out.trace)
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("permissions", ["use_default", "request_network_grant"])
+def test_bash_the_error_only_handle_cannot_run_is_refused_before_asking(
+    make_session, workspace, mode, permissions
+):
+    """The error-only handle can only fail: nobody is asked to approve a call that cannot run."""
+    provider = CountingProvider(True)
+    session = make_session(
+        mode=mode,
+        boundary=UnavailableBashSandbox(workspace, "bubblewrap is missing"),
+        confirmation_provider=provider,
+    )
+    args = {"command": "echo hi", "sandbox_permissions": permissions}
+    if permissions == "request_network_grant":
+        args["network_grant"] = {"host": "example.com", "port": 443}
+    outcome = session.invoke(ToolCall("c1", "bash", args), Origin.MODEL)
+    assert outcome.decision is DENY and not outcome.executed
+    assert outcome.error_kind is ErrorKind.SANDBOX_UNAVAILABLE
+    assert "bubblewrap is missing" in outcome.reason
+    assert provider.requests == []
+
+
+def test_an_escalated_bash_call_with_the_error_only_handle_still_asks(make_session, workspace):
+    """require_escalated runs on the process host once approved, so it is still a question."""
+    provider = CountingProvider(False)
+    session = make_session(
+        boundary=UnavailableBashSandbox(workspace, "bubblewrap is missing"),
+        confirmation_provider=provider,
+    )
+    args = {
+        "command": "echo hi",
+        "sandbox_permissions": "require_escalated",
+        "justification": "needs the host",
+    }
+    outcome = session.invoke(ToolCall("c1", "bash", args), Origin.MODEL)
+    assert outcome.decision is ASK and len(provider.requests) == 1
+
+
+def test_a_network_grant_without_a_port_says_which_ports_it_covers(make_session):
+    provider = CountingProvider(False)
+    session = make_session(confirmation_provider=provider)
+    args = {
+        "command": "pip download x",
+        "sandbox_permissions": "request_network_grant",
+        "network_grant": {"host": "pypi.org"},
+    }
+    outcome = session.invoke(ToolCall("c1", "bash", args), Origin.MODEL)
+    assert outcome.decision is ASK and len(provider.requests) == 1, outcome.trace
+    request = provider.requests[0]
+    for shown in (request.scope["host_port"], request.operation, request.reason):
+        assert "pypi.org:443 and pypi.org:80" in shown, shown
+    assert any("pypi.org:443 and pypi.org:80" in r for r in request.risk.reasons)

@@ -149,7 +149,8 @@ def test_inexact_hosts_are_refused(host):
 
 def test_a_grant_without_a_port_covers_443_and_80():
     grant = NetworkGrant.make("Example.com", None, DIGEST)
-    assert grant.ports == (443, 80) and grant.origin == "example.com:443 and example.com:80"
+    assert grant.ports == (443, 80)
+    assert grant.origin == "example.com:443 and example.com:80 (no port given: HTTPS and HTTP)"
     assert grant.admits("example.com", 80) and not grant.admits("example.com", 8080)
     assert not grant.admits("www.example.com", 443)
     assert NetworkGrant.make("::1", 8080, DIGEST).origin == "[::1]:8080"

@@ -181,6 +181,24 @@ def fs_sandbox() -> Callable[..., _CoreSandbox]:
     return make
 
 
+@pytest.fixture
+def fs_env_sandbox() -> Callable[..., _CoreSandbox]:
+    """fs_env_sandbox(workspace, host_env): the native boundary for a caller whose
+    environment is `host_env` ("K=V" entries: its HOME, VIRTUAL_ENV, PATH ...)."""
+
+    def make(workspace: Path | str, host_env: list[str]) -> _CoreSandbox:
+        handle = _native.Sandbox(
+            os.fspath(workspace),
+            init_path(),
+            bwrap=find_bwrap(os.fspath(workspace)),
+            host_env=host_env,
+            reuse=NativeBashSandbox._default_reuse,
+        )
+        return _CoreSandbox(workspace, _handle=handle)
+
+    return make
+
+
 def fs_run(sb: _CoreSandbox, command: str, *, timeout_ms: int = 30_000) -> CommandOutput:
     """Runs `command` and checks that it really ran inside the boundary."""
     out = sb.exec(command, timeout_ms=timeout_ms, max_output_bytes=1 << 20)

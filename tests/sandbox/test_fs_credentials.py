@@ -155,23 +155,50 @@ def test_symlinked_credential_directory_masks_its_workspace_target(ws, fs, fs_sa
 HARDLINK_CASES = {
     ".env+alias-in-workspace": (".env", "alias.txt"),
     "nested-.npmrc+alias-elsewhere": ("a/.npmrc", "b/alias"),
-    ".netrc+alias-outside-workspace": (".netrc", "../outside-alias"),
-    ".codex/auth.json+alias": (".codex/auth.json", "auth-copy.json"),
+    ".env+two-aliases": (".env", "x/y/second"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(HARDLINK_CASES))
-def test_credential_file_with_two_hard_links_refuses_the_run(case, ws, fs, fs_sandbox):
+def test_every_name_of_a_linked_credential_file_is_masked(case, ws, fs, fs_sandbox):
+    """A command can write .env and link it (never link a masked file: EXDEV), so a
+    refusal would let it disable every later command: every name in the workspace is
+    masked instead, and the result says so."""
     rel, alias = HARDLINK_CASES[case]
     secret = _secret()
     _write(ws / rel, f"token={secret}\n")
     (ws / alias).parent.mkdir(parents=True, exist_ok=True)
     os.link(ws / rel, ws / alias)
-    out = fs_sandbox(ws).exec(f"cat {shlex.quote(alias)}; touch ran")
+    if case == ".env+two-aliases":
+        os.link(ws / rel, ws / "third")
+    out = fs.run(fs_sandbox(ws), f"cat {shlex.quote(alias)} third {shlex.quote(rel)}; touch ran")
+    assert secret not in out.stdout + out.stderr, out
+    assert (ws / "ran").exists()
+    assert any("hard links: every name is masked" in n for n in out.neutralized), out
+
+
+def test_credential_file_with_a_hard_link_outside_the_workspace_refuses_the_run(ws, fs, fs_sandbox):
+    """A name outside the workspace cannot be masked (only the host can make one)."""
+    secret = _secret()
+    _write(ws / ".netrc", f"token={secret}\n")
+    os.link(ws / ".netrc", ws.parent / "outside-alias")
+    out = fs_sandbox(ws).exec("cat .netrc; touch ran")
     assert out.exit_code == 125, out
-    assert out.setup_error and "hard link" in out.setup_error, out
+    assert out.setup_error and "outside the workspace" in out.setup_error, out
     assert secret not in out.stdout + out.stderr
     assert not (ws / "ran").exists()
+
+
+def test_a_command_that_links_a_credential_file_cannot_disable_later_commands(ws, fs, fs_sandbox):
+    with fs_sandbox(ws) as sb:
+        fs.run(
+            sb,
+            "echo TOKEN=x > .env && ln .env alias && mkdir -p k/.ssh && "
+            "echo key > k/.ssh/id && ln k/.ssh/id key-copy",
+        )
+        out = fs.run(sb, "cat alias key-copy 2>&1; echo RAN")
+    assert out.stdout.endswith("RAN\n") and "TOKEN=x" not in out.stdout, out
+    assert "key\n" not in out.stdout, out
 
 
 def test_file_in_masked_credential_directory_is_not_readable_through_a_hard_link(

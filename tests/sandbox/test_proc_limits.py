@@ -95,7 +95,8 @@ def test_a_full_tmpfs_gives_enospc(workspace, landlock, reuse) -> None:
 
 
 def test_the_defaults_bound_every_sandbox(workspace, fs_boundary_ready) -> None:
-    with NativeBashSandbox(workspace) as sb:
+    # long-lived whatever A3S_TEST_SANDBOX_REUSE says: its bubblewrap's cgroup is read below
+    with NativeBashSandbox(workspace, reuse=True) as sb:
         out = run(sb, "ulimit -u; df -B1 --output=size /tmp /var/tmp /dev/shm /run | tail -n +2")
         info = sb._handle.info()
         bwrap_pid = int(info["pid"])

@@ -159,10 +159,19 @@ class Driver:
         assert r.rc == "ok", r
         return r
 
-    def run_reusing(self, commands: list[str], landlock: bool = True) -> tuple[list[Result], int]:
-        """The commands one after the other in one long-lived sandbox; (results, starts)."""
-        results, info = self.run_session(commands, landlock=landlock)
-        return results, int(info["starts"])
+    def run_reusing(
+        self,
+        commands: list[str],
+        reuse: bool = True,
+        env: dict | None = None,
+        landlock: bool = True,
+    ) -> tuple[list[Result], int]:
+        """The commands one after the other through one handle; (results, starts).
+
+        reuse=True runs them in one long-lived sandbox; reuse=False one-shot (starts 0).
+        """
+        results, info = self.run_session(commands, landlock=landlock, reuse=reuse, env=env)
+        return results, int(info.get("starts", "0"))
 
     def run_session(
         self,
@@ -170,18 +179,25 @@ class Driver:
         landlock: bool = True,
         limits: dict[str, int] | None = None,
         timeout_ms: int = 20_000,
+        reuse: bool = True,
+        env: dict | None = None,
     ) -> tuple[list[Result], dict[str, str]]:
-        """The commands in one long-lived sandbox; (results, the driver's closing lines)."""
+        """The commands through one handle; (results, the driver's closing lines).
+
+        reuse=True runs them in one long-lived sandbox (the lines then say starts= and
+        cgroups=); reuse=False one-shot (no closing lines).
+        """
         p = subprocess.run(
-            self.argv(commands, timeout_ms, reuse=True, landlock=landlock, limits=limits),
+            self.argv(commands, timeout_ms, reuse=reuse, landlock=landlock, limits=limits),
             capture_output=True,
-            env=self.env,
+            env=env or self.env,
             cwd=self.root,
             timeout=120,
         )
         assert p.returncode == 0, f"driver failed ({p.returncode}): {p.stdout!r} {p.stderr!r}"
         results, rest = _parse_many(p.stdout)
-        assert len(results) == len(commands) and rest.startswith(b"starts="), p.stdout
+        assert len(results) == len(commands), p.stdout
+        assert not reuse or rest.startswith(b"starts="), p.stdout
         info = dict(ln.split("=", 1) for ln in rest.decode().splitlines() if "=" in ln)
         return results, info
 
@@ -444,6 +460,132 @@ def test_unprivileged_reuse_caller_killed_leaves_nothing(driver, marker) -> None
     proc.kill()
     proc.wait()
     assert survivors(marker) == [], "killing the unprivileged caller left processes alive"
+
+
+# ---- host safety (issue 9) and commands that must not break later ones (issue 11) --------------
+
+
+@pytest.fixture
+def nobody_secret():
+    """A host directory nobody can read outside, but the sandbox masks (host /tmp)."""
+    d = Path(tempfile.mkdtemp(prefix="a3s-secret-", dir="/tmp"))
+    (d / "key").write_text("NOBODY-HOST-SECRET\n")
+    for p in (d, d / "key"):
+        os.chown(p, NOBODY, NOBODY)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _two_commands(driver, commands: list[str], reuse: bool, planted: list[str]) -> Result:
+    """Runs both through one handle and removes what they planted; the second's result."""
+    try:
+        results, _ = driver.run_reusing(commands, reuse=reuse)
+    finally:
+        for name in planted:
+            path = driver.ws / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                path.unlink()
+    return results[1]
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+def test_unprivileged_a_git_pointer_a_command_writes_binds_nothing(
+    driver, nobody_secret, reuse
+) -> None:
+    second = _two_commands(
+        driver,
+        [f"printf 'gitdir: {nobody_secret}\\n' > .GIT", f"cat {nobody_secret}/key; echo RAN"],
+        reuse,
+        [".GIT"],
+    )
+    assert second.exit_code == 0 and "RAN" in second.stdout, second
+    assert "NOBODY-HOST-SECRET" not in second.stdout, second
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+def test_unprivileged_a_symlinked_credential_name_cannot_disable_later_commands(
+    driver, reuse
+) -> None:
+    second = _two_commands(driver, ["mkdir s && ln -s .. s/.env", "echo RAN"], reuse, ["s"])
+    assert second.exit_code == 0 and second.stdout == "RAN\n", second
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+def test_unprivileged_a_linked_credential_file_cannot_disable_later_commands(driver, reuse) -> None:
+    second = _two_commands(
+        driver,
+        ["echo TOKEN=x > .env && ln .env alias", "cat alias 2>&1; echo RAN"],
+        reuse,
+        [".env", "alias"],
+    )
+    assert second.exit_code == 0 and second.stdout.endswith("RAN\n"), second
+    assert "TOKEN=x" not in second.stdout, second
+
+
+def test_unprivileged_a_home_that_is_the_workspace_is_not_cleaned(driver) -> None:
+    env = {**driver.env, "HOME": str(driver.ws)}
+    results, starts = driver.run_reusing(
+        ["echo made > made-by-command && echo FIRST", "cat made-by-command && echo SECOND"],
+        env=env,
+    )
+    assert starts == 1, results
+    assert [r.stdout for r in results] == ["FIRST\n", "made\nSECOND\n"], results
+    assert (driver.ws / "made-by-command").exists(), "the init deleted a workspace file"
+    (driver.ws / "made-by-command").unlink()
+
+
+def test_unprivileged_restored_trees_get_their_metadata_back(driver) -> None:
+    results, starts = driver.run_reusing(
+        [
+            _py('import os; os.setxattr("/tmp", "user.leak", b"x"); print("SET")')
+            + "; touch -d 2001-01-01 /tmp",
+            _py('import os; print(os.listxattr("/tmp"))') + "; stat -c %Y /tmp",
+        ]
+    )
+    assert starts == 1 and results[0].stdout == "SET\n", results
+    lines = results[1].stdout.splitlines()
+    assert lines[0] == "[]" and lines[1] != "978307200", results[1]
+
+
+FAKE_BWRAP_HOST = r"""#!/bin/bash
+args=("$@"); init=; rest=()
+for ((i = 0; i < ${#args[@]}; i++)); do
+    if [ "${args[i]}" = --ro-bind ] && [ "${args[i+2]}" = /run/a3s/init ]; then init=${args[i+1]}
+    elif [ "${args[i]}" = -- ]; then rest=("${args[@]:i+1}"); break; fi
+done
+[ "${rest[0]}" = /run/a3s/init ] && rest[0]=$init
+exec "${rest[@]}"
+"""
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+def test_unprivileged_a_bwrap_that_does_not_isolate_kills_nothing(driver, reuse) -> None:
+    """Inside a pid namespace of its own (so a regression cannot reach further), nobody's
+    canary must survive a bubblewrap that runs the init on the host."""
+    fake = driver.root / f"fake-bwrap-{int(reuse)}"
+    fake.write_text(FAKE_BWRAP_HOST)
+    fake.chmod(0o755)
+    as_nobody = f"setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups"
+    argv = [str(fake) if a == driver.bwrap else a for a in driver.argv("echo RAN", reuse=reuse)]
+    script = (
+        f"{as_nobody} sleep 300 & canary=$!; {shlex.join(argv)} > {driver.root}/fake.out; "
+        "kill -0 $canary && echo CANARY-ALIVE; kill $canary"
+    )
+    p = subprocess.run(
+        ["unshare", "--fork", "--pid", "--mount-proc", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=driver.env,
+        cwd=driver.root,
+        timeout=60,
+    )
+    assert "CANARY-ALIVE" in p.stdout, p
+    results, _ = _parse_many((driver.root / "fake.out").read_bytes())
+    r = results[0]
+    assert r.exit_code == 125 and "RAN" not in r.stdout, r
+    assert "did not isolate" in r.setup_error, r
 
 
 # ---- PID 1 out of reach, for an unprivileged caller (test_proc_init_reach.py) ----------------

@@ -183,3 +183,38 @@ def test_a_tree_too_deep_to_clean_restarts_the_sandbox(sb) -> None:
     assert again.stdout.strip().endswith("listed"), again
     assert "d" not in again.stdout.split(), again
     assert starts(sb) == 2, "the sandbox that could not be cleaned was kept"
+
+
+METADATA_PLANT = r"""
+python3 - <<'PY'
+import os, struct
+for d in ("/tmp", "/var/tmp", "/dev/shm", "/run"):
+    os.setxattr(d, "user.leak", b"data for the next command")
+# a default ACL granting nothing: the next command's new files in /tmp would be mode 000
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, 0, 0xFFFFFFFF) for t in (1, 4, 0x20))
+os.setxattr("/tmp", "system.posix_acl_default", acl)
+PY
+touch -d 2001-01-01 /tmp /var/tmp /dev/shm /run
+"""
+
+METADATA_LOOK = r"""
+stat -c '%n %Y' /tmp /var/tmp /dev/shm /run
+umask 022; touch /tmp/new; stat -c 'new %a' /tmp/new
+python3 -c "
+import os
+for d in ('/tmp', '/var/tmp', '/dev/shm', '/run'):
+    print(d, sorted(os.listxattr(d)))
+"
+"""
+
+
+def test_restored_trees_get_their_metadata_back(sb) -> None:
+    """Extended attributes, a default ACL and directory times set by one command do
+    not reach the next (issue 11: they carried data, and made new files mode 000)."""
+    before = run(sb, "stat -c '%n %Y' /tmp /var/tmp /dev/shm /run").stdout
+    run(sb, METADATA_PLANT)
+    after = run(sb, METADATA_LOOK).stdout.splitlines()
+    assert "\n".join(after[:4]) + "\n" == before, after
+    assert after[4] == "new 644", after
+    assert after[5:] == [f"{d} []" for d in ("/tmp", "/var/tmp", "/dev/shm", "/run")], after
+    assert starts(sb) == 1, "a restart hid what the cleanup left"

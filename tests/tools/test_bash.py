@@ -174,3 +174,21 @@ def test_parse_sandbox_permissions():
                 {"sandbox_permissions": "request_network_grant",
                  "network_grant": {"host": bad_host, "port": 1}}
             )  # fmt: skip
+
+
+def test_a_network_grant_without_a_port_covers_https_and_http():
+    req = parse_sandbox_permissions(
+        {"sandbox_permissions": "request_network_grant", "network_grant": {"host": "pypi.org"}}
+    )
+    assert req.network_grant is not None
+    assert req.network_grant.port is None and req.network_grant.ports == (443, 80)
+    assert "pypi.org:443 and pypi.org:80" in req.network_grant.target
+    with_port = NetworkGrantRequest("::1", 8080)
+    assert with_port.ports == (8080,) and with_port.target == "[::1]:8080"
+    ctx = ToolContext(workspace=None, sandbox=FakeSandbox())  # type: ignore[arg-type]
+    args = {
+        "command": "x",
+        "sandbox_permissions": "request_network_grant",
+        "network_grant": {"host": "pypi.org"},
+    }
+    assert call(BASH, ctx, **args).success

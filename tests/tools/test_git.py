@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from toolkit import call, put
+from toolkit import call, git, put
 
 from codeward.tools import ErrorKind, GitTool
 from codeward.tools._git import check_target, redact_url
@@ -18,22 +17,6 @@ SECRETS = ("first-secret", "second-secret", "third-secret", "local-secret")
 
 def leaks(text: str) -> bool:
     return any(s in text for s in SECRETS)
-
-
-def git(root: Path, *args: str) -> str:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(root),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "Dev",
-        "GIT_AUTHOR_EMAIL": "dev@example.com",
-        "GIT_COMMITTER_NAME": "Dev",
-        "GIT_COMMITTER_EMAIL": "dev@example.com",
-    }
-    out = subprocess.run(
-        ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True
-    )
-    return out.stdout
 
 
 @pytest.fixture

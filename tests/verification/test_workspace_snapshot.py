@@ -178,11 +178,11 @@ def test_empty_directories_count(workspace: Path) -> None:
     assert changes(before, workspace) == [("empty", "deleted", "directory")]
 
 
-@pytest.mark.parametrize("name", [*sorted(PROTECTED_NAMES), ".GIT", ".Git", ".BashRC", ".MCP.json"])
+@pytest.mark.parametrize("name", sorted(PROTECTED_NAMES))
 def test_protected_top_level_names_are_skipped(workspace: Path, name: str) -> None:
     before = take(workspace)
     target = workspace / name
-    if name.lower() in PROTECTED_DIRS:
+    if name in PROTECTED_DIRS:
         target.mkdir()
         (target / "config").write_text("x")
     else:
@@ -191,6 +191,23 @@ def test_protected_top_level_names_are_skipped(workspace: Path, name: str) -> No
     assert before.diff(after) == []
     assert after.skipped == {name}
     assert len(after) == 0
+
+
+@pytest.mark.parametrize("name", [".GIT", ".Git", ".Vscode", ".BashRC", ".MCP.json"])
+def test_other_spellings_of_protected_names_are_seen(workspace: Path, name: str) -> None:
+    """Only the exact names are read-only in the sandbox: a command can write `.Vscode/x`,
+    so the snapshot must see it (skipping it left the effect digest unchanged)."""
+    before = take(workspace)
+    target = workspace / name
+    if name.lower() in PROTECTED_DIRS:
+        target.mkdir()
+        (target / "tasks.sh").write_text("x")
+        expected = [(name, "created", "directory"), (f"{name}/tasks.sh", "created", "file")]
+    else:
+        target.write_text("x")
+        expected = [(name, "created", "file")]
+    assert changes(before, workspace) == expected
+    assert take(workspace).skipped == set()
 
 
 def test_protected_names_only_at_the_top(workspace: Path) -> None:
@@ -205,14 +222,11 @@ def test_protected_names_only_at_the_top(workspace: Path) -> None:
 
 
 def test_the_list_is_the_sandboxs() -> None:
-    from codeward import workspace
+    from codeward import _native, workspace
 
     assert PROTECTED_NAMES is workspace.PROTECTED_NAMES
-    src = Path(__file__).resolve().parents[2] / "native" / "src" / "sandbox_linux.c"
-    if src.exists():
-        text = src.read_text()
-        for name in PROTECTED_NAMES:
-            assert f'"{name}"' in text, name
+    dirs, files = _native.protected_names()
+    assert frozenset(dirs + files) == PROTECTED_NAMES
 
 
 def test_custom_skip_list(workspace: Path) -> None:

@@ -64,3 +64,19 @@ def test_no_descriptor_once_the_writer_is_done(ws):
             w.fileno()
         with pytest.raises(WorkspaceError, match="not open"):
             w.open_reader()
+
+
+def test_an_abort_removes_only_its_own_temporary_file(ws):
+    """A command that replaced the temporary name keeps its file: the cleanup removes only the
+    inode the writer created."""
+    real = Path(ws.root) / "real"
+    with AtomicWriter(ws, "real/out.txt") as w:
+        w.write(b"ours")
+        (temp,) = [n for n in os.listdir(real) if n.endswith(".a3s-tmp")]
+        (real / temp).unlink()
+        (real / temp).write_bytes(b"someone else's")
+    assert (real / temp).read_bytes() == b"someone else's"
+    assert not (real / "out.txt").exists()
+    with AtomicWriter(ws, "real/out.txt") as w:  # and an untouched one is removed as before
+        w.write(b"ours")
+    assert [n for n in os.listdir(real) if n.endswith(".a3s-tmp")] == [temp]

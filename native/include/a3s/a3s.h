@@ -349,11 +349,17 @@ typedef struct a3s_process_result_view {
     size_t stderr_len;
     uint64_t stdout_total;   /* bytes the process wrote to each stream */
     uint64_t stderr_total;
-    uint64_t duration_us;    /* from fork to reap */
+    uint64_t duration_us;    /* from fork to reap (a3s_sandbox_exec: from the call, the
+                                sandbox's preparation included) */
     int32_t pid;             /* the child's pid (already reaped); 0 if none was started; in a
                                 long-lived sandbox, the command's pid inside the sandbox */
     const char *setup_error; /* NULL, or why a layer above (the sandbox) could not start the
                                 program (with A3S_RESULT_SETUP_FAILED) */
+    /* appended later: not filled for a shorter struct_size (a3s_process_result_get) */
+    const char *neutralized; /* NULL, or what the sandbox found hostile in the workspace and
+                                did not follow or mount for this run, one line each (a
+                                credential name linked to the workspace itself, a .git
+                                pointer leading outside it ...); see docs/security.md */
 } a3s_process_result_view;
 
 /* Runs opts->path with the options above and waits for it to end. On
@@ -379,7 +385,10 @@ A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result 
                             a3s_error *err);
 
 /* Fills *out with a view of r; the pointers borrow memory owned by r.
- * A3S_E_INVALID if r or out is NULL or out->struct_size is too small. */
+ * out->struct_size may also be that of the older, shorter view (from the
+ * start of the struct to neutralized, exclusive): its fields are filled,
+ * nothing past it is written. A3S_E_INVALID if r or out is NULL or
+ * out->struct_size is neither that nor at least sizeof(a3s_process_result_view). */
 A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_result_view *out,
                                    a3s_error *err);
 
@@ -528,11 +537,12 @@ A3S_API void a3s_child_free(a3s_child *c);
  *    init runs each command as a fresh child (a new session, a private
  *    scratch directory, Landlock and seccomp) and, when it ends, kills every
  *    process of the sandbox and puts /tmp, /var/tmp, /run, /dev and the
- *    masked homes back as they were, so commands share nothing but the
+ *    masked homes back as they were (metadata included; only tmpfs trees of
+ *    its own, never the workspace), so commands share nothing but the
  *    workspace. Before each command the host checks that everything the
  *    sandbox was built over is still there (the workspace, every protected
- *    name and placeholder, every masked file, the set of credential files
- *    and protected names, no new hard link under a protected directory);
+ *    name and placeholder, every masked file, the set of credential files,
+ *    no new hard link under a protected directory);
  *    after any host-side change it builds a new sandbox. The placeholders of
  *    missing protected names live as long as the sandbox (journaled as for
  *    one-shot runs). It runs one command at a time: a call that finds it
@@ -548,6 +558,17 @@ A3S_API void a3s_child_free(a3s_child *c);
  */
 
 typedef struct a3s_sandbox a3s_sandbox;
+
+/* Flag in the flags a3s_protected_name returns: the name is a directory's. */
+#define A3S_PROTECTED_DIR (1ull << 0)
+
+/* The index-th protected name: a top-level workspace name the sandbox keeps
+ * read-only (an exact spelling such as ".git" or ".bashrc"; docs/security.md),
+ * in *name (static storage), with A3S_PROTECTED_DIR in *flags for a
+ * directory name. Every binding reads the list from here, so no layer keeps
+ * a copy. A3S_E_RANGE past the last name (detail = how many there are);
+ * A3S_E_INVALID for a NULL name or flags. */
+A3S_API int a3s_protected_name(size_t index, const char **name, uint64_t *flags, a3s_error *err);
 
 /* Flags for a3s_sandbox_config.flags. */
 /* No boundary: run bash on the host under a3s-init in host mode (a child
@@ -651,7 +672,8 @@ typedef struct a3s_exec_options {
  *                      bound below the least a sandbox runs with
  *                      (memory_max_bytes 16 MiB, max_processes 8,
  *                      tmpfs_max_bytes 1 MiB), no usable state directory;
- *   A3S_E_REFUSED      the workspace is a symlink;
+ *   A3S_E_REFUSED      the workspace is a symlink, or is or holds /, /proc,
+ *                      /dev, /sys or /run;
  *   A3S_E_UNSUPPORTED  a3s-init or bubblewrap is not executable, no bash
  *                      in /bin or /usr/bin;
  *   A3S_E_NOMEM        memory ran out. */
@@ -683,7 +705,10 @@ A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *e
  * and takes the whole namespace down when the program ends or is stopped.
  * The environment is built as for a command (allowlist, scratch HOME and
  * TMPDIR) plus opts->env as given; opts->host_env and opts->init_path are
- * unused (the handle's are). The run's placeholders, lock and run directory
+ * unused (the handle's are). The plan is a command's (protected names, a
+ * worktree's gitdirs, credential masks, hostile workspace content handled
+ * as docs/security.md says; what it neutralized has no result to be listed
+ * in). The run's placeholders, lock and run directory
  * live until the handle is stopped or freed, so the sandbox handle must
  * outlive the child handle. The program is stopped as a3s_child_stop says:
  * SIGTERM to the init (which passes it to every process of the sandbox),
@@ -693,8 +718,8 @@ A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *e
  *                  or cwd not absolute, a NULL string, a malformed env
  *                  entry, a PROCESS_HOST handle (use a3s_child_spawn).
  *   A3S_E_REFUSED  the sandbox refused to start (a symlinked protected
- *                  name, a credential file with hard links ...): the
- *                  message says what it found.
+ *                  name, a credential file with a hard link outside the
+ *                  workspace ...): the message says what it found.
  *   A3S_E_SYSTEM   bubblewrap or the init failed to start the program (the
  *                  message carries the first line they reported).
  *   A3S_E_NOMEM, A3S_E_UNSUPPORTED as for a3s_child_spawn. */

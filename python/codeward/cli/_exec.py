@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import asdict
 from types import FrameType
 
-from .._errors import SandboxArgumentError, SandboxUnavailable
+from .._errors import CodewardError, SandboxArgumentError, SandboxUnavailable
 from ..sandbox import ENV_OPT_IN, CommandOutput, SandboxLimits, select_sandbox
 
 EXIT_UNAVAILABLE = 125
+EXIT_USAGE = 2  # what main() returns for any other refusal
 
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -80,7 +81,12 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         help="each of the sandbox's tmpfs (/tmp, /run, /dev/shm ...; default: an eighth of the "
         "machine's memory); writes fail with ENOSPC beyond it",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object with every field")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object with every field, for every outcome: a refusal before the "
+        "command starts too (exit_code 2 or 125, setup_error saying why, error naming its type)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     p.set_defaults(run=run)
 
@@ -129,6 +135,18 @@ def _run_interruptibly(run: Callable[[threading.Event], CommandOutput]) -> Comma
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.json:
+        return _run(args)
+    try:
+        return _run(args)
+    except CodewardError as exc:  # refused before the command started: still one JSON object
+        code = EXIT_UNAVAILABLE if isinstance(exc, SandboxUnavailable) else EXIT_USAGE
+        refusal = CommandOutput("", "", code, False, False, 0, False, "none", str(exc))
+        print(json.dumps({**asdict(refusal), "error": type(exc).__name__}, ensure_ascii=False))
+        return code
+
+
+def _run(args: argparse.Namespace) -> int:
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not words:
         raise SandboxArgumentError("no command given: codeward exec [options] -- COMMAND...")
@@ -154,10 +172,12 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     except SandboxUnavailable as exc:
+        if args.json:
+            raise
         print(f"codeward: sandbox unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     if args.json:
-        print(json.dumps(asdict(out), ensure_ascii=False))
+        print(json.dumps({**asdict(out), "error": None}, ensure_ascii=False))
     else:
         sys.stdout.write(out.stdout)
         sys.stdout.flush()

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from .._errors import PolicyError
-from ..policy import PermissionPolicy, argument_string
+from ..policy import BashVerdict, CommandVerdict, PermissionPolicy, RuleView, argument_string
 
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,7 +25,9 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         description=(
             "Evaluate one tool call against a policy file and print the decision "
             "(allow, deny or ask), the argument string the patterns were matched "
-            "against, and every rule that matched. With --workspace the call is first "
+            "against, and every rule that matched. A bash command is decided per simple "
+            "command: each is listed with its own decision and the spelling a rule "
+            "matched (git -c x=y push as 'git push'). With --workspace the call is first "
             "resolved as a session resolves it: every path made the workspace-relative "
             "path the tool opens, defaults filled in, symlink targets and each file of a "
             "patch decided on too, and paths the guardrails refuse reported (docs/policy.md, "
@@ -95,25 +97,37 @@ def run_check(args: argparse.Namespace) -> int:
     decision = policy.check(args.tool, call_args)
     tool, subject = argument_string(args.tool, call_args)
     matched = policy.matching_rules(args.tool, call_args)
+    command = call_args.get("command")
+    verdict = policy.bash_verdict(command) if tool == "bash" and isinstance(command, str) else None
+    rules = policy.rules()
     if args.json:
-        print(
-            json.dumps(
+        out: dict[str, Any] = {
+            "decision": decision.value,
+            "tool": tool,
+            "argument_string": subject,
+            "matched": matched,
+            "enabled": policy.enabled,
+            "default_decision": policy.default_decision.value,
+        }
+        if verdict is not None:
+            out["commands"] = [
                 {
-                    "decision": decision.value,
-                    "tool": tool,
-                    "argument_string": subject,
-                    "matched": matched,
-                    "enabled": policy.enabled,
-                    "default_decision": policy.default_decision.value,
-                },
-                ensure_ascii=False,
-            )
-        )
+                    "command": v.command,
+                    "decision": v.decision.value,
+                    "rule": None if v.rule is None else rules[v.rule].raw,
+                    "matched_as": v.spelling,
+                    "why": v.why,
+                }
+                for v in verdict.commands
+            ]
+        print(json.dumps(out, ensure_ascii=False))
         return 0
     print(f"decision: {decision.value}")
     print(f"argument string: {tool}({subject})")
     if not policy.enabled:
         print("reason: the policy is disabled (enabled: false), so every call is allowed")
+    elif verdict is not None and verdict.commands:
+        _print_bash_reason(verdict, rules, policy.default_decision.value)
     elif not any(matched.values()):
         print(f"reason: no rule matched; default_decision is {policy.default_decision.value}")
     else:
@@ -126,6 +140,33 @@ def run_check(args: argparse.Namespace) -> int:
         for raw in matched[list_name]:
             print(f"matched {list_name}: {raw}")
     return 0
+
+
+def _print_bash_reason(verdict: BashVerdict, rules: list[RuleView], default: str) -> None:
+    """The reason of a bash decision: which simple command decided it, by which rule and on
+    which spelling, then every simple command's own decision."""
+    deciding = verdict.deciding
+    if deciding is None:
+        print("reason: a rule matching the whole line decides (it is stricter than its commands)")
+    elif verdict.decision.value == "allow":
+        print("reason: every simple command of the line is allowed")
+    else:
+        print(
+            f"reason: {deciding.decision.value} on the simple command {deciding.command!r}: "
+            f"{_because(deciding, rules, default)}"
+        )
+    print("simple commands (each decided on its own; the strictest decides the line):")
+    for v in verdict.commands:
+        print(f"  {v.command}  ->  {v.decision.value}: {_because(v, rules, default)}")
+
+
+def _because(v: CommandVerdict, rules: list[RuleView], default: str = "") -> str:
+    if v.rule is not None:
+        how = f" as {v.spelling!r}" if v.spelling != v.command else ""
+        return f"{rules[v.rule].list} rule {rules[v.rule].raw!r} matched{how}"
+    if v.why == "dynamic program":
+        return "its program is named by an expansion whose value is unknown"
+    return f"no rule matched; default_decision is {default or v.decision.value}"
 
 
 def run_lint(args: argparse.Namespace) -> int:

@@ -9,7 +9,9 @@ ETag: if the resource changes, the server answers 200 with the whole new
 body, which is refused, never spliced.
 
 Every 206 must carry exactly the requested ``Content-Range``, the same ETag,
-and exactly the requested number of bytes. Only transient failures are
+the probe answer's exact ``Content-Encoding`` (bytes of differently coded
+answers cannot be spliced into one file), and exactly the requested number
+of bytes. Only transient failures are
 retried (a connection reset or truncated, 408/429/5xx), with back-off and
 from the byte where the part stopped; a wrong range never is.
 
@@ -45,6 +47,7 @@ __all__ = [
     "Part",
     "RangedDownload",
     "check_partial",
+    "content_coding",
     "plan_parts",
     "probe_total",
     "strong_etag",
@@ -100,6 +103,12 @@ def strong_etag(head: ResponseHead) -> str | None:
     return etag if etag is not None and _ETAG.fullmatch(etag) else None
 
 
+def content_coding(head: ResponseHead) -> tuple[str, ...]:
+    """The codings of a response's ``Content-Encoding``, in order (``identity`` is none)."""
+    codings = (c.strip().lower() for v in head.get_all("content-encoding") for c in v.split(","))
+    return tuple(c for c in codings if c and c != "identity")
+
+
 def plan_parts(total: int, connections: int) -> list[Part] | None:
     """Contiguous parts for ``connections`` (at most), or None when one stream is better."""
     n = min(connections, total // PART_MIN)
@@ -109,8 +118,16 @@ def plan_parts(total: int, connections: int) -> list[Part] | None:
     return [Part(i * size, total - 1 if i == n - 1 else (i + 1) * size - 1) for i in range(n)]
 
 
-def check_partial(head: ResponseHead, start: int, end: int, total: int, etag: str) -> None:
-    """Refuses any answer to a range request but the exact 206 asked for."""
+def check_partial(
+    head: ResponseHead,
+    start: int,
+    end: int,
+    total: int,
+    etag: str,
+    coding: tuple[str, ...] = (),
+) -> None:
+    """Refuses any answer to a range request but the exact 206 asked for, coded as the probe
+    answer (``coding``, from :func:`content_coding`) was."""
     asked = f"bytes {start}-{end}/{total}"
     if head.status != 206:
         if head.status in TRANSIENT_STATUS:
@@ -132,6 +149,13 @@ def check_partial(head: ResponseHead, start: int, end: int, total: int, etag: st
     if head.get("etag") != etag:
         raise RangeError(
             f"the ETag changed from {etag} to {head.get('etag')!r} during the download"
+        )
+    got_coding = content_coding(head)
+    if got_coding != coding:
+        raise RangeError(
+            f"a request for {asked} got Content-Encoding {', '.join(got_coding) or 'identity'!r}"
+            f", the first part {', '.join(coding) or 'identity'!r}: differently coded bytes "
+            "cannot be spliced into one file"
         )
 
 
@@ -178,6 +202,7 @@ class RangedDownload:
                 errno=exc.errno or 0,
             ) from None
         probe[0].deadline = self.deadline
+        self.coding = content_coding(probe[1])
         self._hasher = TrailingHash(self.temp.open_reader())
         workers = [
             threading.Thread(
@@ -252,7 +277,7 @@ class RangedDownload:
                 start = part.start + part.done
                 extra = [("Range", f"bytes={start}-{part.end}"), ("If-Range", self.etag)]
                 with self.client.get(self.route, self.headers, extra) as (conn, head):
-                    check_partial(head, start, part.end, self.total, self.etag)
+                    check_partial(head, start, part.end, self.total, self.etag, self.coding)
                     want = part.end - start + 1
                     if conn.read_body(head, sink, limit=want) != want:
                         raise IntegrityError(

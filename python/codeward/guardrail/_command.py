@@ -19,8 +19,8 @@ judged on its best-effort tokenisation.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from ._context import Context
 from ._exec import (
@@ -35,11 +35,20 @@ from ._hit import GuardrailHit
 from ._parse import Command, commands, fork_bomb, is_assignment
 from ._rules import DESTRUCTIVE_RULES, check_redirects, mkfs, mkfs_family, rm_like
 from ._shell import LIT, Budget, Part, Script, TooComplex, Word, lex
-from ._targets import join_cwd
-from ._words import MAX_CANDIDATES, MAX_VALUE, arg_texts, expand, first
-from ._wrappers import WRAPPER_NAMES, Invocation, plain_name, resolve_command
+from ._targets import danger, join_cwd
+from ._words import (
+    MAX_CANDIDATES,
+    MAX_VALUE,
+    arg_texts,
+    echoed,
+    expand,
+    first,
+    literal_word,
+    printed,
+)
+from ._wrappers import WRAPPER_NAMES, Invocation, plain_name, resolve, resolve_command
 
-__all__ = ["MAX_NESTING", "check_command"]
+__all__ = ["MAX_NESTING", "Visit", "check_command", "walk_commands"]
 
 MAX_NESTING = 32  # code inside code (bash -c 'eval "..."'), levels
 _MIN_BUDGET = 4 << 20  # scanning units, whatever the input's length
@@ -56,6 +65,11 @@ class _Item:
     via: str
 
 
+# (a simple command, the variables known when it runs, the command list it belongs to, and
+# whether that list is the command line itself rather than a substitution or code in code)
+Visit = Callable[[Command, Mapping[str, Sequence[str]], Script, bool], None]
+
+
 def check_command(command: str) -> GuardrailHit | None:
     """The first catastrophic operation in ``command``, or None.
 
@@ -70,9 +84,21 @@ def check_command(command: str) -> GuardrailHit | None:
     return _Analysis(command).run()
 
 
+def walk_commands(command: str, visit: Visit) -> bool:
+    """Calls ``visit`` for every simple command that ``command`` runs, as the guardrail finds
+    them: in the line, in its substitutions, and in the code it hands to shells (``bash -c``,
+    ``eval``, text piped into ``sh``, here-documents, wrappers' command strings). A command a
+    rule would refuse does not end the walk. False when the command is too complex to be
+    walked completely (the commands visited so far are only some of them).
+    """
+    hit = _Analysis(command, visit).run()
+    return hit is None or hit.rule != "parse.too_complex"
+
+
 class _Analysis:
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, visit: Visit | None = None) -> None:
         self.command = command
+        self.visit = visit
         self.budget = Budget(max(_MIN_BUDGET, _BUDGET_PER_CHAR * len(command)))
         self.queue: deque[_Item] = deque([_Item(command, {}, 0, "")])
 
@@ -101,7 +127,8 @@ class _Analysis:
     def _check(self, item: _Item) -> GuardrailHit | None:
         root = lex(item.code, self.budget)
         order = _preorder(root)
-        mark_scripts(order)
+        if self.visit is None:  # what downloads or decodes matters only to a refusal
+            mark_scripts(order)
         env = item.env
 
         def run_code(code: str, via: str, extra: Mapping[str, Sequence[str]] | None) -> None:
@@ -109,7 +136,7 @@ class _Analysis:
             self._enqueue(code, inner, item.depth + 1, via)
 
         for script in order:
-            name = fork_bomb(script)
+            name = fork_bomb(script) if self.visit is None else None
             if name is not None:
                 shown = f"{name}() {{ {name} | {name} & }}"
                 where = f" ({item.via})" if item.via else ""
@@ -119,11 +146,13 @@ class _Analysis:
                     "in the background, a fork bomb that exhausts the machine's processes",
                     shown,
                 )
-            ctx = Context(env, run_code, item.via)
+            ctx = Context(env, run_code, item.via, observing=self.visit is not None)
             for cmd in commands(script):
                 self.budget.charge(8 + len(cmd.words))
+                if self.visit is not None and cmd.kind == "simple" and cmd.words:
+                    self.visit(cmd, env, script, item.depth == 0 and script is root)
                 hit = _check_command(cmd, ctx)
-                if hit is not None:
+                if hit is not None and self.visit is None:
                     return hit
         return None
 
@@ -140,7 +169,7 @@ def _preorder(root: Script) -> list[Script]:
 
 def _check_command(cmd: Command, ctx: Context) -> GuardrailHit | None:
     hit = check_redirects(cmd, ctx)
-    if hit is not None:
+    if hit is not None and not ctx.observing:
         return hit
     if cmd.kind == "for":
         _bind_loop(cmd, ctx)
@@ -161,7 +190,7 @@ def _check_command(cmd: Command, ctx: Context) -> GuardrailHit | None:
         ctx.code(text, "a command string run by a wrapper")
     for inv in invocations:
         hit = _check_invocation(inv, cmd, ctx)
-        if hit is not None:
+        if hit is not None and not ctx.observing:
             return hit
         _track_state(inv.name, inv.args, ctx)
     if any(inv.name in DOWNLOADERS for inv in invocations) or any(
@@ -185,7 +214,39 @@ def _relevant(name: str) -> bool:
 
 
 def _check_invocation(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    """The rules for one program run."""
+    """The rules for one program run (in the directory a wrapper moved it to, if any)."""
+    if ctx.observing:  # walking only: the rules that find code to walk, no refusal
+        rule = EXEC_RULES.get(inv.name)
+        return rule(inv, cmd, ctx) if rule is not None else None
+    if "xargs" in inv.wrappers and cmd.piped_in:
+        fed = _xargs_input(cmd, ctx)
+        if fed:  # `echo / | xargs rm -rf` is `rm -rf /`
+            inv = replace(inv, args=[*inv.args, *map(literal_word, fed)])
+    if inv.cwd is None:
+        return _apply_rules(inv, cmd, ctx)
+    outer = ctx.cwd
+    ctx.cwd = join_cwd(outer, inv.cwd)  # `env -C / rm -rf .` removes /
+    try:
+        return _apply_rules(inv, cmd, ctx)
+    finally:
+        ctx.cwd = outer
+
+
+def _xargs_input(cmd: Command, ctx: Context) -> list[str]:
+    """The words an ``echo``/``printf`` piped into ``xargs`` hands it as arguments."""
+    upstream = cmd.upstream
+    if upstream is None:
+        return []
+    feeders, _code = resolve(upstream.words, ctx.env)
+    words: list[str] = []
+    for feeder in feeders:
+        if feeder.name in ("echo", "printf") and not feeder.wrappers:
+            texts = [expand(w, ctx.env)[0] for w in feeder.args]
+            words += (printed(texts) if feeder.name == "printf" else echoed(texts)).split()
+    return words[:MAX_CANDIDATES]
+
+
+def _apply_rules(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     if inv.dynamic:  # $(curl ...) runs a download; $RM -rf / may well be rm
         return run_dynamic(inv, cmd, ctx) or rm_like(inv, cmd, ctx)
     rule = DESTRUCTIVE_RULES.get(inv.name) or EXEC_RULES.get(inv.name)
@@ -209,9 +270,18 @@ def _track_state(name: str, args: list[Word], ctx: Context) -> None:
     elif name == "popd":
         ctx.cwd = None
     elif name in ("cd", "pushd"):
-        operands = [t for t in arg_texts(args, ctx.env) if not t.startswith("-")]
-        target = operands[0] if operands else "~"
+        target = _cd_target(args, ctx.env)
         ctx.cwd = join_cwd(ctx.cwd, target) if target != "-" else None
+
+
+def _cd_target(args: list[Word], env: Mapping[str, Sequence[str]]) -> str:
+    """Where ``cd`` goes: of the candidate values of its operand (``${x:-/}`` may be ``/``),
+    the first that is itself a dangerous place, else the first."""
+    operand = next((w for w in args if first(w, env) == "-" or first(w, env)[:1] != "-"), None)
+    if operand is None:
+        return "~"
+    candidates = expand(operand, env)
+    return next((c for c in candidates if danger(c) is not None), candidates[0])
 
 
 def _assign(word: Word, ctx: Context) -> None:

@@ -26,6 +26,7 @@ class Context:
     via: str = ""  # "" at the top, else e.g. "inside bash -c"
     cwd: str | None = None  # the directory a cd moved to, None for the start
     downloaded: bool = False  # an earlier command in this list downloads
+    observing: bool = False  # walking for walk_commands: a hit does not end the walk
 
     def code(self, text: str, via: str, extra: Mapping[str, Sequence[str]] | None = None) -> None:
         """Hands ``text`` to the analysis as a command of its own."""

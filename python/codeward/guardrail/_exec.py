@@ -18,7 +18,7 @@ from ._context import Context, Rule, refuse
 from ._hit import GuardrailHit
 from ._parse import Command, commands
 from ._shell import Script, Word
-from ._words import Env, arg_texts, expand, first
+from ._words import Env, arg_texts, echoed, expand, first, printed
 from ._wrappers import WRAPPER_NAMES, Invocation, plain_name, resolve, resolve_command, shown
 
 __all__ = ["DOWNLOADERS", "EXEC_RULES", "SHELLS", "is_interpreter", "mark_scripts", "run_dynamic"]
@@ -223,8 +223,8 @@ def _stdin_program(
             )
         if shell and feeder.name in ("echo", "printf"):
             words = [expand(w, ctx.env, subs_raw=True)[0] for w in feeder.args]
-            text = " ".join(w for w in words if w not in ("-n", "-e", "-E"))
-            ctx.code(text.replace("\\n", "\n"), f"text piped into {inv.name}")
+            text = printed(words) if feeder.name == "printf" else echoed(words)
+            ctx.code(text, f"text piped into {inv.name}")
     if shell:
         for r in upstream.redirects:
             if r.op in ("<<", "<<-") and r.heredoc is not None:

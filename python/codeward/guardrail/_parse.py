@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 from ._shell import LIT, Redirect, Script, Word
 
-__all__ = ["Command", "commands", "fork_bomb"]
+__all__ = ["RESERVED", "Command", "commands", "fork_bomb"]
 
 # Words that open or continue a compound command: not commands themselves.
-_RESERVED = frozenset(
+RESERVED = frozenset(
     {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "esac"}
 )
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
@@ -92,9 +92,11 @@ def commands(script: Script) -> list[Command]:
             continue
         if not cur.words:
             lit = tok.literal() if not tok.quoted else None
-            if lit in _RESERVED:
+            if lit in RESERVED:
                 end()
                 continue
+            if not cur.assignments and _prefix_keyword(tokens, idx):
+                continue  # `time -p`, `coproc NAME`: what follows is the command
             if lit in ("case", "function"):
                 cur.kind = "skip" if lit == "case" else "function"
                 continue
@@ -109,6 +111,34 @@ def commands(script: Script) -> list[Command]:
         cur.words.append(tok)
     end()
     script.commands = out  # type: ignore[assignment]
+    return out
+
+
+def _prefix_keyword(tokens: Sequence[object], idx: int) -> bool:
+    """A word at command position that bash reads as part of a keyword, not as a program:
+    ``time`` and its options (``time -p FOO=1 rm ...`` runs ``FOO=1 rm ...``), ``coproc``, and
+    a coprocess's NAME before a compound command (``coproc NAME { ...; }``)."""
+    word = tokens[idx]
+    assert isinstance(word, Word)
+    text = word.literal() if not word.quoted else None
+    if text in ("time", "coproc"):
+        return True
+    before = _previous_words(tokens, idx)
+    if before[-1:] == ["time"] or before[-2:] in (["time", "-p"], ["time", "--"]):
+        return text in ("-p", "--")
+    if before[-1:] == ["coproc"]:
+        nxt = tokens[idx + 1] if idx + 1 < len(tokens) else None
+        return nxt == "(" or (isinstance(nxt, Word) and nxt.literal() == "{")
+    return False
+
+
+def _previous_words(tokens: Sequence[object], idx: int) -> list[str | None]:
+    """The literal texts of the (up to two) words right before ``idx`` in the same command."""
+    out: list[str | None] = []
+    for tok in reversed(tokens[max(0, idx - 2) : idx]):
+        if not isinstance(tok, Word):
+            break
+        out.insert(0, tok.literal() if not tok.quoted else None)
     return out
 
 

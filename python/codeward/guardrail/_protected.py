@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 
 from .._errors import WorkspaceError
+from .._untrusted import read_small_file
 from ..workspace import (
     PROTECTED_DIRS,
     PROTECTED_FILES,
@@ -34,6 +35,8 @@ __all__ = [
     "is_protected_name",
     "is_protected_path",
 ]
+
+_MAX_POINTER_BYTES = 4096
 
 
 def is_protected_path(workspace: Workspace, path: str) -> bool:
@@ -60,14 +63,11 @@ def is_protected_path(workspace: Workspace, path: str) -> bool:
 
 def _gitdirs(workspace: Workspace) -> list[tuple[str, ...]]:
     """The real gitdir (and its common dir) named by a ``.git`` file, as parts inside the root."""
-    dotgit = os.path.join(workspace.root, ".git")  # a case-insensitive file system finds .GIT too
-    if os.path.islink(dotgit) or not os.path.isfile(dotgit):
-        return []
-    gitdir = _read_pointer(dotgit, "gitdir: ", workspace.root)
+    gitdir = _read_pointer(workspace.root, ".git", "gitdir: ", workspace.root)
     if gitdir is None:
         return []
     candidates = [gitdir]
-    common = _read_pointer(os.path.join(gitdir, "commondir"), "", gitdir)
+    common = _read_pointer(gitdir, "commondir", "", gitdir)
     if common is not None:
         candidates.append(common)
     found: list[tuple[str, ...]] = []
@@ -78,14 +78,23 @@ def _gitdirs(workspace: Workspace) -> list[tuple[str, ...]]:
     return found
 
 
-def _read_pointer(file: str, prefix: str, base: str) -> str | None:
-    """The directory a one-line pointer file names (``gitdir: PATH``), resolved, if it is one."""
+def _read_pointer(directory: str, name: str, prefix: str, base: str) -> str | None:
+    """The directory a one-line pointer file names (``gitdir: PATH``), resolved, if it is one.
+
+    The file is workspace content: read without following a symlink or blocking (a
+    FIFO there must not hang the host), a regular file only, a few KiB at most.
+    """
     try:
-        with open(file, "rb") as f:
-            line = f.readline(4096)
+        dirfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
-    text = os.fsdecode(line).strip()
+    try:
+        data = read_small_file(dirfd, name, _MAX_POINTER_BYTES)
+    finally:
+        os.close(dirfd)
+    if data is None:
+        return None
+    text = os.fsdecode(data.split(b"\n", 1)[0]).strip()
     if not text.startswith(prefix):
         return None
     target = text[len(prefix) :].strip()

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._summary import grant_origin
+from .._summary import grant_target
 from ..hitl import RISK_LEVELS, Risk
 from ..workspace import Workspace
 from ._command import check_command
@@ -90,8 +90,8 @@ def _bash(args: Mapping[str, Any], sandboxed: bool, add: _Add) -> None:
         grant = args.get("network_grant")
         target = ""
         if isinstance(grant, Mapping):
-            target = " to " + grant_origin(grant)
-        add(("high", f"asks for network access{target}, for this command only, mediated"))
+            target = f" to {grant_target(grant.get('host'), grant.get('port'))}"
+        add(("high", f"asks for network access{target}"))
     command = args.get("command")
     if isinstance(command, str):
         hit = check_command(command)

@@ -44,6 +44,30 @@ _POWER_VERBS = frozenset(
         "isolate",
     }
 )
+# Verbs that start (or restart) the units they name, and the targets that end the session.
+_START_VERBS = frozenset(
+    {
+        "start",
+        "restart",
+        "try-restart",
+        "reload-or-restart",
+        "try-reload-or-restart",
+        "condrestart",
+        "force-reload",
+        "enable",
+        "reenable",
+        "link",
+        "set-default",
+    }
+)
+_POWER_TARGETS = (_POWER_VERBS - {"isolate"}) | {
+    "sleep",
+    "ctrl-alt-del",
+    "exit",
+    "shutdown",
+    "final",
+    "umount",
+}
 _RUNLEVELS = frozenset({"0", "1", "2", "3", "4", "5", "6", "s", "S", "single", "emergency"})
 _MKFS = frozenset(
     {"mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "newfs", "mformat"}
@@ -357,7 +381,8 @@ def _init(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
 
 
 def _service_manager(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    """``systemctl poweroff|reboot|halt|...``, ``loginctl reboot``, ``launchctl reboot``."""
+    """``systemctl poweroff|reboot|halt|...``, ``loginctl reboot``, ``launchctl reboot``, and
+    ``systemctl start reboot.target`` (a verb that starts a unit, on a power target)."""
     takes = {"-H", "-M", "-t", "-p", "-s", "-n", "-o", "--host", "--machine", "--type"}
     texts = arg_texts(inv.args, ctx.env)
     i = 0
@@ -376,8 +401,23 @@ def _service_manager(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHi
                 inv.fragment(),
                 f"{inv.name} {t} stops, restarts or isolates the machine",
             )
+        if t in _START_VERBS:
+            unit = next((u for u in texts[i + 1 :] if _power_target(u)), None)
+            if unit is not None:
+                return refuse(
+                    "catastrophic.shutdown",
+                    ctx,
+                    inv.fragment(),
+                    f"{inv.name} {t} {unit} stops, restarts or suspends the machine",
+                )
         return None
     return None
+
+
+def _power_target(unit: str) -> bool:
+    """``reboot.target``, ``poweroff.target`` ... (case-folded, an instance or escape aside)."""
+    name = unit.casefold().split("@", 1)[0]
+    return name.endswith(".target") and name[: -len(".target")] in _POWER_TARGETS
 
 
 def _kill(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 __all__ = [
+    "ANSI_ESCAPE",
     "LIT",
     "SUB",
     "TILDE",
@@ -31,6 +32,7 @@ __all__ = [
     "Token",
     "TooComplex",
     "Word",
+    "ansi_one",
     "lex",
 ]
 
@@ -52,7 +54,7 @@ _BACKTICK_STOP = re.compile(r"[`\\]")
 _ANSI_STOP = re.compile(r"[\\']")
 _REDIR = re.compile(r"<<<|<<-|<<|<>|<&|<|>>|>&|>\||>")
 _PARAM_BODY = re.compile(r"[#!]?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(:?[-=+?])?(.*)\Z", re.S)
-_ANSI_ESCAPE = re.compile(
+ANSI_ESCAPE = re.compile(
     r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|c(.)|(.))",
     re.S,
 )
@@ -504,7 +506,7 @@ class _Lexer:
                 continue
             end, close = m.start(), m.start() + 1
             break
-        self._lit(f, _ANSI_ESCAPE.sub(_ansi_one, t[i + 2 : end]), True)
+        self._lit(f, ANSI_ESCAPE.sub(ansi_one, t[i + 2 : end]), True)
         f.src.pos = min(close, len(t))
 
     def _backtick(self, f: _Frame, *, quoted: bool) -> None:
@@ -667,7 +669,7 @@ def _param_part(frame: _Frame) -> Part:
     return Part(VAR, name, raw, frame.quoted_ctx, scripts, defaults)
 
 
-def _ansi_one(m: re.Match[str]) -> str:
+def ansi_one(m: re.Match[str]) -> str:
     hex2, u4, u8, octal, ctrl, other = m.groups()
     if hex2 is not None:
         return chr(int(hex2, 16))

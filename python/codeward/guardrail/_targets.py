@@ -2,7 +2,8 @@
 
 Paths are judged lexically (``/usr/../`` is ``/``, ``//`` is ``/``) and a
 trailing pure glob means the directory itself (``/*`` is everything in
-``/``). ``~``, ``~user``, ``$HOME`` and ``${HOME}`` are a home directory.
+``/``). ``~``, ``~user``, ``$HOME`` and ``${HOME}`` are a home directory; ``$PWD`` is the
+working directory.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 __all__ = ["Danger", "danger", "device", "join_cwd"]
 
 _HOME = re.compile(r"(~[^/]*|\$HOME|\$\{HOME(:?[-=?+][^}]*)?\}|\$USERPROFILE)(?=/|\Z)")
+_PWD = re.compile(r"(\$PWD|\$\{PWD\})(?=/|\Z)")
 _GLOB = re.compile(r"[*?\[]")
 _PURE_GLOB = re.compile(r"[*?.\[\]!^]*[*?\[][*?.\[\]!^]*\Z")
 # Top-level trees whose direct subdirectories are the system too (/usr/lib, /home/alice).
@@ -130,7 +132,13 @@ def device(text: str) -> str | None:
 
 
 def join_cwd(cwd: str | None, path: str) -> str:
-    """``path`` as seen from a directory the command changed to (``cd /; rm -rf *``)."""
+    """``path`` as seen from a directory the command changed to (``cd /; rm -rf *``).
+
+    ``$PWD`` and ``${PWD}`` are the working directory itself: ``$PWD/..`` is ``..``.
+    """
+    m = _PWD.match(path)
+    if m is not None:
+        path = "." + path[m.end() :]
     if cwd is None or path.startswith("/") or _HOME.match(path):
         return path
     return f"{cwd.rstrip('/')}/{path}" if cwd.rstrip("/") else f"/{path}"

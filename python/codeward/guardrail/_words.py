@@ -16,17 +16,19 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from ._shell import LIT, SUB, VAR, Part, Script, Word
+from ._shell import ANSI_ESCAPE, LIT, SUB, VAR, Part, Script, Word, ansi_one
 
 __all__ = [
     "SUB_MARK",
     "Env",
     "arg_texts",
     "command_name",
+    "echoed",
     "expand",
     "first",
     "has_unknown",
     "literal_word",
+    "printed",
     "splits",
 ]
 
@@ -131,7 +133,8 @@ def _unquoted_brace(part: Part) -> bool:
 
 
 def _static_output(part: Part) -> str | None:
-    """What ``$(echo a b)`` / ``$(printf a)`` prints, when it only echoes literal words."""
+    """What ``$(echo a b)`` / ``$(printf a)`` prints, when it only echoes literal words, and
+    the name ``$(which sudo)`` / ``$(command -v sudo)`` / ``$(type -P sudo)`` looks up."""
     if len(part.scripts) != 1:
         return None
     script: Script = part.scripts[0]
@@ -147,9 +150,67 @@ def _static_output(part: Part) -> str | None:
         if text is None:
             return None
         words.append(text)
-    if not words or words[0] not in ("echo", "printf"):
+    if not words:
         return None
-    return " ".join(w for w in words[1:] if w not in ("-n", "-e", "-E"))
+    if words[0] in _LOOKUPS:
+        names = [w for w in words[1:] if not w.startswith("-")]
+        return names[0] if len(names) == 1 and _looks_up(words) else None
+    if words[0] == "printf":
+        return printed(words[1:])
+    if words[0] != "echo":
+        return None
+    return echoed(words[1:])
+
+
+_LOOKUPS = frozenset({"which", "command", "type", "whence", "where"})
+
+
+def _looks_up(words: list[str]) -> bool:
+    """``which X``, ``command -v X``, ``type -P X``: the output is where program X is."""
+    options = [w for w in words[1:] if w.startswith("-")]
+    if words[0] == "command":
+        return any("v" in o or "V" in o for o in options)
+    if words[0] == "type":
+        return any("p" in o.lower() for o in options)
+    return True
+
+
+def echoed(words: Sequence[str]) -> str:
+    """What ``echo WORDS`` prints (``-e`` escapes decoded); without ``-e`` a ``\\n`` is still
+    read as a line break, as ``sh`` (dash) would print it."""
+    decode = False
+    i = 0
+    while i < len(words) and words[i] in ("-n", "-e", "-E", "-ne", "-en"):
+        decode = decode or "e" in words[i][1:]
+        i += 1
+    text = " ".join(words[i:])
+    return _unescape(text) if decode else text.replace("\\n", "\n")
+
+
+def printed(words: Sequence[str]) -> str:
+    """What ``printf FORMAT ARGS`` prints: the format's escapes decoded (``\\x72\\x6d`` is
+    ``rm``) and ``%s``/``%b`` (escapes decoded)/``%d``... filled with the arguments."""
+    if words[:1] == ["--"]:
+        words = words[1:]
+    if not words or words[0].startswith("-v"):
+        return ""  # printf -v NAME assigns a variable instead of printing
+    args = list(words[1:])
+
+    def fill(m: re.Match[str]) -> str:
+        if m.group() == "%%":
+            return "%"
+        value = args.pop(0) if args else ""
+        return _unescape(value) if m.group().endswith("b") else value
+
+    text = _DIRECTIVE.sub(fill, _unescape(words[0]))
+    return " ".join([text, *args]) if args else text
+
+
+_DIRECTIVE = re.compile(r"%%|%[-+ #0]*[0-9*]*(?:\.[0-9*]*)?[a-zA-Z]")
+
+
+def _unescape(text: str) -> str:
+    return ANSI_ESCAPE.sub(ansi_one, text)
 
 
 def _braces(text: str) -> list[str]:

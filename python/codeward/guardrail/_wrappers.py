@@ -30,6 +30,7 @@ class Invocation:
     args: list[Word]
     dynamic: bool  # the name comes from an expansion the guardrail cannot know
     wrappers: tuple[str, ...] = ()  # the wrappers it was found behind, outermost first
+    cwd: str | None = None  # the directory a wrapper runs it in (``env -C DIR``), if any
 
     def fragment(self) -> str:
         """The command as written, quotes removed (a word with blanks is shown quoted)."""
@@ -72,11 +73,13 @@ def resolve(words: Sequence[Word], env: Env) -> tuple[list[Invocation], list[str
     """The programs ``words`` runs, and the code strings that wrappers hand to a shell."""
     invocations: list[Invocation] = []
     code: list[str] = []
-    work: list[tuple[Sequence[Word], int, str | None, tuple[str, ...]]] = [(words, 0, None, ())]
+    work: list[tuple[Sequence[Word], int, str | None, tuple[str, ...], str | None]] = [
+        (words, 0, None, (), None)
+    ]
     budget = 4 * len(words) + 64
     syntax: tuple[Sequence[Word], int] | None = None  # (words, the last word eval re-parses)
     while work and budget > 0:
-        ws, i, forced, wrappers = work.pop()
+        ws, i, forced, wrappers, cwd = work.pop()
         while i < len(ws) and budget > 0:
             budget -= 1
             word = ws[i]
@@ -88,7 +91,7 @@ def resolve(words: Sequence[Word], env: Env) -> tuple[list[Invocation], list[str
                 names = list(dict.fromkeys(command_name(t) for t in expand(word, env)))
                 for other in names[1:]:
                     if len(work) < 16:
-                        work.append((ws, i, other, wrappers))
+                        work.append((ws, i, other, wrappers, cwd))
                 name = names[0]
             else:
                 name, forced = forced, None
@@ -104,17 +107,49 @@ def resolve(words: Sequence[Word], env: Env) -> tuple[list[Invocation], list[str
             if nxt is None:
                 break
             if nxt != NOT_A_WRAPPER:
+                cwd = _chdir(name, ws[i + 1 : max(nxt, i + 1)], env, cwd)
                 i = max(nxt, i + 1)
                 if len(wrappers) < 8:  # enough to tell what fed it (xargs ...)
                     wrappers = (*wrappers, name)
                 continue
             dynamic = "$" in name or "`" in name or SUB_MARK.casefold() in name
-            invocations.append(Invocation(name, word, list(ws[i + 1 :]), dynamic, wrappers))
+            invocations.append(Invocation(name, word, list(ws[i + 1 :]), dynamic, wrappers, cwd))
             if name == "find":
                 inner = (*wrappers, name)
-                work.extend((sub, 0, None, inner) for sub in _find_exec(ws[i + 1 :], env))
+                work.extend((sub, 0, None, inner, cwd) for sub in _find_exec(ws[i + 1 :], env))
             break
     return invocations, code
+
+
+# Wrappers that run the command in another directory, and the options that name it.
+_CHDIR_OPTIONS = {
+    "env": ("-C", "--chdir"),
+    "unshare": ("--wd",),
+    "nsenter": ("-w", "--wd"),
+    "systemd-run": ("--working-directory",),
+}
+
+
+def _chdir(name: str, options: Sequence[Word], env: Env, cwd: str | None) -> str | None:
+    """The directory ``env -C DIR`` (``--chdir=DIR``, ``-CDIR`` ...) runs its command in,
+    relative to ``cwd`` when it is relative; ``cwd`` unchanged for other wrappers."""
+    names = _CHDIR_OPTIONS.get(name)
+    if names is None:
+        return cwd
+    texts = [first(w, env) for w in options]
+    for k, t in enumerate(texts):
+        value = None
+        if t in names and k + 1 < len(texts):
+            value = texts[k + 1]
+        else:
+            for option in names:
+                if t.startswith(option + "=") and option.startswith("--"):
+                    value = t[len(option) + 1 :]
+                elif len(option) == 2 and t.startswith(option) and len(t) > 2:
+                    value = t[2:]
+        if value:
+            cwd = value if cwd is None or value.startswith("/") else f"{cwd.rstrip('/')}/{value}"
+    return cwd
 
 
 def _options(

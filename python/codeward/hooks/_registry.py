@@ -32,7 +32,7 @@ from ._types import (
 
 __all__ = ["HookHandler", "HookRegistry", "Refresh"]
 
-HookHandler = Callable[[HookContext], "HookResult | None"]
+HookHandler = Callable[[HookContext], "HookResult | Mapping[str, Any] | None"]
 # Gives the arguments a rewritten call will run with and the workspace paths it touches.
 Refresh = Callable[[Mapping[str, Any]], tuple[Mapping[str, Any], Sequence[str]]]
 _log = logging.getLogger("codeward.hooks")
@@ -233,6 +233,13 @@ def _call(hook: _Hook, context: HookContext) -> HookResult:
         raise _Failure(f"raised {type(value).__name__}: {value}")
     if value is None:
         return HookResult.proceed()
+    if isinstance(value, Mapping) and not isinstance(value, HookResult):
+        try:
+            return HookResult.from_mapping(value)
+        except HookError as exc:
+            raise _Failure(f"returned a mapping that is not a hook result: {exc}") from None
     if not isinstance(value, HookResult):
-        raise _Failure(f"returned {type(value).__name__}, not a HookResult or None")
+        raise _Failure(
+            f"returned {type(value).__name__}, not a HookResult, a mapping of one, or None"
+        )
     return value

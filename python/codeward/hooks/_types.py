@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 HOOK_ACTIONS = ("continue", "block", "skip")
+_RESULT_KEYS = ("action", "args", "reason")
 MAX_PRIORITY = 1_000_000_000
 
 
@@ -127,7 +128,9 @@ class HookContext:
 @dataclass(frozen=True)
 class HookResult:
     """A handler's answer. Build it with :meth:`proceed`, :meth:`block` or :meth:`skip`;
-    a handler may also return None, which means proceed unchanged."""
+    a handler may also return None, which means proceed unchanged, or a plain mapping with
+    the same fields (``{"action": "continue", "args": {...}}``), read by
+    :meth:`from_mapping`."""
 
     action: str
     args: Mapping[str, Any] | None = None
@@ -146,6 +149,20 @@ class HookResult:
             raise HookError("a hook result's reason must be a string")
         if self.action == "block" and (self.reason is None or not self.reason.strip()):
             raise HookError("a blocking hook result needs a non-blank reason")
+
+    @classmethod
+    def from_mapping(cls, value: Mapping[str, Any]) -> HookResult:
+        """The result a plain mapping spells (``{"action": "block", "reason": ...}``), checked
+        exactly as the constructor checks it; unknown or missing keys are a HookError."""
+        unknown = sorted(str(k) for k in value if k not in _RESULT_KEYS)
+        if unknown:
+            raise HookError(
+                f"a hook result mapping has unknown key(s) {', '.join(unknown)}; "
+                f"its keys are {', '.join(_RESULT_KEYS)}"
+            )
+        if "action" not in value:
+            raise HookError("a hook result mapping needs an 'action'")
+        return cls(value["action"], value.get("args"), value.get("reason"))
 
     @classmethod
     def proceed(cls, args: Mapping[str, Any] | None = None) -> HookResult:

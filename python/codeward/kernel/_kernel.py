@@ -27,7 +27,7 @@ from typing import Any
 
 from .. import _native
 from .._errors import SandboxError
-from .._summary import grant_origin
+from .._summary import grant_target
 from ..guardrail import assess_risk, check_command, is_protected_path
 from ..hitl import (
     ConfirmationManager,
@@ -38,7 +38,8 @@ from ..hitl import (
 from ..hooks import HookContext, HookEvent, HookRegistry
 from ..netgrant import Admission, NetworkGrant, NetworkGrantError, NetworkMediator
 from ..policy import Decision, PermissionPolicy
-from ..sandbox import BashSandbox
+from ..policy._decision import strictest
+from ..sandbox import BashSandbox, UnavailableBashSandbox
 from ..tools import (
     ArgumentError,
     ErrorKind,
@@ -61,13 +62,7 @@ __all__ = ["CallScope", "InvocationKernel", "strictest"]
 
 log = logging.getLogger("codeward.kernel")
 
-_RANK = {Decision.ALLOW: 0, Decision.ASK: 1, Decision.DENY: 2}
 _BASH_TIMEOUT_DEFAULT_MS = 120_000
-
-
-def strictest(*decisions: Decision) -> Decision:
-    """deny > ask > allow."""
-    return max(decisions, key=_RANK.__getitem__)
 
 
 @dataclass(frozen=True)
@@ -101,6 +96,7 @@ class _Call:
     escalated: bool = False  # approved require_escalated: run outside the sandbox
     network_grant: Mapping[str, Any] | None = None  # the request_network_grant as asked
     grant: NetworkGrant | None = None  # ... pinned to the sandbox policy the approver is shown
+    caller: object | None = None  # the session that made the call
     resolution: Resolution | None = None  # set by stage 1: what every later stage decides on
 
     def note(self, stage: str, verdict: str, reason: str) -> None:
@@ -162,9 +158,15 @@ class InvocationKernel:
         scopes: Sequence[CallScope],
         *,
         skill: str | None = None,
+        caller: object | None = None,
     ) -> InvocationOutcome:
-        """Runs ``call`` through every stage; never raises for anything the call itself causes."""
+        """Runs ``call`` through every stage; never raises for anything the call itself causes.
+
+        ``caller`` is the session making the call; a launch tool (``task``)
+        starts its delegated run from it.
+        """
         state = _Call(call, origin, tuple(scopes), skill, self.registry.get(call.name), call.args)
+        state.caller = caller
         try:
             self._admit(state)
             decision = self._decide(state)
@@ -293,6 +295,16 @@ class InvocationKernel:
                 raise _Denied(
                     f"invalid sandbox_permissions: {exc}", ErrorKind.INVALID_ARGUMENT
                 ) from None
+            if perms.mode != "require_escalated" and isinstance(
+                self.sandbox, UnavailableBashSandbox
+            ):
+                # Only an approved escalation runs elsewhere (on the process host); asking
+                # for a call that can only fail would be a question with no real answer.
+                raise _Denied(
+                    f"bash cannot run in this session: no boundary is available "
+                    f"({self.sandbox.cause}); the call is refused before anyone is asked",
+                    ErrorKind.SANDBOX_UNAVAILABLE,
+                )
             if perms.mode != "use_default":
                 s.escalated = perms.mode == "require_escalated"
                 s.network_grant = (
@@ -319,7 +331,8 @@ class InvocationKernel:
                 detail += f"; allow {verdict.reason} lowers the ask in default mode"
             else:
                 decision = strictest(mode_cell, verdict.decision)
-                detail += f"; policy: {verdict.decision.value} ({verdict.reason})"
+                why = verdict.reason + _bash_command_note(scope.policy, s.call.name, s.args)
+                detail += f"; policy: {verdict.decision.value} ({why})"
         s.note("mode_policy", decision.value, f"scope {scope.name!r}: {detail}")
         if decision is Decision.ASK and scope is s.scopes[0]:
             s.reasons.append(detail)
@@ -551,6 +564,7 @@ class InvocationKernel:
             recorder=self.recorder,
             escalated=s.escalated,
             host_sandbox_factory=self.host_sandbox_factory,
+            caller=s.caller,
             read_denied=self._read_denial(s),
             network=admission,
         )
@@ -734,8 +748,23 @@ def _origin_reason(s: _Call) -> str:
     return f"origin {s.origin.value}: the mode and the policy decide"
 
 
+def _bash_command_note(policy: PermissionPolicy, tool: str, args: Mapping[str, Any]) -> str:
+    """Which simple command of a bash line decided, when the line has more than one or the
+    rule matched it in another spelling (``git -c x=y push`` as ``git push``)."""
+    command = args.get("command")
+    if tool.lower() != "bash" or not isinstance(command, str):
+        return ""
+    deciding = policy.bash_verdict(command).deciding
+    if deciding is None or deciding.spelling == command:
+        return ""
+    shown = f" as {deciding.spelling!r}" if deciding.spelling != deciding.command else ""
+    return f" on the simple command {deciding.command!r}{shown}"
+
+
 def _grant_text(grant: Mapping[str, Any] | None) -> str:
-    return grant_origin(grant) if grant else "?"
+    if not grant:
+        return "?"
+    return grant_target(grant.get("host"), grant.get("port"))
 
 
 def _host_grant(s: _Call) -> Mapping[str, Any] | None:

@@ -14,13 +14,14 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._summary import DEFAULT_GRANT_PORTS, grant_target
 from ..download._errors import UrlRejected
 from ..download._url import _canonical_host
 from ._errors import NetworkGrantError
 
 __all__ = ["DEFAULT_PORTS", "HostKind", "NetworkGrant", "canonical_host"]
 
-DEFAULT_PORTS = (443, 80)  # a grant without a port: HTTPS and HTTP of its host
+DEFAULT_PORTS = DEFAULT_GRANT_PORTS  # a grant without a port: HTTPS and HTTP of its host
 HostKind = Literal["name", "ipv4", "ipv6"]
 # Never part of an exact host: wildcards, paths, user information, ports, spaces.
 _FORBIDDEN = frozenset("*?/\\@#%[] \t\r\n:")
@@ -92,9 +93,8 @@ class NetworkGrant:
 
     @property
     def origin(self) -> str:
-        """In words: ``example.com:8443``, or ``example.com:443 and example.com:80``."""
-        shown = f"[{self.host}]" if self.kind == "ipv6" else self.host
-        return " and ".join(f"{shown}:{p}" for p in self.ports)
+        """In words, as the prompt shows it: ``example.com:8443``, or both web ports."""
+        return grant_target(self.host, self.port)
 
     def admits(self, host: str, port: int) -> bool:
         """Whether a canonical host and a port are this grant's origin, exactly."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -12,6 +11,8 @@ from typing import Any
 
 from .. import _native
 from .._errors import NativeCoreError, PolicyError, PolicyFileError
+from ._bash import BashVerdict, decide_bash
+from ._decision import Decision
 from ._subject import Subject, argument_string, canonical_json, canonical_tool, decision_subjects
 
 __all__ = ["Decision", "Evaluation", "PermissionPolicy", "RuleView"]
@@ -20,17 +21,6 @@ LISTS = ("deny", "allow", "ask")
 _LIST_CODES = {"deny": _native.LIST_DENY, "allow": _native.LIST_ALLOW, "ask": _native.LIST_ASK}
 _FILE_KEYS = ("deny", "allow", "ask", "default_decision", "enabled")
 _CAMEL_HINTS = {"defaultDecision": "default_decision"}
-
-
-class Decision(str, enum.Enum):
-    """What the policy says about one call."""
-
-    ALLOW = "allow"
-    DENY = "deny"
-    ASK = "ask"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 _BY_LIST_CODE = {
@@ -109,6 +99,14 @@ class RuleView:
         return f"RuleView({self.list}: {self.raw!r} -> {self.tool}({self.pattern}))"
 
 
+def _bash_line(args: Mapping[str, Any] | None) -> str | None:
+    """The command line of a bash call, when it is one (a string); None otherwise."""
+    if args is None or not isinstance(args, Mapping):
+        return None
+    command = args.get("command")
+    return command if isinstance(command, str) else None
+
+
 def _rule_text(entry: Any, list_name: str, position: int) -> str:
     if isinstance(entry, str):
         return entry
@@ -159,7 +157,15 @@ class PermissionPolicy:
     policy is built; a malformed rule raises :class:`PolicyError` naming it.
     """
 
-    __slots__ = ("_default", "_enabled", "_lists", "_rules", "_ruleset", "_views")
+    __slots__ = (
+        "_bash_patterned",
+        "_default",
+        "_enabled",
+        "_lists",
+        "_rules",
+        "_ruleset",
+        "_views",
+    )
 
     def __init__(
         self,
@@ -184,6 +190,9 @@ class PermissionPolicy:
             for raw in self._lists[list_name]:
                 self._add(list_name, raw)
         self._views: list[RuleView] | None = None
+        self._bash_patterned = any(
+            v.list != "allow" and not v.any_args and v.covers_tool("bash") for v in self.rules()
+        )
 
     def _add(self, list_name: str, raw: str) -> None:
         index = len(self._rules)
@@ -203,11 +212,14 @@ class PermissionPolicy:
 
         A multi-file read is decided per file: denied if any file is denied,
         asked if any is asked or falls to an ask default, allowed only if all are.
-        A search is decided on its parts (see :class:`~._subject.Subject`).
+        A search is decided on its parts (see :class:`~._subject.Subject`). A bash
+        command is decided per simple command (see :meth:`bash_verdict`).
         """
         if not self._enabled:
             return Decision.ALLOW
         name, subject = argument_string(tool, args)
+        if name == "bash" and _bash_line(args) is not None:
+            return self.bash_verdict(subject).decision
         if name != "search" and ("\n" not in subject or name != "read"):
             hit = self._ruleset.check(name, subject)
             return _BY_LIST_CODE[hit] if hit else self._default
@@ -229,6 +241,9 @@ class PermissionPolicy:
         decided once per path, strictest first; other tools ignore them.
         """
         name, each = decision_subjects(tool, args, None if paths is None else list(paths))
+        line = _bash_line(args) if name == "bash" else None
+        if line is not None and self._enabled:
+            return self._evaluate_bash(line)
         decisions: list[Decision] = []
         matched: set[int] = set()
         by_rule = True
@@ -258,6 +273,18 @@ class PermissionPolicy:
             allowed_by_rule=by_rule and bool(each),
         )
 
+    def _evaluate_bash(self, line: str) -> Evaluation:
+        """A bash line's evaluation: one subject per simple command (see :meth:`bash_verdict`)."""
+        verdict = self.bash_verdict(line)
+        return Evaluation(
+            tool="bash",
+            subjects=tuple(v.command for v in verdict.commands) or (line,),
+            decisions=tuple(v.decision for v in verdict.commands) or (verdict.decision,),
+            decision=verdict.decision,
+            matched=self._raw_rules(verdict.matched),
+            allowed_by_rule=verdict.explicit,
+        )
+
     def _lists_matching(self, name: str, subject: Subject) -> tuple[set[str], list[int]]:
         """The lists with a rule matching ``subject``, and those rules' indices.
 
@@ -283,6 +310,34 @@ class PermissionPolicy:
     ) -> dict[str, list[str]]:
         """The raw rule strings that match this call, per list (in policy order)."""
         return dict(self.evaluate(tool, args).matched)
+
+    def bash_verdict(self, command: str) -> BashVerdict:
+        """How the bash command line ``command`` is decided, simple command by simple command.
+
+        A deny or ask rule applies when it matches any simple command of the
+        line in any spelling (after assignments, ``env`` and its options,
+        ``command``, ``builtin``, backslashes, git's global options ... are
+        removed), or the whole line; an allow rule covers the line only when
+        every simple command is allowed. ``commands`` says which command and
+        which spelling decided; docs/policy.md has the dialect.
+        """
+        if not self._enabled:
+            return BashVerdict(Decision.ALLOW, (), frozenset(), False)
+        return decide_bash(command, self._bash_lookup, self._default, self._bash_patterned)
+
+    def allowed_by_rule(self, tool: str, args: Mapping[str, Any] | None = None) -> bool:
+        """Whether the call is allowed by allow rules, not by the default: for a bash line every
+        simple command, for a multi-file read every file (see :meth:`evaluate`)."""
+        return self.evaluate(tool, args).allowed_by_rule
+
+    def _bash_lookup(self, spelling: str) -> tuple[Decision | None, int | None, list[int]]:
+        """The rules matching one spelling of a bash command, and the one that decides it."""
+        indices = list(self._ruleset.matches("bash", spelling))
+        for list_name in LISTS:
+            for index in indices:
+                if self._rules[index][0] == list_name:
+                    return Decision(list_name), index, indices
+        return None, None, indices
 
     def exposes_to_model(self, tool: str) -> bool:
         """False only if every call of `tool` is denied before its arguments are known.

@@ -203,6 +203,7 @@ class _CoreSandbox(SandboxBase):
             setup_error=raw["setup_error"],
             cancelled=raw["cancelled"],
             duration_ms=raw["duration_us"] / 1000.0,
+            neutralized=tuple(raw["neutralized"].splitlines()),
             oom_killed=raw["oom_killed"],
             policy_changed=raw["policy_changed"],
         )

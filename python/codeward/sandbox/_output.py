@@ -21,6 +21,10 @@ class CommandOutput:
     ``policy_changed`` says the command was pinned to a sandbox policy
     digest (a network grant) and the policy had changed: nothing ran
     (``exit_code`` 125).
+    ``neutralized`` lists, one line each, what the sandbox found hostile in
+    the workspace and did not follow or mount for this run (a credential
+    name linked to the workspace itself, a ``.git`` pointer leading out of
+    it ...): the command still ran with every protection in place.
     """
 
     stdout: str
@@ -34,6 +38,7 @@ class CommandOutput:
     setup_error: str | None = None
     cancelled: bool = False
     duration_ms: float = 0.0
+    neutralized: tuple[str, ...] = ()
     oom_killed: bool = False
     policy_changed: bool = False
 

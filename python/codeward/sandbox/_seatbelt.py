@@ -42,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
+from .._untrusted import read_small_file
 from ..workspace import PROTECTED_DIRS, PROTECTED_FILES, PROTECTED_NAMES
 from ._args import check_exec_args
 from ._base import SandboxBase
@@ -1357,14 +1358,12 @@ class SeatbeltBashSandbox(_PyHostBase):
                 _refuse_linked_files(path, _lower(name) == ".git", "protected")
             if path not in paths:
                 paths.append(path)  # a case variant on disk
-            if stat.S_ISREG(st.st_mode) and _lower(name) == ".git":
-                # a worktree or submodule: the real gitdir, and the repository's common dir
-                # (objects, refs, config) that git needs, wherever they live: read-only
-                gitdir = _worktree_gitdir(ws, path)
-                if gitdir is not None:
-                    for extra in (gitdir, _commondir(gitdir)):
-                        if extra is not None and extra not in paths:
-                            paths.append(extra)
+        # a worktree or submodule: .git names the real gitdir, which names the common dir
+        # (objects, refs, config); protected when inside the workspace, never followed out
+        gitdir = _worktree_gitdir(ws)
+        for extra in (gitdir, _commondir(ws, gitdir) if gitdir else None):
+            if extra is not None and extra not in paths:
+                paths.append(extra)
         return paths
 
     def _masked_paths(self, found: list[tuple[str, str]]) -> list[str]:
@@ -1384,7 +1383,12 @@ class SeatbeltBashSandbox(_PyHostBase):
                 # a credential name pointing into the workspace exposes its target
                 masked.append(path)
                 real = _canonical(path)
-                if _is_under(real, self._workspace) and os.path.exists(real):
+                # never the workspace itself: `ln -s .. sub/.env` would deny it whole
+                if (
+                    real != self._workspace
+                    and _is_under(real, self._workspace)
+                    and (os.path.exists(real))
+                ):
                     masked.append(real)
                 continue
             if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
@@ -1410,18 +1414,37 @@ class SeatbeltBashSandbox(_PyHostBase):
         return list(dict.fromkeys(roots))
 
 
-def _commondir(gitdir: str) -> str | None:
-    """The common dir a worktree's gitdir names in its ``commondir`` file, if a directory."""
+def _inside(workspace: str, base: str, target: str) -> str | None:
+    """The directory `target` (relative to `base`, or absolute) names, if it lies in the
+    workspace and is reached through no symlink; None otherwise (never followed out)."""
+    joined = posixpath.normpath(target if target.startswith("/") else posixpath.join(base, target))
+    if joined == workspace or not _is_under(joined, workspace):
+        return None
+    real = _canonical(joined)
+    return real if real == joined and os.path.isdir(real) and not os.path.islink(real) else None
+
+
+def _pointer(directory: str, name: str, prefix: bytes) -> str | None:
+    """The one-line pointer in workspace file directory/name, read as an attacker wrote it."""
     try:
-        with open(os.path.join(gitdir, "commondir"), "rb") as f:
-            line = f.readline(4096)
+        dirfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
-    target = os.fsdecode(line.rstrip(b"\r\n"))
-    if not target or "\0" in target:
+    try:
+        data = read_small_file(dirfd, name, 4096)
+    finally:
+        os.close(dirfd)
+    line = data.split(b"\n", 1)[0].rstrip(b"\r") if data else b""
+    if not line.startswith(prefix):
         return None
-    real = _canonical(target if target.startswith("/") else os.path.join(gitdir, target))
-    return real if os.path.isdir(real) and not os.path.islink(real) else None
+    target = os.fsdecode(line[len(prefix) :])
+    return target if target and "\0" not in target else None
+
+
+def _commondir(workspace: str, gitdir: str) -> str | None:
+    """The common dir a worktree's gitdir names in its ``commondir`` file, if inside."""
+    target = _pointer(gitdir, "commondir", b"")
+    return _inside(workspace, gitdir, target) if target else None
 
 
 def _pipe_above_stdio() -> tuple[int, int]:
@@ -1436,21 +1459,10 @@ def _pipe_above_stdio() -> tuple[int, int]:
     return fds[0], fds[1]
 
 
-def _worktree_gitdir(workspace: str, dotgit: str) -> str | None:
-    """The real gitdir named by a ``.git`` file ("gitdir: PATH"), if it is a directory."""
-    try:
-        with open(dotgit, "rb") as f:
-            line = f.readline(4096)
-    except OSError:
-        return None
-    if not line.startswith(b"gitdir: "):
-        return None
-    target = os.fsdecode(line[8:].rstrip(b"\r\n"))
-    if not target or "\0" in target:
-        return None
-    joined = target if target.startswith("/") else os.path.join(workspace, target)
-    real = _canonical(joined)
-    return real if os.path.isdir(real) and not os.path.islink(real) else None
+def _worktree_gitdir(workspace: str) -> str | None:
+    """The gitdir the exact name ``.git`` names ("gitdir: PATH"), if inside the workspace."""
+    target = _pointer(workspace, ".git", b"gitdir: ")
+    return _inside(workspace, workspace, target) if target else None
 
 
 def _start_error(raw: RunResult) -> str:

@@ -48,6 +48,7 @@ from ..verification import (
 )
 from ..workspace import Workspace
 from ._options import SessionOptions, SessionOptionsError
+from ._task import TaskRunner, TaskTool
 
 __all__ = ["Agent", "Session", "SessionClosed", "SkillSession"]
 
@@ -193,7 +194,7 @@ class Session:
         self._start_once()
         if self._parent is not None and origin is not Origin.HOST_DIRECT:
             origin = Origin.DELEGATED
-        return self._kernel.invoke(call, origin, self._scopes(), skill=skill)
+        return self._kernel.invoke(call, origin, self._scopes(), skill=skill, caller=self)
 
     def _scopes(self) -> tuple[CallScope, ...]:
         """The authority chain of this session, root first, snapshotted for one call."""
@@ -237,6 +238,39 @@ class Session:
             launch=launch,
         )
         self._registry.add(tool, replace=replace)
+
+    def register_task_runner(
+        self,
+        runner: TaskRunner,
+        *,
+        permission_policy: PermissionPolicy | None = None,
+        mode: Mode | str | None = None,
+        confirmation_inheritance: str = "auto_approve",
+        replace: bool = False,
+    ) -> None:
+        """Gives the model the ``task`` tool: ``runner(child, prompt)`` drives a sub-agent.
+
+        A ``task`` call is a launch (Default allow, Plan deny, Auto allow);
+        once admitted, the calling session delegates a child run with
+        ``permission_policy``, ``mode`` and ``confirmation_inheritance`` (as
+        :meth:`delegate` takes them) and passes it to ``runner``, whose
+        return value (a string, a ToolResult or None) is the call's result.
+        Without a runner there is no ``task`` tool.
+        """
+        if not callable(runner):
+            raise SessionOptionsError("the task runner must be callable")
+        _check_narrowing(permission_policy, confirmation_inheritance)
+        try:
+            parsed = None if mode is None else Mode.parse(mode).value
+        except ValueError as exc:
+            raise SessionOptionsError(str(exc)) from None
+        task = TaskTool(
+            runner,
+            permission_policy=permission_policy,
+            mode=parsed,
+            confirmation_inheritance=confirmation_inheritance,
+        )
+        self._registry.add(task, replace=replace)
 
     def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
         """Registers a Tool object (a host's own subclass of codeward.tools.Tool)."""
@@ -373,13 +407,7 @@ class Session:
         Deny wins; a parent Ask is answered by the parent's provider only; an
         Ask only the child introduces follows ``confirmation_inheritance``.
         """
-        if confirmation_inheritance not in _INHERITANCE:
-            raise SessionOptionsError(
-                f"confirmation_inheritance must be one of {', '.join(_INHERITANCE)}, "
-                f"not {confirmation_inheritance!r}"
-            )
-        if permission_policy is not None and not isinstance(permission_policy, PermissionPolicy):
-            raise SessionOptionsError("permission_policy must be a PermissionPolicy or None")
+        _check_narrowing(permission_policy, confirmation_inheritance)
         if not isinstance(name, str) or not name.strip():
             raise SessionOptionsError("a delegated run needs a non-blank name")
         self._ensure_open()
@@ -639,6 +667,17 @@ class SkillSession:
 
     def invoke(self, call: ToolCall) -> InvocationOutcome:
         return self._session._run(call, Origin.SKILL, skill=self.name)
+
+
+def _check_narrowing(policy: object, inheritance: str) -> None:
+    """What a delegated run (or a task runner's) may be given: a policy and an inheritance."""
+    if inheritance not in _INHERITANCE:
+        raise SessionOptionsError(
+            f"confirmation_inheritance must be one of {', '.join(_INHERITANCE)}, "
+            f"not {inheritance!r}"
+        )
+    if policy is not None and not isinstance(policy, PermissionPolicy):
+        raise SessionOptionsError("permission_policy must be a PermissionPolicy or None")
 
 
 def _default_tools(root: str) -> list[Tool]:

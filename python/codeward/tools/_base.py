@@ -130,6 +130,8 @@ class ToolContext:
     says why the permission policy denies reading a workspace-relative path
     (None when it does not): tools that show file content a call did not
     name (search, git) leave such files out, as they leave out credentials.
+    ``caller`` is the session that made the call, for the launch tools that
+    start a delegated run of it (``task``); other tools never look at it.
     """
 
     workspace: Workspace
@@ -138,6 +140,7 @@ class ToolContext:
     cancel: CancelToken | None = None
     escalated: bool = False
     host_sandbox_factory: Callable[[], BashSandbox] | None = None
+    caller: Any = None
     read_denied: ReadDenial | None = None
     network: Admission | None = None
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._errors import SandboxUnavailable
+from .._summary import DEFAULT_GRANT_PORTS, grant_target
 from ..netgrant import NetworkGrantError, canonical_host
 from ..sandbox import BashSandbox, CommandOutput
 from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
@@ -30,17 +31,27 @@ _GRANT_FIELDS = ("host", "port", "reason")
 
 @dataclass(frozen=True)
 class NetworkGrantRequest(Mapping[str, Any]):
-    """One origin a bash call asks to reach; ``reason`` is the model's words, for the host.
+    """One host (and port) a bash call asks to reach; ``reason`` is the model's words.
 
-    ``host`` is canonical (``codeward.netgrant.canonical_host``); ``port``
-    None asks for 443 and 80 of the host. Also a read-only mapping
+    ``host`` is canonical (``codeward.netgrant.canonical_host``: one IDNA
+    mapping). Without a port the grant covers HTTPS and HTTP (443 and 80),
+    as the design says; ``ports`` lists what it covers and ``target`` says
+    it in the words a confirmation shows. Also a read-only mapping
     (``grant["host"]``, ``grant.get("port")``), the shape of the
     ``network_grant`` argument it was parsed from.
     """
 
     host: str
-    port: int | None
+    port: int | None = None
     reason: str = ""
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return DEFAULT_GRANT_PORTS if self.port is None else (self.port,)
+
+    @property
+    def target(self) -> str:
+        return grant_target(self.host, self.port)
 
     def __getitem__(self, key: str) -> Any:
         if key not in _GRANT_FIELDS:
@@ -76,7 +87,8 @@ def parse_sandbox_permissions(args: Mapping[str, Any]) -> SandboxRequest:
     """The sandbox request of a bash call; raises ArgumentError when it is malformed.
 
     require_escalated needs a non-blank justification; request_network_grant
-    needs a network_grant with a valid host and port; network_grant with any
+    needs a network_grant with a valid host (and a valid port, when it names
+    one; without, the grant covers 443 and 80); network_grant with any
     other mode, or any other mode name, is an error.
     """
     mode = args.get("sandbox_permissions", "use_default")
@@ -101,7 +113,7 @@ def parse_sandbox_permissions(args: Mapping[str, Any]) -> SandboxRequest:
         if not isinstance(grant, Mapping):
             raise ArgumentError(
                 "sandbox_permissions='request_network_grant' needs network_grant: "
-                "{host, port, reason?}"
+                "{host, port?, reason?}"
             )
         return SandboxRequest(mode, _clean(justification), _grant(grant))
     return SandboxRequest(mode, _clean(justification))
@@ -145,7 +157,7 @@ class BashTool(Tool):
         "cannot work in the sandbox, set sandbox_permissions='require_escalated' with a "
         "justification (a human must approve), or 'request_network_grant' with network_grant "
         "{host, port?, reason} to reach one host for this command only, through a proxy the "
-        "command's tools find in HTTP(S)_PROXY/ALL_PROXY (no port: 443 and 80)."
+        "command's tools find in HTTP(S)_PROXY/ALL_PROXY (without a port: 443 and 80)."
     )
     schema: ClassVar[Mapping[str, Any]] = {
         "type": "object",
@@ -168,7 +180,12 @@ class BashTool(Tool):
                 "required": ["host"],
                 "properties": {
                     "host": {"type": "string", "minLength": 1, "maxLength": 255},
-                    "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                    "port": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 65535,
+                        "description": "Absent: the grant covers 443 and 80 (HTTPS and HTTP).",
+                    },
                     "reason": {"type": "string", "maxLength": 2000},
                 },
             },

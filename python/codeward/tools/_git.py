@@ -36,7 +36,7 @@ DEFAULT_MAX_BYTES = 50_000
 MAX_MAX_BYTES = 1_000_000
 MAX_TARGET = 256
 _PATHS_PER_RUN = 100
-_DIFF_FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
+_DIFF_FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all"]
 # A '-' right after a range or path separator or a space, or a long option anywhere.
 _OPTION_LIKE = re.compile(r"(?:\.\.|[:\s])-|--[A-Za-z]")
 _BAD_REVISION = (
@@ -234,7 +234,7 @@ class _Git:
                 "--short",
                 "--branch",
                 "--untracked-files=normal",
-                "--ignore-submodules=dirty",
+                "--ignore-submodules=all",
             ],
             page.room,
         )

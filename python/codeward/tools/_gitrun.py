@@ -1,11 +1,17 @@
 """Running git on the host, read-only and defanged: the only way the git tool starts git.
 
-Nothing in the repository's configuration may make git run a program:
-fsmonitor, hooks, external diff, textconv and clean/smudge filters are
-switched off on the command line (which wins over every configuration
-file), system and global configuration are not read, the environment is
-minimal, no lock is taken, no network protocol is allowed, and discovery
-stops at the workspace root (a repository above it is never used).
+git never discovers a repository: it is given the workspace's own ``.git``
+directory and the workspace as its working tree (``--git-dir``,
+``--work-tree``), after ``_gitdir`` has checked that directory, so
+``core.worktree``, ``core.bare`` and a bare repository written at the
+workspace root change nothing. Nothing in the repository's configuration may
+make git run a program or read a host file: fsmonitor, hooks, external diff,
+textconv, pagers, signature programs and clean/smudge filters are switched
+off, and the files git would read from configured paths (attributes,
+excludes, mailmap, diff order) are ``/dev/null``, all on the command line,
+which wins over every configuration file. System and global configuration
+are not read, the environment is minimal, no lock is taken, no network
+protocol is allowed, and submodules are never entered.
 
 git never writes the repository's index either: a porcelain ``git diff``
 refreshes stat information and rewrites ``.git/index`` (taking
@@ -32,6 +38,7 @@ from dataclasses import dataclass
 from ..workspace import Workspace
 from ._base import ErrorKind
 from ._failure import ToolError
+from ._gitdir import Repository, open_repository
 
 __all__ = ["GitOutput", "git_available", "private_index", "run_git"]
 
@@ -45,11 +52,26 @@ _CONFIG = (
     "core.pager=cat",
     "core.quotePath=false",
     "core.sshCommand=false",
+    "core.askPass=/bin/false",
+    "core.editor=/bin/false",
+    "sequence.editor=/bin/false",
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    "safe.bareRepository=explicit",
     "color.ui=false",
     "log.showSignature=false",
+    "log.mailmap=false",
+    "mailmap.file=/dev/null",
+    "mailmap.blob=",
+    "diff.orderFile=/dev/null",
+    "gpg.program=/bin/false",
+    "gpg.ssh.program=/bin/false",
+    "gpg.x509.program=/bin/false",
     "gc.auto=0",
     "maintenance.auto=false",
     "submodule.recurse=false",
+    "status.submoduleSummary=false",
+    "diff.ignoreSubmodules=all",
     "credential.helper=",
 )
 _MAX_STDERR = 8192
@@ -77,25 +99,30 @@ def run_git(
     deadline: float | None = None,
     index_file: str | None = None,
 ) -> GitOutput:
-    """Runs ``git <defanged config> args`` in the workspace root; reads at most ``limit`` bytes.
+    """Runs ``git <defanged config> args`` on the workspace's repository; reads at most
+    ``limit`` bytes.
 
-    Past ``limit`` git is stopped and ``complete`` is False. Past the deadline
-    (TIMEOUT_S from now by default) it is killed and a Timeout ToolError raised.
-    ``index_file`` is the index git reads and refreshes instead of the
-    repository's (see :func:`private_index`).
+    The repository is checked first (see ``_gitdir``); a workspace without a
+    ``.git`` directory of its own, or with one git must not read, raises a
+    ToolError before git starts. Past ``limit`` git is stopped and
+    ``complete`` is False. Past the deadline (TIMEOUT_S from now by default)
+    it is killed and a Timeout ToolError raised. ``index_file`` is the index
+    git reads and refreshes instead of the repository's (see
+    :func:`private_index`).
     """
     git = git_available()
     if git is None:
         raise ToolError(ErrorKind.TOOL_FAILED, "git is not installed on this machine")
     deadline = deadline if deadline is not None else time.monotonic() + TIMEOUT_S
-    argv = [git]
+    repo = open_repository(ws, git, deadline)
+    argv = [git, "--no-pager", f"--git-dir={repo.git_dir}", f"--work-tree={repo.work_tree}"]
     for setting in _CONFIG:
         argv += ["-c", setting]
     argv += args
     proc = subprocess.Popen(
         argv,
         cwd=ws.root,
-        env=_environment(ws, {**_filter_overrides(ws, git), **_index_environment(index_file)}),
+        env=_environment(ws, {**_filter_overrides(repo), **_index_environment(index_file)}),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -176,22 +203,12 @@ def _environment(ws: Workspace, extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _filter_overrides(ws: Workspace, git: str) -> dict[str, str]:
-    """Configuration (as GIT_CONFIG_KEY_n/VALUE_n) that empties every clean/smudge filter the
-    repository defines, so status and diff never run one."""
-    proc = subprocess.run(
-        [git, "config", "-z", "--get-regexp", r"^filter\."],
-        cwd=ws.root,
-        env=_environment(ws, {}),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+def _filter_overrides(repo: Repository) -> dict[str, str]:
+    """Configuration (as GIT_CONFIG_KEY_n/VALUE_n, which takes any name) that empties every
+    clean/smudge filter the repository defines, so status and diff never run one."""
     names: list[str] = []
-    for entry in proc.stdout.split(b"\0"):
-        key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
-        if key.startswith("filter.") and key.count(".") >= 2:
+    for key, _value in repo.config:
+        if key.lower().startswith("filter.") and key.count(".") >= 2:
             name = key[len("filter.") : key.rindex(".")]
             if name not in names:
                 names.append(name)

@@ -25,10 +25,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .._untrusted import read_small_file
 from ._errors import CheckSpecError
 from ._grammar import path_problem
 
@@ -44,7 +44,6 @@ _PYPROJECT_PYTEST = re.compile(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*pytest[ \t]*[.
 _SETUP_CFG_PYTEST = re.compile(r"^[ \t]*\[[ \t]*tool:pytest[ \t]*\]", re.M)
 _TOX_PYTEST = re.compile(r"^[ \t]*\[[ \t]*pytest[ \t]*\]", re.M)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 PYTEST_COMMAND = "python3 -B -m pytest -q -p no:cacheprovider"
 NPM_COMMAND = "npm test --silent"
@@ -155,22 +154,8 @@ def _detect(root: str) -> list[CheckSpec]:
 
 def _read(dirfd: int, name: str) -> str | None:
     """The text of regular file ``name`` in ``dirfd``, or None (absent, a symlink, too big ...)."""
-    try:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=dirfd)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BUILD_FILE_BYTES:
-            return None
-        data = os.read(fd, MAX_BUILD_FILE_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_BUILD_FILE_BYTES:
-        return None
-    return data.decode("utf-8", "replace")
+    data = read_small_file(dirfd, name, MAX_BUILD_FILE_BYTES)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def _has_pytest(root_fd: int) -> bool:

@@ -48,8 +48,10 @@ __all__ = [
     "WorkspaceSnapshot",
 ]
 
-# PROTECTED_NAMES (from the workspace layer): the top-level names the sandbox binds read-only,
-# which bash cannot change; a snapshot skips them by default.
+# PROTECTED_NAMES (from the workspace layer, which reads the C core's list): the exact
+# top-level names the sandbox keeps read-only, which bash cannot change; a snapshot skips
+# them by default, and only them: another spelling (.GIT, .Vscode) is an ordinary name a
+# command can write, so it is seen.
 DEFAULT_MAX_ENTRIES = 1_000_000
 MAX_DEPTH = 256
 
@@ -138,9 +140,10 @@ class WorkspaceSnapshot:
     ) -> WorkspaceSnapshot:
         """Walks ``root`` (an absolute or relative directory path, not a symlink).
 
-        ``skip_top`` names top-level entries to leave out, compared
-        case-insensitively (the sandbox cannot write them). Raises
-        :class:`SnapshotError` when the root itself cannot be opened.
+        ``skip_top`` names top-level entries to leave out, compared exactly,
+        as the sandbox protects them (a command cannot write them; any other
+        spelling it can, so that is walked). Raises :class:`SnapshotError`
+        when the root itself cannot be opened.
         """
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise SnapshotError(f"max_entries must be a positive integer, not {max_entries!r}")
@@ -152,7 +155,7 @@ class WorkspaceSnapshot:
                 f"cannot snapshot workspace {path}: {exc.strerror} (it must be an existing "
                 "directory, not a symlink)"
             ) from None
-        walker = _Walker({name.casefold() for name in skip_top}, max_entries)
+        walker = _Walker(set(skip_top), max_entries)
         try:
             walker.scan(fd, "", 0)
         finally:
@@ -277,7 +280,7 @@ class _Walker:
             with os.scandir(dirfd) as entries:
                 for entry in entries:
                     name = entry.name
-                    if depth == 0 and name.casefold() in self.skip_top:
+                    if depth == 0 and name in self.skip_top:
                         self.skipped.add(name)
                         continue
                     if len(states) >= self.max_entries:

@@ -111,6 +111,7 @@ class AtomicWriter:
         self._fd = -1
         self._existing: os.stat_result | None = None
         self._temp_id: FileId | None = None
+        self._temp_inode: tuple[int, int] | None = None  # what abort() may remove
         self._written = 0
         self._committed = False
 
@@ -257,13 +258,19 @@ class AtomicWriter:
             )
 
     def abort(self) -> None:
-        """Drops the temporary file; the destination is untouched."""
+        """Drops the temporary file; the destination is untouched.
+
+        Only the file this writer created is removed: a name that now holds
+        another file (a sandboxed command may have replaced it) is left alone.
+        """
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
         if self._temp:
             with contextlib.suppress(OSError):
-                os.unlink(self._temp, dir_fd=self._dirfd)
+                now = _lstat(self._temp, self._dirfd)
+                if now is not None and (now.st_dev, now.st_ino) == self._temp_inode:
+                    os.unlink(self._temp, dir_fd=self._dirfd)
             self._temp = ""
 
     def __exit__(
@@ -286,6 +293,8 @@ class AtomicWriter:
             except FileExistsError:
                 continue
             self._temp = temp
+            st = os.fstat(self._fd)
+            self._temp_inode = (st.st_dev, st.st_ino)
             return
         raise OSError(errno.EEXIST, f"no free temporary name next to {self.path!r}")
 

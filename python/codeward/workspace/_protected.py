@@ -1,39 +1,26 @@
 """Protected names: the top-level entries of a workspace that configure the repository or the agent.
 
-One list for every layer: the sandbox binds these names read-only
-(native/src/sandbox_linux.c holds the same arrays, checked by the tests), the
-verification snapshot skips them because a sandboxed command cannot change
-them, and the guardrail asks before a tool writes to one. The directories
-are the repository and agent configuration; the files are those that would
-run code for the user (shell start-up files) or reconfigure a tool.
+One list for every layer, read from the C core (native/src/protected.c): the
+Linux sandbox keeps each exact name read-only (bound, or held by a read-only
+placeholder), the verification snapshot skips exactly those names because a
+sandboxed command cannot change them, and the guardrail asks before a tool
+writes to one (there in any spelling a file system may equate). The
+directories are the repository and agent configuration; the files are those
+that would run code for the user (shell start-up files) or reconfigure a tool.
 """
 
 from __future__ import annotations
 
 import unicodedata
 
+from .. import _native
+
 __all__ = ["PROTECTED_DIRS", "PROTECTED_FILES", "PROTECTED_NAMES", "is_protected_name"]
 
-# In the order of sandbox_linux.c, which the sandbox's profile follows.
-PROTECTED_DIRS: tuple[str, ...] = (
-    ".git",
-    ".a3s",
-    ".agents",
-    ".codex",
-    ".claude",
-    ".vscode",
-    ".idea",
-)
-PROTECTED_FILES: tuple[str, ...] = (
-    ".gitmodules",
-    ".mcp.json",
-    ".ripgreprc",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-)
+# In the C core's order, which the sandbox's profile follows.
+PROTECTED_DIRS: tuple[str, ...]
+PROTECTED_FILES: tuple[str, ...]
+PROTECTED_DIRS, PROTECTED_FILES = _native.protected_names()
 PROTECTED_NAMES: frozenset[str] = frozenset(PROTECTED_DIRS + PROTECTED_FILES)
 
 
