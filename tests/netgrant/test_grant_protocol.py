@@ -87,6 +87,35 @@ def test_a_slow_or_silent_client_is_refused_in_time():
         _read(b"")  # connected, closed at once
 
 
+def test_a_trickling_client_gets_the_same_time_for_the_whole_request():
+    """One byte every 20 ms never lets a single read wait long, yet the request is overdue."""
+    a, b = socket.socketpair()
+    stop = threading.Event()
+
+    def trickle():
+        for byte in b"CONNECT dl.example.com:443 HTTP/1.1\r\nHost: dl.example.com\r\n\r\n":
+            if stop.wait(0.02):
+                return
+            try:
+                a.send(bytes([byte]))
+            except OSError:
+                return
+
+    sender = threading.Thread(target=trickle)
+    sender.start()
+    try:
+        b.settimeout(0.3)  # the request would take well over a second
+        with pytest.raises(Refused) as exc:
+            read_request(b)
+        assert exc.value.status == 408
+        assert b.gettimeout() == 0.3  # given back as it was
+    finally:
+        stop.set()
+        sender.join()
+        a.close()
+        b.close()
+
+
 def test_socks5_negotiation():
     req = _read(b"\x05\x01\x00\x05\x01\x00\x03\x0edl.example.com\x01\xbb")
     assert (req.kind, req.host, req.port, req.by_address) == (

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -73,17 +74,26 @@ class ProxyRequest:
 
 
 def read_request(sock: socket.socket) -> ProxyRequest:
-    """Reads one proxy request from a fresh connection (blocking, with the socket's timeout)."""
-    first = _recv_some(sock, 1)
-    if first == b"\x05":
-        try:
-            return _read_socks5(sock)
-        except Refused as refused:
-            refused.kind = "socks5"
-            raise
-    if first == b"\x04":
-        raise Refused("SOCKS4 is not supported; use socks5h://", 400, SOCKS_FAILURE)
-    return _read_http(sock, first)
+    """Reads one proxy request from a fresh connection, all of it within the socket's timeout.
+
+    The timeout bounds the whole request, not each read: a client that
+    trickles a byte at a time is refused when the time is up.
+    """
+    timeout = sock.gettimeout()
+    conn = _Timed(sock, None if timeout is None else time.monotonic() + timeout)
+    try:
+        first = _recv_some(conn, 1)
+        if first == b"\x05":
+            try:
+                return _read_socks5(conn)
+            except Refused as refused:
+                refused.kind = "socks5"
+                raise
+        if first == b"\x04":
+            raise Refused("SOCKS4 is not supported; use socks5h://", 400, SOCKS_FAILURE)
+        return _read_http(conn, first)
+    finally:
+        sock.settimeout(timeout)
 
 
 def send_granted(sock: socket.socket, request: ProxyRequest) -> None:
@@ -117,7 +127,7 @@ def send_refusal(sock: socket.socket, kind: Kind | None, refused: Refused) -> No
 # -- HTTP --------------------------------------------------------------------------------------
 
 
-def _read_http(sock: socket.socket, first: bytes) -> ProxyRequest:
+def _read_http(sock: _Timed, first: bytes) -> ProxyRequest:
     data = first
     while b"\r\n\r\n" not in data:
         if len(data) > MAX_HEAD:
@@ -186,7 +196,7 @@ def _authority(text: str, *, default: int | None) -> tuple[str, int]:
 # -- SOCKS5 ------------------------------------------------------------------------------------
 
 
-def _read_socks5(sock: socket.socket) -> ProxyRequest:
+def _read_socks5(sock: _Timed) -> ProxyRequest:
     count = _recv_exact(sock, 1)[0]
     methods = _recv_exact(sock, count) if count else b""
     if 0 not in methods:
@@ -220,7 +230,26 @@ def _read_socks5(sock: socket.socket) -> ProxyRequest:
 # -- bytes -------------------------------------------------------------------------------------
 
 
-def _recv_some(sock: socket.socket, n: int) -> bytes:
+class _Timed:
+    """A connection whose reads share one deadline (None: none); writes are passed through."""
+
+    def __init__(self, sock: socket.socket, deadline: float | None) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def recv(self, n: int) -> bytes:
+        if self._deadline is not None:
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            self._sock.settimeout(left)
+        return self._sock.recv(n)
+
+    def sendall(self, data: bytes) -> None:
+        self._sock.sendall(data)
+
+
+def _recv_some(sock: _Timed, n: int) -> bytes:
     try:
         data = sock.recv(n)
     except TimeoutError:
@@ -230,7 +259,7 @@ def _recv_some(sock: socket.socket, n: int) -> bytes:
     return data
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: _Timed, n: int) -> bytes:
     data = b""
     while len(data) < n:
         data += _recv_some(sock, n - len(data))
