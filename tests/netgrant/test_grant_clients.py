@@ -2,9 +2,11 @@
 
 curl and Python's urllib, over HTTP and HTTPS (the test CA), through the
 proxy variables the sandbox sets; each case runs in the long-lived and the
-one-shot sandbox. A refusal must be the mediator's (the names it refuses
-would reach a server if they were admitted: see ``net`` in conftest.py) and
-must be printed by the client.
+one-shot sandbox; pip and git refused another port and a private answer
+(in the long-lived one; test_grant_session.py runs them to success). A
+refusal must be the mediator's (the names it refuses would reach a server
+if they were admitted: see ``net`` in conftest.py) and must be printed by
+the client.
 """
 
 from __future__ import annotations
@@ -180,3 +182,46 @@ def test_socks5_by_name_and_by_address(sandbox, run_granted):
     r = run_granted(sandbox, "dl.example.com", 80, script)
     lines = [line.strip() for line in r.out.stdout.splitlines()]
     assert lines == [f"reply 0 {HELLO}", "reply 2", "reply 7", "reply 7", "reply 2"], r.out
+
+
+PIP = (
+    "python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check --retries 1 "
+    "--timeout 20 --cert ca.pem -d dl --index-url"
+)
+GIT = "GIT_SSL_CAINFO=ca.pem git clone -q"
+
+
+def test_pip_and_git_are_refused_another_port_and_a_private_answer(
+    long_lived, run_granted, servers, net, workspace
+):
+    """pip and git, not only curl and urllib, fail with the mediator's reason (the session
+    suite shows them working, and refused another host)."""
+    before = len(servers.secure.seen), len(servers.plain.seen)
+    port = run_granted(
+        long_lived,
+        "dl.example.com",
+        443,
+        f"{PIP} https://dl.example.com:8443/simple/ demo-pkg; echo pip-exit=$?; "
+        f"{GIT} https://dl.example.com:8443/repo.git c1; echo git-exit=$?",
+    )
+    out = port.out.stdout + port.out.stderr
+    assert "pip-exit=0" not in out and "git-exit=0" not in out, out
+    # each prints the refusal: pip the mediator's reason, git the status
+    assert "dl.example.com:8443 is not the granted origin" in out, out
+    assert "CONNECT tunnel failed, response 403" in out, out
+    assert port.summary["refused"] >= 2 and port.summary["connections"] == 0, port.summary
+    private = run_granted(
+        long_lived,
+        "rebind.example.com",
+        None,
+        f"{PIP} https://rebind.example.com/simple/ demo-pkg; echo pip-exit=$?; "
+        f"{GIT} https://rebind.example.com/repo.git c2; echo git-exit=$?",
+    )
+    out = private.out.stdout + private.out.stderr
+    assert "pip-exit=0" not in out and "git-exit=0" not in out, out
+    assert private.summary["refused"] >= 2 and private.summary["connections"] == 0, private.summary
+    assert "rebind.example.com resolves to 127.0.0.1 (loopback" in out, out
+    assert "CONNECT tunnel failed, response 403" in out, out
+    assert all("resolves to 127.0.0.1" in why for why in private.summary["refusals"])
+    assert (len(servers.secure.seen), len(servers.plain.seen)) == before
+    assert not net.dialed and not list(workspace.glob("dl/*")) and not (workspace / "c1").exists()
