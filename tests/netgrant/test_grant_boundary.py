@@ -29,10 +29,18 @@ def canary():
 
 
 def test_a_granted_command_still_has_no_direct_network(sandbox, run_granted, canary, servers):
-    """Raw TCP that ignores the proxy, UDP, DNS: none of it goes anywhere."""
+    """Raw TCP that ignores the proxy, UDP, DNS, an inherited socket: none of it goes anywhere."""
     script = _py(
         f"""
-        import errno, socket
+        import errno, os, socket
+        # no socket is inherited: not the grant socket, not the proxy's listener
+        kinds = set()
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                kinds.add(os.readlink(f"/proc/self/fd/{{fd}}").split(":")[0])
+            except FileNotFoundError:  # listdir's own
+                pass
+        print("inherited", sorted(k for k in kinds if k in ("socket", "pipe")))
         def tcp(addr):
             s = socket.socket(socket.AF_INET6 if ":" in addr[0] else socket.AF_INET)
             s.settimeout(3)
@@ -61,6 +69,7 @@ def test_a_granted_command_still_has_no_direct_network(sandbox, run_granted, can
     )
     r = run_granted(sandbox, "dl.example.com", None, script)
     lines = dict(line.split(" ", 1) for line in r.out.stdout.splitlines())
+    assert lines["inherited"] == "['pipe']", r.out
     assert lines["tcp-proxy"] == "connected", r.out
     assert lines["tcp-canary"] in ("EACCES", "ECONNREFUSED"), r.out  # Landlock, or nothing there
     assert lines["tcp-origin"] in ("EACCES", "ECONNREFUSED"), r.out
