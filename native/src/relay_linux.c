@@ -108,8 +108,12 @@ static int setup(struct direction *d, int src, int dst, size_t want, a3s_error *
     d->src = src;
     d->dst = dst;
     d->pipe[0] = d->pipe[1] = -1;
-    if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "a3s_relay: pipe2: %s", strerror(errno));
+    char eb[128];
+    if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        int e = errno;
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "a3s_relay: pipe2: %s",
+                        a3s_errstr(e, eb, sizeof eb));
+    }
     /* the kernel may give less than asked (fs.pipe-max-size): use what it gave */
     fcntl(d->pipe[1], F_SETPIPE_SZ, (int)want);
     int got = fcntl(d->pipe[1], F_GETPIPE_SZ);
@@ -133,9 +137,12 @@ A3S_API int a3s_relay(int a, int b, const a3s_relay_options *opts, a3s_relay_sta
     size_t want = opts && opts->pipe_bytes ? opts->pipe_bytes : DEFAULT_PIPE_BYTES;
     if (want < MIN_PIPE_BYTES)
         want = MIN_PIPE_BYTES;
-    if (a3s_set_nonblock(a) < 0 || a3s_set_nonblock(b) < 0)
-        return a3s_fail(err, A3S_E_INVALID, errno, 0, "a3s_relay: the descriptors: %s",
-                        strerror(errno));
+    char eb[128]; /* a3s_errstr: relays run in many threads at once */
+    if (a3s_set_nonblock(a) < 0 || a3s_set_nonblock(b) < 0) {
+        int e = errno;
+        return a3s_fail(err, A3S_E_INVALID, e, 0, "a3s_relay: the descriptors: %s",
+                        a3s_errstr(e, eb, sizeof eb));
+    }
     struct direction d[2];
     int rc = setup(&d[0], a, b, want, err);
     if (rc == A3S_OK && (rc = setup(&d[1], b, a, want, err)) != A3S_OK)
@@ -188,7 +195,8 @@ A3S_API int a3s_relay(int a, int b, const a3s_relay_options *opts, a3s_relay_sta
             int e = errno;
             for (int i = 0; i < 2; i++)
                 release(&d[i]);
-            return a3s_fail(err, A3S_E_SYSTEM, e, 0, "a3s_relay: poll: %s", strerror(e));
+            return a3s_fail(err, A3S_E_SYSTEM, e, 0, "a3s_relay: poll: %s",
+                            a3s_errstr(e, eb, sizeof eb));
         }
         if (p[2].revents) {
             result |= A3S_RELAY_CANCELLED;
