@@ -1284,10 +1284,21 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
     int rc = A3S_OK;
     /* pass 0 checks and binds the names present, so that a refusal changes
      * nothing; pass 1 holds the missing ones with placeholders, unless the
-     * workspace is bound read-only (nothing can be created there) */
+     * workspace is bound read-only (nothing can be created there). Another
+     * run over the same workspace may make or remove its placeholders in
+     * between, so pass 1 goes by what pass 0 bound, not by what it finds:
+     * a name that has appeared since (another run's placeholder) is checked
+     * and bound as in pass 0, one that has gone since gets a placeholder
+     * under its pass-0 bind, and every name is bound exactly once. */
+    uint64_t bound = 0; /* bit i: protected name i is bound */
+    if (a3s_protected_ndirs + a3s_protected_nfiles > 64) {
+        close(wsfd);
+        return a3s_fail(err, A3S_E_SYSTEM, 0, 0, "protect_names: too many protected names");
+    }
     int passes = (sb->flags & A3S_SANDBOX_WORKSPACE_READONLY) ? 1 : 2;
     for (int pass = 0; pass < passes && rc == A3S_OK; pass++) {
         for (size_t i = 0; i < a3s_protected_ndirs + a3s_protected_nfiles && rc == A3S_OK; i++) {
+            bool was_bound = bound & (1ull << i);
             bool file = i >= a3s_protected_ndirs;
             const char *name = file ? a3s_protected_files[i - a3s_protected_ndirs]
                                     : a3s_protected_dirs[i];
@@ -1306,7 +1317,9 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                 if (pass == 0)
                     continue;
                 if (p->describe) { /* the bind a run would make, over nothing made */
-                    push3(binds, "--ro-bind", path, path);
+                    if (!was_bound)
+                        push3(binds, "--ro-bind", path, path);
+                    bound |= 1ull << i;
                     continue;
                 }
                 /* a read-only placeholder for the run (docs/security.md: always an
@@ -1318,7 +1331,7 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                                   strerror(errno));
                     break;
                 }
-            } else if (pass == 1) {
+            } else if (was_bound) {
                 continue; /* present: bound in pass 0 */
             }
             if (made >= 0) {
@@ -1348,7 +1361,10 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                                                  err)) != A3S_OK) {
                 break;
             }
+            if (was_bound)
+                continue; /* our placeholder, under the bind pass 0 made */
             push3(binds, "--ro-bind", path, path);
+            bound |= 1ull << i;
             if (made < 0 && S_ISREG(st.st_mode) && !strcmp(name, ".git"))
                 bind_gitdirs(sb, p, binds, wsfd);
         }

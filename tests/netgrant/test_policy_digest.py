@@ -7,6 +7,7 @@ found or given in, one-shot or long-lived. Complete: any change of content
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 
@@ -68,6 +69,40 @@ def test_one_shot_and_long_lived_have_the_same_policy(ws):
     finally:
         long_lived.close()
         one_shot.close()
+
+
+def test_another_runs_placeholders_coming_and_going_do_not_change_it(ws):
+    """Each protected name is bound exactly once, whenever another run over the same workspace
+    makes or removes its placeholder (between the two passes over the names, a name that
+    appeared was left unbound, one that went was bound twice: a grant approved then was
+    refused, and a run planned then kept such a name writable)."""
+    import threading
+
+    describer = NativeBashSandbox(ws, reuse=False)
+    runner = NativeBashSandbox(ws, reuse=False)
+    expected = describer.policy()
+    stop = threading.Event()
+    seen: set[str] = set()
+
+    def describe() -> None:
+        while not stop.is_set():
+            seen.add(describer.policy().text)
+
+    watcher = threading.Thread(target=describe)
+    watcher.start()
+    try:
+        for _ in range(12):  # each run makes 15 placeholders, then removes them
+            assert runner.exec("true").exit_code == 0
+    finally:
+        stop.set()
+        watcher.join()
+        describer.close()
+        runner.close()
+    assert seen == {expected.text}, [
+        line
+        for text in seen - {expected.text}
+        for line in difflib.unified_diff(expected.text.splitlines(), text.splitlines(), n=0)
+    ]
 
 
 def test_the_order_things_are_found_in_does_not_matter(ws, tmp_path):
