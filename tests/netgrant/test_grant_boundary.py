@@ -240,3 +240,39 @@ def test_too_many_or_idle_connections_are_turned_away(sandbox, net, workspace):
     assert lines[2] == "b''", out
     summary = admission.summary()
     assert summary["refused"] == 3 and "too many connections at once" in summary["refusals"]
+
+
+def test_two_grants_at_once_stay_apart(long_lived, run_granted, workspace):
+    """Two granted commands of one sandbox handle running together (the second finds the
+    long-lived sandbox busy and runs one-shot): each reaches its own origin only. Both are
+    approved against the policy as it is, whatever the other's placeholders do meanwhile."""
+    import threading
+
+    def command(me: str, other: str) -> str:
+        # each waits until the other has started, so they overlap for certain
+        return (
+            f"touch {me}.ready; for i in $(seq 200); do [ -e {other}.ready ] && break; "
+            "sleep 0.05; done; "
+            f"for h in dl other; do {CURL} http://$h.example.com/hello; echo; done"
+        )
+
+    results: dict = {}
+
+    def run(host: str, me: str, other: str) -> None:
+        results[host] = run_granted(long_lived, host, 80, command(me, other))
+
+    threads = [
+        threading.Thread(target=run, args=("dl.example.com", "a", "b")),
+        threading.Thread(target=run, args=("other.example.com", "b", "a")),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for host, other in (("dl.example.com", "other"), ("other.example.com", "dl")):
+        out, summary = results[host].out, results[host].summary
+        assert not out.policy_changed and out.exit_code == 0, out
+        assert out.stdout.count("hello through the grant") == 1, out
+        assert f"{other}.example.com:80 is not the granted origin" in out.stdout, out
+        assert summary["connections"] == 1 and summary["refused"] == 1, summary
+    assert (workspace / "a.ready").exists() and (workspace / "b.ready").exists()
