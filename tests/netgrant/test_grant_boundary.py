@@ -41,6 +41,8 @@ def test_a_granted_command_still_has_no_direct_network(sandbox, run_granted, can
             except FileNotFoundError:  # listdir's own
                 pass
         print("inherited", sorted(k for k in kinds if k in ("socket", "pipe")))
+        proxies = (f"{{k}}={{v}}" for k, v in os.environ.items() if "proxy" in k.lower())
+        print("env", ",".join(sorted(proxies)))
         def tcp(addr):
             s = socket.socket(socket.AF_INET6 if ":" in addr[0] else socket.AF_INET)
             s.settimeout(3)
@@ -70,6 +72,10 @@ def test_a_granted_command_still_has_no_direct_network(sandbox, run_granted, can
     r = run_granted(sandbox, "dl.example.com", None, script)
     lines = dict(line.split(" ", 1) for line in r.out.stdout.splitlines())
     assert lines["inherited"] == "['pipe']", r.out
+    http, socks = "http://127.0.0.1:3128", "socks5h://127.0.0.1:3128"
+    variables = [f"ALL_PROXY={socks}", f"HTTPS_PROXY={http}", f"HTTP_PROXY={http}", "NO_PROXY="]
+    variables += [f"all_proxy={socks}", f"http_proxy={http}", f"https_proxy={http}", "no_proxy="]
+    assert lines["env"] == ",".join(variables), r.out  # every usual tool finds the proxy
     assert lines["tcp-proxy"] == "connected", r.out
     assert lines["tcp-canary"] in ("EACCES", "ECONNREFUSED"), r.out  # Landlock, or nothing there
     assert lines["tcp-origin"] in ("EACCES", "ECONNREFUSED"), r.out
