@@ -108,6 +108,26 @@ def test_mcp_exports_and_errors() -> None:
     assert issubclass(mcp.McpTool, codeward.kernel.ExternalTool)
 
 
+EXPECTED_NETGRANT = {
+    "DEFAULT_PORTS",
+    "PROXY_PORT",
+    "Admission",
+    "NetworkGrant",
+    "NetworkGrantError",
+    "NetworkMediator",
+    "canonical_host",
+}
+
+
+def test_netgrant_exports_and_error() -> None:
+    import codeward.netgrant as netgrant
+
+    assert set(netgrant.__all__) == EXPECTED_NETGRANT
+    assert issubclass(netgrant.NetworkGrantError, codeward.CodewardError)
+    assert issubclass(netgrant.NetworkGrantError, ValueError)
+    assert netgrant.PROXY_PORT == 3128  # A3S_GRANT_PROXY_PORT
+
+
 def test_top_level_exports() -> None:
     assert set(codeward.__all__) == EXPECTED
     for name in EXPECTED:

@@ -17,10 +17,12 @@
  *
  * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N] [--host-pidfd N]
  *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock] [--allow-connect]
- *                 [LIMITS] -- PROGRAM [ARG]...
+ *                 [--grant-port N --grant-fd N] [LIMITS] -- PROGRAM [ARG]...
  *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
- *                 [--rw PATH]... [--clean PATH]... [--no-landlock] [LIMITS]
+ *                 [--rw PATH]... [--clean PATH]... [--no-landlock] [--grant-port N] [LIMITS]
  *                 -- PROGRAM [ARG]...
+ * --grant-port and --grant-fd: a network grant (grant.c; a3s.h, "Network grants"):
+ * one-shot, this command's; in server mode, EXEC requests may carry one.
  * LIMITS (sandbox and server modes; limits.c): --max-processes N (each
  * command's RLIMIT_NPROC), --memory-max N (the memory watchdog's bound, for
  * a sandbox without a memory cgroup) and --watch-tmpfs PATH... (the tmpfs
@@ -191,6 +193,9 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
                            .host_pidfd = -1,
                            .oom_fd = -1,
                            .dump_fd = -1,
+                           .grant_fd = -1,
+                           .grant_ll = {.ruleset_fd = -1},
+                           .grant_listener = -1,
                            .grace_ms = 2000,
                            .landlock = true};
     bool mode_set = false;
@@ -242,6 +247,13 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             cfg->max_processes = parse_u64(v, a);
         } else if (strcmp(a, "--memory-max") == 0) {
             cfg->memory_max = parse_u64(v, a);
+        } else if (strcmp(a, "--grant-port") == 0) {
+            uint64_t port = parse_u64(v, a);
+            if (port == 0 || port > 65535)
+                die(NULL, "bad %s value '%s'", a, v);
+            cfg->grant_port = (uint16_t)port;
+        } else if (strcmp(a, "--grant-fd") == 0) {
+            cfg->grant_fd = parse_fd(v, a);
         } else if (strcmp(a, "--watch-tmpfs") == 0) {
             if (cfg->nwatch_tmpfs == MAX_CLEAN)
                 die(NULL, "too many --watch-tmpfs paths (limit %d)", MAX_CLEAN);
@@ -255,6 +267,8 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
         die(NULL, "--mode is required");
     if (cfg->server && (cfg->control_fd < 0 || cfg->lifeline_fd < 0))
         die(NULL, "server mode needs --control-fd and --lifeline-fd");
+    if (cfg->grant_fd >= 0 && (cfg->server || !cfg->sandbox || !cfg->grant_port))
+        die(NULL, "--grant-fd is for a one-shot sandbox with --grant-port");
     if (i >= argc)
         die(cfg, "no command given after --");
     cfg->argv = argv + i;
@@ -399,7 +413,8 @@ int status_of(int wstatus) {
     return 1;
 }
 
-static _Noreturn void finish(const struct config *cfg, pid_t child, int code) {
+static _Noreturn void finish(struct config *cfg, pid_t child, int code) {
+    grant_close(&cfg->grant_listener); /* the grant ends with the command */
     if (cfg->sandbox)
         signal_namespace(cfg, SIGKILL);
     else
@@ -506,6 +521,7 @@ int main(int argc, char **argv) {
     set_cloexec(cfg.lifeline_fd);
     set_cloexec(cfg.control_fd);
     set_cloexec(cfg.host_pidfd);
+    set_cloexec(cfg.grant_fd);
 
     /* Opened while /proc/self is still ours (limits.c). */
     if (cfg.sandbox && !own_settings_open(&cfg))
@@ -546,6 +562,11 @@ int main(int argc, char **argv) {
         if (cfg.landlock &&
             a3s_landlock_prepare_net(cfg.rw, cfg.nrw, cfg.allow_connect, &ll, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
+        /* a granted command may connect to the proxy's port, and nowhere else */
+        if (cfg.landlock && cfg.grant_port &&
+            a3s_landlock_prepare_port(cfg.rw, cfg.nrw, cfg.grant_port, &cfg.grant_ll, &err) !=
+                A3S_OK)
+            die(&cfg, "%s", err.message);
         if (a3s_seccomp_build(0, &filter, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
         /* Before the deny-list, which refuses any later listener: every
@@ -578,6 +599,14 @@ int main(int argc, char **argv) {
     if (cfg.server)
         serve(&cfg, program, &ll, NULL, sfd); /* never returns; commands inherit the filter */
 
+    if (cfg.grant_fd >= 0) {
+        char why[256];
+        cfg.grant_listener = grant_open(cfg.grant_fd, cfg.grant_port, why, sizeof why);
+        if (cfg.grant_listener < 0)
+            die(&cfg, "%s", why);
+        close(cfg.grant_fd);
+        cfg.grant_fd = -1;
+    }
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)
         die(&cfg, "pipe2: %s", strerror(errno));
@@ -597,7 +626,7 @@ int main(int argc, char **argv) {
             .in = -1,
             .out = -1,
             .err = -1,
-            .ll = cfg.sandbox ? &ll : NULL,
+            .ll = !cfg.sandbox ? NULL : cfg.grant_listener >= 0 ? &cfg.grant_ll : &ll,
             .filter = NULL, /* inherited from the init (sandbox mode) */
             .nproc = cfg.sandbox ? command_nproc(&cfg) : 0,
             .report_fd = report[1],
@@ -612,6 +641,7 @@ int main(int argc, char **argv) {
     while (n < 0 && errno == EINTR);
     close(report[0]);
     a3s_landlock_close(&ll);
+    a3s_landlock_close(&cfg.grant_ll);
     a3s_seccomp_program_free(&filter);
     if (n == (ssize_t)sizeof f) {
         f.step[sizeof f.step - 1] = '\0';

@@ -48,6 +48,11 @@ struct config {
     uint64_t memory_max;    /* the watchdog's bound on the sandbox's memory; 0: no watchdog */
     const char *watch_tmpfs[MAX_CLEAN]; /* the sandbox's tmpfs mounts: their contents count */
     size_t nwatch_tmpfs;
+    /* network grants (grant.c) */
+    uint16_t grant_port;           /* --grant-port: where the proxy's socket is bound; 0: none */
+    int grant_fd;                  /* --grant-fd (one-shot): the caller's grant socket */
+    struct a3s_landlock grant_ll;  /* Landlock for a granted command: connect to grant_port */
+    int grant_listener;            /* the running command's proxy socket, -1 if none */
 };
 
 /* What a child reports through its close-on-exec pipe when it cannot exec. */
@@ -106,6 +111,14 @@ uint64_t command_nproc(const struct config *cfg);
  * bound: the caller then kills the command. */
 int watchdog_arm(const struct config *cfg);
 bool watchdog_over(const struct config *cfg, int tfd);
+
+/* Network grants (grant.c): grant_open binds the proxy's socket to
+ * 127.0.0.1:port, hands it to the caller through grant_fd and waits until
+ * the caller listens; the socket, or -1 with `why` filled. grant_close
+ * shuts it down (it stops listening in every process that holds it) and
+ * closes it. */
+int grant_open(int grant_fd, uint16_t port, char *why, size_t cap);
+void grant_close(int *listener);
 
 /* The self-test's seccomp check (probe_seccomp.c): calls every system call
  * the filter refuses whatever its arguments, without running any of them,

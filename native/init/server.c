@@ -540,8 +540,8 @@ static void close_all(int *fds, size_t n) {
 }
 
 /* Reads one request; anything but a well-formed one ends the sandbox. */
-static uint16_t receive(uint8_t **buf, size_t *len, int fds[2], size_t *nfds) {
-    int rc = a3s_msg_recv(cfg_g->control_fd, buf, len, fds, 2, nfds, RECV_TIMEOUT_MS);
+static uint16_t receive(uint8_t **buf, size_t *len, int fds[3], size_t *nfds) {
+    int rc = a3s_msg_recv(cfg_g->control_fd, buf, len, fds, 3, nfds, RECV_TIMEOUT_MS);
     uint16_t type = 0;
     uint32_t total = 0;
     if (rc != 0 || a3s_msg_header(*buf, *len, &type, &total, NULL) != A3S_OK)
@@ -609,11 +609,15 @@ static char **command_argv(const struct config *cfg, char *command) {
     return argv;
 }
 
-/* Runs one command to its end; fills d. out and err are closed here. */
+/* Runs one command to its end; fills d. out, err and grant_fd (-1: no
+ * network grant) are closed here. */
 static void run_one(const char *program, const struct a3s_landlock *ll,
                     const struct a3s_seccomp_program *filter, int sfd,
-                    const struct a3s_msg_exec *m, int out, int err, struct a3s_msg_done *d) {
+                    const struct a3s_msg_exec *m, int out, int err, int grant_fd,
+                    struct a3s_msg_done *d) {
     const struct config *cfg = cfg_g;
+    int listener = -1;
+    char why[256];
     char scratch[sizeof A3S_SCRATCH_PARENT + A3S_MSG_SCRATCH_MAX + 2];
     struct stat st;
     snprintf(scratch, sizeof scratch, "%s/%s", A3S_SCRATCH_PARENT, m->scratch);
@@ -629,6 +633,11 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         fail_setup(d, "%s is not a directory: %s", A3S_SCRATCH_PARENT, ENOTDIR);
     } else if (mkdir(scratch, 0700) < 0) {
         fail_setup(d, "cannot make the scratch directory %s: %s", scratch, errno);
+    } else if (grant_fd >= 0 &&
+               (listener = grant_open(grant_fd, cfg->grant_port, why, sizeof why)) < 0) {
+        d->exit_code = EXIT_SETUP;
+        d->flags = A3S_DONE_SETUP_FAILED;
+        snprintf(d->message, sizeof d->message, "%s", why);
     } else if (pipe2(report, O_CLOEXEC) < 0) {
         fail_setup(d, "%s: %s", "pipe2", errno);
     } else if ((child = fork()) < 0) {
@@ -642,7 +651,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             .in = devnull,
             .out = out,
             .err = err,
-            .ll = ll,
+            .ll = listener >= 0 ? &cfg->grant_ll : ll,
             .filter = filter,
             .nproc = command_nproc(cfg),
             .report_fd = report[1],
@@ -652,6 +661,8 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     own_settings_restore(cfg); /* the child was forked with the command's OOM score */
     close(out);
     close(err);
+    if (grant_fd >= 0)
+        close(grant_fd);
     if (report[1] >= 0)
         close(report[1]);
     int status = 0;
@@ -705,7 +716,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             if (p[2].revents & POLLIN) {
                 uint8_t *buf;
                 size_t len, nfds;
-                int fds[2];
+                int fds[3];
                 uint16_t type = receive(&buf, &len, fds, &nfds);
                 free(buf);
                 close_all(fds, nfds);
@@ -744,6 +755,9 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         close(tfd);
     if (wfd >= 0)
         close(wfd);
+    /* the grant ends with the command's main process: the proxy stops listening before
+     * anything it left behind is killed, so nothing left behind can still reach it */
+    grant_close(&listener);
     if (child > 0)
         kill_and_reap(child, &status, &reaped);
     if (!(d->flags & A3S_DONE_SETUP_FAILED)) {
@@ -832,7 +846,7 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         }
         uint8_t *buf;
         size_t len, nfds;
-        int fds[2];
+        int fds[3];
         uint16_t type = receive(&buf, &len, fds, &nfds);
         if (type == A3S_MSG_CANCEL) { /* for a command that already ended */
             free(buf);
@@ -840,8 +854,11 @@ _Noreturn void serve(const struct config *cfg, const char *program,
             continue;
         }
         struct a3s_msg_exec m;
-        if (type != A3S_MSG_EXEC || nfds != 2 || a3s_msg_decode_exec(buf, len, &m, NULL) != A3S_OK)
+        if (type != A3S_MSG_EXEC || nfds < 2 || a3s_msg_decode_exec(buf, len, &m, NULL) != A3S_OK)
             shut_down(); /* SHUTDOWN, or a malformed request */
+        bool grant = m.flags & A3S_MSG_EXEC_GRANT;
+        if (nfds != (grant ? 3u : 2u) || (grant && !cfg->grant_port))
+            shut_down(); /* a grant socket without the flag, or a grant this sandbox cannot give */
         free(buf);
         struct a3s_msg_done d = {0};
         if (!mounts_intact()) {
@@ -853,7 +870,7 @@ _Noreturn void serve(const struct config *cfg, const char *program,
             send_done(&d);
             shut_down();
         }
-        run_one(program, ll, filter, sfd, &m, fds[0], fds[1], &d);
+        run_one(program, ll, filter, sfd, &m, fds[0], fds[1], grant ? fds[2] : -1, &d);
         a3s_msg_exec_free(&m);
         bool trees_restored = restore_trees(cfg); /* all run, whatever the others found */
         bool metadata_restored = restore_metadata();   /* after the trees: see there */

@@ -24,6 +24,7 @@
 
 #define LL_CREATE_RULESET_VERSION (1u << 0)
 #define LL_RULE_PATH_BENEATH 1
+#define LL_RULE_NET_PORT 2 /* ABI 4 */
 
 #define LL_FS_EXECUTE (1ull << 0)
 #define LL_FS_WRITE_FILE (1ull << 1)
@@ -56,6 +57,11 @@ struct ll_path_beneath_attr {
     uint64_t allowed_access;
     int32_t parent_fd;
 } __attribute__((packed));
+
+struct ll_net_port_attr {
+    uint64_t allowed_access;
+    uint64_t port;
+};
 
 #define LL_FS_READ (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
 #define LL_FS_WRITE                                                                              \
@@ -94,8 +100,21 @@ int a3s_landlock_prepare(const char *const *rw, size_t nrw, struct a3s_landlock 
     return a3s_landlock_prepare_net(rw, nrw, false, out, err);
 }
 
+static int prepare(const char *const *rw, size_t nrw, bool allow_connect, uint16_t connect_port,
+                   struct a3s_landlock *out, a3s_error *err);
+
 int a3s_landlock_prepare_net(const char *const *rw, size_t nrw, bool allow_connect,
                              struct a3s_landlock *out, a3s_error *err) {
+    return prepare(rw, nrw, allow_connect, 0, out, err);
+}
+
+int a3s_landlock_prepare_port(const char *const *rw, size_t nrw, uint16_t connect_port,
+                              struct a3s_landlock *out, a3s_error *err) {
+    return prepare(rw, nrw, false, connect_port, out, err);
+}
+
+static int prepare(const char *const *rw, size_t nrw, bool allow_connect, uint16_t connect_port,
+                   struct a3s_landlock *out, a3s_error *err) {
     out->ruleset_fd = -1;
     long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
     out->abi = abi > 0 ? (int)abi : 0;
@@ -123,6 +142,14 @@ int a3s_landlock_prepare_net(const char *const *rw, size_t nrw, bool allow_conne
     int rc = add_path(out->ruleset_fd, "/", read, err);
     for (size_t i = 0; rc == A3S_OK && i < nrw; i++)
         rc = add_path(out->ruleset_fd, rw[i], all, err);
+    if (rc == A3S_OK && connect_port && out->abi >= 4) {
+        /* a network grant: the proxy's port, and no other */
+        struct ll_net_port_attr port = {.allowed_access = LL_NET_CONNECT_TCP,
+                                        .port = connect_port};
+        if (syscall(SYS_landlock_add_rule, out->ruleset_fd, LL_RULE_NET_PORT, &port, 0) < 0)
+            rc = a3s_fail(err, A3S_E_SYSTEM, errno, 0, "landlock: add a rule for port %u: %s",
+                          (unsigned)connect_port, strerror(errno));
+    }
     if (rc != A3S_OK)
         a3s_landlock_close(out);
     return rc;

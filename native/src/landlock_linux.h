@@ -26,6 +26,13 @@ int a3s_landlock_prepare(const char *const *rw, size_t nrw, struct a3s_landlock 
 int a3s_landlock_prepare_net(const char *const *rw, size_t nrw, bool allow_connect,
                              struct a3s_landlock *out, a3s_error *err);
 
+/* As a3s_landlock_prepare, but TCP connect is allowed to connect_port (0:
+ * none), whatever the address: for a command with a network grant, whose
+ * network namespace holds only loopback, where the grant's proxy listens on
+ * that port (ABI >= 4; before that Landlock does not restrict TCP). */
+int a3s_landlock_prepare_port(const char *const *rw, size_t nrw, uint16_t connect_port,
+                              struct a3s_landlock *out, a3s_error *err);
+
 /* Enforces the prepared ruleset on the calling thread and its future
  * children (sets NO_NEW_PRIVS). Only system calls: async-signal-safe, for
  * use between fork and exec. Returns 0 or -errno. */

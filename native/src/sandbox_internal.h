@@ -108,6 +108,9 @@ struct plan {
     const a3s_child_options *spawn;
     bool memory_cgroup;   /* set by the caller: a memory cgroup bounds the sandbox, so the
                              init needs no watchdog */
+    bool describe;        /* set by the caller (a3s_sandbox_policy): plan only, make nothing
+                             (no lock, run directory, journal or placeholder); release it with
+                             a3s_plan_forget */
 };
 
 /* Sets what a plan starts with: no fds, no deadline, nothing noted. */
@@ -155,6 +158,26 @@ int a3s_plan_current(a3s_sandbox *sb, struct plan *p);
  * handle found that its processes cannot join the cgroups it makes. */
 struct a3s_cgroup;
 void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg);
+
+/* policy_linux.c: the digest of the policy a plan runs a command under
+ * (a3s_sandbox_policy's, for any plan of the same handle and the same
+ * policy, one-shot, long-lived or described). */
+int a3s_plan_digest(const a3s_sandbox *sb, const struct plan *p,
+                    char out[A3S_POLICY_DIGEST_SIZE], a3s_error *err);
+
+/* Whether the policy a plan runs under no longer has the digest the caller
+ * named (sandbox_linux.c); the result a changed one gets says this: */
+int a3s_policy_check(const a3s_sandbox *sb, const struct plan *p, const char *digest,
+                     bool *changed, a3s_error *err);
+#define POLICY_CHANGED_MESSAGE                                                                    \
+    "the sandbox policy changed since the command was approved against it: re-approve against "  \
+    "the current policy (nothing ran)"
+
+/* grant_linux.c: a network grant's part of a run (see a3s.h, "Network grants"). */
+/* Checks the grant options of an exec against the handle. */
+int a3s_grant_check(const a3s_sandbox *sb, const a3s_exec_options *o, a3s_error *err);
+/* Adds the proxy variables to a command's environment. */
+int a3s_grant_env(struct a3s_strvec *env, a3s_error *err);
 
 /* session_linux.c */
 int a3s_session_exec(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,

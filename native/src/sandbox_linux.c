@@ -795,6 +795,15 @@ static int make_run_dir(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
     return A3S_OK;
 }
 
+/* A described plan's run directory: names only, nothing on disk (the
+ * policy text names the mask objects by their role, not by these paths). */
+static int describe_run_dir(struct plan *p) {
+    snprintf(p->home, sizeof p->home, "/a3s-describe/home");
+    snprintf(p->mask_file, sizeof p->mask_file, "/a3s-describe/mask");
+    snprintf(p->mask_dir, sizeof p->mask_dir, "/a3s-describe/maskdir");
+    return A3S_OK;
+}
+
 /* ---- placeholder journals --------------------------------------------------
  * A run that is killed (SIGKILL of the caller) cannot remove its
  * placeholders, so each run records them in a journal named after the
@@ -1354,10 +1363,21 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
     int rc = A3S_OK;
     /* pass 0 checks and binds the names present, so that a refusal changes
      * nothing; pass 1 holds the missing ones with placeholders, unless the
-     * workspace is bound read-only (nothing can be created there) */
+     * workspace is bound read-only (nothing can be created there). Another
+     * run over the same workspace may make or remove its placeholders in
+     * between, so pass 1 goes by what pass 0 bound, not by what it finds:
+     * a name that has appeared since (another run's placeholder) is checked
+     * and bound as in pass 0, one that has gone since gets a placeholder
+     * under its pass-0 bind, and every name is bound exactly once. */
+    uint64_t bound = 0; /* bit i: protected name i is bound */
+    if (a3s_protected_ndirs + a3s_protected_nfiles > 64) {
+        close(wsfd);
+        return a3s_fail(err, A3S_E_SYSTEM, 0, 0, "protect_names: too many protected names");
+    }
     int passes = (sb->flags & A3S_SANDBOX_WORKSPACE_READONLY) ? 1 : 2;
     for (int pass = 0; pass < passes && rc == A3S_OK; pass++) {
         for (size_t i = 0; i < a3s_protected_ndirs + a3s_protected_nfiles && rc == A3S_OK; i++) {
+            bool was_bound = bound & (1ull << i);
             bool file = i >= a3s_protected_ndirs;
             const char *name = file ? a3s_protected_files[i - a3s_protected_ndirs]
                                     : a3s_protected_dirs[i];
@@ -1375,6 +1395,12 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                 }
                 if (pass == 0)
                     continue;
+                if (p->describe) { /* the bind a run would make, over nothing made */
+                    if (!was_bound)
+                        push3(binds, "--ro-bind", path, path);
+                    bound |= 1ull << i;
+                    continue;
+                }
                 /* a read-only placeholder for the run (docs/security.md: always an
                  * empty directory, which git never lists or stages) */
                 if (((made = mkdirat(wsfd, name, 0555)) < 0 && errno != EEXIST) ||
@@ -1384,7 +1410,7 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                                   strerror(errno));
                     break;
                 }
-            } else if (pass == 1) {
+            } else if (was_bound) {
                 continue; /* present: bound in pass 0 */
             }
             if (made >= 0) {
@@ -1414,7 +1440,10 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                                                  err)) != A3S_OK) {
                 break;
             }
+            if (was_bound)
+                continue; /* our placeholder, under the bind pass 0 made */
             push3(binds, "--ro-bind", path, path);
+            bound |= 1ull << i;
             if (made < 0 && S_ISREG(st.st_mode) && !strcmp(name, ".git"))
                 bind_gitdirs(sb, p, binds, wsfd);
         }
@@ -1763,6 +1792,13 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
         push_num(a, "--grace-ms", o->kill_grace_ms ? o->kill_grace_ms : 2000);
     }
     push_num(a, "--lifeline-fd", (uint64_t)fds->lifeline_fd);
+    /* network grants (a3s.h): a long-lived sandbox may get one with any
+     * command, a one-shot run only when its command has one */
+    bool can_grant = sandbox && !(sb->flags & A3S_SANDBOX_SHARE_NET) && !p->spawn;
+    if (can_grant && (p->server || (o && (o->flags & A3S_EXEC_NETWORK_GRANT))))
+        push_num(a, "--grant-port", A3S_GRANT_PROXY_PORT);
+    if (can_grant && !p->server && o && (o->flags & A3S_EXEC_NETWORK_GRANT))
+        push_num(a, "--grant-fd", (uint64_t)o->grant_fd);
     if (sandbox) {
         a3s_strvec_push(a, "--host-ns");
         a3s_strvec_push(a, p->host_ns);
@@ -1925,7 +1961,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     p->server = fds->control_fd >= 0;
     p->link_ifd = -1;
     p->lock_fd = -1;
-    if (sandbox)
+    if (sandbox && !p->describe)
         p->lock_fd = lock_workspace(sb);
     struct stat st;
     if (lstat(sb->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -1937,7 +1973,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     if (rc == A3S_OK && sandbox)
         rc = host_namespaces(sb, p, err);
     if (rc == A3S_OK)
-        rc = make_run_dir(sb, p, err);
+        rc = p->describe ? describe_run_dir(p) : make_run_dir(sb, p, err);
     if (rc)
         return rc;
     if (p->spawn &&
@@ -1948,6 +1984,9 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     if (!p->server && !p->spawn &&
         (rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, o->env,
                             o->envc, p->home, &p->env, err)) != A3S_OK)
+        return rc;
+    if (!p->server && !p->spawn && (o->flags & A3S_EXEC_NETWORK_GRANT) &&
+        (rc = a3s_grant_env(&p->env, err)) != A3S_OK)
         return rc;
     if (!sandbox) {
         /* the process host keeps the real HOME: it has no boundary to keep it from */
@@ -2013,8 +2052,10 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         if (p->server) /* e.g. passwd creates /etc/shadow- later */
             a3s_strvec_push(&p->extra, host_secrets[i]);
     }
-    recover_journals(sb, p->lock_fd);
-    flock(p->lock_fd, LOCK_SH); /* back to shared for the run */
+    if (!p->describe) {
+        recover_journals(sb, p->lock_fd);
+        flock(p->lock_fd, LOCK_SH); /* back to shared for the run */
+    }
     if ((rc = plan_interrupted(p, err)) != A3S_OK ||
         (rc = protect_names(sb, p, a, err)) != A3S_OK)
         return rc;
@@ -2186,14 +2227,26 @@ static void bwrap_message(const a3s_process_result *r, char *out, size_t cap) {
 static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                          a3s_error *err);
 
-A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *o,
+A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *given,
                              a3s_process_result **out, a3s_error *err) {
-    if (!sb || !o || !out || o->struct_size < sizeof(a3s_exec_options) ||
-        (!o->command && o->command_len) || (!o->env && o->envc))
+    /* struct_size versioning: a caller built before grant_fd existed passes
+     * the shorter struct, and the fields it lacks are zero */
+    size_t known_size = offsetof(a3s_exec_options, grant_fd);
+    if (!sb || !given || !out || given->struct_size < known_size)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_exec: invalid argument");
+    a3s_exec_options copy;
+    memset(&copy, 0, sizeof copy);
+    memcpy(&copy, given, given->struct_size < sizeof copy ? given->struct_size : sizeof copy);
+    copy.struct_size = sizeof copy;
+    const a3s_exec_options *o = &copy;
+    if ((!o->command && o->command_len) || (!o->env && o->envc))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_exec: invalid argument");
     *out = NULL;
-    if (o->flags & ~(uint64_t)A3S_EXEC_CANCEL_FD)
+    if (o->flags & ~(uint64_t)(A3S_EXEC_CANCEL_FD | A3S_EXEC_NETWORK_GRANT))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_exec: unknown flag bits");
+    int grc = a3s_grant_check(sb, o, err);
+    if (grc != A3S_OK)
+        return grc;
     if (memchr(o->command, '\0', o->command_len))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "the command contains a NUL byte");
     for (size_t i = 0; i < o->envc; i++) {
@@ -2233,6 +2286,14 @@ void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg) {
         atomic_store(&sb->cgroups_refused, true); /* the fallbacks carry the bounds */
 }
 
+int a3s_policy_check(const a3s_sandbox *sb, const struct plan *p, const char *digest,
+                     bool *changed, a3s_error *err) {
+    char now[A3S_POLICY_DIGEST_SIZE];
+    int rc = a3s_plan_digest(sb, p, now, err);
+    *changed = rc == A3S_OK && strcmp(now, digest) != 0;
+    return rc;
+}
+
 /* One bubblewrap for this command (the arguments are checked). */
 static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                          a3s_error *err) {
@@ -2264,11 +2325,22 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     int rc = a3s_plan_build(sb, o, &p, &fds, &plan_err);
     a3s_process_result *result = NULL;
     bool launched = false;
-    if (rc == A3S_OK) {
+    bool changed = false;
+    if (rc == A3S_OK && o->policy_digest)
+        rc = a3s_policy_check(sb, &p, o->policy_digest, &changed, &plan_err);
+    if (rc == A3S_OK && changed) {
+        result = a3s_process_result_synthetic(125, A3S_RESULT_SETUP_FAILED |
+                                                       A3S_RESULT_POLICY_CHANGED,
+                                              POLICY_CHANGED_MESSAGE);
+        rc = result ? A3S_OK : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+    } else if (rc == A3S_OK) {
         bool host = sb->flags & A3S_SANDBOX_PROCESS_HOST;
         /* bubblewrap binds a worktree's gitdirs, and an embedded init, from these */
-        int keep[3 + COUNT(p.bind_fds)] = {status[1], lifeline[0]};
+        /* status, lifeline, a grant, the binds, an embedded init */
+        int keep[4 + COUNT(p.bind_fds)] = {status[1], lifeline[0]};
         size_t nkeep = 2;
+        if (o->flags & A3S_EXEC_NETWORK_GRANT)
+            keep[nkeep++] = o->grant_fd;
         for (size_t i = 0; i < COUNT(p.bind_fds); i++)
             if (p.bind_fds[i] >= 0)
                 keep[nkeep++] = p.bind_fds[i];

@@ -545,8 +545,11 @@ static int send_request(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_o
     snprintf(name, sizeof name, "c%llu", (unsigned long long)++s->seq);
     snprintf(home, sizeof home, "%s/%s", A3S_SCRATCH_PARENT, name);
     struct a3s_strvec env = {0};
+    bool grant = o->flags & A3S_EXEC_NETWORK_GRANT;
     int rc = a3s_env_build((const char *const *)sb->host_env.items, sb->host_env.len, o->env,
                            o->envc, home, &env, err);
+    if (rc == A3S_OK && grant)
+        rc = a3s_grant_env(&env, err);
     uint8_t *msg = NULL;
     size_t len = 0;
     if (rc == A3S_OK)
@@ -555,9 +558,11 @@ static int send_request(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_o
                                  o->command, o->command_len, name,
                                  (const char *const *)env.items, env.len, &msg, &len, err);
     a3s_strvec_free(&env);
+    if (rc == A3S_OK && grant)
+        a3s_msg_exec_set_flags(msg, A3S_MSG_EXEC_GRANT);
     if (rc == A3S_OK) {
-        int fds[2] = {out_w, err_w};
-        int sent = a3s_msg_send(s->ctl, msg, len, fds, 2, MSG_TIMEOUT_MS);
+        int fds[3] = {out_w, err_w, grant ? o->grant_fd : -1};
+        int sent = a3s_msg_send(s->ctl, msg, len, fds, grant ? 3 : 2, MSG_TIMEOUT_MS);
         if (sent < 0)
             rc = a3s_fail(err, A3S_E_SYSTEM, -sent, 0,
                           "the sandbox ended before the command could start: %s",
@@ -813,6 +818,18 @@ static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t dea
         }
         s = sb->session;
         sb->start_failures = 0;
+    }
+    if (o->policy_digest) {
+        /* the plan this sandbox runs under must be the one the caller approved */
+        bool changed = false;
+        int prc = a3s_policy_check(sb, &s->plan, o->policy_digest, &changed, err);
+        if (prc != A3S_OK)
+            return prc;
+        if (changed) {
+            *out = a3s_process_result_synthetic(
+                125, A3S_RESULT_SETUP_FAILED | A3S_RESULT_POLICY_CHANGED, POLICY_CHANGED_MESSAGE);
+            return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+        }
     }
     /* the command gets what is left of its time */
     a3s_exec_options left = *o;

@@ -10,13 +10,17 @@
  * where the total length counts the header. A string is a u32 length and
  * that many bytes (no terminator on the wire). Bodies:
  *
- *   EXEC      host -> init, with two fds (SCM_RIGHTS): the command's stdout and stderr.
- *             u64 timeout_ms, u64 grace_ms, u32 flags (0), u32 envc,
+ *   EXEC      host -> init, with two fds (SCM_RIGHTS): the command's stdout and stderr,
+ *             and with A3S_MSG_EXEC_GRANT a third: the caller's grant socket.
+ *             u64 timeout_ms, u64 grace_ms, u32 flags (A3S_MSG_EXEC_*), u32 envc,
  *             string command, string scratch (the leaf name of the command's private
  *             directory under A3S_SCRATCH_PARENT), envc strings "NAME=VALUE".
  *   CANCEL    host -> init, empty: stop the running command (TERM, KILL after the grace).
  *   SHUTDOWN  host -> init, empty: kill everything and exit.
  *   READY     init -> host, empty: set up and waiting for commands.
+ *   GRANT     init -> the caller's grant socket (not the control socket), with one fd:
+ *             u16 port. The proxy's socket, bound, for the caller to listen on (a3s.h,
+ *             "Network grants"); the caller answers with the one byte 'L'.
  *   DONE      init -> host: i32 exit_code, u32 flags (A3S_DONE_*), i32 pid (in the sandbox),
  *             string message (why the command could not start; empty otherwise).
  *
@@ -51,7 +55,11 @@ enum a3s_msg_type {
     A3S_MSG_SHUTDOWN = 3,
     A3S_MSG_READY = 16,
     A3S_MSG_DONE = 17,
+    A3S_MSG_GRANT = 18,
 };
+
+/* Flags of an EXEC message. */
+#define A3S_MSG_EXEC_GRANT (1u << 0) /* a network grant: the third fd is the grant socket */
 
 /* Flags of a DONE message. */
 #define A3S_DONE_TIMED_OUT (1u << 0)    /* the timeout fired; the tree was stopped */
@@ -101,6 +109,9 @@ int a3s_msg_header(const uint8_t *buf, size_t len, uint16_t *type, uint32_t *tot
 int a3s_msg_encode_exec(uint64_t timeout_ms, uint64_t grace_ms, const char *command,
                         size_t command_len, const char *scratch, const char *const *env,
                         size_t envc, uint8_t **out, size_t *len, a3s_error *err);
+
+/* Sets the flags word of an encoded EXEC (A3S_MSG_EXEC_*). */
+void a3s_msg_exec_set_flags(uint8_t *buf, uint32_t flags);
 
 /* Decodes a whole EXEC message (header included). */
 int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out, a3s_error *err);

@@ -147,6 +147,10 @@ int a3s_msg_encode_exec(uint64_t timeout_ms, uint64_t grace_ms, const char *comm
     return A3S_OK;
 }
 
+void a3s_msg_exec_set_flags(uint8_t *buf, uint32_t flags) {
+    put32(buf + A3S_MSG_HEADER + 16, flags);
+}
+
 /* A cursor over the body: each read checks what is left. */
 struct reader {
     const uint8_t *p;
@@ -198,7 +202,7 @@ int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "exec message truncated");
     uint64_t envc = get32(fixed + 20);
     uint32_t flags = get32(fixed + 16);
-    if (flags != 0)
+    if (flags & ~(uint32_t)A3S_MSG_EXEC_GRANT)
         return a3s_fail(err, A3S_E_INVALID, 0, flags, "unknown exec flags 0x%x", (unsigned)flags);
     if (envc > A3S_MSG_MAX_ENV)
         return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)envc, "too many environment entries");

@@ -8,8 +8,12 @@
  * Usage: sandbox_driver [--process-host] [--reuse] [--no-landlock] [--timeout-ms N]
  *                       [--grace-ms N] [--max-output N] [--state-dir DIR] [--scratch DIR]
  *                       [--memory-max N] [--max-processes N] [--tmpfs-max N]
- *                       [--watch-budget N] INIT BWRAP WORKSPACE COMMAND [COMMAND]...
+ *                       [--watch-budget N] [--grant-fd N] INIT BWRAP WORKSPACE COMMAND...
  *        sandbox_driver --probe [--reuse] INIT BWRAP WORKSPACE
+ *
+ * --grant-fd N: each command runs with a network grant served through the
+ * AF_UNIX SOCK_SEQPACKET socket N (the caller's mediator holds the other
+ * end), pinned to the policy digest the driver reads just before it.
  *
  * Several commands run one after the other through the same handle (with
  * --reuse: in one long-lived sandbox); a block as below is printed for each,
@@ -41,7 +45,7 @@ static int usage(void) {
     fprintf(stderr, "usage: sandbox_driver [--process-host] [--reuse] [--no-landlock] "
                     "[--timeout-ms N] [--grace-ms N] [--max-output N] [--state-dir DIR] "
                     "[--scratch DIR] [--memory-max N] [--max-processes N] [--tmpfs-max N] "
-                    "[--watch-budget N] INIT BWRAP WORKSPACE COMMAND...\n"
+                    "[--watch-budget N] [--grant-fd N] INIT BWRAP WORKSPACE COMMAND...\n"
                     "       sandbox_driver --probe [--reuse] INIT BWRAP WORKSPACE\n");
     return 2;
 }
@@ -105,7 +109,10 @@ int main(int argc, char **argv) {
             cfg.tmpfs_max_bytes = strtoull(v, NULL, 10);
         else if (strcmp(a, "--watch-budget") == 0)
             cfg.inotify_watch_budget = strtoull(v, NULL, 10);
-        else
+        else if (strcmp(a, "--grant-fd") == 0) {
+            o.flags |= A3S_EXEC_NETWORK_GRANT;
+            o.grant_fd = atoi(v);
+        } else
             return usage();
         i++;
     }
@@ -130,8 +137,17 @@ int main(int argc, char **argv) {
     for (int c = i + 3; c < argc; c++) {
         o.command = argv[c];
         o.command_len = strlen(o.command);
+        a3s_policy *policy = NULL;
+        if ((o.flags & A3S_EXEC_NETWORK_GRANT) &&
+            (rc = a3s_sandbox_policy(sb, &policy, &err)) != A3S_OK) {
+            a3s_sandbox_free(sb);
+            return report_error(rc, &err);
+        }
+        o.policy_digest = policy ? a3s_policy_digest(policy) : NULL;
         a3s_process_result *r = NULL;
         rc = a3s_sandbox_exec(sb, &o, &r, &err);
+        a3s_policy_free(policy);
+        o.policy_digest = NULL;
         if (rc != A3S_OK) {
             a3s_sandbox_free(sb);
             return report_error(rc, &err);

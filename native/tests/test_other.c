@@ -56,6 +56,15 @@ int main(void) {
     check_unsupported(a3s_sandbox_info_get(NULL, &info, &err), &err, "a3s_sandbox_info_get");
     CHECK(a3s_sandbox_workspace(NULL) == NULL, "a3s_sandbox_workspace off Linux");
     a3s_sandbox_free(NULL);
+    a3s_policy *policy = (a3s_policy *)&cfg; /* must be reset to NULL */
+    check_unsupported(a3s_sandbox_policy(NULL, &policy, &err), &err, "a3s_sandbox_policy");
+    CHECK(policy == NULL, "a3s_sandbox_policy left *out set");
+    size_t text_len = 1;
+    CHECK(a3s_policy_text(NULL, &text_len) == NULL && text_len == 0, "a3s_policy_text");
+    CHECK(a3s_policy_digest(NULL) == NULL, "a3s_policy_digest");
+    a3s_policy_free(NULL);
+    a3s_relay_stats stats = {.struct_size = sizeof stats};
+    check_unsupported(a3s_relay(3, 4, NULL, &stats, &err), &err, "a3s_relay");
 
     a3s_child_options copts = {.struct_size = sizeof copts};
     a3s_child_stdio stdio = {.struct_size = sizeof stdio};

@@ -14,10 +14,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,11 +37,11 @@ struct run {
     char setup_error[512];
 };
 
+static struct run run_options(a3s_sandbox *sb, const a3s_exec_options *o);
+
 static struct run exec_cmd(a3s_sandbox *sb, const char *cmd, uint64_t timeout_ms,
                            uint64_t max_output, const char *const *env, size_t envc,
                            int cancel_fd) {
-    struct run r;
-    memset(&r, 0, sizeof r);
     a3s_exec_options o = {
         .struct_size = sizeof o,
         .flags = cancel_fd >= 0 ? A3S_EXEC_CANCEL_FD : 0,
@@ -52,9 +54,16 @@ static struct run exec_cmd(a3s_sandbox *sb, const char *cmd, uint64_t timeout_ms
         .max_output_bytes = max_output,
         .cancel_fd = cancel_fd,
     };
+    return run_options(sb, &o);
+}
+
+/* Runs one exec with the options as given and collects what it produced. */
+static struct run run_options(a3s_sandbox *sb, const a3s_exec_options *o) {
+    struct run r;
+    memset(&r, 0, sizeof r);
     a3s_process_result *res = NULL;
     a3s_error err;
-    r.rc = a3s_sandbox_exec(sb, &o, &res, &err);
+    r.rc = a3s_sandbox_exec(sb, o, &res, &err);
     if (r.rc != A3S_OK) {
         snprintf(r.setup_error, sizeof r.setup_error, "%s", err.message);
         return r;
@@ -301,6 +310,136 @@ static void test_idle_stop(void) {
     a3s_sandbox_free(sb);
 }
 
+/* One exec with a grant (grant_fd < 0: none) or a pinned digest, options as given. */
+static struct run exec_pinned(a3s_sandbox *sb, const char *cmd, int grant_fd, const char *digest,
+                              size_t struct_size) {
+    a3s_exec_options o = {
+        .struct_size = struct_size,
+        .flags = grant_fd >= 0 ? A3S_EXEC_NETWORK_GRANT : 0,
+        .command = cmd,
+        .command_len = strlen(cmd),
+        .timeout_ms = 10000,
+        .grant_fd = grant_fd,
+        .policy_digest = digest,
+    };
+    return run_options(sb, &o);
+}
+
+/* The mediator's side of a grant in a thread: take the proxy socket, listen, say 'L', accept
+ * one connection and greet it; or (refuse) close the grant socket at once. */
+struct mediator {
+    int fd;
+    bool refuse;
+    bool got_socket;
+    char greeting[32];
+};
+
+static void *mediate(void *arg) {
+    struct mediator *m = arg;
+    char msg[64];
+    char control[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {.iov_base = msg, .iov_len = sizeof msg};
+    struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                       .msg_controllen = sizeof control};
+    ssize_t n = recvmsg(m->fd, &h, MSG_CMSG_CLOEXEC);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+    if (n != A3S_GRANT_MESSAGE_SIZE || !c || c->cmsg_type != SCM_RIGHTS)
+        return NULL;
+    int listener;
+    memcpy(&listener, CMSG_DATA(c), sizeof listener);
+    m->got_socket = true;
+    if (m->refuse) {
+        close(listener);
+        shutdown(m->fd, SHUT_RDWR);
+        return NULL;
+    }
+    if (listen(listener, 4) == 0 && send(m->fd, "L", 1, 0) == 1) {
+        int conn = accept(listener, NULL, NULL);
+        if (conn >= 0) {
+            ssize_t w = write(conn, m->greeting, strlen(m->greeting));
+            (void)w;
+            close(conn);
+        }
+    }
+    close(listener);
+    return NULL;
+}
+
+/* a3s_sandbox_policy, an exec pinned to its digest, and a grant, in both kinds of sandbox. */
+static void test_policy_and_grant(bool reuse) {
+    a3s_sandbox_config cfg = {
+        .struct_size = sizeof cfg,
+        .flags = reuse ? A3S_SANDBOX_REUSE : 0,
+        .workspace = workspace,
+        .bwrap_path = bwrap,
+        .init_path = init_path,
+    };
+    a3s_sandbox *sb = NULL;
+    a3s_error err;
+    CHECK(a3s_sandbox_new(&cfg, &sb, &err) == A3S_OK, "new: %s", err.message);
+    if (!sb)
+        return;
+    a3s_policy *policy = NULL;
+    CHECK(a3s_sandbox_policy(sb, &policy, &err) == A3S_OK, "policy: %s", err.message);
+    size_t len = 0;
+    const char *text = a3s_policy_text(policy, &len);
+    char digest[A3S_POLICY_DIGEST_SIZE];
+    snprintf(digest, sizeof digest, "%s", a3s_policy_digest(policy));
+    CHECK(text && len == strlen(text) && !strncmp(text, "codeward sandbox policy 1\n", 26),
+          "the text's header");
+    CHECK(strlen(digest) == A3S_POLICY_DIGEST_SIZE - 1 && !strncmp(digest, "sha256:", 7),
+          "digest '%s'", digest);
+    a3s_policy_free(policy);
+
+    struct run r = exec_pinned(sb, "echo pinned", -1, digest, sizeof(a3s_exec_options));
+    CHECK(r.rc == A3S_OK && !strcmp(r.out, "pinned\n"), "pinned to the digest: '%s'", r.out);
+    char other[A3S_POLICY_DIGEST_SIZE];
+    snprintf(other, sizeof other, "sha256:%064d", 0);
+    r = exec_pinned(sb, "echo ran", -1, other, sizeof(a3s_exec_options));
+    CHECK(r.exit_code == 125 && (r.flags & A3S_RESULT_POLICY_CHANGED) && !strstr(r.out, "ran") &&
+              strstr(r.setup_error, "re-approve"),
+          "another digest: %d '%s'", r.exit_code, r.setup_error);
+    r = exec_pinned(sb, "true", -1, "sha256:short", sizeof(a3s_exec_options));
+    CHECK(r.rc == A3S_E_INVALID, "a malformed digest");
+    /* a caller built before the grant fields: they are zero */
+    r = exec_pinned(sb, "echo old", -1, NULL, offsetof(a3s_exec_options, grant_fd));
+    CHECK(r.rc == A3S_OK && !strcmp(r.out, "old\n"), "the older exec options: %s", r.setup_error);
+
+    int sp[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0, "socketpair");
+    r = exec_pinned(sb, "true", sp[1], NULL, sizeof(a3s_exec_options));
+    CHECK(r.rc == A3S_E_INVALID && strstr(r.setup_error, "policy_digest"), "a grant needs a digest");
+    int pfd[2];
+    CHECK(pipe(pfd) == 0, "pipe");
+    r = exec_pinned(sb, "true", pfd[0], digest, sizeof(a3s_exec_options));
+    CHECK(r.rc == A3S_E_INVALID && strstr(r.setup_error, "SOCK_SEQPACKET"), "a pipe is no grant");
+    close(pfd[0]);
+    close(pfd[1]);
+    /* granted: the command reaches the mediator, once */
+    struct mediator m = {.fd = sp[0]};
+    snprintf(m.greeting, sizeof m.greeting, "hello %s", reuse ? "long-lived" : "one-shot");
+    pthread_t t;
+    pthread_create(&t, NULL, mediate, &m);
+    r = exec_pinned(sb, "echo $HTTPS_PROXY; exec 3<>/dev/tcp/127.0.0.1/3128 && cat <&3", sp[1],
+                    digest, sizeof(a3s_exec_options));
+    pthread_join(t, NULL);
+    CHECK(r.rc == A3S_OK && r.exit_code == 0 && strstr(r.out, "http://127.0.0.1:3128\n") &&
+              strstr(r.out, m.greeting),
+          "granted: %d '%s' '%s'", r.exit_code, r.out, r.setup_error);
+    /* a mediator that refuses: nothing runs */
+    m.refuse = true;
+    m.got_socket = false;
+    pthread_create(&t, NULL, mediate, &m);
+    r = exec_pinned(sb, "echo ran", sp[1], digest, sizeof(a3s_exec_options));
+    pthread_join(t, NULL);
+    CHECK(m.got_socket && r.exit_code == 125 && !strstr(r.out, "ran") &&
+              strstr(r.setup_error, "refused the grant"),
+          "refused: %d '%s'", r.exit_code, r.setup_error);
+    close(sp[0]);
+    close(sp[1]);
+    a3s_sandbox_free(sb);
+}
+
 int main(void) {
     static const char *const candidates[] = {"/usr/bin/bwrap", "/bin/bwrap"};
     for (size_t i = 0; i < 2 && !bwrap; i++)
@@ -318,6 +457,8 @@ int main(void) {
     test_refusal();
     test_config_versions();
     test_idle_stop();
+    test_policy_and_grant(true);
+    test_policy_and_grant(false);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", workspace);
     CHECK(system(cmd) == 0, "cleanup");

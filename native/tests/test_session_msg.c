@@ -125,7 +125,10 @@ static const struct exec_case {
     {"command length 2^32-1", M, E, V, AUTO, "q:1 q:1 l:0 l:0 l:0xffffffff", "truncated"},
     {"no scratch", M, E, V, AUTO, "q:1 q:1 l:0 l:0 s:true", "truncated"},
     {"NUL in the command", M, E, V, AUTO, "q:1 q:1 l:0 l:0 s:ec\\0ho s:c1", "NUL"},
-    {"unknown flags", M, E, V, AUTO, "q:1 q:1 l:1 l:0 s:x s:c1", "unknown exec flags"},
+    {"a network grant", M, E, V, AUTO, "q:1 q:1 l:1 l:0 s:x s:c1", NULL},
+    {"unknown flags", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1", "unknown exec flags"},
+    {"a grant and unknown flags", M, E, V, AUTO, "q:1 q:1 l:0x80000001 l:0 s:x s:c1",
+     "unknown exec flags"},
     {"too many env entries", M, E, V, AUTO, "q:1 q:1 l:0 l:9000 s:x s:c1", "too many"},
     {"fewer env entries than counted", M, E, V, AUTO, "q:1 q:1 l:0 l:3 s:x s:c1 s:A=1 s:B=2",
      "truncated"},
@@ -188,6 +191,17 @@ static void test_decode_fields(void) {
           "env");
     a3s_msg_exec_free(&m);
     free(b.p);
+    /* the flags word an encoder sets after encoding is the one decoded */
+    const char *env[] = {"A=1"};
+    uint8_t *enc = NULL;
+    size_t len = 0;
+    CHECK(a3s_msg_encode_exec(1, 2, "true", 4, "c1", env, 1, &enc, &len, NULL) == A3S_OK,
+          "encode");
+    a3s_msg_exec_set_flags(enc, A3S_MSG_EXEC_GRANT);
+    CHECK(a3s_msg_decode_exec(enc, len, &m, NULL) == A3S_OK && m.flags == A3S_MSG_EXEC_GRANT,
+          "grant flag round trip");
+    a3s_msg_exec_free(&m);
+    free(enc);
 }
 
 /* ---- encoding ------------------------------------------------------------------ */

@@ -26,6 +26,8 @@ module).
     ├── HookError              (hooks) a malformed hook registration
     ├── VerificationError      (verification) ledger, report, check and waiver errors
     ├── DownloadError          (download) every refusal and failure of a download
+    ├── NetworkGrantError      (netgrant) a network grant is malformed, cannot be enforced by
+    │                          this sandbox, or its mediator is closed
     ├── McpError               (mcp) an MCP server, its configuration or connection (has .server)
     │   ├── McpConfigError     a .mcp.json / mcpServers entry is malformed (has .path)
     │   ├── McpStartError      the server did not start, or did not complete initialize

@@ -496,7 +496,8 @@ static PyObject *result_dict(const a3s_process_result *r) {
             (v.flags & A3S_RESULT_STDOUT_TRUNCATED) ? Py_True : Py_False, "stderr_truncated",
             (v.flags & A3S_RESULT_STDERR_TRUNCATED) ? Py_True : Py_False, "cancelled",
             (v.flags & A3S_RESULT_CANCELLED) ? Py_True : Py_False, "setup_failed",
-            (v.flags & A3S_RESULT_SETUP_FAILED) ? Py_True : Py_False, "stdout", out, "stderr",
+            (v.flags & A3S_RESULT_SETUP_FAILED) ? Py_True : Py_False, "policy_changed",
+            (v.flags & A3S_RESULT_POLICY_CHANGED) ? Py_True : Py_False, "stdout", out, "stderr",
             err, "stdout_total", (unsigned long long)v.stdout_total, "stderr_total",
             (unsigned long long)v.stderr_total, "duration_us", (unsigned long long)v.duration_us,
             "setup_error", setup, "neutralized", neutralized);
@@ -507,15 +508,17 @@ static PyObject *result_dict(const a3s_process_result *r) {
     return d;
 }
 
-/* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd) -> dict.
- * Runs without the GIL: other Python threads go on while the command runs. */
+/* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1,
+ * policy_digest=None) -> dict. Runs without the GIL: other Python threads go on while the
+ * command runs (a network grant's mediator must: it answers the sandbox meanwhile). */
 static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     SandboxObject *self = (SandboxObject *)obj;
     PyObject *command, *env_list;
     unsigned long long timeout_ms, grace_ms, max_output;
-    int cancel_fd;
-    if (!PyArg_ParseTuple(args, "OOKKKi:exec", &command, &env_list, &timeout_ms, &grace_ms,
-                          &max_output, &cancel_fd))
+    int cancel_fd, grant_fd = -1;
+    const char *policy_digest = NULL;
+    if (!PyArg_ParseTuple(args, "OOKKKi|iz:exec", &command, &env_list, &timeout_ms, &grace_ms,
+                          &max_output, &cancel_fd, &grant_fd, &policy_digest))
         return NULL;
     const char *cmd;
     Py_ssize_t cmd_len;
@@ -530,7 +533,8 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     }
     a3s_exec_options o = {
         .struct_size = sizeof o,
-        .flags = cancel_fd >= 0 ? A3S_EXEC_CANCEL_FD : 0,
+        .flags = (cancel_fd >= 0 ? A3S_EXEC_CANCEL_FD : 0) |
+                 (grant_fd >= 0 ? A3S_EXEC_NETWORK_GRANT : 0),
         .command = cmd,
         .command_len = (size_t)cmd_len,
         .env = (const char *const *)env,
@@ -539,6 +543,8 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
         .kill_grace_ms = grace_ms,
         .max_output_bytes = max_output,
         .cancel_fd = cancel_fd,
+        .grant_fd = grant_fd,
+        .policy_digest = policy_digest,
     };
     a3s_process_result *r = NULL;
     a3s_error err;
@@ -553,6 +559,26 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     PyObject *d = result_dict(r);
     a3s_process_result_free(r);
     return d;
+}
+
+/* policy() -> (text, digest): the canonical text of the handle's policy and its digest. */
+static PyObject *sandbox_policy(PyObject *obj, PyObject *unused) {
+    (void)unused;
+    SandboxObject *self = (SandboxObject *)obj;
+    a3s_policy *policy = NULL;
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_sandbox_policy(self->sb, &policy, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    size_t len = 0;
+    const char *text = a3s_policy_text(policy, &len);
+    PyObject *out = Py_BuildValue("(Ns)", PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace"),
+                                  a3s_policy_digest(policy));
+    a3s_policy_free(policy);
+    return out;
 }
 
 static PyObject *sandbox_probe(PyObject *obj, PyObject *arg) {
@@ -786,7 +812,10 @@ static PyType_Spec child_spec = {
 
 static PyMethodDef sandbox_methods[] = {
     {"exec", sandbox_exec, METH_VARARGS,
-     "exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd) -> dict"},
+     "exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1, "
+     "policy_digest=None) -> dict"},
+    {"policy", sandbox_policy, METH_NOARGS,
+     "policy() -> (text, digest): the canonical text of the sandbox's policy, and its digest."},
     {"probe", sandbox_probe, METH_O, "probe(timeout_ms): self-test through the boundary."},
     {"stop", sandbox_stop, METH_NOARGS, "stop(): end the long-lived sandbox, if one runs."},
     {"info", sandbox_info, METH_NOARGS, "info() -> dict: the long-lived sandbox's state."},
@@ -1248,6 +1277,34 @@ static int cj_encode(cj_buf *b, PyObject *v, int depth) {
     return -1;
 }
 
+/* relay(a, b, cancel_fd=-1, pipe_bytes=0) -> (a_to_b, b_to_a, reset, cancelled): bytes both
+ * ways between two connected sockets until both directions end (a3s_relay), without the GIL. */
+static PyObject *py_relay(PyObject *mod, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"a", "b", "cancel_fd", "pipe_bytes", NULL};
+    int a, b, cancel_fd = -1;
+    unsigned int pipe_bytes = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ii|iI:relay", kwlist, &a, &b, &cancel_fd,
+                                     &pipe_bytes))
+        return NULL;
+    a3s_relay_options o = {
+        .struct_size = sizeof o,
+        .flags = cancel_fd >= 0 ? A3S_RELAY_CANCEL_FD : 0,
+        .cancel_fd = cancel_fd,
+        .pipe_bytes = pipe_bytes,
+    };
+    a3s_relay_stats st = {.struct_size = sizeof st};
+    a3s_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = a3s_relay(a, b, &o, &st, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != A3S_OK)
+        return raise_error(state_of_module(mod)->native_error, &err);
+    return Py_BuildValue("(KKOO)", (unsigned long long)st.a_to_b, (unsigned long long)st.b_to_a,
+                         (st.flags & A3S_RELAY_RESET) ? Py_True : Py_False,
+                         (st.flags & A3S_RELAY_CANCELLED) ? Py_True : Py_False);
+}
+
 /* canonical_json(value) -> str */
 static PyObject *py_canonical_json(PyObject *mod, PyObject *value) {
     (void)mod;
@@ -1413,6 +1470,8 @@ static PyMethodDef module_methods[] = {
     {"spawn_child", (PyCFunction)(void (*)(void))py_spawn_child, METH_VARARGS | METH_KEYWORDS,
      "spawn_child(path, args, env, cwd=None, init=None, host_env=None, grace_ms=0) -> "
      "(Child, stdin_fd, stdout_fd, stderr_fd): an owned process on the host."},
+    {"relay", (PyCFunction)(void (*)(void))py_relay, METH_VARARGS | METH_KEYWORDS,
+     "relay(a, b, cancel_fd=-1, pipe_bytes=0) -> (a_to_b, b_to_a, reset, cancelled)."},
     {"canonical_json", py_canonical_json, METH_O,
      "canonical_json(value) -> str: compact JSON, keys sorted, ECMAScript numbers."},
     INOTIFY_METHODS{NULL, NULL, 0, NULL},

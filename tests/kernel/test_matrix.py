@@ -7,7 +7,7 @@ from kernelkit import CountingProvider, HostBoundary
 
 from codeward.kernel import MODE_MATRIX, MatrixRow, Mode, Origin, ToolCall
 from codeward.policy import Decision, PermissionPolicy
-from codeward.sandbox import UnavailableBashSandbox
+from codeward.sandbox import NativeBashSandbox, UnavailableBashSandbox
 from codeward.tools import ErrorKind
 
 ALLOW, DENY, ASK = Decision.ALLOW, Decision.DENY, Decision.ASK
@@ -26,12 +26,14 @@ ROW_CALLS = {
     MatrixRow.WRITE_PROTECTED: ("write", {"file_path": ".mcp.json", "content": "{}"}, True),
     MatrixRow.BASH_SANDBOXED: ("bash", {"command": "echo hi"}, True),
     MatrixRow.BASH_UNSANDBOXED: ("bash", {"command": "echo hi"}, False),
+    # (the row's request_network_grant needs the native sandbox to mediate it; a host boundary
+    # cannot, and is refused before any prompt: tests/netgrant/test_grant_session.py)
     MatrixRow.BASH_ESCALATION: (
         "bash",
         {
             "command": "echo hi",
-            "sandbox_permissions": "request_network_grant",
-            "network_grant": {"host": "example.com", "port": 443},
+            "sandbox_permissions": "require_escalated",
+            "justification": "needs the host",
         },
         True,
     ),
@@ -173,9 +175,12 @@ def test_an_escalated_bash_call_with_the_error_only_handle_still_asks(make_sessi
     assert outcome.decision is ASK and len(provider.requests) == 1
 
 
-def test_a_network_grant_without_a_port_says_which_ports_it_covers(make_session):
+def test_a_network_grant_without_a_port_says_which_ports_it_covers(make_session, workspace):
+    # a grant is asked for only where it can be served: the native sandbox (nothing runs here,
+    # the answer is no)
     provider = CountingProvider(False)
-    session = make_session(confirmation_provider=provider)
+    sandbox = NativeBashSandbox(workspace)
+    session = make_session(boundary=sandbox, confirmation_provider=provider)
     args = {
         "command": "pip download x",
         "sandbox_permissions": "request_network_grant",
@@ -187,3 +192,4 @@ def test_a_network_grant_without_a_port_says_which_ports_it_covers(make_session)
     for shown in (request.scope["host_port"], request.operation, request.reason):
         assert "pypi.org:443 and pypi.org:80" in shown, shown
     assert any("pypi.org:443 and pypi.org:80" in r for r in request.risk.reasons)
+    sandbox.close()

@@ -673,3 +673,70 @@ def test_unprivileged_one_shot_balloon_is_killed_and_says_why(driver) -> None:
     r = driver.run(balloon(m), limits={"memory_max": 256 * MiB})
     assert r.exit_code == 137 and r.oom_killed and int(r.stdout.split()[-1]) < 1024, r
     assert survivors(m) == []
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+def test_unprivileged_network_grant_reaches_the_origin_and_nothing_else(driver, reuse) -> None:
+    """A grant for a non-root caller: the proxy works, its neighbours stay unreachable.
+
+    The driver (nobody) runs the command with a grant; this process is the
+    host's mediator (root), listening on the proxy socket the init binds in
+    a network namespace that nobody's user namespace owns.
+    """
+    import http.server
+    import threading
+
+    from codeward.netgrant import NetworkGrant, NetworkMediator
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "6")
+            self.end_headers()
+            self.wfile.write(b"hello\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    origin = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=origin.serve_forever, daemon=True).start()
+    canary = socket.create_server(("127.0.0.1", 0))
+    port, canary_port = origin.server_address[1], canary.getsockname()[1]
+    probe = _py(
+        f"""
+        import errno, socket
+        s = socket.socket()
+        print("canary", errno.errorcode.get(s.connect_ex(("127.0.0.1", {canary_port}))))
+        """
+    )
+    command = f"curl -sS --max-time 10 http://127.0.0.1:{port}/hello; {probe}"
+    # the driver pins each exec to the digest it reads itself; this one is never compared
+    grant = NetworkGrant.make("127.0.0.1", port, "sha256:" + "0" * 64)
+    try:
+        with NetworkMediator() as mediator, mediator.admit(grant) as admission:
+            argv = driver.argv(command, reuse=reuse)
+            at = argv.index(str(driver.bin)) + 1
+            argv[at:at] = ["--grant-fd", str(admission.fd)]
+            p = subprocess.run(
+                argv,
+                capture_output=True,
+                env=driver.env,
+                cwd=driver.root,
+                timeout=60,
+                pass_fds=(admission.fd,),
+            )
+            summary = admission.summary()
+        assert p.returncode == 0, f"driver failed ({p.returncode}): {p.stdout!r} {p.stderr!r}"
+        r = _parse_many(p.stdout)[0][0]
+        assert r.stdout.split() in (
+            ["hello", "canary", "EACCES"],
+            ["hello", "canary", "ECONNREFUSED"],
+        ), r
+        assert summary["connections"] == 1 and summary["refused"] == 0, summary
+        canary.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            canary.accept()
+    finally:
+        origin.shutdown()
+        origin.server_close()
+        canary.close()

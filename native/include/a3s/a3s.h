@@ -647,6 +647,9 @@ typedef struct a3s_sandbox_config {
 
 /* Flags for a3s_exec_options.flags. */
 #define A3S_EXEC_CANCEL_FD (1ull << 0) /* cancel_fd is valid (see a3s_process_options) */
+/* grant_fd is valid: this one command may reach the network through the
+ * caller's mediator (see "Network grants" below); needs policy_digest. */
+#define A3S_EXEC_NETWORK_GRANT (1ull << 1)
 
 typedef struct a3s_exec_options {
     size_t struct_size;        /* sizeof(a3s_exec_options) */
@@ -659,6 +662,13 @@ typedef struct a3s_exec_options {
     uint64_t kill_grace_ms;    /* SIGTERM to SIGKILL on timeout; 0: 2000 */
     uint64_t max_output_bytes; /* per stream; 0: 102400 */
     int cancel_fd;
+    /* A caller compiled before the fields below existed (a smaller
+     * struct_size, down to offsetof(grant_fd)) gets them as zero/NULL. */
+    int grant_fd;              /* with A3S_EXEC_NETWORK_GRANT: the caller's end of an AF_UNIX
+                                  SOCK_SEQPACKET socket (see "Network grants") */
+    const char *policy_digest; /* NULL, or "sha256:<64 hex>" (a3s_policy_digest): the command runs
+                                  only if the sandbox it would run in has this policy; otherwise
+                                  exit 125 with A3S_RESULT_POLICY_CHANGED and nothing runs */
 } a3s_exec_options;
 
 /* Flag in a3s_process_result_view.flags: the sandbox refused to run or
@@ -677,6 +687,10 @@ typedef struct a3s_exec_options {
  * a caller tracking the workspace's changes by directory events must read
  * the whole tree again after such a command. */
 #define A3S_RESULT_HARD_LINKED (1ull << 6)
+/* Flag in a3s_process_result_view.flags: the exec named a policy_digest and
+ * the sandbox's policy has another one now (it changed since the caller
+ * read it); exit_code is 125, setup_error says so, and nothing ran. */
+#define A3S_RESULT_POLICY_CHANGED (1ull << 7)
 
 /* Checks the configuration and binds a handle to the workspace. Nothing is
  * probed or run here: see a3s_sandbox_probe. cfg->struct_size may be the
@@ -778,6 +792,125 @@ A3S_API int a3s_sandbox_info_get(const a3s_sandbox *sb, a3s_sandbox_info *out, a
 /* Stops the long-lived sandbox (as a3s_sandbox_stop) and frees the handle.
  * No other call on sb may be running or follow. */
 A3S_API void a3s_sandbox_free(a3s_sandbox *sb);
+
+/* ------------------------------------------------------------------------ */
+/* Sandbox policy                                                            */
+/* ------------------------------------------------------------------------ */
+/*
+ * The effective policy of a sandbox handle as one canonical text, and its
+ * digest: what a human approves a network grant against. The text is made
+ * from the plan the core would run a command with right now (the
+ * bubblewrap mounts and namespaces, the init's Landlock and writable
+ * paths, the seccomp filter's digest, the resource bounds, the Landlock ABI
+ * of the running kernel, the library version), one "key value" line each,
+ * sorted, so it does not depend on the order in which anything was found
+ * and changes with any content. Per-run details (run directories, fds,
+ * timeouts, the command) and the choice between one-shot and long-lived
+ * runs are left out: both run a command under the same policy.
+ * docs/security.md shows a text and explains each line.
+ */
+
+typedef struct a3s_policy a3s_policy;
+
+#define A3S_POLICY_DIGEST_SIZE 72 /* "sha256:" + 64 hex digits + NUL */
+
+/* Plans a run over the handle's workspace as a command would be planned,
+ * without creating anything (no placeholder, run directory, journal or
+ * lock), and describes it. Errors (*out is NULL):
+ *   A3S_E_INVALID  NULL sb or out;
+ *   A3S_E_REFUSED  a command would be refused right now (a symlinked
+ *                  protected name, a credential file with hard links ...):
+ *                  the message says what was found;
+ *   A3S_E_SYSTEM   the workspace cannot be read;
+ *   A3S_E_NOMEM    memory ran out. */
+A3S_API int a3s_sandbox_policy(a3s_sandbox *sb, a3s_policy **out, a3s_error *err);
+
+/* The canonical text (NUL-terminated; *len, if non-NULL, gets its length)
+ * and its digest "sha256:<64 lower-case hex>" (A3S_POLICY_DIGEST_SIZE
+ * bytes with the NUL). Both owned by p. */
+A3S_API const char *a3s_policy_text(const a3s_policy *p, size_t *len);
+A3S_API const char *a3s_policy_digest(const a3s_policy *p);
+
+A3S_API void a3s_policy_free(a3s_policy *p);
+
+/* ------------------------------------------------------------------------ */
+/* Network grants                                                            */
+/* ------------------------------------------------------------------------ */
+/*
+ * A sandbox has no network: its network namespace holds only a loopback
+ * device. An exec with A3S_EXEC_NETWORK_GRANT lets that one command reach
+ * the network through a mediator the caller runs, and nothing else:
+ *
+ *  - Before the command starts, the init (never the command) makes a TCP
+ *    socket in the sandbox bound to 127.0.0.1:A3S_GRANT_PROXY_PORT and
+ *    sends it on grant_fd: one message of A3S_GRANT_MESSAGE_SIZE bytes
+ *    ("A3SM", u16 type 18, u16 version 1, u32 length 14, u16 port, all
+ *    little-endian) carrying the socket as SCM_RIGHTS. The caller listens
+ *    on it and answers with the one byte 'L' on grant_fd; the command
+ *    starts only then (within 10 s, or exit 125). A caller that closes
+ *    grant_fd instead refuses the grant (exit 125).
+ *  - The command gets HTTP_PROXY, HTTPS_PROXY (http://127.0.0.1:PORT) and
+ *    ALL_PROXY (socks5h://127.0.0.1:PORT), in both cases, and NO_PROXY and
+ *    no_proxy empty; Landlock (ABI 4 and later) lets it connect to that
+ *    port only, and to nothing else; it still cannot listen or bind.
+ *  - The caller accepts the command's connections on the socket and
+ *    decides each one (the Python package's mediator speaks HTTP CONNECT,
+ *    absolute-form HTTP and SOCKS5, and relays with a3s_relay).
+ *  - When the command ends (every process of it is gone), the init shuts
+ *    the socket down: it stops listening whatever the caller does, so
+ *    nothing after the command, in the same sandbox or not, reaches it.
+ *    The caller closes its copy when the exec returns.
+ * grant_fd is used only during the exec and not closed by it. A grant
+ * needs policy_digest (A3S_E_INVALID without it) and a sandbox: a
+ * PROCESS_HOST or SHARE_NET handle refuses it with A3S_E_INVALID.
+ */
+
+#define A3S_GRANT_PROXY_PORT 3128
+#define A3S_GRANT_MESSAGE_SIZE 14
+
+/* ------------------------------------------------------------------------ */
+/* Relay                                                                     */
+/* ------------------------------------------------------------------------ */
+/*
+ * Moves bytes both ways between two connected stream sockets (TCP or
+ * AF_UNIX stream) until both directions have ended, with splice(2) through
+ * a bounded pipe per direction (no user-space copy). A direction reads only
+ * while its pipe
+ * has room, so a slow receiver holds the sender back and memory stays
+ * bounded. End of file on one side is passed on as shutdown(SHUT_WR) once
+ * its bytes are delivered; an error on either side, or the cancel fd, ends
+ * both directions and shuts both sockets down. Linux only (elsewhere
+ * A3S_E_UNSUPPORTED). The fds are set non-blocking and are not closed.
+ */
+
+#define A3S_RELAY_CANCEL_FD (1ull << 0) /* cancel_fd is valid: any poll event on it ends the relay */
+
+typedef struct a3s_relay_options {
+    size_t struct_size;  /* sizeof(a3s_relay_options) */
+    uint64_t flags;      /* A3S_RELAY_* */
+    int cancel_fd;
+    uint32_t pipe_bytes; /* per direction; 0: 1 MiB (the kernel may give less: fs.pipe-max-size) */
+} a3s_relay_options;
+
+/* Flags in a3s_relay_stats.flags. */
+#define A3S_RELAY_RESET (1ull << 0)     /* a side failed (reset, closed early): both were shut */
+#define A3S_RELAY_CANCELLED (1ull << 1) /* cancel_fd fired first */
+
+typedef struct a3s_relay_stats {
+    size_t struct_size; /* in: sizeof(a3s_relay_stats) */
+    uint64_t a_to_b;    /* out: bytes delivered from a to b */
+    uint64_t b_to_a;
+    uint64_t flags;     /* out: A3S_RELAY_RESET, A3S_RELAY_CANCELLED; 0 after a clean end */
+} a3s_relay_stats;
+
+/* Relays between a and b (see above) and returns when it is over; A3S_OK
+ * however the connections ended (stats says how; opts and out may be NULL).
+ * Errors: A3S_E_INVALID (a negative or equal fd, an fd that is not a
+ * stream socket, a small struct_size, an unknown flag, a closed
+ * cancel_fd), A3S_E_SYSTEM (a pipe or poll failed),
+ * A3S_E_UNSUPPORTED (not Linux). */
+A3S_API int a3s_relay(int a, int b, const a3s_relay_options *opts, a3s_relay_stats *out,
+                      a3s_error *err);
 
 #ifdef __cplusplus
 }

@@ -338,7 +338,10 @@ def _scope_lines(request: ConfirmationRequest, paint: _Painter) -> list[str]:
         )
     elif where:
         lines.append(f"runs: {where}")
-    known = {"paths", "host_port", "sandboxed", "timeout_ms", "origin", "runs"}
+    digest = scope.get("policy_digest")
+    if isinstance(digest, str) and digest:  # a network grant is approved against it
+        lines.append(f"sandbox policy: {_show(digest, 80)}")
+    known = {"paths", "host_port", "sandboxed", "timeout_ms", "origin", "runs", "policy_digest"}
     for key, value in scope.items():
         if key not in known:
             lines.append(f"{_show(str(key), 40)}: {summarize_value(value, 80)}")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _native
+from .._errors import SandboxError
 from .._summary import grant_target
 from ..guardrail import assess_risk, check_command, is_protected_path
 from ..hitl import (
@@ -35,6 +36,7 @@ from ..hitl import (
     summarize_operation,
 )
 from ..hooks import HookContext, HookEvent, HookRegistry
+from ..netgrant import Admission, NetworkGrant, NetworkGrantError, NetworkMediator
 from ..policy import Decision, PermissionPolicy
 from ..policy._decision import strictest
 from ..sandbox import BashSandbox, UnavailableBashSandbox
@@ -92,7 +94,8 @@ class _Call:
     trace: list[TraceEntry] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # why an Ask is needed
     escalated: bool = False  # approved require_escalated: run outside the sandbox
-    network_grant: Mapping[str, Any] | None = None
+    network_grant: Mapping[str, Any] | None = None  # the request_network_grant as asked
+    grant: NetworkGrant | None = None  # ... pinned to the sandbox policy the approver is shown
     caller: object | None = None  # the session that made the call
     resolution: Resolution | None = None  # set by stage 1: what every later stage decides on
 
@@ -132,6 +135,7 @@ class InvocationKernel:
         host_sandbox_factory: Callable[[], BashSandbox],
         bash_observer: Callable[[Callable[[], ToolResult], bool], ToolResult] | None = None,
         release_placeholders: Callable[[], None] | None = None,
+        network_mediator: Callable[[], NetworkMediator] | None = None,
     ) -> None:
         self.session_id = session_id
         self.workspace = workspace
@@ -143,6 +147,7 @@ class InvocationKernel:
         self.host_sandbox_factory = host_sandbox_factory
         self.bash_observer = bash_observer
         self.release_placeholders = release_placeholders
+        self.network_mediator = network_mediator
 
     # -- the pipeline -------------------------------------------------------------------
 
@@ -165,6 +170,10 @@ class InvocationKernel:
         try:
             self._admit(state)
             decision = self._decide(state)
+            if state.origin is Origin.HOST_DIRECT:
+                state.network_grant = _host_grant(state)
+            if state.network_grant is not None:
+                self._pin_grant(state)
         except _Denied as denied:
             state.note("decision", "deny", denied.reason)
             return self._outcome(state, Decision.DENY, None, None, denied.reason, denied.kind)
@@ -409,6 +418,39 @@ class InvocationKernel:
                 )
         s.note("confirmation_availability", "ask", "a provider can answer")
 
+    def _pin_grant(self, s: _Call) -> None:
+        """Pins a network grant to the sandbox policy as it is now: the digest the prompt shows.
+
+        The grant is applied against this digest only: if the policy differs
+        when the command runs, nothing runs (docs/security.md, "Network grants").
+        """
+        request = s.network_grant
+        assert request is not None
+        backend = getattr(self.sandbox, "backend", "unknown")
+        if not getattr(self.sandbox, "supports_network_grants", False) or (
+            self.network_mediator is None
+        ):
+            raise _Denied(
+                f"a network grant needs the native sandbox to mediate it; this session's "
+                f"sandbox ({backend}) cannot, so nothing was granted",
+                ErrorKind.SANDBOX_UNAVAILABLE,
+            )
+        try:
+            digest = self.sandbox.policy().digest  # type: ignore[attr-defined]
+            s.grant = NetworkGrant.make(request.get("host"), request.get("port"), digest)
+        except SandboxError as exc:
+            raise _Denied(
+                f"the sandbox cannot state its policy, so no grant can be pinned to it: {exc}",
+                ErrorKind.SANDBOX_UNAVAILABLE,
+            ) from None
+        except NetworkGrantError as exc:
+            raise _Denied(f"invalid network_grant: {exc}", ErrorKind.INVALID_ARGUMENT) from None
+        s.note(
+            "network_grant",
+            "pin",
+            f"{s.grant.origin}, for this command only, against sandbox policy {digest}",
+        )
+
     def _confirm(self, s: _Call) -> tuple[bool, str]:
         """permission_request hooks, then one request to the root provider."""
         request = self._request(s)
@@ -447,8 +489,9 @@ class InvocationKernel:
         }
         if s.tool is not None and s.tool.kind is ToolKind.BASH:
             scope["timeout_ms"] = s.args.get("timeout", _BASH_TIMEOUT_DEFAULT_MS)
-        if s.network_grant is not None:
-            scope["host_port"] = _grant_text(s.network_grant)
+        if s.grant is not None:
+            scope["host_port"] = s.grant.origin
+            scope["policy_digest"] = s.grant.policy_digest
         reasons = list(s.reasons) + [
             t.reason for t in s.trace if t.stage in ("escalation", "delegation")
         ]
@@ -486,6 +529,34 @@ class InvocationKernel:
             )
             s.note("execution", "error", result.output)
             return result
+        admission = None
+        if s.grant is not None:
+            refused = self._policy_changed(s.grant)
+            if refused is None:
+                assert self.network_mediator is not None  # _pin_grant made sure
+                try:
+                    admission = self.network_mediator().admit(s.grant)
+                except NetworkGrantError as exc:
+                    refused = ToolResult.failure(
+                        "bash",
+                        ErrorKind.SANDBOX_UNAVAILABLE,
+                        f"the network grant cannot be served: {exc}; the command did not run",
+                        network_grant=s.grant.to_dict(),
+                    )
+            if refused is not None:
+                s.note("network_grant", "deny", refused.output)
+                return self._finish(s, refused)
+        try:
+            result = self._run(s, admission)
+        finally:
+            if admission is not None:
+                admission.close()  # the grant ends with the command
+        if s.grant is not None:
+            result = self._grant_outcome(s, result, admission)
+        return self._finish(s, result)
+
+    def _run(self, s: _Call, admission: Admission | None) -> ToolResult:
+        assert s.tool is not None
         pins = {t.path: t.real for t in s.resolved.targets if t.action != "delete"}
         ctx = ToolContext(
             workspace=self.workspace.pinned(pins) if pins else self.workspace,
@@ -495,6 +566,7 @@ class InvocationKernel:
             host_sandbox_factory=self.host_sandbox_factory,
             caller=s.caller,
             read_denied=self._read_denial(s),
+            network=admission,
         )
         tool = s.tool
         if (
@@ -519,17 +591,45 @@ class InvocationKernel:
             result = ToolResult.failure(
                 tool.name, ErrorKind.TOOL_FAILED, f"{type(exc).__name__}: {exc}"
             )
-        if s.network_grant is not None:
-            meta = dict(result.metadata)
-            meta["network_grant"] = {"requested": _grant_text(s.network_grant), "active": False}
-            result = ToolResult(
-                result.name,
-                result.output,
-                result.exit_code,
-                result.success,
-                meta,
-                result.error_kind,
-            )
+        return result
+
+    def _policy_changed(self, grant: NetworkGrant) -> ToolResult | None:
+        """A refusal when the sandbox's policy is no longer the one the grant was approved on.
+
+        The C core checks again, on the plan the command runs with, and
+        refuses the same way (the result's ``policy_changed``).
+        """
+        try:
+            now = self.sandbox.policy().digest  # type: ignore[attr-defined]
+        except SandboxError as exc:
+            now = f"unknown ({exc})"
+        return None if now == grant.policy_digest else _policy_refusal(grant, now)
+
+    def _grant_outcome(
+        self, s: _Call, result: ToolResult, admission: Admission | None
+    ) -> ToolResult:
+        """The result with what the grant did: ``network_grant`` metadata, and a trace entry."""
+        grant = s.grant
+        assert grant is not None
+        if result.metadata.get("policy_changed"):
+            result = _policy_refusal(grant, "another one, by the time the command was to start")
+        summary = admission.summary() if admission is not None else grant.to_dict()
+        meta = dict(result.metadata)
+        meta["network_grant"] = summary
+        verdict = "deny" if result.metadata.get("policy_changed") else "allow"
+        s.note(
+            "network_grant",
+            verdict,
+            f"{grant.origin} against {grant.policy_digest}: "
+            f"{summary.get('connections', 0)} connection(s) admitted, "
+            f"{summary.get('refused', 0)} refused; ended with the command",
+        )
+        return ToolResult(
+            result.name, result.output, result.exit_code, result.success, meta, result.error_kind
+        )
+
+    def _finish(self, s: _Call, result: ToolResult) -> ToolResult:
+        """Notes the execution and runs the post_tool_use or on_error hooks."""
         s.note("execution", "ok" if result.success else "error", _result_reason(result))
         event = HookEvent.POST_TOOL_USE if result.success else HookEvent.ON_ERROR
         context = self._hook_context(
@@ -665,6 +765,31 @@ def _grant_text(grant: Mapping[str, Any] | None) -> str:
     if not grant:
         return "?"
     return grant_target(grant.get("host"), grant.get("port"))
+
+
+def _host_grant(s: _Call) -> Mapping[str, Any] | None:
+    """A host-direct bash call's network grant: the host's own choice, applied without asking."""
+    if s.tool is None or s.tool.kind is not ToolKind.BASH:
+        return None
+    try:
+        perms = parse_sandbox_permissions(s.args)
+    except (ArgumentError, ValueError) as exc:
+        raise _Denied(f"invalid sandbox_permissions: {exc}", ErrorKind.INVALID_ARGUMENT) from None
+    return perms.network_grant if perms.mode == "request_network_grant" else None
+
+
+def _policy_refusal(grant: NetworkGrant, now: str) -> ToolResult:
+    return ToolResult.failure(
+        "bash",
+        ErrorKind.PERMISSION_DENIED,
+        f"refused: the sandbox policy changed since the network grant to {grant.origin} was "
+        f"approved (approved against {grant.policy_digest}, the sandbox's is now {now}); "
+        "re-approve against the current policy. Nothing ran and nothing was granted.",
+        exit_code=125,
+        policy_changed=True,
+        network_grant=grant.to_dict(),
+        sandboxed=True,
+    )
 
 
 def _result_reason(result: ToolResult) -> str:

@@ -405,7 +405,7 @@ class PermissionPolicy:
 
     @property
     def digest(self) -> str:
-        """sha256 of the canonical JSON of :meth:`to_dict`; pins grants to a policy."""
+        """sha256 of the canonical JSON of :meth:`to_dict`: a stable name for this policy."""
         return hashlib.sha256(canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
 
     def lint(self) -> list[Any]:

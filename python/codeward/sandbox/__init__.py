@@ -8,7 +8,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and readers
     from ._limits import UNLIMITED, SandboxLimits
     from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
-    from ._output import CommandOutput
+    from ._output import CommandOutput, SandboxPolicy
     from ._protocol import BashSandbox
     from ._seatbelt import PythonProcessHostBashSandbox, SeatbeltBashSandbox, seatbelt_probe
     from ._select import ENV_OPT_IN, UnavailableBashSandbox, process_host_opted_in, select_sandbox
@@ -22,6 +22,7 @@ __all__ = [
     "ProcessHostBashSandbox",
     "PythonProcessHostBashSandbox",
     "SandboxLimits",
+    "SandboxPolicy",
     "SeatbeltBashSandbox",
     "UnavailableBashSandbox",
     "process_host_opted_in",
@@ -36,6 +37,7 @@ _HOME = {
     "ENV_OPT_IN": "_select",
     "UNLIMITED": "_limits",
     "SandboxLimits": "_limits",
+    "SandboxPolicy": "_output",
     "BashSandbox": "_protocol",
     "CommandOutput": "_output",
     "NativeBashSandbox": "_native_runner",

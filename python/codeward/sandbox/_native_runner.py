@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar
 
     from ._limits import SandboxLimits
-    from ._output import CommandOutput
+    from ._output import CommandOutput, SandboxPolicy
 
 DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_MAX_OUTPUT = 102_400
@@ -124,6 +124,7 @@ class _CoreSandbox(SandboxBase):
 
     _backend = "bwrap"
     _sandboxed = True
+    supports_network_grants: ClassVar[bool] = False  # a boundary of its own to mediate through
 
     def __init__(self, workspace: str | os.PathLike[str], *, _handle: Any) -> None:
         self._handle = _handle
@@ -149,6 +150,23 @@ class _CoreSandbox(SandboxBase):
     ) -> None:
         self.close()
 
+    def policy(self) -> SandboxPolicy:
+        """The canonical text of the policy a command would run under now, and its digest.
+
+        Read off the plan the C core would run a command with (docs/security.md,
+        "Network grants"); the same for one-shot and long-lived runs. Raises
+        SandboxUnavailable when a command would be refused right now (a
+        symlinked protected name ...).
+        """
+        try:
+            text, digest = self._handle.policy()
+        except _native.NativeError as exc:
+            _raise_native(exc, self._workspace)
+            raise  # unreachable: _raise_native always raises
+        from ._output import SandboxPolicy
+
+        return SandboxPolicy(text, digest)
+
     def exec(
         self,
         command: str,
@@ -158,8 +176,17 @@ class _CoreSandbox(SandboxBase):
         max_output_bytes: int = DEFAULT_MAX_OUTPUT,
         kill_grace_ms: int = 2000,
         cancel: Any = None,
+        grant_fd: int | None = None,
+        policy_digest: str | None = None,
     ) -> CommandOutput:
-        """Runs ``bash -c command`` and returns its output (never raises for the command's fate)."""
+        """Runs ``bash -c command`` and returns its output (never raises for the command's fate).
+
+        ``grant_fd`` (with ``policy_digest``) is a network grant's socket from
+        ``codeward.netgrant.Admission.fd``: this command alone reaches the
+        network through the session's mediator. ``policy_digest`` alone pins
+        the command to :meth:`policy`'s digest: if the policy changed, nothing
+        runs and the output says ``policy_changed``.
+        """
         from ._output import CommandOutput
 
         return CommandOutput(
@@ -170,6 +197,8 @@ class _CoreSandbox(SandboxBase):
                 max_output_bytes=max_output_bytes,
                 kill_grace_ms=kill_grace_ms,
                 cancel=cancel,
+                grant_fd=grant_fd,
+                policy_digest=policy_digest,
             )
         )
 
@@ -182,10 +211,14 @@ class _CoreSandbox(SandboxBase):
         max_output_bytes: int,
         kill_grace_ms: int,
         cancel: Any,
+        grant_fd: int | None = None,
+        policy_digest: str | None = None,
     ) -> dict[str, Any]:
         """``exec``, with the fields of its CommandOutput as a dict (the command line's path)."""
         check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
         entries = _env_entries(env)
+        if grant_fd is not None and not self.supports_network_grants:
+            raise SandboxArgumentError(f"the {self._backend} backend cannot mediate network grants")
         bridge = _CancelBridge(cancel) if cancel is not None else None
         try:
             raw = self._handle.exec(
@@ -195,6 +228,8 @@ class _CoreSandbox(SandboxBase):
                 kill_grace_ms,
                 max_output_bytes,
                 bridge.fd if bridge else -1,
+                -1 if grant_fd is None else grant_fd,
+                policy_digest,
             )
         except _native.NativeError as exc:
             _raise_native(exc, self._workspace)
@@ -218,6 +253,7 @@ class _CoreSandbox(SandboxBase):
             "neutralized": tuple(raw["neutralized"].split("\n")) if raw["neutralized"] else (),
             "oom_killed": raw["oom_killed"],
             "hard_linked": raw["hard_linked"],
+            "policy_changed": raw["policy_changed"],
         }
 
 
@@ -257,6 +293,7 @@ class NativeBashSandbox(_CoreSandbox):
 
     _backend = "bwrap"
     _sandboxed = True
+    supports_network_grants: ClassVar[bool] = True
     _probe_cache: ClassVar[dict[tuple[str, str], str | None]] = {}
     _probe_lock = threading.Lock()
     _default_reuse: ClassVar[bool] = True  # tests flip it to run the suites one-shot

@@ -1,4 +1,4 @@
-"""CommandOutput: what one command produced, whichever sandbox ran it."""
+"""CommandOutput: what one command produced, whichever sandbox ran it; SandboxPolicy."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ class CommandOutput:
     change a file where no directory watch sees it, so the session's change
     detection reads the whole workspace after such a command.
     ``sandboxed`` is False only for the process host, which has no boundary.
+    ``policy_changed`` says the command was pinned to a sandbox policy
+    digest (a network grant) and the policy had changed: nothing ran
+    (``exit_code`` 125).
     ``neutralized`` lists, one line each, what the sandbox found hostile in
     the workspace and did not follow or mount for this run (a credential
     name linked to the workspace itself, a ``.git`` pointer leading out of
@@ -42,8 +45,21 @@ class CommandOutput:
     neutralized: tuple[str, ...] = ()
     oom_killed: bool = False
     hard_linked: bool = False
+    policy_changed: bool = False
 
     @property
     def ok(self) -> bool:
         """True when the command ran and exited 0."""
         return self.exit_code == 0 and self.setup_error is None
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """The effective policy of a native sandbox as canonical text, and its digest.
+
+    ``digest`` is ``"sha256:"`` and the hex SHA-256 of ``text``; a network
+    grant is approved against it (docs/security.md, "Network grants").
+    """
+
+    text: str
+    digest: str

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import socket
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,11 @@ class SessionOptions:
     ``sandbox_limits`` bounds the memory, processes, tmpfs sizes and inotify
     watches of the sandbox the session selects (safe defaults when omitted;
     a host's own ``sandbox_handle`` brings its own bounds).
+    ``network_resolver`` and ``network_dialer`` are the host's seams for the
+    network grants' mediator (its own DNS and network stack, or tests), as
+    for ``codeward.download.download``: ``resolver(host, port)`` returns IP
+    address strings, ``dialer(ip, port, timeout_s)`` a connected socket; the
+    address checks stay in the mediator. None: the system's.
     """
 
     mode: Mode | str = Mode.DEFAULT
@@ -45,6 +51,8 @@ class SessionOptions:
     credential_boundary: bool = True
     verification_checks: tuple[CheckSpec, ...] = ()
     detect_checks: bool = True
+    network_resolver: Callable[[str, int], Sequence[str]] | None = None
+    network_dialer: Callable[[str, int, float], socket.socket] | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -72,6 +80,9 @@ class SessionOptions:
                 "(backend, sandboxed, exec)"
             )
         _expect(self.sandbox_limits, SandboxLimits, "sandbox_limits", optional=True)
+        for seam in ("network_resolver", "network_dialer"):
+            if getattr(self, seam) is not None and not callable(getattr(self, seam)):
+                raise SessionOptionsError(f"SessionOptions.{seam} must be callable or None")
         if self.sandbox_limits is not None and self.sandbox_handle is not None:
             raise SessionOptionsError(
                 "SessionOptions.sandbox_limits bounds the sandbox the session selects; "

@@ -32,6 +32,7 @@ from ..kernel import (
     ToolCall,
     ToolRegistry,
 )
+from ..netgrant import NetworkGrantError, NetworkMediator
 from ..policy import PermissionPolicy
 from ..sandbox import BashSandbox, NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
 from ..tools import Tool, ToolResult, builtin_tools
@@ -116,6 +117,7 @@ class Session:
         self._ids = itertools.count(1)
         self._kernel = self._make_kernel()
         self._mcp: Any = None  # codeward.mcp.McpServers, made by the first add_mcp_server
+        self._mediator: NetworkMediator | None = None  # made by the first network grant
 
     # -- identity -------------------------------------------------------------------------
 
@@ -594,6 +596,10 @@ class Session:
                 if self._mcp is not None:
                     self._mcp.close()  # every process of every server ends
             finally:
+                with self._lock:
+                    mediator, self._mediator = self._mediator, None
+                if mediator is not None:
+                    mediator.close()  # every granted command's connections end
                 self._confirmations.cancel_all()
                 self._tracking.close()  # its inotify watches, one per directory
                 if self._started:
@@ -648,7 +654,20 @@ class Session:
             host_sandbox_factory=lambda: ProcessHostBashSandbox(root),
             bash_observer=self._observe_bash,
             release_placeholders=self._release_placeholders,
+            network_mediator=self._network_mediator,
         )
+
+    def _network_mediator(self) -> NetworkMediator:
+        """The session's one mediator of network grants, made on first use (root session's)."""
+        root = self._root()
+        with root._lock:
+            if root._closed:
+                raise NetworkGrantError("the session is closed")
+            if root._mediator is None:
+                root._mediator = NetworkMediator(
+                    resolver=root.options.network_resolver, dialer=root.options.network_dialer
+                )
+            return root._mediator
 
     def _release_placeholders(self) -> None:
         """Stops the session's own long-lived sandbox so its placeholders leave the workspace."""

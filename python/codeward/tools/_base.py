@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from ..netgrant import Admission
 from ..sandbox import BashSandbox
 from ..workspace import Workspace
 
@@ -122,7 +123,10 @@ class ToolContext:
     """What a running tool may use: the session's boundary, never more.
 
     ``escalated`` is set only for a bash call whose ``require_escalated``
-    request was confirmed: it then runs outside the sandbox. ``read_denied``
+    request was confirmed: it then runs outside the sandbox. ``network`` is
+    set only for a bash call whose ``request_network_grant`` was confirmed:
+    the admission its command's proxy connections go through
+    (``codeward.netgrant``). ``read_denied``
     says why the permission policy denies reading a workspace-relative path
     (None when it does not): tools that show file content a call did not
     name (search, git) leave such files out, as they leave out credentials.
@@ -138,6 +142,7 @@ class ToolContext:
     host_sandbox_factory: Callable[[], BashSandbox] | None = None
     caller: Any = None
     read_denied: ReadDenial | None = None
+    network: Admission | None = None
 
 
 class Tool(ABC):

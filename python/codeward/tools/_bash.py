@@ -8,14 +8,13 @@ call. Only then does the command run on the process host.
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._errors import SandboxUnavailable
 from .._summary import DEFAULT_GRANT_PORTS, grant_target
+from ..netgrant import NetworkGrantError, canonical_host
 from ..sandbox import BashSandbox, CommandOutput
 from ._base import ErrorKind, Tool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError
@@ -28,16 +27,16 @@ MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_BYTES = 102_400  # per stream, head and tail kept
 MODES = ("use_default", "require_escalated", "request_network_grant")
 _GRANT_FIELDS = ("host", "port", "reason")
-_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
 
 @dataclass(frozen=True)
 class NetworkGrantRequest(Mapping[str, Any]):
     """One host (and port) a bash call asks to reach; ``reason`` is the model's words.
 
-    Without a port the grant covers HTTPS and HTTP (443 and 80), as the
-    design says; ``ports`` lists what it covers and ``target`` says it in
-    the words a confirmation shows. Also a read-only mapping
+    ``host`` is canonical (``codeward.netgrant.canonical_host``: one IDNA
+    mapping). Without a port the grant covers HTTPS and HTTP (443 and 80),
+    as the design says; ``ports`` lists what it covers and ``target`` says
+    it in the words a confirmation shows. Also a read-only mapping
     (``grant["host"]``, ``grant.get("port")``), the shape of the
     ``network_grant`` argument it was parsed from.
     """
@@ -139,24 +138,11 @@ def _grant(grant: Mapping[str, Any]) -> NetworkGrantRequest:
 
 
 def _host(host: Any) -> str:
-    """A DNS name or an IP address, lower-cased; wildcards, ports and URLs are refused."""
-    if not isinstance(host, str) or not host:
-        raise ArgumentError("network_grant.host must be a non-empty string")
-    literal = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    """The exact host, canonical (one IDNA mapping); wildcards, ports, paths, URLs refused."""
     try:
-        return str(ipaddress.ip_address(literal))
-    except ValueError:
-        pass
-    name = host.lower().removesuffix(".")
-    labels = name.split(".")
-    if len(name) > 253 or not all(_LABEL.match(label) for label in labels):
-        raise ArgumentError(
-            f"network_grant.host {host!r} is not a host name or IP address "
-            "(no scheme, port, path or wildcard)"
-        )
-    if labels[-1].isdigit():
-        raise ArgumentError(f"network_grant.host {host!r} is neither a valid name nor an IP")
-    return name
+        return canonical_host(host, what="network_grant.host")[0]
+    except NetworkGrantError as exc:
+        raise ArgumentError(str(exc)) from None
 
 
 class BashTool(Tool):
@@ -170,7 +156,8 @@ class BashTool(Tool):
         "stderr, then the exit code; long output keeps its head and tail. If a command truly "
         "cannot work in the sandbox, set sandbox_permissions='require_escalated' with a "
         "justification (a human must approve), or 'request_network_grant' with network_grant "
-        "{host, port?, reason} to reach one host (without a port: 443 and 80)."
+        "{host, port?, reason} to reach one host for this command only, through a proxy the "
+        "command's tools find in HTTP(S)_PROXY/ALL_PROXY (without a port: 443 and 80)."
     )
     schema: ClassVar[Mapping[str, Any]] = {
         "type": "object",
@@ -209,12 +196,23 @@ class BashTool(Tool):
         parse_sandbox_permissions(args)  # malformed requests fail here too, not only in the kernel
         timeout_ms = args.get("timeout", DEFAULT_TIMEOUT_MS)
         sandbox = _sandbox_for(ctx)
+        grant: dict[str, Any] = {}
+        if ctx.network is not None:  # a confirmed network grant: this command's admission
+            if not getattr(sandbox, "supports_network_grants", False):
+                raise ToolError(
+                    ErrorKind.SANDBOX_UNAVAILABLE,
+                    f"the {getattr(sandbox, 'backend', 'unknown')} sandbox cannot mediate a "
+                    "network grant; the command did not run",
+                    sandboxed=getattr(sandbox, "sandboxed", False),
+                )
+            grant = {"grant_fd": ctx.network.fd, "policy_digest": ctx.network.grant.policy_digest}
         try:
             out = sandbox.exec(
                 args["command"],
                 timeout_ms=timeout_ms,
                 max_output_bytes=MAX_OUTPUT_BYTES,
                 cancel=ctx.cancel,
+                **grant,
             )
         except SandboxUnavailable as exc:
             raise ToolError(
@@ -280,6 +278,8 @@ def result_of(name: str, out: CommandOutput, timeout_ms: int, *, escalated: bool
         "oom_killed": out.oom_killed,
         "hard_linked": out.hard_linked,
     }
+    if out.policy_changed:  # pinned to a policy digest that is no longer the sandbox's
+        metadata["policy_changed"] = True
     text = format_output(out, timeout_ms)
     kind: ErrorKind | None = None
     if out.setup_error:

@@ -1,0 +1,26 @@
+/* sha256.h - SHA-256 (FIPS 180-4) for the sandbox policy digest (internal).
+ *
+ * Only the digest of short texts is needed (a few KiB of policy), so the
+ * implementation is the plain one: one block at a time, no assembly. */
+#ifndef A3S_SHA256_H
+#define A3S_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct a3s_sha256 {
+    uint32_t h[8];
+    uint64_t length; /* bytes hashed so far */
+    uint8_t block[64];
+    size_t used; /* bytes waiting in block */
+};
+
+void a3s_sha256_init(struct a3s_sha256 *s);
+void a3s_sha256_update(struct a3s_sha256 *s, const void *data, size_t len);
+void a3s_sha256_final(struct a3s_sha256 *s, uint8_t out[32]);
+
+/* "sha256:" and 64 lower-case hex digits of data[0..len), NUL-terminated. */
+#define A3S_SHA256_TEXT_SIZE (7 + 64 + 1)
+void a3s_sha256_text(const void *data, size_t len, char out[A3S_SHA256_TEXT_SIZE]);
+
+#endif
