@@ -52,6 +52,11 @@ type Limits struct {
 	// the workspace may hold; beyond them it checks directories by their
 	// metadata. Default: a quarter of fs.inotify.max_user_watches.
 	InotifyWatchBudget uint64
+	// IdleStopMs stops a long-lived sandbox (Reuse) that ran no command for
+	// this many milliseconds: its processes, placeholders, descriptors and
+	// watches are released and the next command starts a new one.
+	// Default: 300000 (5 minutes); [Unlimited]: never.
+	IdleStopMs uint64
 }
 
 // SandboxOptions configure [SelectSandbox]. The zero value is the safe

@@ -124,6 +124,7 @@ func newCoreHandle(workspace, bwrap string, flags C.uint64_t, limits Limits) (*C
 		max_processes:        C.uint64_t(limits.MaxProcesses),
 		tmpfs_max_bytes:      C.uint64_t(limits.TmpfsMaxBytes),
 		inotify_watch_budget: C.uint64_t(limits.InotifyWatchBudget),
+		idle_stop_ms:         C.uint64_t(limits.IdleStopMs),
 	}
 	var sb *C.a3s_sandbox
 	var cerr C.a3s_error

@@ -46,6 +46,7 @@ type sandboxCase struct {
 			MaxProcesses       uint64 `json:"max_processes"`
 			TmpfsMaxBytes      uint64 `json:"tmpfs_max_bytes"`
 			InotifyWatchBudget uint64 `json:"inotify_watch_budget"`
+			IdleStopMs         uint64 `json:"idle_stop_ms"`
 		} `json:"limits"`
 	} `json:"select"`
 	Exec struct {

@@ -169,6 +169,8 @@ export interface SandboxLimits {
   tmpfsMaxBytes?: number | bigint | null;
   /** inotify watches of the workspace's credential scan. Default: a quarter of fs.inotify.max_user_watches. */
   inotifyWatchBudget?: number | bigint | null;
+  /** A long-lived sandbox idle this long (ms) is stopped, and the next command starts a new one. Default 300000 (5 minutes); UNLIMITED: never. */
+  idleStopMs?: number | bigint | null;
 }
 
 /** Options of selectSandbox; an unknown key is a TypeError. */

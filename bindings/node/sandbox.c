@@ -535,19 +535,19 @@ static void free_string_array(char **arr, size_t n) {
     free(arr);
 }
 
-/* new NativeSandbox(workspace, initPath, bwrapPath, flags, limits[4 BigInts], hostEnv[]) */
+/* new NativeSandbox(workspace, initPath, bwrapPath, flags, limits[5 BigInts], hostEnv[]) */
 static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
     napi_value argv[6], this_arg;
     if (!require_new(env, info, "NativeSandbox") || !get_args(env, info, 6, argv, &this_arg))
         return NULL;
     char *workspace = NULL, *init = NULL, *bwrap = NULL, **host_env = NULL;
     size_t host_envc = 0;
-    uint64_t flags = 0, limits[4] = {0};
+    uint64_t flags = 0, limits[5] = {0};
     bool ok = get_optional_path(env, argv[0], "workspace", &workspace) &&
               get_optional_path(env, argv[1], "initPath", &init) &&
               get_optional_path(env, argv[2], "bwrapPath", &bwrap) &&
               get_u64_number(env, argv[3], "flags", &flags);
-    for (uint32_t i = 0; ok && i < 4; i++) {
+    for (uint32_t i = 0; ok && i < 5; i++) {
         napi_value item;
         ok = napi_get_element(env, argv[4], i, &item) == napi_ok &&
              get_u64_bigint(env, item, "a limit", &limits[i]);
@@ -570,6 +570,7 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
             .max_processes = limits[1],
             .tmpfs_max_bytes = limits[2],
             .inotify_watch_budget = limits[3],
+            .idle_stop_ms = limits[4],
         };
         rc = a3s_sandbox_new(&cfg, &sb, &err);
     }

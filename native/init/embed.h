@@ -28,5 +28,7 @@
 #define watchdog_over a3s_init_watchdog_over
 #define probe_denials a3s_init_probe_denials
 #define serve a3s_init_serve
+#define grant_open a3s_init_grant_open
+#define grant_close a3s_init_grant_close
 
 #endif

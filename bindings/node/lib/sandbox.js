@@ -35,7 +35,13 @@ const MAX_GRACE_MS = 600_000;
 const PROBE_TIMEOUT_MS = 10_000;
 
 const SELECT_KEYS = ['allowProcessHostSandbox', 'sandboxHandle', 'limits', 'reuse', 'noLandlock'];
-const LIMIT_KEYS = ['memoryMaxBytes', 'maxProcesses', 'tmpfsMaxBytes', 'inotifyWatchBudget'];
+const LIMIT_KEYS = [
+  'memoryMaxBytes',
+  'maxProcesses',
+  'tmpfsMaxBytes',
+  'inotifyWatchBudget',
+  'idleStopMs',
+];
 const EXEC_KEYS = ['timeoutMs', 'killGraceMs', 'maxOutputBytes', 'env', 'signal'];
 
 // Python's str.isspace, which str.strip() removes (not JS's trim: \x1c-\x1f
@@ -84,9 +90,9 @@ function bool(options, key, fallback) {
   return value;
 }
 
-/** limits as four BigInts, 0n for a default (Python's SandboxLimits). */
+/** limits as five BigInts, 0n for a default (Python's SandboxLimits). */
 function parseLimits(limits) {
-  if (limits === undefined || limits === null) return [0n, 0n, 0n, 0n];
+  if (limits === undefined || limits === null) return LIMIT_KEYS.map(() => 0n);
   checkKeys(limits, LIMIT_KEYS, 'limits key');
   return LIMIT_KEYS.map((key) => {
     const value = own(limits, key, null);
@@ -340,7 +346,7 @@ async function runProbe(bwrap, init) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'a3s-probe-'));
   try {
     // through a long-lived sandbox: the path commands take by default
-    const handle = newHandle(dir, init, bwrap, native.SANDBOX_REUSE, [0n, 0n, 0n, 0n]);
+    const handle = newHandle(dir, init, bwrap, native.SANDBOX_REUSE, LIMIT_KEYS.map(() => 0n));
     try {
       await handle.probe(PROBE_TIMEOUT_MS);
     } finally {
@@ -437,7 +443,7 @@ async function selectSandbox(workspace, options = {}) {
       })`;
       return new UnavailableSandbox(ws, cause);
     }
-    const h = newHandle(ws, init, null, native.SANDBOX_PROCESS_HOST, [0n, 0n, 0n, 0n]);
+    const h = newHandle(ws, init, null, native.SANDBOX_PROCESS_HOST, LIMIT_KEYS.map(() => 0n));
     return new Sandbox(h, 'process-host', false);
   }
   return new UnavailableSandbox(ws, cause);

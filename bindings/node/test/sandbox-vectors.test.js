@@ -40,6 +40,7 @@ const LIMITS = {
   max_processes: 'maxProcesses',
   tmpfs_max_bytes: 'tmpfsMaxBytes',
   inotify_watch_budget: 'inotifyWatchBudget',
+  idle_stop_ms: 'idleStopMs',
 };
 const EXEC = { timeout_ms: 'timeoutMs', kill_grace_ms: 'killGraceMs', max_output_bytes: 'maxOutputBytes', env: 'env' };
 
