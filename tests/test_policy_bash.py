@@ -274,3 +274,5 @@ def test_a_program_among_more_values_than_the_walk_follows_is_unknown():
     names = " ".join(f"tool{i}" for i in range(20))
     assert check(NO_PUSH, f"for p in {names} git; do $p push; done") is ASK
     assert check(NO_PUSH, "for p in ls git; do $p push; done") is DENY
+    assert check(NO_PUSH, "for a in status push; do git $a; done") is DENY
+    assert check(NO_PUSH, "x=status; x=push; git $x") is DENY
