@@ -135,7 +135,7 @@ struct buf {
 };
 
 static void buf_add(struct buf *b, const char *s, size_t n) {
-    if (b->nomem)
+    if (b->nomem || n == 0)
         return;
     if (n > b->cap - b->n) {
         size_t cap = b->cap ? b->cap : 256;
@@ -532,7 +532,8 @@ static size_t lex_word(struct ctx *c, size_t si, const char *code, size_t *at, s
     struct word w = {.part0 = c->parts.len, .plain = true};
     c->lit.n = 0;
     size_t stop = i; /* most words hold no quote, backslash or expansion: no parts needed */
-    while (stop < len && !is_meta(code[stop]) && !strchr("\\'\"$`", code[stop]))
+    while (stop < len && !is_meta(code[stop]) && code[stop] != '\\' && code[stop] != '\'' &&
+           code[stop] != '"' && code[stop] != '$' && code[stop] != '`')
         stop++;
     if (stop > i && (stop == len || is_meta(code[stop])) &&
         !(code[i] == '<' || code[i] == '>')) {
@@ -943,7 +944,7 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
             }
             continue;
         }
-        if (c->cmdwords.len == w0) {
+        if (c->cmdwords.len == w0 && VEC_AT(c->words, struct word, wi).src.n <= 8) {
             bool keyword = false;
             for (size_t k = 0; k < sizeof SKIPPED / sizeof *SKIPPED; k++)
                 keyword = keyword || word_is(c, wi, SKIPPED[k]);
@@ -1706,7 +1707,7 @@ static void spell(struct ctx *c, size_t ri) {
                 add_reading(c, f, (struct form){.r = &r, .from = i, .skip0 = i + 1, .skip1 = sub});
         }
         const struct wrapper *wr = NULL;
-        for (size_t k = 0; k < sizeof WRAPPERS / sizeof *WRAPPERS && !wr; k++)
+        for (size_t k = 0; name.n <= 16 && k < sizeof WRAPPERS / sizeof *WRAPPERS && !wr; k++)
             if (eq(name, WRAPPERS[k].name))
                 wr = &WRAPPERS[k];
         if (!wr) {

@@ -466,6 +466,28 @@ static int check_one(const a3s_ruleset *rs, const char *t, size_t tool_len, cons
 }
 
 static int check_bash(const a3s_ruleset *rs, const char *line, size_t len, a3s_match *out);
+
+/* The first deny, else ask match of a bash spelling (allow rules cannot decide an alias). */
+static int check_strict(const a3s_ruleset *rs, const char *s, size_t n, a3s_match *out) {
+    const struct group *g = find_group(rs, "bash", 4);
+    out->list = A3S_LIST_NONE;
+    for (int l = 0; l < NLISTS; l += 2) { /* deny (0), then ask (2) */
+        size_t a = SIZE_MAX, b = SIZE_MAX;
+        int rc;
+        if (g && (rc = first_in(rs, &g->lists[l], "bash", 4, s, n, &a)) != A3S_OK)
+            return rc;
+        if ((rc = first_in(rs, &rs->generic.lists[l], "bash", 4, s, n, &b)) != A3S_OK)
+            return rc;
+        size_t hit = a < b ? a : b;
+        if (hit != SIZE_MAX) {
+            out->list = l + 1;
+            out->id = rs->rules[hit].id;
+            out->index = hit;
+            return A3S_OK;
+        }
+    }
+    return A3S_OK;
+}
 static int matches_bash(const a3s_ruleset *rs, const char *line, size_t len, bool *matched);
 
 static bool is_bash(const char *t, size_t tl) { return tl == 4 && memcmp(t, "bash", 4) == 0; }
@@ -557,9 +579,10 @@ struct a3s_bash_verdict {
     a3s_bash_split *split;
 };
 
-/* The list of one spelling, and every rule it matches when `matched` is set. */
-static int bash_one(const a3s_ruleset *rs, a3s_str s, a3s_match *m, bool *matched) {
-    int rc = check_one(rs, "bash", 4, s.p, s.n, m);
+/* The list of one spelling, and every rule it matches when `matched` is set;
+ * `strict`: only deny and ask rules can decide it (an alias). */
+static int bash_one(const a3s_ruleset *rs, a3s_str s, a3s_match *m, bool *matched, bool strict) {
+    int rc = strict ? check_strict(rs, s.p, s.n, m) : check_one(rs, "bash", 4, s.p, s.n, m);
     for (size_t i = 0; matched && rc == A3S_OK && i < rs->len; i++) {
         int hit = rule_matches(&rs->rules[i], "bash", 4, s.p, s.n);
         if (hit < 0)
@@ -584,7 +607,7 @@ static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
             return A3S_E_NOMEM;
     }
     a3s_match whole = {.struct_size = sizeof whole};
-    if ((rc = bash_one(rs, (a3s_str){line, len}, &whole, v->matched)) != A3S_OK)
+    if ((rc = bash_one(rs, (a3s_str){line, len}, &whole, v->matched, false)) != A3S_OK)
         return rc;
     bool explicit = sp->ncmds > 0;
     v->list = -1;
@@ -594,13 +617,14 @@ static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
         for (size_t k = 0; k < cmd->nspellings + cmd->naliases; k++) {
             bool alias = k >= cmd->nspellings;
             a3s_str s = alias ? cmd->aliases[k - cmd->nspellings] : cmd->spellings[k];
-            a3s_match m = {.struct_size = sizeof m};
+            a3s_match m = whole;
             bool *marks = alias ? NULL : v->matched;
-            if ((rc = bash_one(rs, s, &m, marks)) != A3S_OK)
+            bool same_as_line = !alias && s.p == line && s.n == len; /* already checked */
+            if (!same_as_line && (rc = bash_one(rs, s, &m, marks, alias)) != A3S_OK)
                 return rc;
             if (alias && m.list != A3S_LIST_DENY && m.list != A3S_LIST_ASK)
                 continue;
-            if (alias && v->matched && (rc = bash_one(rs, s, &m, v->matched)) != A3S_OK)
+            if (alias && v->matched && (rc = bash_one(rs, s, &m, v->matched, true)) != A3S_OK)
                 return rc;
             int d = m.list ? m.list : dflt;
             if (best.list < 0 || strictness(d) < strictness(best.list))
