@@ -1385,9 +1385,16 @@ static const struct wrapper WRAPPERS[] = {
 static const char *const SHELLS[] = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash",
                                      "rbash"};
 
+static const struct wrapper *find_wrapper(a3s_str name) {
+    for (size_t k = 0; name.n && k < sizeof WRAPPERS / sizeof *WRAPPERS; k++)
+        if (WRAPPERS[k].name[0] == name.p[0] && eq(name, WRAPPERS[k].name))
+            return &WRAPPERS[k];
+    return NULL;
+}
+
 static bool in_list(a3s_str v, const char *const *list, size_t n) {
-    for (size_t k = 0; k < n; k++)
-        if (list[k] && eq(v, list[k]))
+    for (size_t k = 0; v.n && k < n; k++)
+        if (list[k] && list[k][0] == v.p[0] && eq(v, list[k]))
             return true;
     return false;
 }
@@ -1706,10 +1713,7 @@ static void spell(struct ctx *c, size_t ri) {
             if (sub > i + 1)
                 add_reading(c, f, (struct form){.r = &r, .from = i, .skip0 = i + 1, .skip1 = sub});
         }
-        const struct wrapper *wr = NULL;
-        for (size_t k = 0; name.n <= 16 && k < sizeof WRAPPERS / sizeof *WRAPPERS && !wr; k++)
-            if (eq(name, WRAPPERS[k].name))
-                wr = &WRAPPERS[k];
+        const struct wrapper *wr = name.n <= 16 ? find_wrapper(name) : NULL;
         if (!wr) {
             if (!run_code(c, &r, name, i))
                 f->dynamic = true;
@@ -1763,6 +1767,42 @@ static void spell(struct ctx *c, size_t ri) {
         if (!written.p || !out->spellings || !out->aliases)
             c->incomplete = true;
     }
+}
+
+/* ---- the fast path --------------------------------------------------------------- */
+
+bool a3s_bash_is_plain(const char *line, size_t len) {
+    static const char *const OTHERS[] = {"git", "eval", "find", "source", "exec"};
+    size_t first = 0;
+    if (len == 0 || line[0] == ' ' || line[len - 1] == ' ')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)line[i];
+        if (ch == ' ') {
+            if (line[i + 1] == ' ')
+                return false;
+            if (!first)
+                first = i;
+            continue;
+        }
+        bool word = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+                    ch == '_' || ch == '.' || ch == ',' || ch == ':' || ch == '+' || ch == '@' ||
+                    ch == '%' || ch == '^' || ch == '/' || (ch >= 'A' && ch <= 'Z') ||
+                    (first && (ch == '=' || ch == '~'));
+        if (!word)
+            return false;
+    }
+    a3s_str prog = {line, first ? first : len};
+    for (size_t k = 0; k < prog.n; k++) /* a directory or capitals: the bare name is an alias */
+        if (prog.p[k] == '/' || (prog.p[k] >= 'A' && prog.p[k] <= 'Z'))
+            return false;
+    static const char *const KEYWORDS[] = {"do",   "done", "fi",    "if",   "elif", "while",
+                                           "then", "else", "until", "for",  "case", "esac",
+                                           "select", "function", "coproc", "time", "in"};
+    return !(in_list(prog, KEYWORDS, sizeof KEYWORDS / sizeof *KEYWORDS) ||
+             in_list(prog, SHELLS, sizeof SHELLS / sizeof *SHELLS) ||
+             in_list(prog, OTHERS, sizeof OTHERS / sizeof *OTHERS) ||
+             (prog.n <= 16 && find_wrapper(prog)) || changes_env(prog));
 }
 
 /* ---- the entry point ------------------------------------------------------------ */

@@ -37,4 +37,12 @@ typedef struct a3s_bash_split {
 int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out);
 void a3s_bash_split_free(a3s_bash_split *split);
 
+/* Whether `line` is one simple command whose only spelling is the line itself
+ * and which has no other reading: words of plain bytes separated by single
+ * spaces (no quote, expansion, operator, redirection, comment, assignment or
+ * glob of a wrapper), whose program is no wrapper, shell, keyword, git, eval
+ * or find, and is spelled in lower case without a directory. The split of
+ * such a line is exactly {line}, so the rule set matches it as one string. */
+bool a3s_bash_is_plain(const char *line, size_t len);
+
 #endif

@@ -395,19 +395,21 @@ static bool covers_tool(const struct rule *r, const char *tool, size_t tl) {
     return tl == r->tool_len && memcmp(tool, r->tool, tl) == 0;
 }
 
-/* 1 match, 0 no match, negative error. `tool` is already lower-case. */
+/* 1 match, 0 no match, negative error. `tool` is already lower-case; NULL: the
+ * rule is known to cover it (a rule of the tool's own group). */
 static int rule_matches(const struct rule *r, const char *tool, size_t tl, const char *subject,
                         size_t sl) {
     if (r->first_byte >= 0 && (sl == 0 || (unsigned char)subject[0] != r->first_byte))
         return 0;
-    if (!covers_tool(r, tool, tl))
+    if (tool && !covers_tool(r, tool, tl))
         return 0;
     if (r->flags & A3S_RULE_ANY_ARGS)
         return 1;
     return a3s_glob_match(r->arg_glob, subject, sl);
 }
 
-/* First match (lowest rule index) of one list within one group, or SIZE_MAX. */
+/* First match (lowest rule index) of one list within one group, or SIZE_MAX.
+ * `tool` NULL: the group is the tool's own, whose rules all cover it. */
 static int first_in(const a3s_ruleset *rs, const struct index_list *l, const char *tool,
                     size_t tl, const char *subject, size_t sl, size_t *found) {
     for (size_t i = 0; i < l->len; i++) {
@@ -449,7 +451,7 @@ static int check_one(const a3s_ruleset *rs, const char *t, size_t tool_len, cons
     int rc = A3S_OK;
     for (int l = 0; l < NLISTS && out->list == A3S_LIST_NONE; l++) {
         size_t a = SIZE_MAX, b = SIZE_MAX;
-        if (g && (rc = first_in(rs, &g->lists[l], t, tool_len, s, subject_len, &a)) != A3S_OK)
+        if (g && (rc = first_in(rs, &g->lists[l], NULL, tool_len, s, subject_len, &a)) != A3S_OK)
             break;
         if ((rc = first_in(rs, &rs->generic.lists[l], t, tool_len, s, subject_len, &b)) != A3S_OK)
             break;
@@ -474,7 +476,7 @@ static int check_strict(const a3s_ruleset *rs, const char *s, size_t n, a3s_matc
     for (int l = 0; l < NLISTS; l += 2) { /* deny (0), then ask (2) */
         size_t a = SIZE_MAX, b = SIZE_MAX;
         int rc;
-        if (g && (rc = first_in(rs, &g->lists[l], "bash", 4, s, n, &a)) != A3S_OK)
+        if (g && (rc = first_in(rs, &g->lists[l], NULL, 4, s, n, &a)) != A3S_OK)
             return rc;
         if ((rc = first_in(rs, &rs->generic.lists[l], "bash", 4, s, n, &b)) != A3S_OK)
             return rc;
@@ -668,6 +670,8 @@ static void verdict_release(struct a3s_bash_verdict *v) {
 }
 
 static int check_bash(const a3s_ruleset *rs, const char *line, size_t len, a3s_match *out) {
+    if (a3s_bash_is_plain(line, len)) /* one command, one spelling: the line */
+        return check_one(rs, "bash", 4, line, len, out);
     struct a3s_bash_verdict v = {0};
     int rc = decide_bash(rs, line, len, &v, false);
     if (rc == A3S_OK) {
@@ -682,6 +686,10 @@ static int check_bash(const a3s_ruleset *rs, const char *line, size_t len, a3s_m
 }
 
 static int matches_bash(const a3s_ruleset *rs, const char *line, size_t len, bool *matched) {
+    if (a3s_bash_is_plain(line, len)) {
+        a3s_match m = {.struct_size = sizeof m};
+        return bash_one(rs, (a3s_str){line, len}, &m, matched, false);
+    }
     struct a3s_bash_verdict v = {.matched = matched};
     int rc = decide_bash(rs, line, len, &v, false);
     v.matched = NULL; /* the caller's */

@@ -144,7 +144,7 @@ static void fuzz(void) {
         "`", "'", "\"", "\\", "$x", "${x:-y}", "$((1+2))", "<<EOF\n", "EOF\n", "<<'E'\n",
         "x=push", "env", "-i", "command", "bash -c ", "eval ", "#", "<(", ">", "2>&1", "for",
         "in", "do", "done", "case", "esac", ";;", "$'\\x41'", "echo", "sh", "-c", "--",
-        "\xff", "\x00",
+        "\xff", "\x00", "ls", " -la", " a/b", " X", "/bin/ls", "Git", " x=y", "make", "  ",
     };
     a3s_ruleset *rs = policy("bash(git push**)", "bash(echo *)", A3S_LIST_ASK);
     uint64_t seed = 0x5eed;
@@ -165,11 +165,15 @@ static void fuzz(void) {
         CHECK(a3s_ruleset_check(rs, "bash", 4, line, len, &m, NULL) == A3S_OK, "check");
         a3s_bash_verdict *v = NULL;
         CHECK(a3s_ruleset_check_bash(rs, line, len, &v, NULL) == A3S_OK, "verdict");
+        /* the verdict never takes the plain-line fast path: the two must agree */
         int list = a3s_bash_verdict_list(v);
-        CHECK(list == (m.list ? m.list : A3S_LIST_ASK), "the same decision");
-        a3s_bash_verdict_free(v);
-        size_t idx[2], n;
+        CHECK(list == (m.list ? m.list : A3S_LIST_ASK), "the same decision: %.*s", (int)len, line);
+        size_t idx[2], n, vidx[2], vn;
         CHECK(a3s_ruleset_matches(rs, "bash", 4, line, len, idx, 2, &n, NULL) == A3S_OK, "m");
+        CHECK(a3s_bash_verdict_matched(v, vidx, 2, &vn, NULL) == A3S_OK && vn == n &&
+                  memcmp(idx, vidx, n * sizeof *idx) == 0,
+              "the same rules: %.*s", (int)len, line);
+        a3s_bash_verdict_free(v);
     }
     for (int k = 0; k < 3; k++) { /* the plain spelling, after any prefix, is denied */
         const char *prefix[] = {"echo a; ", "x=1 ", "env -- "};
