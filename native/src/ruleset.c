@@ -441,15 +441,16 @@ static const char *fold_tool(const char *tool, size_t tl, char *buf, char **heap
     return dst;
 }
 
-/* The first deny, else allow, else ask match for one (folded tool, subject). */
-static int check_one(const a3s_ruleset *rs, const char *t, size_t tool_len, const char *s,
-                     size_t subject_len, a3s_match *out) {
+/* The first match of the lists in `skip_allow` ? {deny, ask} : {deny, allow, ask}, in
+ * that order, for one (folded tool, subject). */
+static int check_lists(const a3s_ruleset *rs, const char *t, size_t tool_len, const char *s,
+                       size_t subject_len, bool skip_allow, a3s_match *out) {
     const struct group *g = find_group(rs, t, tool_len);
     out->list = A3S_LIST_NONE;
     out->id = 0;
     out->index = 0;
     int rc = A3S_OK;
-    for (int l = 0; l < NLISTS && out->list == A3S_LIST_NONE; l++) {
+    for (int l = 0; l < NLISTS && out->list == A3S_LIST_NONE; l += skip_allow ? 2 : 1) {
         size_t a = SIZE_MAX, b = SIZE_MAX;
         if (g && (rc = first_in(rs, &g->lists[l], NULL, tool_len, s, subject_len, &a)) != A3S_OK)
             break;
@@ -467,29 +468,18 @@ static int check_one(const a3s_ruleset *rs, const char *t, size_t tool_len, cons
     return rc;
 }
 
-static int check_bash(const a3s_ruleset *rs, const char *line, size_t len, a3s_match *out);
+/* The first deny, else allow, else ask match for one (folded tool, subject). */
+static int check_one(const a3s_ruleset *rs, const char *t, size_t tool_len, const char *s,
+                     size_t subject_len, a3s_match *out) {
+    return check_lists(rs, t, tool_len, s, subject_len, false, out);
+}
 
 /* The first deny, else ask match of a bash spelling (allow rules cannot decide an alias). */
 static int check_strict(const a3s_ruleset *rs, const char *s, size_t n, a3s_match *out) {
-    const struct group *g = find_group(rs, "bash", 4);
-    out->list = A3S_LIST_NONE;
-    for (int l = 0; l < NLISTS; l += 2) { /* deny (0), then ask (2) */
-        size_t a = SIZE_MAX, b = SIZE_MAX;
-        int rc;
-        if (g && (rc = first_in(rs, &g->lists[l], NULL, 4, s, n, &a)) != A3S_OK)
-            return rc;
-        if ((rc = first_in(rs, &rs->generic.lists[l], "bash", 4, s, n, &b)) != A3S_OK)
-            return rc;
-        size_t hit = a < b ? a : b;
-        if (hit != SIZE_MAX) {
-            out->list = l + 1;
-            out->id = rs->rules[hit].id;
-            out->index = hit;
-            return A3S_OK;
-        }
-    }
-    return A3S_OK;
+    return check_lists(rs, "bash", 4, s, n, true, out);
 }
+
+static int check_bash(const a3s_ruleset *rs, const char *line, size_t len, a3s_match *out);
 static int matches_bash(const a3s_ruleset *rs, const char *line, size_t len, bool *matched);
 
 static bool is_bash(const char *t, size_t tl) { return tl == 4 && memcmp(t, "bash", 4) == 0; }
