@@ -1173,8 +1173,25 @@ struct form {
     size_t skip0, skip1;     /* words left out (git's global options) */
     int mode;                /* M_SRC, M_VAL or M_EXP */
     size_t pick;             /* M_EXP: which value of a variable with several */
+    bool drop;               /* leave out words that are only unknown expansions */
     bool fold;               /* the program by its bare, lower-case name */
 };
+
+/* Whether word wi is nothing but expansions whose value the line does not show
+ * (`$(cmd)`, `$UNSET`): it may expand to no word at all. */
+static bool only_unknown(struct ctx *c, size_t si, size_t wi) {
+    const struct word *w = &VEC_AT(c->words, struct word, wi);
+    if (w->plain || !w->nparts)
+        return false;
+    for (size_t k = 0; k < w->nparts; k++) {
+        const struct part *p = &VEC_AT(c->parts, struct part, w->part0 + k);
+        a3s_str value;
+        if (p->kind == P_LIT || (p->kind == P_SUB && p->known) ||
+            (p->kind == P_VAR && lookup(c, si, p->text, 0, &value)))
+            return false;
+    }
+    return true;
+}
 
 /* One reading of a command as a string; *changed: an expansion was replaced. */
 static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
@@ -1184,6 +1201,8 @@ static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
     c->tmp.n = 0;
     for (size_t k = f->from; k < r->nw; k++) {
         if (k >= f->skip0 && k < f->skip1)
+            continue;
+        if (f->drop && k > f->from && only_unknown(c, si, VEC_AT(c->cmdwords, size_t, r->w0 + k)))
             continue;
         if (c->tmp.n)
             buf_ch(&c->tmp, ' ');
@@ -1293,6 +1312,18 @@ static void add_reading(struct ctx *c, struct forms *out, struct form f) {
     f.fold = true;
     f.mode = M_VAL;
     add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+    bool unknown = false; /* an argument that may expand to nothing: the reading without it */
+    for (size_t k = f.from + 1; k < f.r->nw && !unknown; k++)
+        unknown = only_unknown(c, f.r->source, word_at(c, f.r, k));
+    if (unknown) {
+        f.mode = M_EXP;
+        f.pick = 0;
+        f.drop = true;
+        f.fold = false;
+        add_form(c, out->spell, &out->nspell, render(c, &f, NULL));
+        f.fold = true;
+        add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+    }
 }
 
 /* ---- programs that run other programs --------------------------------------- */
