@@ -215,7 +215,9 @@ A3S_API int a3s_ruleset_rule(const a3s_ruleset *rs, size_t index, a3s_rule_view 
                              a3s_error *err);
 
 /* The hot path: evaluates deny, then allow, then ask for one call and fills
- * `out` (list = A3S_LIST_NONE when nothing matched). */
+ * `out` (list = A3S_LIST_NONE when nothing matched). The tool "bash" is
+ * decided per simple command (below). Errors: A3S_E_INVALID (NULL rs or out,
+ * a small struct_size, NULL strings with a length), A3S_E_NOMEM. */
 A3S_API int a3s_ruleset_check(const a3s_ruleset *rs, const char *tool, size_t tool_len,
                               const char *subject, size_t subject_len, a3s_match *out,
                               a3s_error *err);
@@ -238,9 +240,10 @@ A3S_API void a3s_ruleset_free(a3s_ruleset *rs);
  * documents, `bash -c CODE`, `eval`, `echo CODE | sh`, find -exec), and each
  * is matched in every spelling that runs the same program: as written, with
  * leading assignments, env and its options, command, builtin, exec, nice,
- * nohup, timeout, time, stdbuf, ionice, setsid, sudo, doas and xargs
- * removed, git's global options (-c x=y, -C dir, --git-dir ...) removed, and
- * variables the line assigns expanded. Deny and ask rules also match the
+ * nohup, timeout, time, sudo, xargs, `uv run` and the other wrappers listed
+ * in docs/policy.md removed, git's global options (-c x=y, -C dir,
+ * --git-dir ...) removed, variables the line assigns expanded (one spelling
+ * per value), and arguments that are only unknown expansions left out. Deny and ask rules also match the
  * spellings with quotes and backslashes removed and the program's bare,
  * lower-case name (`\git`, `"git"`, `/usr/bin/GIT`). A command's decision is
  * the strictest over its spellings (each decided deny, then allow, then ask,
