@@ -209,7 +209,7 @@ def test_policy_check_names_the_simple_command_that_decided(tmp_path, capsys) ->
     assert got["decision"] == "deny"
     assert got["commands"] == [
         {
-            "command": "git push",
+            "command": "\\git push",
             "decision": "deny",
             "rule": "bash(git push**)",
             "matched_as": "git push",

@@ -242,35 +242,25 @@ _PLAIN_SEPARATORS = [" ", "  ", "\t", " && ", " || ", "; ", " | ", "\n", ";", ";
     ),
     st.sampled_from(["", "\n", " "]),
 )
-def test_plain_lines_are_spelled_as_the_walk_spells_them(pieces, end):
-    """Lines of plain commands skip the shell walk (the fast path): their simple commands and
-    spellings must be exactly the walk's."""
-    from codeward.guardrail import _simple
-
+def test_check_verdict_and_matching_rules_agree(pieces, end):
+    """check(), bash_verdict() and matching_rules() read a line the same way (one C walk):
+    the same decision, and every rule a command was decided by is among the matching rules."""
     line = "".join(w + sep for w, sep in pieces[:-1]) + pieces[-1][0] + end
-    fast = _simple._plain_commands(line)
-    if fast is None:
-        return
-    found: list[_simple.SimpleCommand] = []
-
-    def visit(cmd, env, script, top):
-        whole = top and not found and _simple._only_command(script)
-        found.append(_simple._spell(cmd, env, line if whole else None))
-
-    assert _simple.walk_commands(line, visit)
-    assert fast == tuple(found), line
-
-
-def test_the_fast_path_takes_the_common_lines():
-    from codeward.guardrail._simple import _plain_commands
-
-    for line in ("ls -la", "cd web && npm ci && npm test 2>&1 | tail", "rg -n 'a b' src >out"):
-        assert _plain_commands(line) is not None, line
-    for line in ("bash -c ls", "env git push", "FOO=1 make", "echo $HOME", "cat <<E", "\\git"):
-        assert _plain_commands(line) is None, line
+    policy = PermissionPolicy(
+        deny=["bash(git push**)"], allow=["bash(ls*)", "bash(echo *)"], ask=["bash(rm *)"]
+    )
+    verdict = policy.bash_verdict(line)
+    assert check(policy, line) is verdict.decision
+    matched = policy.matching_rules("bash", {"command": line})
+    raw = {raw for rules in matched.values() for raw in rules}
+    for command in verdict.commands:
+        if command.rule is not None:
+            assert policy.rules()[command.rule].raw in raw, (line, command)
 
 
 def test_a_program_among_more_values_than_the_walk_follows_is_unknown():
     names = " ".join(f"tool{i}" for i in range(20))
     assert check(NO_PUSH, f"for p in {names} git; do $p push; done") is ASK
     assert check(NO_PUSH, "for p in ls git; do $p push; done") is DENY
+    assert check(NO_PUSH, "for a in status push; do git $a; done") is DENY
+    assert check(NO_PUSH, "x=status; x=push; git $x") is DENY

@@ -70,18 +70,20 @@ from codeward.policy import argument_string  # noqa: E402
 from report import section, table  # noqa: E402
 
 # The argument strings check() decides a call on: one, or one per file of a multi-file
-# read (a private helper; an older package without it has one string per call).
-_subjects: Callable[[str, Any], tuple[str, list[str]]] | None = getattr(
-    importlib.import_module("codeward.policy._subject"), "subjects", None
+# read (a private helper; an older package without it has one string per call). A bash
+# line is one string: the rule set splits it into its simple commands itself.
+_decision_subjects: Callable[..., tuple[str, list[Any]]] | None = getattr(
+    importlib.import_module("codeward.policy._subject"), "decision_subjects", None
 )
 
 
 def call_pairs(tool: str, args: Any) -> list[tuple[str, str]]:
     """The (canonical tool, argument string) pairs PermissionPolicy.check evaluates for a call."""
-    if _subjects is None:
-        return [argument_string(tool, args)]
-    name, subjects = _subjects(tool, args)
-    return [(name, s) for s in subjects]
+    name, subject = argument_string(tool, args)
+    if _decision_subjects is None or name != "read" or "\n" not in subject:
+        return [(name, subject)]
+    name, subjects = _decision_subjects(tool, args)
+    return [(name, s.text) for s in subjects]
 
 
 TARGET_CHECKS_PER_S = 500_000
@@ -766,7 +768,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # ---- 3. baselines -----------------------------------------------------------
     section("3. Baselines: same rules, same (tool, argument string) pairs, deny->allow->ask")
-    base = bench_baselines(policy, pairs, ref, c, cfg)
+    # A bash line is not one match: the rule set splits it into its simple commands and
+    # matches each spelling (docs/policy.md), which the baselines do not model. They, the
+    # agreement and the 10x target use the other pairs; bash lines are timed on their own.
+    matching = [i for i, k in enumerate(kinds) if k != "bash"]
+    match_pairs = [pairs[i] for i in matching]
+    match_ref = [ref[i] for i in matching]
+    c_other = [k for k in c.get("per_kind", []) if k["kind"] != "bash"]
+    c_bash = [k for k in c.get("per_kind", []) if k["kind"] == "bash"]
+    c_match_checks = (
+        sum(k["pairs"] for k in c_other) / sum(k["best_s"] for k in c_other) if c_other else 0.0
+    )
+    if c_ok and c_bash:
+        print(
+            f"  bash lines ({c_bash[0]['pairs']}) are split per simple command by the rule set "
+            f"({c_bash[0]['best_s'] / c_bash[0]['pairs'] * 1e6:.2f} us/line in C); the"
+            f"\n  baselines use the other {len(match_pairs)} pairs (a3s raw C on them: "
+            f"{si(c_match_checks)} checks/s)"
+        )
+    c_for_base = {k: v for k, v in c.items() if k != "per_pattern"}
+    base = bench_baselines(policy, match_pairs, match_ref, c_for_base, cfg)
     rows = []
     if c_ok:
         rows.append(
@@ -840,9 +861,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     fn, wc, rx = base.get("fnmatch"), base.get("wcmatch"), base.get("re-exact")
     ratios = {
-        "raw_c_checks_vs_fnmatch": ratio(c_checks, fn),
-        "raw_c_checks_vs_wcmatch": ratio(c_checks, wc),
-        "raw_c_checks_vs_re_exact": ratio(c_checks, rx),
+        "raw_c_checks_vs_fnmatch": ratio(c_match_checks, fn),
+        "raw_c_checks_vs_wcmatch": ratio(c_match_checks, wc),
+        "raw_c_checks_vs_re_exact": ratio(c_match_checks, rx),
         "raw_c_matches_vs_fnmatch_matches": ratio(c_matches, fn, "per_pattern"),
         "raw_c_matches_vs_wcmatch_matches": ratio(c_matches, wc, "per_pattern"),
         "python_check_vs_fnmatch": ratio(total.best, fn),

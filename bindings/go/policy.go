@@ -128,6 +128,9 @@ var listNames = [...]string{C.A3S_LIST_DENY: "deny", C.A3S_LIST_ALLOW: "allow", 
 // listDecisions maps A3S_LIST_* codes to decisions.
 var listDecisions = [...]Decision{C.A3S_LIST_DENY: Deny, C.A3S_LIST_ALLOW: Allow, C.A3S_LIST_ASK: Ask}
 
+// listCodes maps decisions to A3S_LIST_* codes.
+var listCodes = map[Decision]C.int{Deny: C.A3S_LIST_DENY, Allow: C.A3S_LIST_ALLOW, Ask: C.A3S_LIST_ASK}
+
 // NewPermissionPolicy parses and compiles the rules of opts. A malformed
 // rule is a *[PolicyError] naming it (Rule, List) whose message includes the
 // C core's explanation; an invalid DefaultDecision is a *[PolicyError] too.
@@ -154,6 +157,11 @@ func NewPermissionPolicy(opts PolicyOptions) (*PermissionPolicy, error) {
 		fallback: fallback,
 	}
 	runtime.SetFinalizer(p, (*PermissionPolicy).Close)
+	// A bash line is decided per simple command in the C core, which needs the default.
+	if rc := C.a3s_ruleset_set_default(rs, listCodes[fallback], &cerr); rc != C.A3S_OK {
+		p.Close()
+		return nil, coreError(rc, &cerr)
+	}
 	lists := []struct {
 		code  C.int
 		rules []string

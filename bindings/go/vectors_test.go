@@ -20,6 +20,8 @@ import (
 var (
 	policyVectorsPath = filepath.Join(vectorsDir(), "policy.json")
 	globVectorsPath   = filepath.Join(vectorsDir(), "glob.json")
+	// a bash line decided per simple command by the C core: the same format
+	bashVectorsPath = filepath.Join(vectorsDir(), "bash_policy.json")
 )
 
 func vectorsDir() string {
@@ -111,16 +113,20 @@ type policyCase struct {
 	MessageContains string          `json:"message_contains"`
 }
 
-func TestPolicyVectors(t *testing.T) {
+func TestPolicyVectors(t *testing.T) { runPolicyVectors(t, policyVectorsPath) }
+
+func TestBashPolicyVectors(t *testing.T) { runPolicyVectors(t, bashVectorsPath) }
+
+func runPolicyVectors(t *testing.T, path string) {
 	var v policyVectors
-	if err := decodeStrict(readVectors(t, policyVectorsPath), &v); err != nil {
-		t.Fatalf("%s: %v", policyVectorsPath, err)
+	if err := decodeStrict(readVectors(t, path), &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	if v.Schema != 1 {
-		t.Fatalf("%s: schema %d; this runner reads schema 1", policyVectorsPath, v.Schema)
+		t.Fatalf("%s: schema %d; this runner reads schema 1", path, v.Schema)
 	}
 	if len(v.Cases) == 0 {
-		t.Fatalf("%s: no cases", policyVectorsPath)
+		t.Fatalf("%s: no cases", path)
 	}
 	named := map[string]*PermissionPolicy{}
 	defer func() {

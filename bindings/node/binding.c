@@ -485,6 +485,23 @@ static napi_value ruleset_rule(napi_env env, napi_callback_info info) {
     return obj;
 }
 
+/* setDefault(list): the decision when no rule matches; a bash line is decided with it. */
+static napi_value ruleset_set_default(napi_env env, napi_callback_info info) {
+    napi_value argv[1], this_arg;
+    if (!get_args(env, info, 1, argv, &this_arg))
+        return NULL;
+    a3s_ruleset *rs = unwrap(env, this_arg, &RULESET_TAG, "NativeRuleset");
+    int32_t list;
+    if (!rs || !get_int32(env, argv[0], "list", &list))
+        return NULL;
+    a3s_error err;
+    if (a3s_ruleset_set_default(rs, list, &err) != A3S_OK)
+        return throw_core(env, &err);
+    napi_value result;
+    CHECK(env, napi_get_undefined(env, &result));
+    return result;
+}
+
 static napi_value ruleset_count(napi_env env, napi_callback_info info) {
     napi_value this_arg, result;
     if (!get_args(env, info, 0, NULL, &this_arg))
@@ -574,7 +591,7 @@ NAPI_MODULE_INIT() {
     static const napi_property_descriptor ruleset_methods[] = {
         METHOD("add", ruleset_add),         METHOD("check", ruleset_check),
         METHOD("matches", ruleset_matches), METHOD("rule", ruleset_rule),
-        METHOD("count", ruleset_count),
+        METHOD("count", ruleset_count),     METHOD("setDefault", ruleset_set_default),
     };
     static const napi_property_descriptor functions[] = {
         METHOD("version", version),

@@ -4,12 +4,16 @@
  * table, so a check only looks at the rules that can apply to its tool plus
  * the few rules whose tool part is a glob or an MCP server name.
  */
+#include "bash_split.h"
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define NLISTS 3 /* deny, allow, ask */
+
+struct rule;
+static bool covers_tool(const struct rule *r, const char *tool, size_t tl);
 
 struct rule {
     int32_t list;
@@ -44,6 +48,8 @@ struct a3s_ruleset {
     size_t *table; /* open addressing: group index + 1, 0 = empty */
     size_t table_cap;
     struct group generic; /* tool globs and MCP server rules */
+    int32_t default_list; /* a3s_ruleset_set_default; A3S_LIST_NONE: not set */
+    bool bash_patterned;  /* a deny or ask rule with a pattern covers bash */
 };
 
 static uint64_t hash_name(const char *s, size_t n) {
@@ -348,6 +354,8 @@ A3S_API int a3s_ruleset_add(a3s_ruleset *rs, int list, const char *rule, size_t 
     if (!g || push_index(&g->lists[list - 1], rs->len) != A3S_OK)
         goto nomem;
     rs->rules[rs->len++] = r;
+    if (list != A3S_LIST_ALLOW && !(r.flags & A3S_RULE_ANY_ARGS) && covers_tool(&r, "bash", 4))
+        rs->bash_patterned = true;
     return a3s_ok(err);
 nomem:
     free_rule(&r);
@@ -374,29 +382,34 @@ A3S_API int a3s_ruleset_rule(const a3s_ruleset *rs, size_t index, a3s_rule_view 
 
 /* ---- matching ---------------------------------------------------------- */
 
-/* 1 match, 0 no match, negative error. `tool` is already lower-case. */
+/* Whether the rule's tool part names `tool` (already lower-case). */
+static bool covers_tool(const struct rule *r, const char *tool, size_t tl) {
+    if (r->flags & A3S_RULE_TOOL_GLOB)
+        return a3s_glob_match(r->tool_glob, tool, tl) == 1;
+    if (r->flags & A3S_RULE_MCP_SERVER) {
+        bool same = tl == r->tool_len && memcmp(tool, r->tool, tl) == 0;
+        bool child = tl >= r->tool_len + 2 && memcmp(tool, r->tool, r->tool_len) == 0 &&
+                     tool[r->tool_len] == '_' && tool[r->tool_len + 1] == '_';
+        return same || child;
+    }
+    return tl == r->tool_len && memcmp(tool, r->tool, tl) == 0;
+}
+
+/* 1 match, 0 no match, negative error. `tool` is already lower-case; NULL: the
+ * rule is known to cover it (a rule of the tool's own group). */
 static int rule_matches(const struct rule *r, const char *tool, size_t tl, const char *subject,
                         size_t sl) {
     if (r->first_byte >= 0 && (sl == 0 || (unsigned char)subject[0] != r->first_byte))
         return 0;
-    if (r->flags & A3S_RULE_TOOL_GLOB) {
-        if (!a3s_glob_match(r->tool_glob, tool, tl))
-            return 0;
-    } else if (r->flags & A3S_RULE_MCP_SERVER) {
-        bool same = tl == r->tool_len && memcmp(tool, r->tool, tl) == 0;
-        bool child = tl >= r->tool_len + 2 && memcmp(tool, r->tool, r->tool_len) == 0 &&
-                     tool[r->tool_len] == '_' && tool[r->tool_len + 1] == '_';
-        if (!same && !child)
-            return 0;
-    } else if (tl != r->tool_len || memcmp(tool, r->tool, tl) != 0) {
+    if (tool && !covers_tool(r, tool, tl))
         return 0;
-    }
     if (r->flags & A3S_RULE_ANY_ARGS)
         return 1;
     return a3s_glob_match(r->arg_glob, subject, sl);
 }
 
-/* First match (lowest rule index) of one list within one group, or SIZE_MAX. */
+/* First match (lowest rule index) of one list within one group, or SIZE_MAX.
+ * `tool` NULL: the group is the tool's own, whose rules all cover it. */
 static int first_in(const a3s_ruleset *rs, const struct index_list *l, const char *tool,
                     size_t tl, const char *subject, size_t sl, size_t *found) {
     for (size_t i = 0; i < l->len; i++) {
@@ -428,6 +441,49 @@ static const char *fold_tool(const char *tool, size_t tl, char *buf, char **heap
     return dst;
 }
 
+/* The first match of the lists in `skip_allow` ? {deny, ask} : {deny, allow, ask}, in
+ * that order, for one (folded tool, subject). */
+static int check_lists(const a3s_ruleset *rs, const char *t, size_t tool_len, const char *s,
+                       size_t subject_len, bool skip_allow, a3s_match *out) {
+    const struct group *g = find_group(rs, t, tool_len);
+    out->list = A3S_LIST_NONE;
+    out->id = 0;
+    out->index = 0;
+    int rc = A3S_OK;
+    for (int l = 0; l < NLISTS && out->list == A3S_LIST_NONE; l += skip_allow ? 2 : 1) {
+        size_t a = SIZE_MAX, b = SIZE_MAX;
+        if (g && (rc = first_in(rs, &g->lists[l], NULL, tool_len, s, subject_len, &a)) != A3S_OK)
+            break;
+        if ((rc = first_in(rs, &rs->generic.lists[l], t, tool_len, s, subject_len, &b)) != A3S_OK)
+            break;
+        size_t hit = a < b ? a : b;
+        if (hit != SIZE_MAX) {
+            out->list = l + 1;
+            out->id = rs->rules[hit].id;
+            out->index = hit;
+        }
+    }
+    if (rc != A3S_OK)
+        out->list = A3S_LIST_NONE;
+    return rc;
+}
+
+/* The first deny, else allow, else ask match for one (folded tool, subject). */
+static int check_one(const a3s_ruleset *rs, const char *t, size_t tool_len, const char *s,
+                     size_t subject_len, a3s_match *out) {
+    return check_lists(rs, t, tool_len, s, subject_len, false, out);
+}
+
+/* The first deny, else ask match of a bash spelling (allow rules cannot decide an alias). */
+static int check_strict(const a3s_ruleset *rs, const char *s, size_t n, a3s_match *out) {
+    return check_lists(rs, "bash", 4, s, n, true, out);
+}
+
+static int check_bash(const a3s_ruleset *rs, const char *line, size_t len, a3s_match *out);
+static int matches_bash(const a3s_ruleset *rs, const char *line, size_t len, bool *matched);
+
+static bool is_bash(const char *t, size_t tl) { return tl == 4 && memcmp(t, "bash", 4) == 0; }
+
 A3S_API int a3s_ruleset_check(const a3s_ruleset *rs, const char *tool, size_t tool_len,
                               const char *subject, size_t subject_len, a3s_match *out,
                               a3s_error *err) {
@@ -439,28 +495,12 @@ A3S_API int a3s_ruleset_check(const a3s_ruleset *rs, const char *tool, size_t to
     if (!t)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory checking a call");
     const char *s = subject ? subject : "";
-    const struct group *g = find_group(rs, t, tool_len);
-    out->list = A3S_LIST_NONE;
-    out->id = 0;
-    out->index = 0;
-    int rc = A3S_OK;
-    for (int l = 0; l < NLISTS && out->list == A3S_LIST_NONE; l++) {
-        size_t a = SIZE_MAX, b = SIZE_MAX;
-        if (g && (rc = first_in(rs, &g->lists[l], t, tool_len, s, subject_len, &a)) != A3S_OK)
-            break;
-        if ((rc = first_in(rs, &rs->generic.lists[l], t, tool_len, s, subject_len, &b)) != A3S_OK)
-            break;
-        size_t hit = a < b ? a : b;
-        if (hit != SIZE_MAX) {
-            out->list = l + 1;
-            out->id = rs->rules[hit].id;
-            out->index = hit;
-        }
-    }
+    int rc = is_bash(t, tool_len) ? check_bash(rs, s, subject_len, out)
+                                  : check_one(rs, t, tool_len, s, subject_len, out);
     free(heap);
     if (rc != A3S_OK) {
         out->list = A3S_LIST_NONE;
-        return a3s_fail(err, rc, 0, 0, "out of memory matching a long pattern");
+        return a3s_fail(err, rc, 0, 0, "out of memory checking a call");
     }
     return a3s_ok(err);
 }
@@ -476,22 +516,243 @@ A3S_API int a3s_ruleset_matches(const a3s_ruleset *rs, const char *tool, size_t 
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory checking a call");
     const char *s = subject ? subject : "";
     size_t n = 0;
-    for (size_t i = 0; i < rs->len; i++) {
-        int m = rule_matches(&rs->rules[i], t, tool_len, s, subject_len);
-        if (m < 0) {
-            free(heap);
-            return a3s_fail(err, m, 0, 0, "out of memory matching a long pattern");
-        }
-        if (m) {
+    bool *matched = is_bash(t, tool_len) ? calloc(rs->len ? rs->len : 1, sizeof *matched) : NULL;
+    int rc = A3S_OK;
+    if (is_bash(t, tool_len))
+        rc = matched ? matches_bash(rs, s, subject_len, matched) : A3S_E_NOMEM;
+    for (size_t i = 0; i < rs->len && rc == A3S_OK; i++) {
+        int m = matched ? matched[i] : rule_matches(&rs->rules[i], t, tool_len, s, subject_len);
+        if (m < 0)
+            rc = m;
+        if (m > 0) {
             if (n < cap)
                 indices[n] = i;
             n++;
         }
     }
+    free(matched);
     free(heap);
+    if (rc != A3S_OK)
+        return a3s_fail(err, rc, 0, 0, "out of memory matching a long pattern");
     *count = n;
     if (n > cap)
         return a3s_fail(err, A3S_E_BUFFER, 0, (int64_t)n,
                         "%zu rules match but the buffer holds %zu", n, cap);
     return a3s_ok(err);
+}
+
+/* ---- bash: decided per simple command (bash_split.c) ------------------------- */
+
+A3S_API int a3s_ruleset_set_default(a3s_ruleset *rs, int list, a3s_error *err) {
+    if (!rs || list < A3S_LIST_NONE || list > A3S_LIST_ASK)
+        return a3s_fail(err, A3S_E_INVALID, 0, list, "a3s_ruleset_set_default: invalid argument");
+    rs->default_list = list;
+    return a3s_ok(err);
+}
+
+static int strictness(int list) {
+    return list == A3S_LIST_DENY ? 0 : list == A3S_LIST_ASK ? 1 : 2;
+}
+
+struct bash_cmd_verdict {
+    int32_t list, why;
+    size_t rule;
+    a3s_str text, spelling;
+};
+
+struct a3s_bash_verdict {
+    int32_t list, why;
+    size_t rule;
+    uint64_t flags;
+    struct bash_cmd_verdict *cmds;
+    size_t ncmds;
+    bool *matched; /* per rule */
+    size_t nrules;
+    a3s_bash_split *split;
+};
+
+/* The list of one spelling, and every rule it matches when `matched` is set;
+ * `strict`: only deny and ask rules can decide it (an alias). */
+static int bash_one(const a3s_ruleset *rs, a3s_str s, a3s_match *m, bool *matched, bool strict) {
+    int rc = strict ? check_strict(rs, s.p, s.n, m) : check_one(rs, "bash", 4, s.p, s.n, m);
+    for (size_t i = 0; matched && rc == A3S_OK && i < rs->len; i++) {
+        int hit = rule_matches(&rs->rules[i], "bash", 4, s.p, s.n);
+        if (hit < 0)
+            rc = hit;
+        else if (hit)
+            matched[i] = true;
+    }
+    return rc;
+}
+
+/* Fills v (its split and, when v->matched is set, the rules matched). */
+static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
+                       struct a3s_bash_verdict *v, bool per_command) {
+    int dflt = rs->default_list ? rs->default_list : A3S_LIST_ASK;
+    int rc = a3s_bash_split_line(line, len, &v->split);
+    if (rc != A3S_OK)
+        return rc;
+    const a3s_bash_split *sp = v->split;
+    if (per_command && sp->ncmds) {
+        v->cmds = calloc(sp->ncmds, sizeof *v->cmds);
+        if (!v->cmds)
+            return A3S_E_NOMEM;
+    }
+    a3s_match whole = {.struct_size = sizeof whole};
+    if ((rc = bash_one(rs, (a3s_str){line, len}, &whole, v->matched, false)) != A3S_OK)
+        return rc;
+    bool explicit = sp->ncmds > 0;
+    v->list = -1;
+    for (size_t c = 0; c < sp->ncmds; c++) {
+        const a3s_bash_cmd *cmd = &sp->cmds[c];
+        struct bash_cmd_verdict best = {-1, A3S_BASH_WHY_DEFAULT, SIZE_MAX, cmd->shown, cmd->shown};
+        for (size_t k = 0; k < cmd->nspellings + cmd->naliases; k++) {
+            bool alias = k >= cmd->nspellings;
+            a3s_str s = alias ? cmd->aliases[k - cmd->nspellings] : cmd->spellings[k];
+            a3s_match m = whole;
+            bool *marks = alias ? NULL : v->matched;
+            bool same_as_line = !alias && s.p == line && s.n == len; /* already checked */
+            if (!same_as_line && (rc = bash_one(rs, s, &m, marks, alias)) != A3S_OK)
+                return rc;
+            if (alias && m.list != A3S_LIST_DENY && m.list != A3S_LIST_ASK)
+                continue;
+            if (alias && v->matched && (rc = bash_one(rs, s, &m, v->matched, true)) != A3S_OK)
+                return rc;
+            int d = m.list ? m.list : dflt;
+            if (best.list < 0 || strictness(d) < strictness(best.list))
+                best = (struct bash_cmd_verdict){d, m.list ? A3S_BASH_WHY_RULE : A3S_BASH_WHY_DEFAULT,
+                                                 m.list ? m.index : SIZE_MAX, cmd->shown, s};
+        }
+        if (cmd->dynamic && rs->bash_patterned && best.list == A3S_LIST_ALLOW)
+            best = (struct bash_cmd_verdict){A3S_LIST_ASK, A3S_BASH_WHY_DYNAMIC, SIZE_MAX,
+                                             cmd->shown, cmd->shown};
+        explicit = explicit && best.list == A3S_LIST_ALLOW && best.why == A3S_BASH_WHY_RULE;
+        bool tie_by_rule = v->list == best.list && v->why == A3S_BASH_WHY_DEFAULT &&
+                           best.why == A3S_BASH_WHY_RULE;
+        if (v->list < 0 || strictness(best.list) < strictness(v->list) || tie_by_rule) {
+            v->list = best.list;
+            v->why = best.why;
+            v->rule = best.rule;
+        }
+        if (v->cmds)
+            v->cmds[c] = best;
+    }
+    v->ncmds = v->cmds ? sp->ncmds : 0;
+    bool whole_strict = whole.list == A3S_LIST_DENY || whole.list == A3S_LIST_ASK;
+    if (v->list < 0 || (whole_strict && strictness(whole.list) < strictness(v->list))) {
+        v->list = whole.list ? whole.list : dflt;
+        v->why = whole.list ? A3S_BASH_WHY_RULE : A3S_BASH_WHY_DEFAULT;
+        v->rule = whole.list ? whole.index : SIZE_MAX;
+    }
+    if (!sp->complete && strictness(A3S_LIST_ASK) < strictness(v->list)) {
+        v->list = A3S_LIST_ASK;
+        v->why = A3S_BASH_WHY_INCOMPLETE;
+        v->rule = SIZE_MAX;
+    }
+    v->flags = (sp->complete ? 0 : A3S_BASH_INCOMPLETE) | (explicit ? A3S_BASH_EXPLICIT : 0);
+    return A3S_OK;
+}
+
+static void verdict_release(struct a3s_bash_verdict *v) {
+    a3s_bash_split_free(v->split);
+    free(v->cmds);
+    free(v->matched);
+}
+
+static int check_bash(const a3s_ruleset *rs, const char *line, size_t len, a3s_match *out) {
+    if (a3s_bash_is_plain(line, len)) /* one command, one spelling: the line */
+        return check_one(rs, "bash", 4, line, len, out);
+    struct a3s_bash_verdict v = {0};
+    int rc = decide_bash(rs, line, len, &v, false);
+    if (rc == A3S_OK) {
+        /* A line no rule and no floor decided reads as "no rule matched": the default applies. */
+        bool by_default = v.why == A3S_BASH_WHY_DEFAULT;
+        out->list = by_default ? A3S_LIST_NONE : v.list;
+        out->index = v.rule == SIZE_MAX ? SIZE_MAX : v.rule;
+        out->id = v.rule == SIZE_MAX ? 0 : rs->rules[v.rule].id;
+    }
+    verdict_release(&v);
+    return rc;
+}
+
+static int matches_bash(const a3s_ruleset *rs, const char *line, size_t len, bool *matched) {
+    if (a3s_bash_is_plain(line, len)) {
+        a3s_match m = {.struct_size = sizeof m};
+        return bash_one(rs, (a3s_str){line, len}, &m, matched, false);
+    }
+    struct a3s_bash_verdict v = {.matched = matched};
+    int rc = decide_bash(rs, line, len, &v, false);
+    v.matched = NULL; /* the caller's */
+    verdict_release(&v);
+    return rc;
+}
+
+A3S_API int a3s_ruleset_check_bash(const a3s_ruleset *rs, const char *line, size_t len,
+                                   a3s_bash_verdict **out, a3s_error *err) {
+    if (!rs || !out || (!line && len))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_ruleset_check_bash: invalid argument");
+    *out = NULL;
+    struct a3s_bash_verdict *v = calloc(1, sizeof *v);
+    if (v)
+        v->matched = calloc(rs->len ? rs->len : 1, sizeof *v->matched);
+    int rc = v && v->matched ? decide_bash(rs, line ? line : "", len, v, true) : A3S_E_NOMEM;
+    if (rc != A3S_OK) {
+        a3s_bash_verdict_free(v);
+        return a3s_fail(err, rc, 0, 0, "out of memory deciding a bash command");
+    }
+    v->nrules = rs->len;
+    *out = v;
+    return a3s_ok(err);
+}
+
+A3S_API int a3s_bash_verdict_list(const a3s_bash_verdict *v) {
+    return v ? v->list : A3S_LIST_NONE;
+}
+
+A3S_API uint64_t a3s_bash_verdict_flags(const a3s_bash_verdict *v) { return v ? v->flags : 0; }
+
+A3S_API size_t a3s_bash_verdict_count(const a3s_bash_verdict *v) { return v ? v->ncmds : 0; }
+
+A3S_API int a3s_bash_verdict_command(const a3s_bash_verdict *v, size_t index,
+                                     a3s_bash_command *out, a3s_error *err) {
+    if (!v || !out || out->struct_size < sizeof *out)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_bash_verdict_command: invalid argument");
+    if (index >= v->ncmds)
+        return a3s_fail(err, A3S_E_RANGE, 0, (int64_t)v->ncmds, "command %zu of %zu", index,
+                        v->ncmds);
+    const struct bash_cmd_verdict *c = &v->cmds[index];
+    out->list = c->list;
+    out->why = c->why;
+    out->rule = c->rule;
+    out->text = c->text.p;
+    out->text_len = c->text.n;
+    out->spelling = c->spelling.p;
+    out->spelling_len = c->spelling.n;
+    return a3s_ok(err);
+}
+
+A3S_API int a3s_bash_verdict_matched(const a3s_bash_verdict *v, size_t *indices, size_t cap,
+                                     size_t *count, a3s_error *err) {
+    if (!v || !count || (!indices && cap))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_bash_verdict_matched: invalid argument");
+    size_t n = 0;
+    for (size_t i = 0; i < v->nrules; i++) {
+        if (!v->matched[i])
+            continue;
+        if (n < cap)
+            indices[n] = i;
+        n++;
+    }
+    *count = n;
+    if (n > cap)
+        return a3s_fail(err, A3S_E_BUFFER, 0, (int64_t)n,
+                        "%zu rules match but the buffer holds %zu", n, cap);
+    return a3s_ok(err);
+}
+
+A3S_API void a3s_bash_verdict_free(a3s_bash_verdict *v) {
+    if (!v)
+        return;
+    verdict_release(v);
+    free(v);
 }

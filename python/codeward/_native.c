@@ -275,6 +275,79 @@ done:
     return result;
 }
 
+/* set_default(list): the decision that applies when no rule matches (bash lines need it). */
+static PyObject *ruleset_set_default(PyObject *obj, PyObject *arg) {
+    RulesetObject *self = (RulesetObject *)obj;
+    long list = PyLong_AsLong(arg);
+    if (list == -1 && PyErr_Occurred())
+        return NULL;
+    a3s_error err;
+    if (a3s_ruleset_set_default(self->rs, (int)list, &err) != A3S_OK)
+        return raise_error(self->native_error, &err);
+    Py_RETURN_NONE;
+}
+
+/* check_bash(line) -> (list, flags, why, rule, commands, matched): a bash line decided per
+ * simple command; commands are (list, why, rule, text_bytes, spelling_bytes), rule -1 for none. */
+static PyObject *ruleset_check_bash(PyObject *obj, PyObject *arg) {
+    RulesetObject *self = (RulesetObject *)obj;
+    const char *line;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(arg, &line, &len, &owner) < 0)
+        return NULL;
+    a3s_bash_verdict *v = NULL;
+    a3s_error err;
+    int rc = a3s_ruleset_check_bash(self->rs, line, (size_t)len, &v, &err);
+    Py_XDECREF(owner);
+    if (rc != A3S_OK)
+        return raise_error(self->native_error, &err);
+    size_t n = a3s_bash_verdict_count(v), cap = a3s_ruleset_count(self->rs), count = 0;
+    PyObject *commands = PyList_New((Py_ssize_t)n), *matched = NULL, *result = NULL;
+    size_t *indices = PyMem_Malloc((cap ? cap : 1) * sizeof *indices);
+    if (!indices)
+        PyErr_NoMemory();
+    for (size_t i = 0; commands && indices && i < n; i++) {
+        a3s_bash_command c = {.struct_size = sizeof c};
+        if (a3s_bash_verdict_command(v, i, &c, &err) != A3S_OK) {
+            raise_error(self->native_error, &err);
+            Py_CLEAR(commands);
+            break;
+        }
+        PyObject *item = Py_BuildValue("(iiny#y#)", (int)c.list, (int)c.why,
+                                       c.rule == SIZE_MAX ? (Py_ssize_t)-1 : (Py_ssize_t)c.rule,
+                                       c.text, (Py_ssize_t)c.text_len, c.spelling,
+                                       (Py_ssize_t)c.spelling_len);
+        if (!item) {
+            Py_CLEAR(commands);
+            break;
+        }
+        PyList_SetItem(commands, (Py_ssize_t)i, item);
+    }
+    if (commands && indices) {
+        if (a3s_bash_verdict_matched(v, indices, cap, &count, &err) != A3S_OK)
+            raise_error(self->native_error, &err);
+        else
+            matched = PyTuple_New((Py_ssize_t)count);
+        for (size_t i = 0; matched && i < count; i++) {
+            PyObject *x = PyLong_FromSize_t(indices[i]);
+            if (!x) {
+                Py_CLEAR(matched);
+                break;
+            }
+            PyTuple_SetItem(matched, (Py_ssize_t)i, x);
+        }
+    }
+    if (commands && matched)
+        result = Py_BuildValue("(iKOO)", a3s_bash_verdict_list(v),
+                               (unsigned long long)a3s_bash_verdict_flags(v), commands, matched);
+    Py_XDECREF(commands);
+    Py_XDECREF(matched);
+    PyMem_Free(indices);
+    a3s_bash_verdict_free(v);
+    return result;
+}
+
 static PyObject *ruleset_rule(PyObject *obj, PyObject *arg) {
     RulesetObject *self = (RulesetObject *)obj;
     Py_ssize_t index = PyLong_AsSsize_t(arg);
@@ -308,6 +381,10 @@ static PyMethodDef ruleset_methods[] = {
      "check(tool, subject) -> int: the deciding list (0 none, 1 deny, 2 allow, 3 ask)."},
     {"matches", ruleset_matches, METH_VARARGS,
      "matches(tool, subject) -> list[int]: indices of every matching rule."},
+    {"set_default", ruleset_set_default, METH_O,
+     "set_default(list): the decision when no rule matches (a bash line is decided with it)."},
+    {"check_bash", ruleset_check_bash, METH_O,
+     "check_bash(line) -> (list, flags, commands, matched): a bash line per simple command."},
     {"rule", ruleset_rule, METH_O,
      "rule(index) -> (list, id, flags, tool, pattern_bytes): the canonical rule."},
     {NULL, NULL, 0, NULL},
@@ -1510,7 +1587,13 @@ static int module_exec(PyObject *m) {
         PyModule_AddIntConstant(m, "RULE_TOOL_GLOB", (long)A3S_RULE_TOOL_GLOB) < 0 ||
         PyModule_AddIntConstant(m, "RULE_MCP_SERVER", (long)A3S_RULE_MCP_SERVER) < 0 ||
         PyModule_AddIntConstant(m, "RULE_REWRITTEN", (long)A3S_RULE_REWRITTEN) < 0 ||
-        PyModule_AddIntConstant(m, "RULE_PREFIX", (long)A3S_RULE_PREFIX) < 0)
+        PyModule_AddIntConstant(m, "RULE_PREFIX", (long)A3S_RULE_PREFIX) < 0 ||
+        PyModule_AddIntConstant(m, "BASH_INCOMPLETE", (long)A3S_BASH_INCOMPLETE) < 0 ||
+        PyModule_AddIntConstant(m, "BASH_EXPLICIT", (long)A3S_BASH_EXPLICIT) < 0 ||
+        PyModule_AddIntConstant(m, "BASH_WHY_RULE", A3S_BASH_WHY_RULE) < 0 ||
+        PyModule_AddIntConstant(m, "BASH_WHY_DEFAULT", A3S_BASH_WHY_DEFAULT) < 0 ||
+        PyModule_AddIntConstant(m, "BASH_WHY_DYNAMIC", A3S_BASH_WHY_DYNAMIC) < 0 ||
+        PyModule_AddIntConstant(m, "BASH_WHY_INCOMPLETE", A3S_BASH_WHY_INCOMPLETE) < 0)
         return -1;
     return add_inotify_constants(m);
 }

@@ -12,6 +12,12 @@ RULE_TOOL_GLOB: int
 RULE_MCP_SERVER: int
 RULE_REWRITTEN: int
 RULE_PREFIX: int
+BASH_INCOMPLETE: int
+BASH_EXPLICIT: int
+BASH_WHY_RULE: int
+BASH_WHY_DEFAULT: int
+BASH_WHY_DYNAMIC: int
+BASH_WHY_INCOMPLETE: int
 
 class NativeError(Exception):
     """args: (status_name, message, detail, sys_errno)."""
@@ -26,6 +32,10 @@ class Ruleset:
     def check(self, tool: str | bytes, subject: str | bytes) -> int: ...
     def matches(self, tool: str | bytes, subject: str | bytes) -> list[int]: ...
     def rule(self, index: int) -> tuple[int, int, int, str, bytes]: ...
+    def set_default(self, list: int) -> None: ...
+    def check_bash(
+        self, line: str | bytes
+    ) -> tuple[int, int, list[tuple[int, int, int, bytes, bytes]], tuple[int, ...]]: ...
     def __len__(self) -> int: ...
 
 class Sandbox:

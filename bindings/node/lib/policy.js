@@ -40,6 +40,8 @@ class PermissionPolicy {
     for (const listName of LISTS) {
       for (const raw of lists[listName]) this.#add(listName, raw);
     }
+    // A bash line is decided per simple command in the C core, which needs the default.
+    this.#ruleset.setDefault(LIST_CODES[defaultDecision]);
   }
 
   #add(listName, raw) {

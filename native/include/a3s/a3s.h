@@ -215,7 +215,9 @@ A3S_API int a3s_ruleset_rule(const a3s_ruleset *rs, size_t index, a3s_rule_view 
                              a3s_error *err);
 
 /* The hot path: evaluates deny, then allow, then ask for one call and fills
- * `out` (list = A3S_LIST_NONE when nothing matched). */
+ * `out` (list = A3S_LIST_NONE when nothing matched). The tool "bash" is
+ * decided per simple command (below). Errors: A3S_E_INVALID (NULL rs or out,
+ * a small struct_size, NULL strings with a length), A3S_E_NOMEM. */
 A3S_API int a3s_ruleset_check(const a3s_ruleset *rs, const char *tool, size_t tool_len,
                               const char *subject, size_t subject_len, a3s_match *out,
                               a3s_error *err);
@@ -228,6 +230,98 @@ A3S_API int a3s_ruleset_matches(const a3s_ruleset *rs, const char *tool, size_t 
                                 size_t cap, size_t *count, a3s_error *err);
 
 A3S_API void a3s_ruleset_free(a3s_ruleset *rs);
+
+/* ---- bash: one decision per simple command ----------------------------------
+ *
+ * For the tool "bash", a3s_ruleset_check and a3s_ruleset_matches read the
+ * argument string as a bash command line and decide it per simple command:
+ * the line is split into every simple command it runs (after ; && || | &
+ * and newlines, inside ( ) { } if/for/while/case, $( ), ` `, <( ), here-
+ * documents, `bash -c CODE`, `eval`, `echo CODE | sh`, find -exec), and each
+ * is matched in every spelling that runs the same program: as written, with
+ * leading assignments, env and its options, command, builtin, exec, nice,
+ * nohup, timeout, time, sudo, xargs, `uv run` and the other wrappers listed
+ * in docs/policy.md removed, git's global options (-c x=y, -C dir,
+ * --git-dir ...) removed, variables the line assigns expanded (one spelling
+ * per value), and arguments that are only unknown expansions left out. Deny and ask rules also match the
+ * spellings with quotes and backslashes removed and the program's bare,
+ * lower-case name (`\git`, `"git"`, `/usr/bin/GIT`). A command's decision is
+ * the strictest over its spellings (each decided deny, then allow, then ask,
+ * then the default); the line's is the strictest over its commands (deny,
+ * then ask, then allow), a deny or ask rule matching the whole line still
+ * applies, and a line with no command is decided as a plain string. So an
+ * allow rule covers a line only if it allows every spelling of every
+ * command. A command whose program (or the code a shell reads) is not shown
+ * by the line (`$CMD push`, `curl ... | sh`) is at least ask when any deny
+ * or ask rule with a pattern covers bash; a line that cannot be read to its
+ * end (an unterminated quote, nesting past 24 levels, more than 1024
+ * commands) is at least ask. docs/policy.md, "How a bash command is
+ * decided", is the reference. a3s_ruleset_check's out->list is
+ * A3S_LIST_NONE when the default decided the line; when a floor decided it
+ * (ask), out->index is SIZE_MAX and out->id 0.
+ */
+
+/* The decision the caller applies when no rule matches (A3S_LIST_DENY,
+ * _ALLOW or _ASK; A3S_LIST_NONE: unset). A bash line mixes commands decided
+ * by rules and by the default, so the rule set needs it to decide the line:
+ * without it, a bash line is decided as if the default were ask, which can be
+ * laxer than a deny default. Errors: A3S_E_INVALID (NULL rs, unknown list). */
+A3S_API int a3s_ruleset_set_default(a3s_ruleset *rs, int list, a3s_error *err);
+
+typedef struct a3s_bash_verdict a3s_bash_verdict;
+
+/* Flags of a3s_bash_verdict_flags. */
+#define A3S_BASH_INCOMPLETE (1ull << 0) /* the line could not be read to its end */
+#define A3S_BASH_EXPLICIT (1ull << 1)   /* every command was allowed by an allow rule */
+
+/* Why a command (or the line) got its decision: a3s_bash_command.why. */
+#define A3S_BASH_WHY_RULE 0       /* a rule matched (rule = its index) */
+#define A3S_BASH_WHY_DEFAULT 1    /* no rule matched: the default */
+#define A3S_BASH_WHY_DYNAMIC 2    /* the program is not shown by the line: at least ask */
+#define A3S_BASH_WHY_INCOMPLETE 3 /* the line could not be read to its end: at least ask */
+
+typedef struct a3s_bash_command {
+    size_t struct_size;   /* in: sizeof(a3s_bash_command) */
+    int32_t list;         /* A3S_LIST_DENY, _ALLOW or _ASK (the default applied) */
+    int32_t why;          /* A3S_BASH_WHY_* */
+    size_t rule;          /* the deciding rule's index, or SIZE_MAX */
+    const char *text;     /* the command as written (words joined by one space) */
+    size_t text_len;
+    const char *spelling; /* the spelling the deciding rule matched (else text) */
+    size_t spelling_len;
+} a3s_bash_command;
+
+/* Decides the bash line `line` as a3s_ruleset_check does, and keeps how:
+ * each simple command's decision, the rules every spelling matched. Free
+ * *out with a3s_bash_verdict_free. Errors: A3S_E_INVALID (NULL rs or out,
+ * NULL line with len > 0), A3S_E_NOMEM. */
+A3S_API int a3s_ruleset_check_bash(const a3s_ruleset *rs, const char *line, size_t len,
+                                   a3s_bash_verdict **out, a3s_error *err);
+
+/* The line's decision: A3S_LIST_DENY, _ALLOW or _ASK (the default applied;
+ * A3S_LIST_NONE for a NULL verdict). */
+A3S_API int a3s_bash_verdict_list(const a3s_bash_verdict *v);
+
+/* A3S_BASH_* flags (0 for NULL). */
+A3S_API uint64_t a3s_bash_verdict_flags(const a3s_bash_verdict *v);
+
+/* The number of simple commands (0 for NULL). */
+A3S_API size_t a3s_bash_verdict_count(const a3s_bash_verdict *v);
+
+/* Reads command `index` (in the order found). Its strings are borrowed from
+ * the verdict. Errors: A3S_E_INVALID (NULL v or out, struct_size too
+ * small), A3S_E_RANGE (index >= count; detail = count). */
+A3S_API int a3s_bash_verdict_command(const a3s_bash_verdict *v, size_t index,
+                                     a3s_bash_command *out, a3s_error *err);
+
+/* Every rule that matched the line, a spelling, or (for deny and ask rules)
+ * an alias: writes up to `cap` rule indices (ascending) and the total to
+ * *count. Errors: A3S_E_INVALID (NULL v or count, NULL indices with cap > 0),
+ * A3S_E_BUFFER (cap too small; detail = the count). */
+A3S_API int a3s_bash_verdict_matched(const a3s_bash_verdict *v, size_t *indices, size_t cap,
+                                     size_t *count, a3s_error *err);
+
+A3S_API void a3s_bash_verdict_free(a3s_bash_verdict *v);
 
 /* ------------------------------------------------------------------------ */
 /* Paths                                                                     */

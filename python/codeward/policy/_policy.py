@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import _native
 from .._errors import NativeCoreError, PolicyError, PolicyFileError
-from ._bash import BashVerdict, decide_bash
+from ._bash import BashVerdict, verdict_from_native
 from ._decision import Decision
 from ._subject import Subject, argument_string, canonical_json, canonical_tool, decision_subjects
 
@@ -158,7 +158,6 @@ class PermissionPolicy:
     """
 
     __slots__ = (
-        "_bash_patterned",
         "_default",
         "_enabled",
         "_lists",
@@ -189,10 +188,8 @@ class PermissionPolicy:
         for list_name in LISTS:
             for raw in self._lists[list_name]:
                 self._add(list_name, raw)
+        self._ruleset.set_default(_LIST_CODES[self._default.value])
         self._views: list[RuleView] | None = None
-        self._bash_patterned = any(
-            v.list != "allow" and not v.any_args and v.covers_tool("bash") for v in self.rules()
-        )
 
     def _add(self, list_name: str, raw: str) -> None:
         index = len(self._rules)
@@ -218,8 +215,6 @@ class PermissionPolicy:
         if not self._enabled:
             return Decision.ALLOW
         name, subject = argument_string(tool, args)
-        if name == "bash" and _bash_line(args) is not None:
-            return self.bash_verdict(subject).decision
         if name != "search" and ("\n" not in subject or name != "read"):
             hit = self._ruleset.check(name, subject)
             return _BY_LIST_CODE[hit] if hit else self._default
@@ -323,21 +318,12 @@ class PermissionPolicy:
         """
         if not self._enabled:
             return BashVerdict(Decision.ALLOW, (), frozenset(), False)
-        return decide_bash(command, self._bash_lookup, self._default, self._bash_patterned)
+        return verdict_from_native(self._ruleset.check_bash(command))
 
     def allowed_by_rule(self, tool: str, args: Mapping[str, Any] | None = None) -> bool:
         """Whether the call is allowed by allow rules, not by the default: for a bash line every
         simple command, for a multi-file read every file (see :meth:`evaluate`)."""
         return self.evaluate(tool, args).allowed_by_rule
-
-    def _bash_lookup(self, spelling: str) -> tuple[Decision | None, int | None, list[int]]:
-        """The rules matching one spelling of a bash command, and the one that decides it."""
-        indices = list(self._ruleset.matches("bash", spelling))
-        for list_name in LISTS:
-            for index in indices:
-                if self._rules[index][0] == list_name:
-                    return Decision(list_name), index, indices
-        return None, None, indices
 
     def exposes_to_model(self, tool: str) -> bool:
         """False only if every call of `tool` is denied before its arguments are known.

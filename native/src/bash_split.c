@@ -1,0 +1,1917 @@
+/* bash_split.c - the simple commands of a bash line, with their spellings.
+ *
+ * A rule such as bash(git push**) is written against one program and its
+ * arguments, but a line can run that program in many spellings: after other
+ * commands (`cd . && git push`), behind assignments and wrappers (`FOO=1 env
+ * -i command git push`), escaped or quoted (`\git push`), with git's global
+ * options (`git -c x=y push`), in a substitution, or as code handed to a
+ * shell (`bash -c 'git push'`, `echo git push | sh`, `eval ...`). This file
+ * reads the line the way bash would tokenize it and gives every simple
+ * command it finds:
+ *
+ *  - spellings: the command as written, and as it reads with each thing that
+ *    does not change the program removed (assignments, wrappers and their
+ *    options, git's global options), and with variables the line itself
+ *    assigns expanded. A deny or ask rule that matches any applies; an allow
+ *    rule covers the command only if it matches all of them.
+ *  - aliases: forms only deny and ask rules see: quotes and backslashes
+ *    removed, and the program's name without its directory, lower-case.
+ *  - dynamic: the program (or the code a shell runs) comes from a value the
+ *    line does not show (`$CMD push`, `curl ... | sh`).
+ *
+ * Nothing here recurses: code found inside the line (substitutions, `sh -c`
+ * arguments, here-documents fed to a shell) is queued as a further source
+ * with its depth, and every bound (depth, sources, commands, bytes, the
+ * quote stack) ends the walk with the split marked incomplete, which the
+ * rule set decides as at least ask. docs/policy.md, "How a bash command is
+ * decided", is the prose reference.
+ */
+#include "bash_split.h"
+
+#include "internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH 24     /* code inside code inside ... */
+#define MAX_SOURCES 256  /* pieces of code read per line */
+#define MAX_CMDS 1024    /* simple commands per line */
+#define MAX_STACK 256    /* quotes and parentheses open while finding a substitution's end */
+#define MAX_STAGES 16    /* wrappers followed per command */
+#define MAX_HEREDOCS 64  /* here-documents pending on one line of code */
+#define MAX_VARS 256     /* assignments remembered per line */
+#define MAX_FORMS 64     /* spellings + aliases per command */
+#define MAX_VALUES 8     /* values of one variable followed (x=a; x=b, for x in a b) */
+#define ARENA_SLACK (1u << 20)
+
+/* ---- memory ------------------------------------------------------------ */
+
+struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    _Alignas(16) char data[];
+};
+
+struct arena {
+    struct chunk *head;
+    size_t total, cap;
+    bool over, nomem;
+};
+
+static void *arena_alloc(struct arena *a, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (n > a->cap - a->total) {
+        a->over = true;
+        return NULL;
+    }
+    struct chunk *c = a->head;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 16384 ? n : 16384;
+        c = malloc(sizeof *c + cap);
+        if (!c) {
+            a->nomem = true;
+            return NULL;
+        }
+        c->next = a->head;
+        c->used = 0;
+        c->cap = cap;
+        a->head = c;
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    a->total += n;
+    return p;
+}
+
+static void arena_free(struct arena *a) {
+    for (struct chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(a);
+}
+
+static a3s_str arena_str(struct arena *a, const char *p, size_t n) {
+    char *d = arena_alloc(a, n + 1);
+    if (!d)
+        return (a3s_str){NULL, 0};
+    if (n)
+        memcpy(d, p, n);
+    d[n] = '\0';
+    return (a3s_str){d, n};
+}
+
+/* A growable vector of fixed-size items (malloc'd; freed with the walk). */
+struct vec {
+    void *items;
+    size_t len, cap, size;
+};
+
+static void *vec_push(struct vec *v, bool *nomem) {
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 16;
+        void *p = realloc(v->items, cap * v->size);
+        if (!p) {
+            *nomem = true;
+            return NULL;
+        }
+        v->items = p;
+        v->cap = cap;
+    }
+    void *item = (char *)v->items + v->len * v->size;
+    memset(item, 0, v->size);
+    v->len++;
+    return item;
+}
+
+#define VEC_AT(v, type, i) (((type *)(v).items)[i])
+
+/* A string being built (malloc'd, reused). */
+struct buf {
+    char *p;
+    size_t n, cap;
+    bool nomem;
+};
+
+static void buf_add(struct buf *b, const char *s, size_t n) {
+    if (b->nomem || n == 0)
+        return;
+    if (n > b->cap - b->n) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->n < n)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->nomem = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+static void buf_ch(struct buf *b, char c) { buf_add(b, &c, 1); }
+
+/* ---- what the lexer produces ---------------------------------------------- */
+
+enum part_kind { P_LIT, P_VAR, P_SUB, P_DYN };
+
+struct part {
+    int kind;
+    a3s_str text; /* P_LIT: the bytes; P_VAR: the name; P_SUB: the output when known */
+    a3s_str src;  /* as written */
+    bool known;   /* P_SUB: text is the substitution's output */
+};
+
+struct word {
+    a3s_str src;
+    size_t part0, nparts;
+    bool plain; /* no quote, backslash or expansion: src is the value */
+};
+
+enum { T_WORD, T_OP, T_REDIR };
+enum { OP_NL, OP_SEMI, OP_AMP, OP_AND, OP_OR, OP_PIPE, OP_LPAREN, OP_RPAREN, OP_DSEMI };
+enum { R_OTHER, R_IN, R_HEREDOC, R_HERESTRING };
+
+struct token {
+    int type, op, rkind;
+    size_t word;   /* T_WORD: the word; T_REDIR: the target word (SIZE_MAX: none) */
+    a3s_str src;   /* T_REDIR: the operator with its fd */
+    a3s_str body;  /* R_HEREDOC: the document */
+    bool quoted;   /* R_HEREDOC: the delimiter was quoted (no expansion) */
+};
+
+struct source {
+    a3s_str code;
+    int depth;
+    size_t parent; /* SIZE_MAX for the line itself */
+};
+
+struct rcmd {
+    size_t source;
+    size_t w0, nw; /* into ctx.cmdwords */
+    size_t r0, nr; /* into ctx.cmdredirs */
+    size_t pipe_prev; /* the command whose output this one reads, or SIZE_MAX */
+    bool whole;
+};
+
+struct var {
+    a3s_str name, value;
+    bool known;
+    size_t source;
+};
+
+struct ctx {
+    const char *line;
+    size_t len;
+    struct arena *mem;
+    struct vec sources, words, parts, tokens, rcmds, cmdwords, cmdredirs, vars, out;
+    struct buf lit, tmp;
+    bool incomplete, nomem, unreliable_env;
+    size_t values; /* the most values a variable rendered so far had */
+    size_t pushed_by_top; /* sources queued while reading the line itself */
+};
+
+static bool failed(struct ctx *c) {
+    return c->nomem || c->mem->nomem || c->lit.nomem || c->tmp.nomem;
+}
+
+/* ---- character classes --------------------------------------------------- */
+
+static bool is_blank(char ch) { return ch == ' ' || ch == '\t'; }
+
+static bool is_meta(char ch) {
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == ';' || ch == '&' || ch == '|' ||
+           ch == '<' || ch == '>' || ch == '(' || ch == ')';
+}
+
+static bool is_name_start(char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+}
+
+static bool is_name_char(char ch) { return is_name_start(ch) || (ch >= '0' && ch <= '9'); }
+
+static bool eq(a3s_str s, const char *lit) {
+    if (!s.p || (s.n ? s.p[0] != lit[0] : lit[0] != '\0'))
+        return false;
+    size_t n = strlen(lit);
+    return s.p && s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+static bool has(const char *p, size_t n, const char *needle) {
+    size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(p + i, needle, k) == 0)
+            return true;
+    return false;
+}
+
+/* ---- sources -------------------------------------------------------------- */
+
+static void push_source(struct ctx *c, size_t from, const char *code, size_t n) {
+    const struct source *parent = &VEC_AT(c->sources, struct source, from);
+    int depth = parent->depth + 1;
+    if (depth > MAX_DEPTH || c->sources.len >= MAX_SOURCES) {
+        c->incomplete = true;
+        return;
+    }
+    a3s_str copy = arena_str(c->mem, code, n);
+    if (!copy.p) {
+        c->incomplete = true;
+        return;
+    }
+    struct source *s = vec_push(&c->sources, &c->nomem);
+    if (!s)
+        return;
+    s->code = copy;
+    s->depth = depth;
+    s->parent = from;
+    if (from == 0)
+        c->pushed_by_top++;
+}
+
+/* ---- finding where nested code ends ----------------------------------------- */
+
+/* The index of the byte that closes what `open` ('(' or '{') started just
+ * before code[j], or len (the split is then incomplete). Quotes, nested
+ * substitutions and comments are followed with an explicit stack. */
+static size_t find_close(struct ctx *c, const char *code, size_t j, size_t len, char open) {
+    char st[MAX_STACK];
+    size_t top = 0;
+    st[top++] = open;
+    bool word_start = true;
+    while (j < len) {
+        char ch = code[j], in = st[top - 1];
+        char next = j + 1 < len ? code[j + 1] : '\0';
+        bool was_start = word_start;
+        word_start = false;
+        if (ch == '\\') {
+            j += 2;
+            continue;
+        }
+        if (in == '`') {
+            if (ch == '`')
+                top--;
+            j++;
+            continue;
+        }
+        if (in != '"' && ch == '\'') {
+            const char *q = memchr(code + j + 1, '\'', len - j - 1);
+            if (!q)
+                break;
+            j = (size_t)(q - code) + 1;
+            continue;
+        }
+        if (top == MAX_STACK)
+            break;
+        if (ch == '"') {
+            if (in == '"')
+                top--;
+            else
+                st[top++] = '"';
+        } else if (ch == '`') {
+            st[top++] = '`';
+        } else if (ch == '$' && (next == '(' || next == '{')) {
+            st[top++] = next;
+            j++;
+        } else if (in == '"') {
+            /* literal inside double quotes */
+        } else if (ch == '(' && in == '(') {
+            st[top++] = '(';
+        } else if ((ch == ')' && in == '(') || (ch == '}' && in == '{')) {
+            if (--top == 0)
+                return j;
+        } else if (ch == '#' && was_start && in == '(') {
+            const char *nl = memchr(code + j, '\n', len - j);
+            j = nl ? (size_t)(nl - code) : len;
+            continue;
+        }
+        word_start = is_meta(ch);
+        j++;
+    }
+    c->incomplete = true;
+    return len;
+}
+
+/* ---- the lexer -------------------------------------------------------------- */
+
+static void flush_lit(struct ctx *c, struct word *w, size_t lit_start, size_t i, const char *code) {
+    if (c->lit.n == 0)
+        return;
+    struct part *p = vec_push(&c->parts, &c->nomem);
+    if (!p)
+        return;
+    p->kind = P_LIT;
+    p->text = arena_str(c->mem, c->lit.p, c->lit.n);
+    p->src = (a3s_str){code + lit_start, i - lit_start};
+    w->nparts++;
+    c->lit.n = 0;
+}
+
+static void add_part(struct ctx *c, struct word *w, int kind, a3s_str text, a3s_str src) {
+    struct part *p = vec_push(&c->parts, &c->nomem);
+    if (!p)
+        return;
+    p->kind = kind;
+    p->text = text;
+    p->src = src;
+    w->nparts++;
+}
+
+/* What a substitution prints when the line shows it: `echo word...` (its
+ * words) and `which name`, `command -v name`, `type -P name` (the name). */
+static a3s_str known_output(struct ctx *c, const char *code, size_t n) {
+    size_t start[8], end[8], k = 0;
+    for (size_t i = 0; i < n;) {
+        while (i < n && is_blank(code[i]))
+            i++;
+        if (i == n)
+            break;
+        if (k == 8)
+            return (a3s_str){NULL, 0};
+        start[k] = i;
+        while (i < n && !is_blank(code[i])) {
+            char ch = code[i];
+            if (!is_name_char(ch) && ch != '.' && ch != '/' && ch != '-' && ch != '+' && ch != ':')
+                return (a3s_str){NULL, 0};
+            i++;
+        }
+        end[k++] = i;
+    }
+    if (k < 2)
+        return (a3s_str){NULL, 0};
+    a3s_str first = {code + start[0], end[0] - start[0]};
+    a3s_str second = {code + start[1], end[1] - start[1]};
+    size_t from = SIZE_MAX;
+    if (eq(first, "echo"))
+        from = 1;
+    else if (k == 2 && eq(first, "which"))
+        from = 1;
+    else if (k == 3 && (eq(first, "command") && eq(second, "-v")))
+        from = 2;
+    else if (k == 3 && (eq(first, "type") && eq(second, "-P")))
+        from = 2;
+    if (from == SIZE_MAX)
+        return (a3s_str){NULL, 0};
+    return arena_str(c->mem, code + start[from], end[k - 1] - start[from]);
+}
+
+/* Appends the bytes of p[0..n) to ctx.lit with bash's backslash escapes
+ * decoded (as $'...', echo -e and printf do). */
+static void decode(struct ctx *c, const char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        char ch = p[i++];
+        if (ch != '\\' || i == n) {
+            buf_ch(&c->lit, ch);
+            continue;
+        }
+        char e = p[i++];
+        const char *from = "abefnrtv", *to = "\a\b\x1b\f\n\r\t\v";
+        const char *at = strchr(from, e);
+        if (e && at) {
+            buf_ch(&c->lit, to[at - from]);
+        } else if (e == 'x' || (e >= '0' && e <= '7')) {
+            int base = e == 'x' ? 16 : 8, max = e == 'x' ? 2 : 3, v = e == 'x' ? 0 : e - '0';
+            for (int d = e == 'x' ? 0 : 1; d < max && i < n; d++) {
+                char h = p[i];
+                int x = (h >= '0' && h <= '9')                      ? h - '0'
+                        : (base == 16 && h >= 'a' && h <= 'f') ? h - 'a' + 10
+                        : (base == 16 && h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                                               : -1;
+                if (x < 0 || x >= base)
+                    break;
+                v = v * base + x;
+                i++;
+            }
+            buf_ch(&c->lit, (char)v);
+        } else {
+            buf_ch(&c->lit, e);
+        }
+    }
+}
+
+/* $'...' at code[i] (the quote): decoded into ctx.lit; returns the index after it. */
+static size_t ansi_c(struct ctx *c, const char *code, size_t i, size_t len) {
+    size_t j = i + 1;
+    while (j < len && code[j] != '\'')
+        j += code[j] == '\\' ? 2 : 1;
+    if (j >= len) {
+        c->incomplete = true;
+        j = len;
+    }
+    decode(c, code + i + 1, j - i - 1);
+    return j < len ? j + 1 : len;
+}
+
+/* A `$...` expansion at code[i]; returns the index after it. */
+static size_t dollar(struct ctx *c, size_t si, struct word *w, const char *code, size_t i,
+                     size_t len, size_t *lit_start) {
+    char next = i + 1 < len ? code[i + 1] : '\0';
+    size_t start = i;
+    if (next == '(' && i + 2 < len && code[i + 2] == '(') {
+        /* $(( arithmetic )): a substitution inside is more than we follow */
+        size_t end = find_close(c, code, i + 2, len, '(');
+        if (has(code + i, end - i, "$(") || memchr(code + i, '`', end - i))
+            c->incomplete = true;
+        i = end < len ? end + 1 : len;
+        flush_lit(c, w, *lit_start, start, code);
+        add_part(c, w, P_DYN, (a3s_str){0}, (a3s_str){code + start, i - start});
+    } else if (next == '(') {
+        size_t end = find_close(c, code, i + 2, len, '(');
+        push_source(c, si, code + i + 2, end - i - 2);
+        flush_lit(c, w, *lit_start, start, code);
+        a3s_str out = known_output(c, code + i + 2, end - i - 2);
+        i = end < len ? end + 1 : len;
+        add_part(c, w, P_SUB, out, (a3s_str){code + start, i - start});
+        if (out.p)
+            VEC_AT(c->parts, struct part, c->parts.len - 1).known = true;
+    } else if (next == '{') {
+        size_t end = find_close(c, code, i + 2, len, '{');
+        const char *in = code + i + 2;
+        size_t n = end - i - 2, k = 0;
+        while (k < n && is_name_char(in[k]))
+            k++;
+        flush_lit(c, w, *lit_start, start, code);
+        i = end < len ? end + 1 : len;
+        a3s_str src = {code + start, i - start};
+        if (k == n && k > 0 && is_name_start(in[0])) {
+            add_part(c, w, P_VAR, (a3s_str){in, k}, src);
+        } else {
+            if (has(in, n, "$(") || memchr(in, '`', n))
+                c->incomplete = true; /* ${x:-$(cmd)} */
+            add_part(c, w, P_DYN, (a3s_str){0}, src);
+        }
+    } else if (is_name_start(next)) {
+        size_t k = i + 1;
+        while (k < len && is_name_char(code[k]))
+            k++;
+        flush_lit(c, w, *lit_start, start, code);
+        add_part(c, w, P_VAR, (a3s_str){code + i + 1, k - i - 1}, (a3s_str){code + i, k - i});
+        i = k;
+    } else if (next && strchr("0123456789@*#?$!-", next)) {
+        flush_lit(c, w, *lit_start, start, code);
+        add_part(c, w, P_DYN, (a3s_str){0}, (a3s_str){code + i, 2});
+        i += 2;
+    } else {
+        buf_ch(&c->lit, '$');
+        return i + 1;
+    }
+    *lit_start = i;
+    return i;
+}
+
+/* A backquoted substitution at code[i]; returns the index after it. */
+static size_t backquote(struct ctx *c, size_t si, struct word *w, const char *code, size_t i,
+                        size_t len, size_t *lit_start) {
+    size_t j = i + 1;
+    c->tmp.n = 0;
+    while (j < len && code[j] != '`') {
+        if (code[j] == '\\' && j + 1 < len && strchr("`\\$", code[j + 1]))
+            j++;
+        buf_ch(&c->tmp, code[j++]);
+    }
+    if (j >= len)
+        c->incomplete = true;
+    flush_lit(c, w, *lit_start, i, code);
+    push_source(c, si, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+    a3s_str out = known_output(c, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+    size_t end = j < len ? j + 1 : len;
+    add_part(c, w, P_SUB, out, (a3s_str){code + i, end - i});
+    if (out.p)
+        VEC_AT(c->parts, struct part, c->parts.len - 1).known = true;
+    *lit_start = end;
+    return end;
+}
+
+/* One word starting at code[*at]; returns its index in ctx.words. */
+static size_t lex_word(struct ctx *c, size_t si, const char *code, size_t *at, size_t len) {
+    size_t i = *at, lit_start = i;
+    struct word w = {.part0 = c->parts.len, .plain = true};
+    c->lit.n = 0;
+    size_t stop = i; /* most words hold no quote, backslash or expansion: no parts needed */
+    while (stop < len && !is_meta(code[stop]) && code[stop] != '\\' && code[stop] != '\'' &&
+           code[stop] != '"' && code[stop] != '$' && code[stop] != '`')
+        stop++;
+    if (stop > i && (stop == len || is_meta(code[stop])) &&
+        !(code[i] == '<' || code[i] == '>')) {
+        w.src = (a3s_str){code + i, stop - i};
+        *at = stop;
+        struct word *slot = vec_push(&c->words, &c->nomem);
+        if (!slot)
+            return SIZE_MAX;
+        *slot = w;
+        return c->words.len - 1;
+    }
+    if (i + 1 < len && (code[i] == '<' || code[i] == '>') && code[i + 1] == '(') {
+        /* a process substitution: runs its code, and the word is a path we cannot know */
+        size_t end = find_close(c, code, i + 2, len, '(');
+        push_source(c, si, code + i + 2, end - i - 2);
+        i = end < len ? end + 1 : len;
+        add_part(c, &w, P_DYN, (a3s_str){0}, (a3s_str){code + *at, i - *at});
+        lit_start = i;
+        w.plain = false;
+    }
+    while (i < len && !is_meta(code[i])) {
+        char ch = code[i];
+        if (ch == '\\') {
+            w.plain = false;
+            if (i + 1 < len && code[i + 1] == '\n') {
+                i += 2;
+            } else if (i + 1 < len) {
+                buf_ch(&c->lit, code[i + 1]);
+                i += 2;
+            } else {
+                buf_ch(&c->lit, '\\');
+                i++;
+            }
+        } else if (ch == '\'') {
+            w.plain = false;
+            const char *q = memchr(code + i + 1, '\'', len - i - 1);
+            size_t end = q ? (size_t)(q - code) : len;
+            buf_add(&c->lit, code + i + 1, end - i - 1);
+            if (!q)
+                c->incomplete = true;
+            i = q ? end + 1 : len;
+        } else if (ch == '$' && i + 1 < len && code[i + 1] == '\'') {
+            w.plain = false;
+            i = ansi_c(c, code, i + 1, len);
+        } else if (ch == '"' || (ch == '$' && i + 1 < len && code[i + 1] == '"')) {
+            w.plain = false;
+            i += ch == '$' ? 2 : 1;
+            bool closed = false;
+            while (i < len) {
+                char d = code[i];
+                if (d == '"') {
+                    closed = true;
+                    i++;
+                    break;
+                }
+                if (d == '\\' && i + 1 < len && strchr("$`\"\\\n", code[i + 1])) {
+                    if (code[i + 1] != '\n')
+                        buf_ch(&c->lit, code[i + 1]);
+                    i += 2;
+                } else if (d == '$') {
+                    i = dollar(c, si, &w, code, i, len, &lit_start);
+                } else if (d == '`') {
+                    i = backquote(c, si, &w, code, i, len, &lit_start);
+                } else {
+                    buf_ch(&c->lit, d);
+                    i++;
+                }
+            }
+            if (!closed) {
+                c->incomplete = true;
+                i = len;
+            }
+        } else if (ch == '$') {
+            size_t before = c->parts.len;
+            i = dollar(c, si, &w, code, i, len, &lit_start);
+            if (c->parts.len != before)
+                w.plain = false;
+        } else if (ch == '`') {
+            w.plain = false;
+            i = backquote(c, si, &w, code, i, len, &lit_start);
+        } else {
+            buf_ch(&c->lit, ch);
+            i++;
+        }
+    }
+    flush_lit(c, &w, lit_start, i, code);
+    w.src = (a3s_str){code + *at, i - *at};
+    *at = i;
+    struct word *slot = vec_push(&c->words, &c->nomem);
+    if (!slot)
+        return SIZE_MAX;
+    *slot = w;
+    return c->words.len - 1;
+}
+
+static struct token *push_token(struct ctx *c, int type) {
+    struct token *t = vec_push(&c->tokens, &c->nomem);
+    if (t) {
+        t->type = type;
+        t->word = SIZE_MAX;
+    }
+    return t;
+}
+
+/* The value of a word when it is all literal (quotes removed), else {NULL}. */
+static a3s_str literal(struct ctx *c, size_t wi) {
+    const struct word *w = &VEC_AT(c->words, struct word, wi);
+    if (w->plain)
+        return w->src;
+    c->tmp.n = 0;
+    for (size_t k = 0; k < w->nparts; k++) {
+        const struct part *p = &VEC_AT(c->parts, struct part, w->part0 + k);
+        if (p->kind != P_LIT)
+            return (a3s_str){NULL, 0};
+        buf_add(&c->tmp, p->text.p, p->text.n);
+    }
+    return arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+}
+
+/* Here-document bodies start after the newline that ends their command. */
+static size_t read_heredocs(struct ctx *c, size_t si, const char *code, size_t i, size_t len,
+                            const size_t *pending, size_t npending) {
+    for (size_t h = 0; h < npending; h++) {
+        struct token *t = &VEC_AT(c->tokens, struct token, pending[h]);
+        bool strip = t->src.n >= 3 && t->src.p[t->src.n - 1] == '-';
+        a3s_str delim = t->word == SIZE_MAX ? (a3s_str){"", 0} : literal(c, t->word);
+        if (!delim.p) {
+            c->incomplete = true; /* a delimiter with an expansion */
+            delim = VEC_AT(c->words, struct word, t->word).src;
+        }
+        size_t start = i, body_end = len;
+        bool found = false;
+        while (i < len) {
+            const char *nl = memchr(code + i, '\n', len - i);
+            size_t eol = nl ? (size_t)(nl - code) : len, from = i;
+            while (strip && from < eol && code[from] == '\t')
+                from++;
+            if (eol - from == delim.n && memcmp(code + from, delim.p, delim.n) == 0) {
+                body_end = i;
+                i = nl ? eol + 1 : len;
+                found = true;
+                break;
+            }
+            i = nl ? eol + 1 : len;
+        }
+        if (!found)
+            c->incomplete = true;
+        t = &VEC_AT(c->tokens, struct token, pending[h]);
+        t->body = (a3s_str){code + start, body_end - start};
+        if (!t->quoted) { /* an unquoted document expands: its substitutions run */
+            struct word scratch = {0};
+            size_t ls = start;
+            for (size_t j = start; j < body_end;) {
+                if (code[j] == '\\') {
+                    j += 2;
+                } else if (code[j] == '$') {
+                    j = dollar(c, si, &scratch, code, j, body_end, &ls);
+                } else if (code[j] == '`') {
+                    j = backquote(c, si, &scratch, code, j, body_end, &ls);
+                } else {
+                    j++;
+                }
+            }
+            c->lit.n = 0; /* the scratch word's parts are not kept by any word */
+        }
+    }
+    return i;
+}
+
+static const struct {
+    const char *text;
+    int op;
+} OPS[] = {
+    {";;&", OP_DSEMI}, {"&&", OP_AND},  {"||", OP_OR},    {";;", OP_DSEMI},  {";&", OP_DSEMI},
+    {"|&", OP_PIPE},   {";", OP_SEMI},  {"&", OP_AMP},    {"|", OP_PIPE},    {"(", OP_LPAREN},
+    {")", OP_RPAREN},
+};
+
+static const char *const REDIRS[] = {"<<<", "<<-", "<<", "<>", "<&", "<",  ">>",
+                                     ">&",  ">|",  ">",  "&>>", "&>"};
+
+/* Tokenizes one source into ctx.tokens. */
+static void lex(struct ctx *c, size_t si) {
+    a3s_str code = VEC_AT(c->sources, struct source, si).code;
+    const char *s = code.p;
+    size_t len = code.n, i = 0, pending[MAX_HEREDOCS], npending = 0;
+    while (i < len && !failed(c)) {
+        char ch = s[i];
+        if (is_blank(ch)) {
+            i++;
+            continue;
+        }
+        if (ch == '\\' && i + 1 < len && s[i + 1] == '\n') {
+            i += 2;
+            continue;
+        }
+        if (ch == '#') {
+            const char *nl = memchr(s + i, '\n', len - i);
+            i = nl ? (size_t)(nl - s) : len;
+            continue;
+        }
+        if (ch == '\n') {
+            struct token *t = push_token(c, T_OP);
+            if (t)
+                t->op = OP_NL;
+            i = read_heredocs(c, si, s, i + 1, len, pending, npending);
+            npending = 0;
+            continue;
+        }
+        /* a redirection: [n]op target */
+        size_t k = i;
+        while (k < len && s[k] >= '0' && s[k] <= '9')
+            k++;
+        const char *rop = NULL;
+        bool angle = k < len && (s[k] == '<' || s[k] == '>' || (s[k] == '&' && k == i));
+        if (angle && !(k + 1 < len && (s[k] == '<' || s[k] == '>') && s[k + 1] == '(')) {
+            for (size_t r = 0; r < sizeof REDIRS / sizeof *REDIRS && !rop; r++) {
+                size_t n = strlen(REDIRS[r]);
+                if ((k == i || REDIRS[r][0] != '&') && n <= len - k && memcmp(s + k, REDIRS[r], n) == 0)
+                    rop = REDIRS[r];
+            }
+        }
+        if (rop) {
+            struct token *t = push_token(c, T_REDIR);
+            if (!t)
+                return;
+            size_t n = strlen(rop);
+            t->src = (a3s_str){s + i, k + n - i};
+            t->rkind = rop[0] == '<' ? (n == 3 && rop[2] == '<'   ? R_HERESTRING
+                                        : rop[1] == '<'             ? R_HEREDOC
+                                        : n == 1                    ? R_IN
+                                                                    : R_OTHER)
+                                     : R_OTHER;
+            size_t ti = c->tokens.len - 1;
+            i = k + n;
+            while (i < len && is_blank(s[i]))
+                i++;
+            if (i == len || (is_meta(s[i]) && !(s[i] == '<' || s[i] == '>'))) {
+                c->incomplete = true; /* a redirection without its target */
+                continue;
+            }
+            size_t wi = lex_word(c, si, s, &i, len);
+            t = &VEC_AT(c->tokens, struct token, ti);
+            t->word = wi;
+            if (t->rkind == R_HEREDOC && wi != SIZE_MAX) {
+                t->quoted = !VEC_AT(c->words, struct word, wi).plain;
+                if (npending == MAX_HEREDOCS)
+                    c->incomplete = true;
+                else
+                    pending[npending++] = ti;
+            }
+            continue;
+        }
+        int op = -1;
+        size_t opn = 0;
+        for (size_t o = 0; strchr(";&|()", ch) && o < sizeof OPS / sizeof *OPS && op < 0; o++) {
+            size_t n = strlen(OPS[o].text);
+            if (n <= len - i && memcmp(s + i, OPS[o].text, n) == 0) {
+                op = OPS[o].op;
+                opn = n;
+            }
+        }
+        if (op >= 0) {
+            struct token *t = push_token(c, T_OP);
+            if (t)
+                t->op = op;
+            i += opn;
+            continue;
+        }
+        size_t wi = lex_word(c, si, s, &i, len);
+        struct token *t = push_token(c, T_WORD);
+        if (t)
+            t->word = wi;
+    }
+    if (npending)
+        c->incomplete = true; /* here-documents with no body */
+}
+
+/* ---- commands ---------------------------------------------------------------- */
+
+enum { S_NONE, S_FOR, S_CASE_WORD, S_CASE_PAT, S_DBRACKET };
+
+/* Ends the command being collected; returns its index, or SIZE_MAX when it
+ * has no word (nothing, or only redirections: no program runs). */
+static size_t finish(struct ctx *c, size_t si, size_t *w0, size_t *r0, size_t pipe_prev) {
+    size_t nw = c->cmdwords.len - *w0, nr = c->cmdredirs.len - *r0, idx = SIZE_MAX;
+    if (nw == 0) {
+        c->cmdredirs.len = *r0;
+    } else if (c->rcmds.len >= MAX_CMDS) {
+        c->incomplete = true;
+    } else {
+        struct rcmd *r = vec_push(&c->rcmds, &c->nomem);
+        if (r) {
+            *r = (struct rcmd){si, *w0, nw, *r0, nr, pipe_prev, false};
+            idx = c->rcmds.len - 1;
+        }
+    }
+    *w0 = c->cmdwords.len;
+    *r0 = c->cmdredirs.len;
+    return idx;
+}
+
+static void poison(struct ctx *c, size_t si, const char *name, size_t n);
+static void add_var(struct ctx *c, size_t si, a3s_str name, a3s_str value, bool known);
+
+static bool word_is(struct ctx *c, size_t wi, const char *lit) {
+    const struct word *w = &VEC_AT(c->words, struct word, wi);
+    return w->plain && eq(w->src, lit);
+}
+
+/* Groups one source's tokens into simple commands, past the shell's keywords. */
+static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
+    static const char *const SKIPPED[] = {"!",    "{",  "}",    "then",  "else",  "do",
+                                          "done", "fi", "if",   "elif",  "while", "until",
+                                          "coproc"};
+    int mode = S_NONE, cases = 0;
+    bool expect_rparen = false, skip_name = false, for_first = false, shaped = false;
+    bool poison_loop = false;
+    a3s_str for_name = {NULL, 0};
+    long parens = 0;
+    size_t w0 = c->cmdwords.len, r0 = c->cmdredirs.len, prev = SIZE_MAX, first = c->rcmds.len;
+    bool piped = false;
+    for (size_t t = t0; t < t1 && !failed(c); t++) {
+        const struct token tok = VEC_AT(c->tokens, struct token, t);
+        if (tok.type == T_OP) {
+            if (mode == S_DBRACKET || mode == S_CASE_WORD)
+                continue;
+            if (mode == S_CASE_PAT) {
+                if (tok.op == OP_RPAREN)
+                    mode = S_NONE;
+                continue;
+            }
+            if (mode == S_FOR) {
+                if (tok.op == OP_SEMI || tok.op == OP_NL) {
+                    mode = S_NONE;
+                    if (poison_loop && for_name.p) /* for NAME; do: the positional parameters */
+                        poison(c, si, for_name.p, for_name.n);
+                }
+                continue;
+            }
+            if (tok.op != OP_NL)
+                shaped = true;
+            if (tok.op == OP_LPAREN)
+                parens++;
+            if (tok.op == OP_RPAREN && parens-- == 0)
+                c->incomplete = true; /* a ')' that closes nothing */
+            if (tok.op == OP_LPAREN && c->cmdwords.len - w0 == 1 && c->cmdredirs.len == r0) {
+                c->cmdwords.len--; /* name ( ) { ...; }: a function definition */
+                expect_rparen = true;
+                continue;
+            }
+            if (tok.op == OP_RPAREN && expect_rparen) {
+                expect_rparen = false;
+                continue;
+            }
+            size_t done = finish(c, si, &w0, &r0, piped ? prev : SIZE_MAX);
+            piped = tok.op == OP_PIPE;
+            prev = done;
+            if (tok.op == OP_DSEMI && cases > 0)
+                mode = S_CASE_PAT;
+            continue;
+        }
+        if (tok.type == T_REDIR) {
+            size_t *slot = mode == S_NONE ? vec_push(&c->cmdredirs, &c->nomem) : NULL;
+            if (slot)
+                *slot = t;
+            continue;
+        }
+        size_t wi = tok.word;
+        if (wi == SIZE_MAX)
+            continue;
+        if (skip_name) {
+            skip_name = false;
+            continue;
+        }
+        if (mode == S_FOR) { /* for NAME in WORDS: NAME takes each word's value */
+            const struct word *w = &VEC_AT(c->words, struct word, wi);
+            if (word_is(c, wi, "do")) {
+                mode = S_NONE;
+            } else if (for_first) {
+                for_name = w->src;
+                poison_loop = true;
+            } else if (poison_loop && word_is(c, wi, "in")) {
+                poison_loop = false;
+            } else if (!poison_loop && for_name.p) {
+                a3s_str value = literal(c, wi);
+                if (value.p)
+                    add_var(c, si, for_name, value, true);
+                else
+                    poison(c, si, for_name.p, for_name.n);
+            }
+            for_first = false;
+            continue;
+        }
+        if (mode == S_CASE_WORD) {
+            if (word_is(c, wi, "in")) {
+                mode = S_CASE_PAT;
+                cases++;
+            }
+            continue;
+        }
+        if (mode == S_CASE_PAT || mode == S_DBRACKET) {
+            if (mode == S_CASE_PAT && word_is(c, wi, "esac")) {
+                cases--;
+                mode = S_NONE;
+            } else if (mode == S_DBRACKET && word_is(c, wi, "]]")) {
+                mode = S_NONE;
+            }
+            continue;
+        }
+        if (c->cmdwords.len == w0 && VEC_AT(c->words, struct word, wi).src.n <= 8) {
+            bool keyword = false;
+            for (size_t k = 0; k < sizeof SKIPPED / sizeof *SKIPPED; k++)
+                keyword = keyword || word_is(c, wi, SKIPPED[k]);
+            if (word_is(c, wi, "esac") && cases > 0) {
+                cases--;
+                keyword = true;
+            } else if (word_is(c, wi, "for") || word_is(c, wi, "select")) {
+                mode = S_FOR;
+                for_first = keyword = true;
+            } else if (word_is(c, wi, "case")) {
+                mode = S_CASE_WORD;
+                keyword = true;
+            } else if (word_is(c, wi, "[[")) {
+                mode = S_DBRACKET;
+                keyword = true;
+            } else if (word_is(c, wi, "function")) {
+                skip_name = keyword = true;
+            }
+            if (keyword) {
+                shaped = true;
+                continue;
+            }
+        }
+        size_t *slot = vec_push(&c->cmdwords, &c->nomem);
+        if (slot)
+            *slot = wi;
+    }
+    finish(c, si, &w0, &r0, piped ? prev : SIZE_MAX);
+    if (parens != 0)
+        c->incomplete = true; /* a '(' never closed: bash runs nothing we can vouch for */
+    if (si == 0 && !shaped && c->rcmds.len - first == 1 && c->pushed_by_top == 0) {
+        struct rcmd *r = &VEC_AT(c->rcmds, struct rcmd, first);
+        bool heredoc = false;
+        for (size_t k = 0; k < r->nr; k++) {
+            size_t ti = VEC_AT(c->cmdredirs, size_t, r->r0 + k);
+            heredoc = heredoc || VEC_AT(c->tokens, struct token, ti).rkind == R_HEREDOC;
+        }
+        r->whole = !heredoc;
+    }
+}
+
+/* ---- variables the line assigns -------------------------------------------- */
+
+static void add_var(struct ctx *c, size_t si, a3s_str name, a3s_str value, bool known) {
+    if (c->vars.len >= MAX_VARS) {
+        c->unreliable_env = true;
+        return;
+    }
+    struct var *v = vec_push(&c->vars, &c->nomem);
+    if (v)
+        *v = (struct var){name, value, known, si};
+}
+
+/* A name that something other than a plain assignment may set (read x,
+ * export x=..., for x in ...): its value is unknown from here on. */
+static void poison(struct ctx *c, size_t si, const char *name, size_t n) {
+    size_t k = 0;
+    while (k < n && is_name_char(name[k]))
+        k++;
+    if (k > 0 && is_name_start(name[0]) && (k == n || name[k] == '=' || name[k] == '+' ||
+                                            name[k] == '['))
+        add_var(c, si, (a3s_str){name, k}, (a3s_str){NULL, 0}, false);
+}
+
+/* The length of NAME in a word `NAME=...` (0 if it is not an assignment);
+ * *simple is false for NAME+=... and NAME[i]=... */
+static size_t assigned_name(a3s_str src, bool *simple) {
+    size_t k = 0;
+    if (!src.n || !is_name_start(src.p[0]))
+        return 0;
+    while (k < src.n && is_name_char(src.p[k]))
+        k++;
+    *simple = k < src.n && src.p[k] == '=';
+    if (*simple || (k + 1 < src.n && src.p[k] == '+' && src.p[k + 1] == '='))
+        return k;
+    if (k < src.n && src.p[k] == '[') {
+        const char *close = memchr(src.p + k, ']', src.n - k);
+        if (close && close + 1 < src.p + src.n && close[1] == '=')
+            return k;
+    }
+    return 0;
+}
+
+static size_t assignments(struct ctx *c, const struct rcmd *r) {
+    size_t a = 0;
+    bool simple;
+    while (a < r->nw &&
+           assigned_name(VEC_AT(c->words, struct word,
+                                VEC_AT(c->cmdwords, size_t, r->w0 + a)).src, &simple))
+        a++;
+    return a;
+}
+
+static bool in_list(a3s_str v, const char *const *list, size_t n);
+
+/* Builtins that set the variables their arguments name (read x, export x=1 ...). */
+static const char *const SETS_VARS[] = {"read",     "declare", "typeset",  "export", "local",
+                                        "readonly", "let",     "printf",   "mapfile", "readarray",
+                                        "getopts",  "unset",   "wait",     "builtin", "command"};
+
+static bool changes_env(a3s_str v) { return eq(v, "eval") || eq(v, "source") || eq(v, "."); }
+
+/* Records what one command does to the line's variables. */
+static void register_env(struct ctx *c, const struct rcmd *r) {
+    size_t a = assignments(c, r);
+    bool sets_vars = false;
+    for (size_t k = 0; k < r->nw; k++) {
+        size_t wi = VEC_AT(c->cmdwords, size_t, r->w0 + k);
+        const struct word *w = &VEC_AT(c->words, struct word, wi);
+        bool simple = false;
+        size_t n = assigned_name(w->src, &simple);
+        if (k < a && a == r->nw && simple) {
+            a3s_str value = literal(c, wi);
+            bool known = value.p != NULL;
+            value = known ? (a3s_str){value.p + n + 1, value.n - n - 1} : value;
+            add_var(c, r->source, (a3s_str){w->src.p, n}, value, known);
+            if (known && changes_env(value))
+                c->unreliable_env = true;
+        } else if (k < a || sets_vars) {
+            poison(c, r->source, w->src.p, w->src.n);
+        }
+        if (k == a) {
+            a3s_str prog = literal(c, wi);
+            sets_vars = !prog.p || in_list(prog, SETS_VARS, sizeof SETS_VARS / sizeof *SETS_VARS);
+            if (prog.p && changes_env(prog))
+                c->unreliable_env = true;
+        }
+    }
+}
+
+/* The values a variable may have when the line shows them: every assignment to
+ * it that can reach source `si` (x=a; x=b; for x in c d) is a literal, and
+ * nothing else may set it. Returns how many distinct values there are (0:
+ * unknown, or more than MAX_VALUES) and sets *value to value number `pick`. */
+static size_t lookup(struct ctx *c, size_t si, a3s_str name, size_t pick, a3s_str *value) {
+    a3s_str seen[MAX_VALUES];
+    size_t n = 0;
+    if (c->unreliable_env)
+        return 0;
+    for (size_t k = 0; k < c->vars.len; k++) {
+        const struct var *v = &VEC_AT(c->vars, struct var, k);
+        if (v->name.n != name.n || memcmp(v->name.p, name.p, name.n) != 0)
+            continue;
+        bool reaches = false;
+        for (size_t s = si; s != SIZE_MAX && !reaches;
+             s = VEC_AT(c->sources, struct source, s).parent)
+            reaches = s == v->source;
+        if (!reaches)
+            continue;
+        if (!v->known)
+            return 0;
+        bool dup = false;
+        for (size_t q = 0; q < n && !dup; q++)
+            dup = seen[q].n == v->value.n && memcmp(seen[q].p, v->value.p, v->value.n) == 0;
+        if (dup)
+            continue;
+        if (n == MAX_VALUES)
+            return 0;
+        seen[n++] = v->value;
+    }
+    if (n)
+        *value = seen[pick % n];
+    return n;
+}
+
+/* ---- spelling ----------------------------------------------------------------- */
+
+static size_t word_at(struct ctx *c, const struct rcmd *r, size_t k) {
+    return VEC_AT(c->cmdwords, size_t, r->w0 + k);
+}
+
+enum { M_SRC, M_VAL, M_EXP };
+
+/* Appends word wi in `mode` to ctx.tmp; *known is cleared when an expansion's
+ * value is not shown by the line (or, with pick SIZE_MAX, has several). A
+ * variable with several values reads as value number `pick`, and
+ * ctx.values becomes at least their count. Returns whether an expansion was
+ * replaced. */
+static bool word_text(struct ctx *c, size_t si, size_t wi, int mode, size_t pick, bool *known) {
+    const struct word *w = &VEC_AT(c->words, struct word, wi);
+    bool expanded = false;
+    if (mode == M_SRC || w->plain) {
+        buf_add(&c->tmp, w->src.p, w->src.n);
+        return false;
+    }
+    for (size_t k = 0; k < w->nparts; k++) {
+        const struct part *p = &VEC_AT(c->parts, struct part, w->part0 + k);
+        a3s_str value = {NULL, 0};
+        size_t n = mode == M_EXP && p->kind == P_VAR
+                       ? lookup(c, si, p->text, pick == SIZE_MAX ? 0 : pick, &value)
+                       : 0;
+        if (n > c->values)
+            c->values = n;
+        if (p->kind == P_LIT) {
+            buf_add(&c->tmp, p->text.p, p->text.n);
+        } else if (n == 1 || (n > 1 && pick != SIZE_MAX)) {
+            buf_add(&c->tmp, value.p, value.n);
+            expanded = true;
+        } else if (mode == M_EXP && p->kind == P_SUB && p->known) {
+            buf_add(&c->tmp, p->text.p, p->text.n);
+            expanded = true;
+        } else {
+            buf_add(&c->tmp, p->src.p, p->src.n);
+            *known = false;
+        }
+    }
+    return expanded;
+}
+
+/* A word's value (expanded where the line shows how), or {NULL} if unknown. */
+static a3s_str value_of(struct ctx *c, size_t si, size_t wi) {
+    const struct word *w = &VEC_AT(c->words, struct word, wi);
+    if (w->plain)
+        return w->src;
+    bool known = true;
+    c->tmp.n = 0;
+    word_text(c, si, wi, M_EXP, SIZE_MAX, &known);
+    if (!known)
+        return (a3s_str){NULL, 0};
+    return arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+}
+
+struct form {
+    const struct rcmd *r;
+    size_t from;             /* the program's word */
+    size_t skip0, skip1;     /* words left out (git's global options) */
+    int mode;                /* M_SRC, M_VAL or M_EXP */
+    size_t pick;             /* M_EXP: which value of a variable with several */
+    bool drop;               /* leave out words that are only unknown expansions */
+    bool fold;               /* the program by its bare, lower-case name */
+};
+
+/* Whether word wi is nothing but expansions whose value the line does not show
+ * (`$(cmd)`, `$UNSET`): it may expand to no word at all. */
+static bool only_unknown(struct ctx *c, size_t si, size_t wi) {
+    const struct word *w = &VEC_AT(c->words, struct word, wi);
+    if (w->plain || !w->nparts)
+        return false;
+    for (size_t k = 0; k < w->nparts; k++) {
+        const struct part *p = &VEC_AT(c->parts, struct part, w->part0 + k);
+        a3s_str value;
+        if (p->kind == P_LIT || (p->kind == P_SUB && p->known) ||
+            (p->kind == P_VAR && lookup(c, si, p->text, 0, &value)))
+            return false;
+    }
+    return true;
+}
+
+/* One reading of a command as a string; *changed: an expansion was replaced. */
+static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
+    const struct rcmd *r = f->r;
+    size_t si = r->source;
+    bool known = true, any = false;
+    c->tmp.n = 0;
+    for (size_t k = f->from; k < r->nw; k++) {
+        if (k >= f->skip0 && k < f->skip1)
+            continue;
+        if (f->drop && k > f->from && only_unknown(c, si, VEC_AT(c->cmdwords, size_t, r->w0 + k)))
+            continue;
+        if (c->tmp.n)
+            buf_ch(&c->tmp, ' ');
+        size_t at = c->tmp.n;
+        any |= word_text(c, si, VEC_AT(c->cmdwords, size_t, r->w0 + k), f->mode, f->pick, &known);
+        size_t n = c->tmp.n - at;
+        if (c->tmp.nomem)
+            return (a3s_str){NULL, 0};
+        if (k == f->from && f->fold) {
+            char *p = c->tmp.p + at, *slash = NULL;
+            for (size_t q = 0; q < n; q++)
+                if (p[q] == '/')
+                    slash = p + q;
+            if (slash && slash + 1 < p + n) {
+                size_t keep = (size_t)(p + n - slash - 1);
+                memmove(p, slash + 1, keep);
+                c->tmp.n = at + keep;
+                n = keep;
+            }
+            for (size_t q = 0; q < n; q++)
+                p[q] = (char)a3s_lower((unsigned char)p[q]);
+        }
+        if (f->mode != M_SRC) { /* a value that is empty or holds a blank reads quoted */
+            bool blank = n == 0;
+            for (size_t q = 0; q < n && !blank; q++) {
+                char ch = c->tmp.p[at + q];
+                blank = ch == ' ' || ch == '\t' || ch == '\n';
+            }
+            if (blank) {
+                buf_add(&c->tmp, "\"\"", 2);
+                if (c->tmp.nomem)
+                    return (a3s_str){NULL, 0};
+                memmove(c->tmp.p + at + 1, c->tmp.p + at, n);
+                c->tmp.p[at] = '"';
+                c->tmp.p[at + n + 1] = '"';
+            }
+        }
+    }
+    for (size_t k = 0; k < r->nr; k++) {
+        const struct token *t = &VEC_AT(c->tokens, struct token, VEC_AT(c->cmdredirs, size_t, r->r0 + k));
+        if (c->tmp.n)
+            buf_ch(&c->tmp, ' ');
+        buf_add(&c->tmp, t->src.p, t->src.n);
+        if (t->word != SIZE_MAX) {
+            a3s_str target = VEC_AT(c->words, struct word, t->word).src;
+            buf_add(&c->tmp, target.p, target.n);
+        }
+    }
+    if (changed)
+        *changed = any;
+    return arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+}
+
+struct forms {
+    a3s_str spell[MAX_FORMS], alias[MAX_FORMS];
+    size_t nspell, nalias;
+    bool dynamic;
+};
+
+static bool same(a3s_str a, a3s_str b) { return a.n == b.n && memcmp(a.p, b.p, a.n) == 0; }
+
+static void add_form(struct ctx *c, a3s_str *list, size_t *n, a3s_str s) {
+    if (!s.p)
+        return;
+    for (size_t k = 0; k < *n; k++)
+        if (same(list[k], s))
+            return;
+    if (*n == MAX_FORMS) {
+        c->incomplete = true;
+        return;
+    }
+    list[(*n)++] = s;
+}
+
+/* Adds a reading as a spelling (every one must be allowed) and its unquoted
+ * and bare-name forms as aliases (only deny and ask rules see them). */
+static void add_reading(struct ctx *c, struct forms *out, struct form f) {
+    bool changed = false, plain = true;
+    for (size_t k = f.from; k < f.r->nw && plain; k++)
+        plain = VEC_AT(c->words, struct word, word_at(c, f.r, k)).plain;
+    f.mode = M_SRC;
+    a3s_str src = render(c, &f, NULL);
+    add_form(c, out->spell, &out->nspell, src);
+    if (plain) { /* quotes, backslashes and expansions aside, only the bare name differs */
+        a3s_str prog = VEC_AT(c->words, struct word, word_at(c, f.r, f.from)).src;
+        bool bare = true;
+        for (size_t k = 0; k < prog.n && bare; k++)
+            bare = prog.p[k] != '/' && !(prog.p[k] >= 'A' && prog.p[k] <= 'Z');
+        f.fold = true;
+        if (!bare)
+            add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+        return;
+    }
+    f.mode = M_VAL;
+    a3s_str val = render(c, &f, NULL);
+    add_form(c, out->alias, &out->nalias, val);
+    c->values = 1;
+    for (f.pick = 0; f.pick < c->values && f.pick < MAX_VALUES; f.pick++) {
+        f.mode = M_EXP;
+        f.fold = false;
+        a3s_str exp = render(c, &f, &changed);
+        if (changed && exp.p && val.p && !same(exp, val))
+            add_form(c, out->spell, &out->nspell, exp);
+        f.fold = true;
+        add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+    }
+    f.fold = true;
+    f.mode = M_VAL;
+    add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+    bool unknown = false; /* an argument that may expand to nothing: the reading without it */
+    for (size_t k = f.from + 1; k < f.r->nw && !unknown; k++)
+        unknown = only_unknown(c, f.r->source, word_at(c, f.r, k));
+    if (unknown) {
+        f.mode = M_EXP;
+        f.pick = 0;
+        f.drop = true;
+        f.fold = false;
+        add_form(c, out->spell, &out->nspell, render(c, &f, NULL));
+        f.fold = true;
+        add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+    }
+}
+
+/* ---- programs that run other programs --------------------------------------- */
+
+struct wrapper {
+    const char *name;
+    const char *takes;        /* short options whose value is the next word */
+    const char *const *longs; /* long options whose value is the next word */
+    int positional;           /* operands before the program (timeout's duration) */
+    bool assigns;             /* NAME=VALUE words before the program */
+    const char *sub;          /* the subcommand that runs a program (uv run), or NULL */
+    int code;                 /* CODE_*: where code for a shell is found */
+};
+
+enum { CODE_NONE, CODE_DASH_C, CODE_REST }; /* -c CODE (flock, script, su); the words (watch) */
+
+static const char *const ENV_LONG[] = {"--unset", "--chdir", "--split-string", NULL};
+static const char *const NICE_LONG[] = {"--adjustment", NULL};
+static const char *const TIMEOUT_LONG[] = {"--signal", "--kill-after", NULL};
+static const char *const TIME_LONG[] = {"--format", "--output", NULL};
+static const char *const STDBUF_LONG[] = {"--input", "--output", "--error", NULL};
+static const char *const IONICE_LONG[] = {"--class", "--classdata", NULL};
+static const char *const SUDO_LONG[] = {"--user", "--group", "--host", "--prompt", "--close-from",
+                                        "--chdir", "--role", "--type", "--command-timeout",
+                                        "--other-user", NULL};
+static const char *const XARGS_LONG[] = {"--arg-file", "--delimiter", "--max-lines", "--max-args",
+                                         "--max-procs", "--max-chars", NULL};
+static const char *const NONE_LONG[] = {NULL};
+
+static const char *const CHROOT_LONG[] = {"--userspec", "--groups", NULL};
+static const char *const UNSHARE_LONG[] = {"--setuid", "--setgid", "--root", "--wd", NULL};
+static const char *const NSENTER_LONG[] = {"--target", "--setuid", "--setgid", NULL};
+static const char *const SYSTEMD_RUN_LONG[] = {
+    "--unit", "--property", "--setenv", "--machine", "--host", "--description", "--slice",
+    "--uid", "--gid", "--nice", "--working-directory", "--on-calendar", "--on-active", NULL};
+static const char *const UV_LONG[] = {"--with", "--python", "--directory", NULL};
+static const char *const CONDA_LONG[] = {"--name", "--prefix", NULL};
+static const char *const WATCH_LONG[] = {"--interval", "--differences", NULL};
+
+/* The programs that run the program named after their options (the same table as the
+ * guardrail's, python/codeward/guardrail/_wrappers.py). */
+static const struct wrapper WRAPPERS[] = {
+    {"env", "uCSP", ENV_LONG, 0, true, NULL, CODE_NONE},
+    {"command", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"builtin", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"exec", "a", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"nice", "n", NICE_LONG, 0, false, NULL, CODE_NONE},
+    {"nohup", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"timeout", "sk", TIMEOUT_LONG, 1, false, NULL, CODE_NONE},
+    {"time", "fo", TIME_LONG, 0, false, NULL, CODE_NONE},
+    {"stdbuf", "ioe", STDBUF_LONG, 0, false, NULL, CODE_NONE},
+    {"ionice", "cn", IONICE_LONG, 0, false, NULL, CODE_NONE},
+    {"setsid", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"sudo", "ughpCDrtTU", SUDO_LONG, 0, true, NULL, CODE_NONE},
+    {"doas", "uC", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"xargs", "adEILnPs", XARGS_LONG, 0, false, NULL, CODE_NONE},
+    {"chrt", "TPD", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"taskset", "", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"busybox", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"toybox", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"chroot", "", CHROOT_LONG, 1, false, NULL, CODE_NONE},
+    {"unshare", "SGRw", UNSHARE_LONG, 0, false, NULL, CODE_NONE},
+    {"nsenter", "tSG", NSENTER_LONG, 0, false, NULL, CODE_NONE},
+    {"strace", "oepsuEabIOSPX", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"ltrace", "oepsunaADlx", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"setpriv", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"systemd-run", "upEMH", SYSTEMD_RUN_LONG, 0, false, NULL, CODE_NONE},
+    {"firejail", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"caffeinate", "wt", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"arch", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"unbuffer", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"catchsegv", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"dbus-run-session", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"fakeroot", "lsib", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"flock", "wEc", NONE_LONG, 1, false, NULL, CODE_DASH_C},
+    {"script", "cqTtI", NONE_LONG, 0, false, NULL, CODE_DASH_C},
+    {"su", "cgsG", NONE_LONG, 0, false, NULL, CODE_DASH_C},
+    {"runuser", "ucgsG", NONE_LONG, 0, false, NULL, CODE_DASH_C},
+    {"watch", "nd", WATCH_LONG, 0, false, NULL, CODE_REST},
+    {"sg", "", NONE_LONG, 1, false, NULL, CODE_REST},
+    {"uv", "p", UV_LONG, 0, false, "run", CODE_NONE},
+    {"poetry", "", NONE_LONG, 0, false, "run", CODE_NONE},
+    {"pipenv", "", NONE_LONG, 0, false, "run", CODE_NONE},
+    {"pdm", "", NONE_LONG, 0, false, "run", CODE_NONE},
+    {"hatch", "", NONE_LONG, 0, false, "run", CODE_NONE},
+    {"conda", "np", CONDA_LONG, 0, false, "run", CODE_NONE},
+    {"bundle", "", NONE_LONG, 0, false, "exec", CODE_NONE},
+};
+
+static const char *const SHELLS[] = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash",
+                                     "rbash"};
+
+static const struct wrapper *find_wrapper(a3s_str name) {
+    for (size_t k = 0; name.n && k < sizeof WRAPPERS / sizeof *WRAPPERS; k++)
+        if (WRAPPERS[k].name[0] == name.p[0] && eq(name, WRAPPERS[k].name))
+            return &WRAPPERS[k];
+    return NULL;
+}
+
+static bool in_list(a3s_str v, const char *const *list, size_t n) {
+    for (size_t k = 0; v.n && k < n; k++)
+        if (list[k] && list[k][0] == v.p[0] && eq(v, list[k]))
+            return true;
+    return false;
+}
+
+/* Where the program a wrapper runs starts, or SIZE_MAX when it runs none
+ * (`command -v git`, `env` alone). */
+static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *wr, size_t i) {
+    size_t si = r->source, j = i + 1;
+    bool is_env = strcmp(wr->name, "env") == 0, is_command = strcmp(wr->name, "command") == 0;
+    if (wr->sub) { /* uv run ...: only the subcommand runs a program */
+        a3s_str sub = j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){NULL, 0};
+        if (!sub.p || !eq(sub, wr->sub))
+            return SIZE_MAX;
+        j++;
+    }
+    while (j < r->nw) {
+        a3s_str v = value_of(c, si, word_at(c, r, j));
+        if (!v.p)
+            return j; /* an unknown word: it may be the program */
+        if (eq(v, "--")) {
+            j++;
+            break;
+        }
+        if (v.n > 1 && v.p[0] == '-' && v.p[1] == '-') {
+            const char *e = memchr(v.p, '=', v.n);
+            a3s_str name = {v.p, e ? (size_t)(e - v.p) : v.n};
+            bool takes = false;
+            for (const char *const *l = wr->longs; *l && !e && !takes; l++)
+                takes = eq(name, *l);
+            if (is_env && eq(name, "--split-string")) {
+                a3s_str code = e ? (a3s_str){e + 1, v.n - name.n - 1}
+                                 : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
+                                                  : (a3s_str){NULL, 0});
+                if (code.p)
+                    push_source(c, si, code.p, code.n);
+                else
+                    c->incomplete = true;
+            }
+            j += takes ? 2 : 1;
+            continue;
+        }
+        if (v.n > 1 && v.p[0] == '-') {
+            size_t step = 1;
+            for (size_t k = 1; k < v.n; k++) {
+                if (is_command && (v.p[k] == 'v' || v.p[k] == 'V'))
+                    return SIZE_MAX;
+                if (!strchr(wr->takes, v.p[k]))
+                    continue;
+                a3s_str arg = k + 1 < v.n ? (a3s_str){v.p + k + 1, v.n - k - 1}
+                                          : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
+                                                           : (a3s_str){NULL, 0});
+                if (k + 1 == v.n)
+                    step = 2;
+                bool code = (is_env && v.p[k] == 'S') || (wr->code == CODE_DASH_C && v.p[k] == 'c');
+                if (code) {
+                    if (arg.p)
+                        push_source(c, si, arg.p, arg.n);
+                    else
+                        c->incomplete = true;
+                }
+                break;
+            }
+            j += step;
+            continue;
+        }
+        bool simple;
+        if ((is_env && eq(v, "-")) || (wr->assigns && assigned_name(v, &simple))) {
+            j++;
+            continue;
+        }
+        break;
+    }
+    j += (size_t)wr->positional;
+    if (wr->code == CODE_DASH_C && j + 1 < r->nw) { /* flock FILE -c CODE */
+        a3s_str v = value_of(c, si, word_at(c, r, j));
+        if (v.p && eq(v, "-c")) {
+            a3s_str code = value_of(c, si, word_at(c, r, j + 1));
+            if (code.p)
+                push_source(c, si, code.p, code.n);
+            else
+                c->incomplete = true;
+            return SIZE_MAX;
+        }
+    }
+    if (wr->code == CODE_REST && j < r->nw) { /* watch CMD ARGS: handed to sh -c as one string */
+        c->lit.n = 0;
+        for (size_t k = j; k < r->nw; k++) {
+            a3s_str v = value_of(c, si, word_at(c, r, k));
+            if (!v.p) {
+                c->incomplete = true;
+                return j;
+            }
+            if (k > j)
+                buf_ch(&c->lit, ' ');
+            buf_add(&c->lit, v.p, v.n);
+        }
+        push_source(c, si, c->lit.p ? c->lit.p : "", c->lit.n);
+        return SIZE_MAX;
+    }
+    return j < r->nw ? j : SIZE_MAX;
+}
+
+/* What a command prints when the line shows it: echo's words, printf's
+ * format (escapes decoded), or {NULL}. */
+static a3s_str known_stdout(struct ctx *c, const struct rcmd *r) {
+    size_t si = r->source, a = assignments(c, r);
+    if (a >= r->nw)
+        return (a3s_str){NULL, 0};
+    a3s_str prog = value_of(c, si, word_at(c, r, a));
+    bool escapes = false, is_echo = eq(prog, "echo");
+    if (!is_echo && !eq(prog, "printf"))
+        return (a3s_str){NULL, 0};
+    size_t j = a + 1;
+    for (; is_echo && j < r->nw; j++) {
+        a3s_str v = value_of(c, si, word_at(c, r, j));
+        if (!v.p || v.n < 2 || v.p[0] != '-' || strspn(v.p + 1, "neE") < v.n - 1)
+            break;
+        escapes = escapes || memchr(v.p, 'e', v.n) != NULL;
+    }
+    c->lit.n = 0;
+    for (size_t k = j; k < r->nw; k++) {
+        a3s_str v = value_of(c, si, word_at(c, r, k));
+        if (!v.p)
+            return (a3s_str){NULL, 0};
+        if (is_echo) {
+            if (k > j)
+                buf_ch(&c->lit, ' ');
+            if (escapes)
+                decode(c, v.p, v.n);
+            else
+                buf_add(&c->lit, v.p, v.n);
+        } else if (k == j) {
+            if (memchr(v.p, '%', v.n)) { /* only "%s" formats are followed */
+                if (!(eq(v, "%s") || eq(v, "%s\\n") || eq(v, "%s\n")))
+                    return (a3s_str){NULL, 0};
+            } else {
+                decode(c, v.p, v.n);
+            }
+        } else {
+            buf_add(&c->lit, v.p, v.n);
+        }
+    }
+    return arena_str(c->mem, c->lit.p ? c->lit.p : "", c->lit.n);
+}
+
+/* A shell (`bash -c CODE`, `bash <<EOF`, `echo ... | sh`), eval and find's
+ * -exec run code of their own: it is queued as a further source. Returns
+ * false when that code is not shown by the line. */
+static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i) {
+    size_t si = r->source;
+    if (eq(name, "eval")) {
+        c->lit.n = 0;
+        for (size_t k = i + 1; k < r->nw; k++) {
+            a3s_str v = value_of(c, si, word_at(c, r, k));
+            if (!v.p)
+                return false;
+            if (k > i + 1)
+                buf_ch(&c->lit, ' ');
+            buf_add(&c->lit, v.p, v.n);
+        }
+        push_source(c, si, c->lit.p ? c->lit.p : "", c->lit.n);
+        return true;
+    }
+    if (eq(name, "find")) {
+        for (size_t k = i + 1; k < r->nw; k++) {
+            a3s_str v = value_of(c, si, word_at(c, r, k));
+            if (!v.p || !(eq(v, "-exec") || eq(v, "-execdir") || eq(v, "-ok") || eq(v, "-okdir")))
+                continue;
+            size_t end = k + 1;
+            while (end < r->nw) {
+                a3s_str e = value_of(c, si, word_at(c, r, end));
+                if (e.p && (eq(e, ";") || eq(e, "+")))
+                    break;
+                end++;
+            }
+            if (end > k + 1) {
+                a3s_str a = VEC_AT(c->words, struct word, word_at(c, r, k + 1)).src;
+                a3s_str b = VEC_AT(c->words, struct word, word_at(c, r, end - 1)).src;
+                push_source(c, si, a.p, (size_t)(b.p + b.n - a.p)); /* one source's bytes */
+            }
+            k = end;
+        }
+        return true;
+    }
+    if (!in_list(name, SHELLS, sizeof SHELLS / sizeof *SHELLS))
+        return true;
+    size_t j = i + 1;
+    bool dash_c = false;
+    while (j < r->nw) {
+        a3s_str v = value_of(c, si, word_at(c, r, j));
+        if (!v.p)
+            return false;
+        if (eq(v, "--") || eq(v, "-")) {
+            j++;
+            break;
+        }
+        if (v.n < 2 || (v.p[0] != '-' && v.p[0] != '+'))
+            break;
+        if (v.p[1] == '-') {
+            j += (eq(v, "--rcfile") || eq(v, "--init-file")) ? 2 : 1;
+            continue;
+        }
+        size_t step = 1;
+        for (size_t k = 1; k < v.n; k++) {
+            dash_c = dash_c || (v.p[k] == 'c' && v.p[0] == '-');
+            if (v.p[k] == 'o' || v.p[k] == 'O')
+                step = 2;
+        }
+        j += step;
+    }
+    if (dash_c) {
+        a3s_str code = j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){"", 0};
+        if (!code.p)
+            return false;
+        push_source(c, si, code.p, code.n);
+        return true;
+    }
+    if (j < r->nw)
+        return true; /* a script file: its content is not part of the line */
+    for (size_t k = 0; k < r->nr; k++) {
+        const struct token *t =
+            &VEC_AT(c->tokens, struct token, VEC_AT(c->cmdredirs, size_t, r->r0 + k));
+        if (t->rkind == R_HEREDOC) {
+            push_source(c, si, t->body.p, t->body.n);
+            return true;
+        }
+        if (t->rkind == R_HERESTRING) {
+            a3s_str code = t->word == SIZE_MAX ? (a3s_str){NULL, 0} : value_of(c, si, t->word);
+            if (!code.p)
+                return false;
+            push_source(c, si, code.p, code.n);
+            return true;
+        }
+        if (t->rkind == R_IN)
+            return false;
+    }
+    if (r->pipe_prev != SIZE_MAX) {
+        struct rcmd prev = VEC_AT(c->rcmds, struct rcmd, r->pipe_prev);
+        a3s_str code = known_stdout(c, &prev);
+        if (!code.p)
+            return false;
+        push_source(c, si, code.p, code.n);
+    }
+    return true;
+}
+
+/* git's options before its subcommand (-c x=y, -C dir, --no-pager ...): the
+ * index of the subcommand's word. */
+static size_t git_subcommand(struct ctx *c, const struct rcmd *r, size_t j) {
+    while (j < r->nw) {
+        a3s_str v = value_of(c, r->source, word_at(c, r, j));
+        if (!v.p || !v.n || v.p[0] != '-')
+            break;
+        if (eq(v, "--"))
+            return j + 1;
+        bool takes = eq(v, "-c") || eq(v, "-C") || eq(v, "--git-dir") || eq(v, "--work-tree") ||
+                     eq(v, "--namespace") || eq(v, "--config-env");
+        j += takes ? 2 : 1;
+    }
+    return j < r->nw ? j : r->nw;
+}
+
+static bool only_blanks_differ(a3s_str a, a3s_str b) {
+    size_t i = 0, j = 0;
+    for (;;) {
+        while (i < a.n && strchr(" \t\n\r\v\f", a.p[i]))
+            i++;
+        while (j < b.n && strchr(" \t\n\r\v\f", b.p[j]))
+            j++;
+        if (i == a.n || j == b.n)
+            return i == a.n && j == b.n;
+        if (a.p[i++] != b.p[j++])
+            return false;
+    }
+}
+
+static a3s_str *copy_list(struct ctx *c, const a3s_str *list, size_t n) {
+    a3s_str *out = arena_alloc(c->mem, (n ? n : 1) * sizeof *out);
+    if (out && n)
+        memcpy(out, list, n * sizeof *out);
+    return out;
+}
+
+/* The spellings of one command, appended to the output. */
+static void spell(struct ctx *c, size_t ri) {
+    const struct rcmd r = VEC_AT(c->rcmds, struct rcmd, ri);
+    size_t a = assignments(c, &r), i = a, stage = 0;
+    if (a == r.nw)
+        return; /* only assignments: no program runs */
+    struct forms fs, ws;
+    struct forms *f = &fs;
+    f->nspell = f->nalias = 0;
+    f->dynamic = false;
+    struct form whole = {.r = &r};
+    a3s_str written = render(c, &whole, NULL);
+    add_form(c, f->spell, &f->nspell, written);
+    size_t base = f->nspell;
+    if (a > 0) {
+        struct form words = {.r = &r, .from = a};
+        add_form(c, f->spell, &f->nspell, render(c, &words, NULL));
+        base = f->nspell;
+    }
+    for (; i < r.nw && stage < MAX_STAGES && !failed(c); stage++) {
+        add_reading(c, f, (struct form){.r = &r, .from = i});
+        a3s_str prog = value_of(c, r.source, word_at(c, &r, i));
+        if (!prog.p) {
+            f->dynamic = true;
+            break;
+        }
+        a3s_str name = prog;
+        for (size_t k = 0; k < prog.n; k++)
+            if (prog.p[k] == '/')
+                name = (a3s_str){prog.p + k + 1, prog.n - k - 1};
+        if (eq(name, "git")) {
+            size_t sub = git_subcommand(c, &r, i + 1);
+            if (sub > i + 1)
+                add_reading(c, f, (struct form){.r = &r, .from = i, .skip0 = i + 1, .skip1 = sub});
+        }
+        const struct wrapper *wr = name.n <= 16 ? find_wrapper(name) : NULL;
+        if (!wr) {
+            if (!run_code(c, &r, name, i))
+                f->dynamic = true;
+            break;
+        }
+        i = unwrap(c, &r, wr, i);
+        if (i == SIZE_MAX)
+            break;
+    }
+    if (stage == MAX_STAGES)
+        c->incomplete = true;
+    struct forms *final = f;
+    struct forms *w = NULL;
+    if (r.whole) { /* the line is this command: it is matched as written, as it always was */
+        w = &ws;
+        w->nspell = w->nalias = 0;
+        a3s_str line = {c->line, c->len};
+        add_form(c, w->spell, &w->nspell, line);
+        for (size_t k = base; k < f->nspell; k++)
+            if (!only_blanks_differ(f->spell[k], line))
+                add_form(c, w->spell, &w->nspell, f->spell[k]);
+        for (size_t k = 0; k < f->nspell + f->nalias; k++) {
+            a3s_str s = k < f->nspell ? f->spell[k] : f->alias[k - f->nspell];
+            bool dup = false;
+            for (size_t q = 0; q < w->nspell && !dup; q++)
+                dup = same(w->spell[q], s);
+            if (!dup)
+                add_form(c, w->alias, &w->nalias, s);
+        }
+        w->dynamic = f->dynamic;
+        final = w;
+    } else { /* aliases that are spellings already say nothing more */
+        size_t n = 0;
+        for (size_t k = 0; k < f->nalias; k++) {
+            bool dup = false;
+            for (size_t q = 0; q < f->nspell && !dup; q++)
+                dup = same(f->spell[q], f->alias[k]);
+            if (!dup)
+                f->alias[n++] = f->alias[k];
+        }
+        f->nalias = n;
+    }
+    a3s_bash_cmd *out = vec_push(&c->out, &c->nomem);
+    if (out) {
+        out->shown = written;
+        out->spellings = copy_list(c, final->spell, final->nspell);
+        out->nspellings = out->spellings ? final->nspell : 0;
+        out->aliases = copy_list(c, final->alias, final->nalias);
+        out->naliases = out->aliases ? final->nalias : 0;
+        out->dynamic = final->dynamic;
+        if (!written.p || !out->spellings || !out->aliases)
+            c->incomplete = true;
+    }
+}
+
+/* ---- the fast path --------------------------------------------------------------- */
+
+bool a3s_bash_is_plain(const char *line, size_t len) {
+    static const char *const OTHERS[] = {"git", "eval", "find", "source", "exec"};
+    size_t first = 0;
+    if (len == 0 || line[0] == ' ' || line[len - 1] == ' ')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)line[i];
+        if (ch == ' ') {
+            if (line[i + 1] == ' ')
+                return false;
+            if (!first)
+                first = i;
+            continue;
+        }
+        bool word = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+                    ch == '_' || ch == '.' || ch == ',' || ch == ':' || ch == '+' || ch == '@' ||
+                    ch == '%' || ch == '^' || ch == '/' || (ch >= 'A' && ch <= 'Z') ||
+                    (first && (ch == '=' || ch == '~'));
+        if (!word)
+            return false;
+    }
+    a3s_str prog = {line, first ? first : len};
+    for (size_t k = 0; k < prog.n; k++) /* a directory or capitals: the bare name is an alias */
+        if (prog.p[k] == '/' || (prog.p[k] >= 'A' && prog.p[k] <= 'Z'))
+            return false;
+    static const char *const KEYWORDS[] = {"do",   "done", "fi",    "if",   "elif", "while",
+                                           "then", "else", "until", "for",  "case", "esac",
+                                           "select", "function", "coproc", "time", "in"};
+    return !(in_list(prog, KEYWORDS, sizeof KEYWORDS / sizeof *KEYWORDS) ||
+             in_list(prog, SHELLS, sizeof SHELLS / sizeof *SHELLS) ||
+             in_list(prog, OTHERS, sizeof OTHERS / sizeof *OTHERS) ||
+             (prog.n <= 16 && find_wrapper(prog)) || changes_env(prog));
+}
+
+/* ---- the entry point ------------------------------------------------------------ */
+
+static void ctx_release(struct ctx *c) {
+    free(c->sources.items);
+    free(c->words.items);
+    free(c->parts.items);
+    free(c->tokens.items);
+    free(c->rcmds.items);
+    free(c->cmdwords.items);
+    free(c->cmdredirs.items);
+    free(c->vars.items);
+    free(c->out.items);
+    free(c->lit.p);
+    free(c->tmp.p);
+}
+
+void a3s_bash_split_free(a3s_bash_split *split) {
+    if (!split)
+        return;
+    arena_free(split->mem);
+    free(split);
+}
+
+int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out) {
+    *out = NULL;
+    struct ctx c = {.line = line ? line : "", .len = len};
+    c.sources.size = sizeof(struct source);
+    c.words.size = sizeof(struct word);
+    c.parts.size = sizeof(struct part);
+    c.tokens.size = sizeof(struct token);
+    c.rcmds.size = sizeof(struct rcmd);
+    c.cmdwords.size = c.cmdredirs.size = sizeof(size_t);
+    c.vars.size = sizeof(struct var);
+    c.out.size = sizeof(a3s_bash_cmd);
+    a3s_bash_split *split = calloc(1, sizeof *split);
+    c.mem = calloc(1, sizeof *c.mem);
+    if (!split || !c.mem) {
+        free(split);
+        free(c.mem);
+        return A3S_E_NOMEM;
+    }
+    c.mem->cap = len > (SIZE_MAX - ARENA_SLACK) / 16 ? SIZE_MAX : 16 * len + ARENA_SLACK;
+    struct source *top = vec_push(&c.sources, &c.nomem);
+    if (top)
+        *top = (struct source){{c.line, len}, 0, SIZE_MAX};
+    for (size_t si = 0; si < c.sources.len && !failed(&c) && !c.mem->over; si++) {
+        size_t t0 = c.tokens.len, r0 = c.rcmds.len;
+        lex(&c, si);
+        structure(&c, si, t0, c.tokens.len);
+        for (size_t ri = r0; ri < c.rcmds.len && !failed(&c); ri++)
+            register_env(&c, &VEC_AT(c.rcmds, struct rcmd, ri));
+        for (size_t ri = r0; ri < c.rcmds.len && !failed(&c); ri++)
+            spell(&c, ri);
+    }
+    if (failed(&c)) {
+        ctx_release(&c);
+        arena_free(c.mem);
+        free(split);
+        return A3S_E_NOMEM;
+    }
+    split->mem = c.mem;
+    split->complete = !c.incomplete && !c.mem->over;
+    split->ncmds = c.out.len;
+    split->cmds = c.out.len ? arena_alloc(c.mem, c.out.len * sizeof *split->cmds) : NULL;
+    if (split->cmds)
+        memcpy(split->cmds, c.out.items, c.out.len * sizeof *split->cmds);
+    else
+        split->ncmds = 0;
+    if (c.out.len && !split->cmds)
+        split->complete = false;
+    if (c.mem->nomem) {
+        ctx_release(&c);
+        a3s_bash_split_free(split);
+        return A3S_E_NOMEM;
+    }
+    ctx_release(&c);
+    *out = split;
+    return A3S_OK;
+}

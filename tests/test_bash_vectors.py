@@ -1,0 +1,38 @@
+"""Runs tests/vectors/bash_policy.json, the bash cases every binding shares (Node and Go run
+the same file): a bash line decided per simple command by the C core (docs/policy.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeward import PermissionPolicy
+
+FILE = Path(__file__).parent / "vectors" / "bash_policy.json"
+DATA: dict[str, Any] = json.loads(FILE.read_text(encoding="utf-8"))
+CASES: list[dict[str, Any]] = DATA["cases"]
+POLICIES = {name: PermissionPolicy.from_dict(p) for name, p in DATA["policies"].items()}
+MIN_CASES = 60
+
+
+def test_the_file_holds_enough_decision_cases() -> None:
+    assert DATA["schema"] == 1 and set(DATA) == {"schema", "description", "policies", "cases"}
+    assert len(CASES) >= MIN_CASES
+    assert len({c["name"] for c in CASES}) == len(CASES)
+    for case in CASES:
+        assert set(case) <= {"name", "policy", "tool", "args", "decision", "matching"}
+        assert case["tool"] == "bash" and case["policy"] in POLICIES
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_bash_case(case: dict[str, Any]) -> None:
+    policy = POLICIES[case["policy"]]
+    command = case["args"]["command"]
+    verdict = policy.bash_verdict(command)
+    assert policy.check("bash", case["args"]) == case["decision"], verdict
+    assert verdict.decision == case["decision"]
+    if "matching" in case:
+        assert policy.matching_rules("bash", case["args"]) == case["matching"]
