@@ -19,7 +19,21 @@
       "cflags": ["-Wall", "-Wextra", "-Werror", "-fvisibility=hidden", "-O2"],
       "cflags_c": ["-std=c11", "-Wpedantic", "-Wshadow", "-Wstrict-prototypes"],
       "conditions": [
-        ["OS=='linux'", {"libraries": ["-lpthread", "-ldl"]}],
+        ["OS=='linux'", {
+          "libraries": ["-lpthread", "-ldl"],
+          # the addon is compiled with the SHA-256 of the a3s-init built with it, which the
+          # core checks the init against (docs/security.md, "The init is pinned")
+          "dependencies": ["a3s-init"],
+          "include_dirs": ["<(SHARED_INTERMEDIATE_DIR)"],
+          "defines": ["A3S_HAVE_INIT_SHA256"],
+          "actions": [{
+            "action_name": "init_sha256",
+            "inputs": ["<(PRODUCT_DIR)/a3s-init"],
+            "outputs": ["<(SHARED_INTERMEDIATE_DIR)/a3s_init_sha256.h"],
+            "action": ["node", "bindings/node/scripts/init.js", "digest",
+                       "<(PRODUCT_DIR)/a3s-init", "<(SHARED_INTERMEDIATE_DIR)/a3s_init_sha256.h"]
+          }]
+        }],
         ["OS=='mac'", {
           "xcode_settings": {
             "GCC_C_LANGUAGE_STANDARD": "c11",

@@ -6,6 +6,7 @@ A3S_INIT_DYNAMIC=1; on a machine without a static C library the build stops at o
 line naming the package to install (docs/packaging.md).
 """
 
+import hashlib
 import os
 import shlex
 import subprocess
@@ -97,14 +98,24 @@ def require_static_libc() -> None:
 
 
 class BuildWithInit(build_ext):
-    """Also builds a3s-init, the supervisor that is PID 1 in the sandbox (static by default)."""
+    """Also builds a3s-init, the supervisor that is PID 1 in the sandbox (static by default).
+
+    The init is built first: the extension is compiled with its SHA-256 (A3S_INIT_SHA256), which
+    the core checks the init against whenever it is given one, so that an init changed after the
+    build (a package installed in a workspace a command can write) is refused (docs/security.md).
+    """
 
     def run(self) -> None:
         if LINUX and STATIC_INIT:
             require_static_libc()
         super().run()
-        if not LINUX:
-            return
+
+    def build_extensions(self) -> None:
+        if LINUX:  # the compiler is set up by now, the extension not yet compiled
+            self.build_init()
+        super().build_extensions()
+
+    def build_init(self) -> None:
         package_dir = (
             ROOT / "python" / "codeward" if self.inplace else Path(self.build_lib) / "codeward"
         )
@@ -122,6 +133,14 @@ class BuildWithInit(build_ext):
             output_dir=str(out_dir),
             extra_postargs=[*link_args, *(["-static"] if STATIC_INIT else [])],
         )
+        init = out_dir / "a3s-init"
+        digest = hashlib.sha256(init.read_bytes()).hexdigest()
+        for ext in self.extensions:
+            ext.define_macros = [
+                *(m for m in ext.define_macros if m[0] != "A3S_INIT_SHA256"),
+                ("A3S_INIT_SHA256", f'"{digest}"'),
+            ]
+            ext.depends = [*ext.depends, str(init)]  # a new init: rebuilt with its digest
 
 
 setup(

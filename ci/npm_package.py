@@ -104,7 +104,12 @@ def prebuild(zig_python: str) -> None:
     """prebuildify with zig cc for x86_64 glibc GLIBC_FLOOR (C only: the link is zig cc too)."""
     shutil.rmtree(ROOT / "prebuilds", ignore_errors=True)
     cc = f"{zig_python} -m ziglang cc -target x86_64-linux-gnu.{GLIBC_FLOOR}"
-    run(["npm", "run", "prebuildify"], env={**node_dir(), "CC": cc, "CXX": cc, "LINK": cc})
+    # the init first: the addon is compiled with its SHA-256 (bindings/node/scripts/init.js);
+    # outside build/, which node-gyp rebuild empties
+    init = Path(tempfile.mkdtemp(prefix="codeward-prebuild-")) / "a3s-init"
+    prebuild_init(init)
+    env = {**node_dir(), "CC": cc, "CXX": cc, "LINK": cc, "A3S_PREBUILD_INIT": str(init)}
+    run(["npm", "run", "prebuildify"], env=env)
     if not PREBUILD.is_file():
         fail(f"prebuildify made no {PREBUILD.relative_to(ROOT)}")
     versions = run(["objdump", "-T", str(PREBUILD)], quiet=True)
@@ -114,18 +119,19 @@ def prebuild(zig_python: str) -> None:
         fail(f"the prebuild needs GLIBC_{'.'.join(map(str, newest))}, above {GLIBC_FLOOR}")
     if ".symtab" in run(["objdump", "-h", str(PREBUILD)], quiet=True):
         fail("the prebuild is not stripped")
-    prebuild_init()
+    shutil.copy2(init, PREBUILD_INIT)
+    shutil.rmtree(init.parent)
 
 
-def prebuild_init() -> None:
+def prebuild_init(out: Path) -> None:
     """a3s-init for the prebuild: static (a static C library runs on any kernel glibc supports,
     whatever C library the machine has), stripped, from the sources binding.gyp compiles."""
     sources = run(["node", "bindings/node/scripts/init.js", "sources"], quiet=True).split()
     flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-Inative/include", "-static", "-s"]
-    run(["cc", *flags, *sources, "-o", str(PREBUILD_INIT)])
-    headers = run(["objdump", "-p", str(PREBUILD_INIT)], quiet=True)
+    run(["cc", *flags, *sources, "-o", str(out)])
+    headers = run(["objdump", "-p", str(out)], quiet=True)
     if "NEEDED" in headers or "INTERP" in headers:
-        fail(f"{PREBUILD_INIT.relative_to(ROOT)} is not static")
+        fail(f"the prebuild's {out.name} is not static")
 
 
 def pack(out: Path) -> Path:

@@ -28,6 +28,15 @@
 #define _GNU_SOURCE /* strdup, pipe, pthread, dladdr */
 #include "glue.h"
 
+/* The SHA-256 of the a3s-init built with this addon (binding.gyp writes the
+ * header), which the core checks the init against: an init changed since the
+ * build is refused (docs/security.md, "The init is pinned, not looked up"). */
+#ifdef A3S_HAVE_INIT_SHA256
+#include "a3s_init_sha256.h"
+#else
+#define A3S_INIT_SHA256 NULL
+#endif
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -571,6 +580,7 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
             .tmpfs_max_bytes = limits[2],
             .inotify_watch_budget = limits[3],
             .idle_stop_ms = limits[4],
+            .init_sha256 = A3S_INIT_SHA256,
         };
         rc = a3s_sandbox_new(&cfg, &sb, &err);
     }

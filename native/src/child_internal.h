@@ -31,11 +31,13 @@ typedef void (*a3s_child_release_fn)(void *ctx, bool owner);
 
 /* What to start: argv[0] is `path`; the direct child gets f's stdio ends as
  * 0-2 and keeps the init's three fds, and the `keep` fds (at most
- * A3S_CHILD_MAX_EXTRA_KEEP: a sandbox plan's O_PATH fds and an embedded
- * init's, which bubblewrap binds from /proc/self/fd). `nested`: the
+ * A3S_CHILD_MAX_EXTRA_KEEP: a sandbox plan's O_PATH fds, its read fd of
+ * the init's image and an embedded init's, which bubblewrap binds from
+ * /proc/self/fd). exec_fd >= 0: run that file (the init's pinned image)
+ * with execveat instead of `path`, which still names it in messages. `nested`: the
  * supervisor (the init) is the direct child's own child (bubblewrap's),
  * which a stop signals. */
-#define A3S_CHILD_MAX_EXTRA_KEEP 3
+#define A3S_CHILD_MAX_EXTRA_KEEP 4
 
 struct a3s_child_launch {
     const char *path;
@@ -46,6 +48,7 @@ struct a3s_child_launch {
     size_t nkeep;
     bool nested;
     bool sandboxed;
+    int exec_fd; /* set it: -1 runs `path` */
     uint64_t grace_ms;
     a3s_child_release_fn release; /* may be NULL */
     void *release_ctx;

@@ -24,6 +24,7 @@
 
 #include "child_internal.h"
 #include "env.h"
+#include "init_image.h"
 #include "internal.h"
 #include "posix_util.h"
 #include "process_internal.h"
@@ -31,6 +32,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -465,6 +467,8 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
         .report_w = report[1],
         .keep = keep,
         .nkeep = nkeep,
+        .by_fd = l->exec_fd >= 0,
+        .exec_fd = l->exec_fd,
     };
     a3s_exec_plan_limits(&plan, false);
     pid_t pid = a3s_exec_fork(&plan);
@@ -555,7 +559,7 @@ int a3s_child_check_options(const a3s_child_options *o, a3s_child **out, a3s_chi
                             const char *fn, a3s_error *err) {
     if (out)
         *out = NULL;
-    if (!o || !out || !stdio || o->struct_size < sizeof(a3s_child_options) ||
+    if (!o || !out || !stdio || o->struct_size < offsetof(a3s_child_options, init_sha256) ||
         stdio->struct_size < sizeof(a3s_child_stdio))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "%s: NULL argument or too small struct", fn);
     return check_options(o, fn, err);
@@ -575,6 +579,14 @@ A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
         return rc;
     if (!opts->init_path || opts->init_path[0] != '/')
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_child_spawn: init_path must be absolute");
+    /* the init's bytes, checked and pinned: what runs is what was checked */
+    bool has_digest = opts->struct_size >= offsetof(a3s_child_options, init_sha256) +
+                                               sizeof opts->init_sha256;
+    int image = -1;
+    rc = a3s_init_image_open(opts->init_path, has_digest ? opts->init_sha256 : NULL, NULL, &image,
+                             err);
+    if (rc)
+        return rc;
     const char *const *host = opts->host_env ? opts->host_env : (const char *const *)environ;
     size_t nhost = opts->host_env ? opts->host_envc : 0;
     if (!opts->host_env)
@@ -584,12 +596,14 @@ A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
     rc = a3s_env_build_host(host, nhost, opts->env, opts->envc, &env, err);
     if (rc) {
         a3s_strvec_free(&env);
+        close(image);
         return rc;
     }
     struct a3s_child_fds f;
     rc = a3s_child_fds_open(&f, err);
     if (rc) {
         a3s_strvec_free(&env);
+        close(image);
         return rc;
     }
     uint64_t grace = opts->kill_grace_ms ? opts->kill_grace_ms : A3S_CHILD_DEFAULT_GRACE_MS;
@@ -609,16 +623,19 @@ A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
         a3s_strvec_free(&argv);
         a3s_strvec_free(&env);
         a3s_child_fds_close(&f);
+        close(image);
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     }
     struct a3s_child_launch l = {
         .path = opts->init_path,
+        .exec_fd = image,
         .argv = argv.items,
         .envp = env.items,
         .cwd = opts->cwd,
         .grace_ms = grace,
     };
     rc = a3s_child_launch(&l, &f, out, stdio, err);
+    close(image); /* the init runs from its own mapping now */
     a3s_strvec_free(&argv);
     a3s_strvec_free(&env);
     /* the init's own failures name the program; ours name the init */

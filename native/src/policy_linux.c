@@ -128,7 +128,7 @@ static bool is(const char *a, const char *b) { return strcmp(a, b) == 0; }
 /* bubblewrap's options up to "--"; returns the index after it. */
 static size_t bwrap_lines(const struct plan *p, struct a3s_strvec *lines, size_t i) {
     const struct a3s_strvec *v = &p->argv;
-    const char *size = NULL;
+    const char *size = NULL, *perms = NULL;
     while (i < v->len && !is(v->items[i], "--")) {
         const char *opt = v->items[i];
         const char *x = i + 1 < v->len ? v->items[i + 1] : NULL;
@@ -146,6 +146,16 @@ static size_t bwrap_lines(const struct plan *p, struct a3s_strvec *lines, size_t
         } else if (is(opt, "--size") && x) {
             size = x;
             i += 2;
+        } else if (is(opt, "--perms") && x) {
+            perms = x;
+            i += 2;
+        } else if (is(opt, "--ro-bind-data") && x && y) {
+            /* the handle's pinned copy of the init, through a descriptor of this run */
+            char what[48];
+            snprintf(what, sizeof what, "pinned perms=%s", perms ? perms : "default");
+            add(lines, "mount", y, "ro-bind-data", what);
+            perms = NULL;
+            i += 3;
         } else if ((is(opt, "--tmpfs") || is(opt, "--dev") || is(opt, "--proc")) && x) {
             char bound[48];
             snprintf(bound, sizeof bound, "size=%s", size ? size : "none");

@@ -53,6 +53,12 @@ struct a3s_cgroup;
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
                               a3s_process_result **out, a3s_error *err);
 
+/* a3s_process_run_in_cgroup, running the file exec_fd is open on (a sealed
+ * memfd of the init) instead of opts->path, which names it in messages. */
+int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
+                                 const struct a3s_cgroup *cg, a3s_process_result **out,
+                                 a3s_error *err);
+
 /* Sets exit_code and term_signal, adds `flags`, and replaces setup_error
  * when it is non-NULL (copied). */
 int a3s_process_result_override(a3s_process_result *r, int32_t exit_code, int32_t term_signal,
@@ -78,6 +84,9 @@ struct a3s_exec_plan {
     const int *keep;  /* fds inherited at the same numbers; every other fd >= 3 is closed */
     size_t nkeep;
     const struct a3s_cgroup *cgroup; /* joined before execve; NULL: none */
+    bool by_fd;  /* run the file exec_fd is open on (execveat AT_EMPTY_PATH), not path: a
+                    pinned image (init_image.h); path still names it in messages */
+    int exec_fd;
     bool try_close_range;
     int brute_limit; /* sweep bound when neither close_range nor /proc works */
 };

@@ -155,7 +155,10 @@ static _Noreturn void child_exec(const struct a3s_exec_plan *p) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(p->path, p->argv, p->envp);
+    if (p->by_fd) /* a raw system call: async-signal-safe, and in every libc */
+        syscall(SYS_execveat, p->exec_fd, "", p->argv, p->envp, AT_EMPTY_PATH);
+    else
+        execve(p->path, p->argv, p->envp);
     child_fail(p, STEP_EXECVE);
 }
 
@@ -673,20 +676,26 @@ static int spawn(struct run *r, a3s_error *err) {
     return A3S_OK;
 }
 
-static int run_process(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
                        a3s_process_result **out, a3s_error *err);
 
 A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
                             a3s_error *err) {
-    return run_process(opts, NULL, out, err);
+    return run_process(opts, -1, NULL, out, err);
 }
 
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
                               a3s_process_result **out, a3s_error *err) {
-    return run_process(opts, cg, out, err);
+    return run_process(opts, -1, cg, out, err);
 }
 
-static int run_process(const a3s_process_options *opts, const struct a3s_cgroup *cg,
+int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
+                                 const struct a3s_cgroup *cg, a3s_process_result **out,
+                                 a3s_error *err) {
+    return run_process(opts, exec_fd, cg, out, err);
+}
+
+static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
                        a3s_process_result **out, a3s_error *err) {
     if (out)
         *out = NULL;
@@ -705,6 +714,8 @@ static int run_process(const a3s_process_options *opts, const struct a3s_cgroup 
     r.out.fd = r.err.fd = -1;
 
     r.plan.cgroup = cg;
+    r.plan.by_fd = exec_fd >= 0;
+    r.plan.exec_fd = exec_fd;
     rc = prepare(&r, err);
     uint64_t start = a3s_now_ns();
     if (rc == A3S_OK)

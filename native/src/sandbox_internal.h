@@ -24,6 +24,8 @@ struct a3s_sandbox {
     char *bwrap;
     char *init;
     int init_fd; /* A3S_SANDBOX_SELF_INIT: an O_PATH fd of this program's executable; else -1 */
+    int init_image; /* otherwise: the init's bytes, copied at a3s_sandbox_new into a sealed
+                       memfd (init_image.h), which every start runs; else -1 */
     char *bash;
     char *scratch_parent;
     char *state_dir;
@@ -98,7 +100,8 @@ struct plan {
     /* ownership and hostile content (docs/security.md, "Host safety") */
     int run_lock_fd;              /* flock held on run_dir/lock while the run dir lives */
     int journal_fd;               /* this run's journal, flock held while it is ours; -1 */
-    int bind_fds[2];              /* O_PATH fds of a worktree's gitdir and common dir, -1 */
+    int bind_fds[3];              /* O_PATH fds of a worktree's gitdir and common dir, and a
+                                     read fd of the init's image (--ro-bind-data); -1 */
     struct a3s_strvec notes;      /* what the plan neutralized or did not follow, one line each */
     uint64_t deadline;            /* a3s_now_ns() by which planning must end; 0: none */
     int cancel_fd;                /* readable: planning stops; -1: none */

@@ -28,6 +28,7 @@
 #include "cgroup_linux.h"
 #include "credscan.h"
 #include "env.h"
+#include "init_image.h"
 #include "internal.h"
 #include "posix_util.h"
 #include "process_internal.h"
@@ -357,6 +358,8 @@ A3S_API void a3s_sandbox_free(a3s_sandbox *sb) {
     free(sb->init);
     if (sb->init_fd >= 0)
         close(sb->init_fd);
+    if (sb->init_image >= 0)
+        close(sb->init_image);
     free(sb->bash);
     free(sb->scratch_parent);
     free(sb->state_dir);
@@ -539,7 +542,7 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     pthread_mutex_init(&sb->lock, NULL);
     sb->wake[0] = sb->wake[1] = -1;
-    sb->init_fd = -1;
+    sb->init_fd = sb->init_image = -1;
     if (pipe2(sb->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
         int e = errno;
         sb->wake[0] = sb->wake[1] = -1;
@@ -610,6 +613,14 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
                         "workspace %s overlaps %s, which the sandbox provides itself; give a "
                         "project directory",
                         ws, system_trees[i]);
+    }
+    /* the init's bytes, pinned now: every later start runs this copy,
+     * whatever a command does to the file (it may lie in the workspace) */
+    if (!self_init &&
+        (rc = a3s_init_image_open(sb->init, cfg->init_sha256, sb->workspace, &sb->init_image,
+                                  err)) != A3S_OK) {
+        a3s_sandbox_free(sb);
+        return rc;
     }
     if (path_is_under(sb->scratch_parent, sb->workspace)) {
         /* the scratch parent inside the workspace: run directories elsewhere */
@@ -688,7 +699,7 @@ static void plan_free(struct plan *p) {
 void a3s_plan_init(struct plan *p) {
     memset(p, 0, sizeof *p);
     p->lock_fd = p->link_ifd = p->run_lock_fd = p->journal_fd = p->cancel_fd = -1;
-    p->bind_fds[0] = p->bind_fds[1] = -1;
+    p->bind_fds[0] = p->bind_fds[1] = p->bind_fds[2] = -1;
 }
 
 char *a3s_plan_notes(const struct plan *p) {
@@ -2072,7 +2083,15 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         push_num(a, "--ro-bind-fd", (uint64_t)sb->init_fd);
         a3s_strvec_push(a, INIT_INSIDE);
     } else {
-        push3(a, "--ro-bind", sb->init, INIT_INSIDE);
+        /* the copy made at a3s_sandbox_new, through a descriptor of its own
+         * (bubblewrap reads it from its position to the end) */
+        if ((p->bind_fds[2] = a3s_init_image_reopen(sb->init_image)) < 0)
+            return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "reopening the copy of a3s-init: %s",
+                            strerror(errno));
+        a3s_strvec_push(a, "--perms");
+        a3s_strvec_push(a, "0755");
+        push_num(a, "--ro-bind-data", (uint64_t)p->bind_fds[2]);
+        a3s_strvec_push(a, INIT_INSIDE);
     }
     a3s_strvec_push(a, "--chdir");
     a3s_strvec_push(a, p->spawn && p->spawn->cwd ? p->spawn->cwd : sb->workspace);
@@ -2367,7 +2386,11 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
             .keep_fd_count = nkeep,
             .cancel_fd = o->cancel_fd,
         };
-        rc = a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, err);
+        /* the process host runs the init's pinned copy (an embedded init: this program) */
+        rc = host && sb->init_image >= 0
+                 ? a3s_process_run_fd_in_cgroup(&po, sb->init_image, cg.ndirs ? &cg : NULL,
+                                                &result, err)
+                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, err);
         launched = rc == A3S_OK;
     } else if (plan_err.code == A3S_E_SYSTEM &&
                (plan_err.sys_errno == ETIMEDOUT || plan_err.sys_errno == ECANCELED)) {

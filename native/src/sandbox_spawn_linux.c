@@ -71,7 +71,7 @@ A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3
         return rc; /* A3S_E_REFUSED says what the plan found */
     }
     /* bubblewrap binds a worktree's gitdirs, and an embedded init, from these */
-    int keep[] = {h->plan.bind_fds[0], h->plan.bind_fds[1], sb->init_fd};
+    int keep[] = {h->plan.bind_fds[0], h->plan.bind_fds[1], h->plan.bind_fds[2], sb->init_fd};
     struct a3s_child_launch l = {
         .path = h->plan.argv.items[0],
         .argv = h->plan.argv.items,
@@ -80,6 +80,7 @@ A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3
         .keep = keep,
         .nkeep = sizeof keep / sizeof *keep,
         .nested = true,
+        .exec_fd = -1,
         .sandboxed = true,
         .grace_ms = opts->kill_grace_ms,
         .release = release_plan,

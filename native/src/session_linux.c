@@ -93,8 +93,9 @@ struct a3s_session {
  * inherits, starts it with a raw clone (no atfork handlers), reports its
  * pid and waits until the caller has a pidfd on it: until then the pid
  * cannot be reused, since it is our unreaped child at worst. */
-/* the control socket, the lifeline, the caller's pidfd, two bind fds, an embedded init's fd */
-#define MAX_KEEP 6
+/* the control socket, the lifeline, the caller's pidfd, two bind fds, the init image's read fd,
+ * an embedded init's fd */
+#define MAX_KEEP 7
 
 static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int *keep,
                                    size_t nkeep, const struct a3s_cgroup *cg, int report, int go) {

@@ -95,17 +95,21 @@ void a3s_sha256_final(struct a3s_sha256 *s, uint8_t out[32]) {
     }
 }
 
-void a3s_sha256_text(const void *data, size_t len, char out[A3S_SHA256_TEXT_SIZE]) {
-    static const char hex[] = "0123456789abcdef";
-    struct a3s_sha256 s;
+void a3s_sha256_hex(struct a3s_sha256 *s, char hex[65]) {
+    static const char digits[] = "0123456789abcdef";
     uint8_t digest[32];
+    a3s_sha256_final(s, digest);
+    for (int i = 0; i < 32; i++) {
+        hex[2 * i] = digits[digest[i] >> 4];
+        hex[2 * i + 1] = digits[digest[i] & 15];
+    }
+    hex[64] = '\0';
+}
+
+void a3s_sha256_text(const void *data, size_t len, char out[A3S_SHA256_TEXT_SIZE]) {
+    struct a3s_sha256 s;
     a3s_sha256_init(&s);
     a3s_sha256_update(&s, data, len);
-    a3s_sha256_final(&s, digest);
     memcpy(out, "sha256:", 7);
-    for (int i = 0; i < 32; i++) {
-        out[7 + 2 * i] = hex[digest[i] >> 4];
-        out[8 + 2 * i] = hex[digest[i] & 15];
-    }
-    out[71] = '\0';
+    a3s_sha256_hex(&s, out + 7);
 }

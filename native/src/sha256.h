@@ -1,7 +1,8 @@
-/* sha256.h - SHA-256 (FIPS 180-4) for the sandbox policy digest (internal).
+/* sha256.h - SHA-256 (FIPS 180-4) for the sandbox policy digest and the
+ * init's pinned image (internal).
  *
- * Only the digest of short texts is needed (a few KiB of policy), so the
- * implementation is the plain one: one block at a time, no assembly. */
+ * The plain implementation: one block at a time, no assembly, no crypto
+ * library to depend on. */
 #ifndef A3S_SHA256_H
 #define A3S_SHA256_H
 
@@ -18,6 +19,9 @@ struct a3s_sha256 {
 void a3s_sha256_init(struct a3s_sha256 *s);
 void a3s_sha256_update(struct a3s_sha256 *s, const void *data, size_t len);
 void a3s_sha256_final(struct a3s_sha256 *s, uint8_t out[32]);
+
+/* Finishes s and writes its digest as 64 lower-case hex digits and a NUL. */
+void a3s_sha256_hex(struct a3s_sha256 *s, char hex[65]);
 
 /* "sha256:" and 64 lower-case hex digits of data[0..len), NUL-terminated. */
 #define A3S_SHA256_TEXT_SIZE (7 + 64 + 1)

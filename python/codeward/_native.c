@@ -485,16 +485,18 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                              "tmpfs_max_bytes",
                              "inotify_watch_budget",
                              "idle_stop_ms",
+                             "init_sha256",
                              NULL};
-    const char *workspace, *init, *bwrap = NULL, *scratch = NULL;
+    const char *workspace, *init, *bwrap = NULL, *scratch = NULL, *init_sha256 = NULL;
     int process_host = 0, no_landlock = 0, reuse = 0, readonly_workspace = 0, share_net = 0;
     unsigned long long memory_max = 0, max_processes = 0, tmpfs_max = 0, watch_budget = 0,
                        idle_stop = 0;
     PyObject *host_env = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKKK", kwlist, &workspace, &init,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKKKz", kwlist, &workspace, &init,
                                      &bwrap, &process_host, &no_landlock, &scratch, &host_env,
                                      &reuse, &readonly_workspace, &share_net, &memory_max,
-                                     &max_processes, &tmpfs_max, &watch_budget, &idle_stop))
+                                     &max_processes, &tmpfs_max, &watch_budget, &idle_stop,
+                                     &init_sha256))
         return NULL;
     PyObject *mod = PyType_GetModule(type);
     if (!mod)
@@ -520,6 +522,7 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         .tmpfs_max_bytes = tmpfs_max,
         .inotify_watch_budget = watch_budget,
         .idle_stop_ms = idle_stop,
+        .init_sha256 = init_sha256,
     };
     a3s_sandbox *sb = NULL;
     a3s_error err;
@@ -731,12 +734,13 @@ static PyObject *child_status_dict(const a3s_child_status *st) {
  * result as (Child, stdin_fd, stdout_fd, stderr_fd). */
 static PyObject *child_spawn_common(PyObject *mod, SandboxObject *sandbox, PyObject *args,
                                     PyObject *kwds) {
-    static char *kwlist[] = {"path", "args", "env", "cwd", "init", "host_env", "grace_ms", NULL};
-    const char *path, *cwd = NULL, *init = NULL;
+    static char *kwlist[] = {"path",     "args",     "env",         "cwd", "init",
+                             "host_env", "grace_ms", "init_sha256", NULL};
+    const char *path, *cwd = NULL, *init = NULL, *init_sha256 = NULL;
     PyObject *arg_list, *env_list, *host_env = Py_None;
     unsigned long long grace_ms = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOO|zzOK:spawn", kwlist, &path, &arg_list,
-                                     &env_list, &cwd, &init, &host_env, &grace_ms))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOO|zzOKz:spawn", kwlist, &path, &arg_list,
+                                     &env_list, &cwd, &init, &host_env, &grace_ms, &init_sha256))
         return NULL;
     module_state *st = state_of_module(mod);
     char **argv = NULL, **env = NULL, **henv = NULL;
@@ -759,6 +763,7 @@ static PyObject *child_spawn_common(PyObject *mod, SandboxObject *sandbox, PyObj
         .cwd = cwd,
         .init_path = init,
         .kill_grace_ms = grace_ms,
+        .init_sha256 = init_sha256,
     };
     a3s_child *c = NULL;
     a3s_child_stdio io = {.struct_size = sizeof io};
@@ -1578,6 +1583,15 @@ static int module_exec(PyObject *m) {
     st->child_type = PyType_FromModuleAndSpec(m, &child_spec, NULL);
     if (!st->child_type || PyModule_AddObjectRef(m, "Child", st->child_type) < 0)
         return -1;
+    /* the SHA-256 of the a3s-init built with this module (setup.py): the core
+     * checks the init it is given against it (docs/security.md) */
+#ifdef A3S_INIT_SHA256
+    if (PyModule_AddStringConstant(m, "INIT_SHA256", A3S_INIT_SHA256) < 0)
+        return -1;
+#else
+    if (PyModule_AddObjectRef(m, "INIT_SHA256", Py_None) < 0)
+        return -1;
+#endif
     if (PyModule_AddIntConstant(m, "ABI_VERSION", A3S_ABI_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "LIST_NONE", A3S_LIST_NONE) < 0 ||
         PyModule_AddIntConstant(m, "LIST_DENY", A3S_LIST_DENY) < 0 ||

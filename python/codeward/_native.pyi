@@ -3,6 +3,7 @@
 from typing import Any
 
 ABI_VERSION: int
+INIT_SHA256: str | None  # the SHA-256 of the a3s-init built with this module
 LIST_NONE: int
 LIST_DENY: int
 LIST_ALLOW: int
@@ -57,6 +58,7 @@ class Sandbox:
         tmpfs_max_bytes: int = 0,
         inotify_watch_budget: int = 0,
         idle_stop_ms: int = 0,
+        init_sha256: str | None = None,
     ) -> None: ...
     def exec(
         self,
@@ -97,6 +99,7 @@ def spawn_child(
     init: str | None = None,
     host_env: list[str] | None = None,
     grace_ms: int = 0,
+    init_sha256: str | None = None,
 ) -> tuple[Child, int, int, int]: ...
 def version() -> dict[str, int | str]: ...
 def abi_version() -> int: ...

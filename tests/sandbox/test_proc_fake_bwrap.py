@@ -35,8 +35,8 @@ args=("$@")
 init=
 rest=()
 for ((i = 0; i < ${#args[@]}; i++)); do
-    if [ "${args[i]}" = --ro-bind ] && [ "${args[i+2]}" = /run/a3s/init ]; then
-        init=${args[i+1]}
+    if [ "${args[i]}" = --ro-bind-data ] && [ "${args[i+2]}" = /run/a3s/init ]; then
+        init=/proc/self/fd/${args[i+1]}  # the core's sealed copy of the init
     elif [ "${args[i]}" = -- ]; then
         rest=("${args[@]:i+1}")
         break

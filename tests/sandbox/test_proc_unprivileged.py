@@ -552,7 +552,8 @@ def test_unprivileged_restored_trees_get_their_metadata_back(driver) -> None:
 FAKE_BWRAP_HOST = r"""#!/bin/bash
 args=("$@"); init=; rest=()
 for ((i = 0; i < ${#args[@]}; i++)); do
-    if [ "${args[i]}" = --ro-bind ] && [ "${args[i+2]}" = /run/a3s/init ]; then init=${args[i+1]}
+    if [ "${args[i]}" = --ro-bind-data ] && [ "${args[i+2]}" = /run/a3s/init ]; then
+        init=/proc/self/fd/${args[i+1]}
     elif [ "${args[i]}" = -- ]; then rest=("${args[@]:i+1}"); break; fi
 done
 [ "${rest[0]}" = /run/a3s/init ] && rest[0]=$init

@@ -249,6 +249,9 @@ def _use_init(monkeypatch, path: str) -> None:
     # the package's init path, both where it is defined and where it was imported
     monkeypatch.setattr(_locate, "init_path", lambda: path)
     monkeypatch.setattr(_native_runner, "init_path", lambda: path)
+    # not the init the package was built with: no digest, so that the probe's own checks are
+    # what refuses it (outside the workspace, the core takes an init without one)
+    monkeypatch.setattr(_native, "INIT_SHA256", None)
 
 
 def test_init_that_exits_1_fails_the_probe(workspace, tmp_path, monkeypatch) -> None:

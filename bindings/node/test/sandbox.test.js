@@ -78,6 +78,26 @@ describe('the sandbox from Node', linuxOnly, () => {
     assert.equal(path.dirname(init), path.dirname(fs.realpathSync(addon)));
   });
 
+  test('an init in the workspace runs only with the bytes the addon was built with', async () => {
+    // a project with codeward in its node_modules, where a command can rewrite the init
+    const native = require(path.join(pkgDir, 'bindings', 'node', 'lib', 'native.js'));
+    const ws = workspace();
+    const copy = path.join(ws, 'node_modules', 'codeward', 'a3s-init');
+    fs.mkdirSync(path.dirname(copy), { recursive: true });
+    fs.copyFileSync(initPath(), copy);
+    fs.chmodSync(copy, 0o755);
+    const limits = [0n, 0n, 0n, 0n];
+    const h = new native.NativeSandbox(ws, copy, null, native.SANDBOX_PROCESS_HOST, limits, []);
+    h.close();
+    const bytes = fs.readFileSync(copy);
+    bytes[bytes.length - 1] ^= 1;
+    fs.writeFileSync(copy, bytes);
+    assert.throws(
+      () => new native.NativeSandbox(ws, copy, null, native.SANDBOX_PROCESS_HOST, limits, []),
+      (err) => err.message.includes(copy) && err.message.includes('changed since the package was built'),
+    );
+  });
+
   test('a 2 s command runs off the event loop: a timer keeps ticking', async () => {
     const sb = await nativeSandbox();
     try {

@@ -546,6 +546,9 @@ typedef struct a3s_child_options {
                                  the workspace) */
     const char *init_path;    /* absolute path of a3s-init; unused by a3s_sandbox_spawn */
     uint64_t kill_grace_ms;   /* a3s_child_stop: between SIGTERM and SIGKILL; 0: 2000 */
+    /* appended later: a caller built before it passes the shorter struct (NULL) */
+    const char *init_sha256;  /* the SHA-256 of init_path's a3s-init as 64 hex digits; NULL:
+                                 unchecked. Unused by a3s_sandbox_spawn (the handle's) */
 } a3s_child_options;
 
 /* The caller's ends of the program's standard streams: owned by the caller
@@ -576,11 +579,22 @@ typedef struct a3s_child_status {
 
 /* Starts opts->path under a3s-init and returns once the program runs (the
  * init has exec'd it), with *out a handle to release with a3s_child_free
- * and *stdio the caller's ends of its pipes.
+ * and *stdio the caller's ends of its pipes. The init's bytes are copied
+ * into a sealed memory file first (checked against init_sha256 when it is
+ * given) and that copy is what runs (execveat), so a file changed while it
+ * is read or exec'd cannot run in its place. opts->struct_size may be that
+ * of the struct before init_sha256 (offsetof(a3s_child_options,
+ * init_sha256)): no digest is checked then.
  * Errors (*out is NULL, nothing is left running, no fd is left open):
  *   A3S_E_INVALID  NULL opts/out/stdio, a struct_size too small, unknown
  *                  flags, path, init_path or cwd not absolute, args NULL
- *                  with nargs > 0, a NULL string, a malformed env entry.
+ *                  with nargs > 0, a NULL string, a malformed env entry,
+ *                  an init_sha256 that is not 64 hex digits.
+ *   A3S_E_REFUSED  the init's bytes do not have init_sha256 (the message
+ *                  names the file and says it changed since the package
+ *                  was built).
+ *   A3S_E_UNSUPPORTED  init_path is not a regular file of at most 64 MiB,
+ *                  or cannot be opened or read.
  *   A3S_E_SYSTEM   pipe/fork failed, a3s-init could not be executed, or it
  *                  could not start the program (message names the step and
  *                  the program, e.g. "execve /nope: No such file or
@@ -734,6 +748,10 @@ typedef struct a3s_sandbox_config {
                                       placeholders, descriptors and watches released); the
                                       next command starts a new one; 0: 300000 (5 minutes),
                                       A3S_NO_LIMIT: never */
+    const char *init_sha256;       /* the SHA-256 of the a3s-init that init_path names, as 64
+                                      hex digits (the caller that built the init knows it);
+                                      NULL: unchecked, and an init inside the workspace is
+                                      refused. Unused with SELF_INIT. See a3s_sandbox_new. */
 } a3s_sandbox_config;
 
 /* A bound of a3s_sandbox_config that is not wanted. */
@@ -787,7 +805,13 @@ typedef struct a3s_exec_options {
 #define A3S_RESULT_POLICY_CHANGED (1ull << 7)
 
 /* Checks the configuration and binds a handle to the workspace. Nothing is
- * probed or run here: see a3s_sandbox_probe. cfg->struct_size may be the
+ * probed or run here: see a3s_sandbox_probe. The init (init_path) is read
+ * here, once: its bytes are copied into a sealed memory file (O_NOFOLLOW,
+ * a regular file of at most 64 MiB), checked against init_sha256 when it
+ * is given, and every later start of the handle runs that copy (bubblewrap
+ * binds it with --ro-bind-data, the process host execs it with execveat):
+ * whatever later happens to the file on disk, the handle runs the init it
+ * was given. cfg->struct_size may be the
  * size of an older, shorter a3s_sandbox_config (from the start of the
  * struct to memory_max_bytes, exclusive): the later fields then take their
  * defaults. Errors:
@@ -797,13 +821,21 @@ typedef struct a3s_exec_options {
  *                      workspace that is missing or not a directory, a
  *                      bound below the least a sandbox runs with
  *                      (memory_max_bytes 16 MiB, max_processes 8,
- *                      tmpfs_max_bytes 1 MiB), no usable state directory;
+ *                      tmpfs_max_bytes 1 MiB), no usable state directory,
+ *                      an init_sha256 that is not 64 hex digits;
  *   A3S_E_REFUSED      the workspace is a symlink, or is or holds /, /proc,
- *                      /dev, /sys or /run;
+ *                      /dev, /sys or /run; the a3s-init's bytes do not
+ *                      have init_sha256 (the message names the file and
+ *                      says it was changed since the package was built);
+ *                      no init_sha256 is given and init_path lies inside
+ *                      the workspace (a command could replace it);
  *   A3S_E_UNSUPPORTED  a3s-init or bubblewrap is not executable, no bash
  *                      in /bin or /usr/bin, SELF_INIT in a library built
  *                      without the embedded init or whose executable
- *                      cannot be opened;
+ *                      cannot be opened, an a3s-init that is not a
+ *                      regular file of at most 64 MiB or cannot be read;
+ *   A3S_E_SYSTEM       the memory file for the init's copy could not be
+ *                      made or sealed;
  *   A3S_E_NOMEM        memory ran out. */
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *cfg, a3s_sandbox **out, a3s_error *err);
 

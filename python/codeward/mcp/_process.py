@@ -98,7 +98,13 @@ def spawn(
     try:
         if sandbox is None:
             child, stdin, stdout, stderr = _native.spawn_child(
-                path, list(args), entries, cwd=cwd, init=init, grace_ms=grace_ms
+                path,
+                list(args),
+                entries,
+                cwd=cwd,
+                init=init,
+                grace_ms=grace_ms,
+                init_sha256=_native.INIT_SHA256,
             )
         else:
             bwrap = find_bwrap(sandbox.workspace)
@@ -113,6 +119,7 @@ def spawn(
                 bwrap=bwrap,
                 readonly_workspace=not sandbox.writable_workspace,
                 share_net=sandbox.network,
+                init_sha256=_native.INIT_SHA256,
             )
             child, stdin, stdout, stderr = handle.spawn(
                 path, list(args), entries, cwd=cwd, grace_ms=grace_ms

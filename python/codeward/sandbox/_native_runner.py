@@ -266,7 +266,11 @@ def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
             cause="a3s-init missing",
         )
     try:
-        return _native.Sandbox(os.fspath(workspace), init, **kwargs)
+        # the digest of the init this package was built with: the core runs a copy checked
+        # against it, never the file a command may have rewritten (docs/security.md)
+        return _native.Sandbox(
+            os.fspath(workspace), init, init_sha256=_native.INIT_SHA256, **kwargs
+        )
     except _native.NativeError as exc:
         _raise_native(exc, str(workspace))
 
