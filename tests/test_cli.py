@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -244,3 +245,51 @@ def test_policy_check_with_a_workspace_decides_on_what_the_tool_opens(tmp_path, 
     # invalid arguments are an error, as the session refuses them
     assert main([*base, "read", '{"file_path": 3}']) == 2
     assert "invalid arguments for read" in capsys.readouterr().err
+
+
+def test_exec_as_a_program_writes_everything_and_leaves_nothing(tmp_path) -> None:
+    """`codeward exec` ends without the interpreter's teardown (cli/_main._end_process): its
+    output is still whole when piped, its exit code the command's, and nothing of its
+    sandbox (placeholders, processes) outlives it."""
+    from codeward.sandbox import NativeBashSandbox
+
+    if NativeBashSandbox.probe() is not None:
+        pytest.skip("the sandbox cannot run here")
+    script = shutil.which("codeward")
+    commands = [[sys.executable, "-m", "codeward"], *([[script]] if script else [])]
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    for cmd in commands:
+        done = subprocess.run(
+            [*cmd, "exec", "--workspace", str(tmp_path), "--max-output-bytes", "400000", "--",
+             "seq 1 50000; echo err >&2; "
+             "(sleep 30 &) ; exit 7"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+            env=buffered,
+        )  # fmt: skip
+        assert done.returncode == 7, done.stderr
+        assert done.stdout == "".join(f"{i}\n" for i in range(1, 50001))
+        assert done.stderr == "err\n"
+        assert list(tmp_path.iterdir()) == []  # the placeholders are gone
+        left = subprocess.run(
+            ["pgrep", "-f", "sleep 30"], capture_output=True, text=True, check=False
+        ).stdout.split()
+        assert not [p for p in left if _in_workspace(p, tmp_path)]
+        done = subprocess.run(
+            [*cmd, "exec", "--json", "--workspace", str(tmp_path), "--", "echo hi"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+            env=buffered,
+        )
+        assert json.loads(done.stdout)["stdout"] == "hi\n", done
+
+
+def _in_workspace(pid: str, workspace) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd") == str(workspace)
+    except OSError:
+        return False

@@ -119,3 +119,68 @@ def test_every_public_name_resolves_lazily() -> None:
         assert getattr(codeward, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         codeward.Nope  # type: ignore[attr-defined]  # noqa: B018
+
+
+# `codeward exec` parses its plain form without argparse (_exec.quick_args); whatever it
+# answers must be what argparse makes of the same words, and it must answer the usual forms.
+_OPTION_WORDS = [
+    "--workspace", "--work", "--timeout-ms", "--timeout", "--max-output-bytes", "--env",
+    "--memory-max", "--max-processes", "--tmpfs-max", "--json", "--allow-process-host-sandbox",
+    "--allow", "-h", "--help", "--json=1", "--timeout-ms=5", "--env=A=B", "--workspace=",
+]  # fmt: skip
+_VALUE_WORDS = ["5", "007", "-1", "+5", "1_0", " 5", "x", "", "A=B", "-x", "--", "dir", "\u0661"]
+_COMMAND_WORDS = ["--", "true", "echo", "--json", "-x"]
+
+
+def _argparse_exec(words: list[str]) -> dict[str, object] | None:
+    try:
+        args = build_parser(["exec", *words]).parse_args(["exec", *words])
+    except SystemExit:
+        return None
+    return {k: v for k, v in vars(args).items() if k != "run"}
+
+
+def _quick_exec(words: list[str]) -> dict[str, object] | None:
+    args = _exec.quick_args(words)
+    return None if args is None else {k: v for k, v in vars(args).items() if k != "run"}
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["--", "true"],
+        ["--", "make", "test"],
+        ["--json", "--", "ls", "-la"],
+        ["--workspace", "/src/app", "--timeout-ms", "60000", "--", "cargo build && cargo test"],
+        ["--workspace=/w", "--env", "A=1", "--env=B=2", "--max-output-bytes", "10", "--", "x"],
+        ["--memory-max", "1000000", "--max-processes", "64", "--tmpfs-max", "4096", "--", "x"],
+        ["--allow-process-host-sandbox", "--", "echo", "--json"],
+        ["--workspace", "", "--", "true"],
+    ],
+)
+def test_exec_s_usual_forms_are_parsed_without_argparse(words: list[str]) -> None:
+    quick = _quick_exec(words)
+    assert quick is not None, words
+    assert quick == _argparse_exec(words)
+    assert quick["skip_teardown"] is True
+
+
+def test_exec_s_quick_parse_agrees_with_argparse_or_leaves_it_to_argparse(capsys) -> None:
+    import random
+
+    rng = random.Random(16)
+    vocabulary = _OPTION_WORDS + _VALUE_WORDS + _COMMAND_WORDS
+    answered = 0
+    for _ in range(3000):
+        words = [rng.choice(vocabulary) for _ in range(rng.randint(0, 7))]
+        quick = _quick_exec(words)
+        if quick is not None:
+            answered += 1
+            assert quick == _argparse_exec(words), words
+    capsys.readouterr()  # argparse's refusals
+    assert answered > 100
+
+
+def test_exec_does_not_import_argparse(tmp_path) -> None:
+    loaded = _modules_after(["exec", "--workspace", str(tmp_path), "--", "true"])
+    assert not loaded & {"argparse", "gettext", "locale"}

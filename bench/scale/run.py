@@ -337,7 +337,37 @@ def bench_idle(small: Path) -> dict[str, Any]:
         left = [p for p in pids if _alive(p)]
     finally:
         sb.close()
-    return {"procs": procs, "running": bool(procs), "left_after_idle_stop": left}
+    return {
+        "procs": procs,
+        "running": bool(procs),
+        "left_after_idle_stop": left,
+        "bare_bwrap": _bare_bwrap_memory(small),
+    }
+
+
+def _bare_bwrap_memory(cwd: Path) -> dict[str, Any] | None:
+    """The floor: a bubblewrap with the same namespaces and none of our mounts or arguments,
+    idle while its child sleeps (RSS as for ours, after the same settling time)."""
+    from codeward.sandbox._locate import find_bwrap
+
+    bwrap = find_bwrap()
+    if bwrap is None:
+        return None
+    argv = [
+        bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--new-session",
+        "--as-pid-1", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
+        "--proc", "/proc", "sleep", "30",
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while len(_descendants(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        return _memory(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def report_idle(res: dict[str, Any]) -> dict[str, float]:
@@ -359,12 +389,25 @@ def report_idle(res: dict[str, Any]) -> dict[str, float]:
         f"  idle sandbox: RSS {rss} KiB, PSS {pss} KiB (target RSS <= {TARGET_IDLE_RSS_KIB} "
         f"KiB): {verdict(rss <= TARGET_IDLE_RSS_KIB)}"
     )
+    bare = res.get("bare_bwrap")
+    ours = next((p.get("Rss") for p in procs if p.get("program") == "bwrap"), None)
+    if bare and bare.get("Rss") and ours:
+        print(
+            f"  the floor, a bare bubblewrap (same namespaces, none of our mounts): RSS "
+            f"{bare['Rss']} KiB, PSS {bare.get('Pss', '?')} KiB; ours {ours - bare['Rss']:+d} "
+            f"KiB beyond it; the init {rss - ours} KiB"
+        )
     left = res["left_after_idle_stop"]
     print(
         f"  after the idle stop ({IDLE_STOP_MS} ms): {len(left)} of its processes left: "
         f"{verdict(not left)}"
     )
-    return {"idle_rss_kib": rss, "idle_pss_kib": pss, "left_after_idle_stop": len(left)}
+    return {
+        "idle_rss_kib": rss,
+        "idle_pss_kib": pss,
+        "left_after_idle_stop": len(left),
+        "bare_bwrap_rss_kib": (bare or {}).get("Rss", 0),
+    }
 
 
 # --------------------------------------------------------------------------

@@ -30,6 +30,9 @@
 #include "../src/session_msg.h"
 
 #include <dirent.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <linux/magic.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -790,6 +793,9 @@ static void page_out_code(void) {
     uintptr_t to = (uintptr_t)__data_start & ~(page - 1);
     if (to > from)
         madvise((void *)from, to - from, MADV_PAGEOUT); /* advice: its failure changes nothing */
+#endif
+#ifdef __GLIBC__
+    malloc_trim(0); /* and the heap pages the command's bookkeeping freed */
 #endif
 }
 

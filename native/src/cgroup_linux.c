@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "cgroup_linux.h"
+#include "process_internal.h"
 
 #if defined(__linux__)
 
@@ -261,15 +262,18 @@ static bool v2_parent(char parent[PATH_MAX], char mnt[PATH_MAX]) {
     return access(procs, W_OK) == 0;
 }
 
+static int join_and_exit(void *cg) {
+    _exit(a3s_cgroup_join(cg) == 0 ? 0 : 1);
+}
+
 /* Whether a child can move itself into the cgroup(s): write access to the
  * cgroups we made is not enough where the common ancestor, a cgroup
  * namespace or delegation rules stand in the way, and a sandbox whose
  * bubblewrap cannot join would not start at all. The child only write()s
- * and _exit()s, so forking a multi-threaded caller is safe. */
+ * and _exit()s, so it shares the caller's memory rather than copying it
+ * (a3s_spawn_shared: a fork of a large caller cost more than the check). */
 static bool joinable(const struct a3s_cgroup *cg) {
-    pid_t pid = fork();
-    if (pid == 0)
-        _exit(a3s_cgroup_join(cg) == 0 ? 0 : 1);
+    pid_t pid = a3s_spawn_shared(join_and_exit, (void *)cg);
     int st;
     pid_t got;
     do

@@ -100,8 +100,16 @@ struct a3s_exec_report {
 /* Sets try_close_range and brute_limit (portable: no close_range). */
 void a3s_exec_plan_limits(struct a3s_exec_plan *p, bool portable);
 
-/* fork()s with every signal blocked in the calling thread; the child makes
- * only async-signal-safe calls: default dispositions, setsid, dup2 of in,
+/* Starts a child that runs fn(arg) sharing the caller's memory (clone with
+ * CLONE_VM | CLONE_VFORK, on a stack of its own, every signal blocked): it
+ * returns once the child has exec'd or exited. fn must only make
+ * async-signal-safe calls, write no memory of the caller's, keep signals
+ * blocked until it has reset their dispositions, and end in execve or _exit.
+ * Returns the pid, or -1 with errno set. */
+pid_t a3s_spawn_shared(int (*fn)(void *), void *arg);
+
+/* Starts p's child (a3s_spawn_shared); the child makes only
+ * async-signal-safe calls: default dispositions, setsid, dup2 of in,
  * out and err, every other fd >= 3 but keep close-on-exec, chdir, an empty
  * signal mask, execve. Returns the pid, or -1 with errno set. */
 pid_t a3s_exec_fork(const struct a3s_exec_plan *p);

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -637,23 +639,82 @@ void a3s_exec_plan_limits(struct a3s_exec_plan *p, bool portable) {
         p->brute_limit = (int)rl.rlim_cur;
 }
 
-/* fork with every signal blocked in this thread, so that no handler of the
- * host runs in the child before it resets the dispositions. */
-pid_t a3s_exec_fork(const struct a3s_exec_plan *p) {
+#define SHARED_CHILD_STACK (64 * 1024)
+
+/* AddressSanitizer cannot follow a child that runs on another stack in the
+ * same memory (its shadow and its signal stack are the caller's): under it,
+ * the child is a copy (fork), which behaves the same but for the cost. */
+#if defined(__SANITIZE_ADDRESS__)
+#  define SHARED_CHILD_COPIES 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define SHARED_CHILD_COPIES 1
+#  endif
+#endif
+#ifndef SHARED_CHILD_COPIES
+#  define SHARED_CHILD_COPIES 0
+#endif
+
+/* A copy of the caller (fork) costs time in proportion to the caller's memory:
+ * for a Python host, more than the child's whole work. The child here shares
+ * the caller's memory instead (CLONE_VM), on a stack of its own, and the caller
+ * waits until it has exec'd or exited (CLONE_VFORK), as posix_spawn does. So the
+ * child must write no memory of the caller's (errno aside, which the caller
+ * does not read after a success); it has its own fd table, working directory,
+ * signal dispositions and mask. Every signal is blocked in this thread first and
+ * stays blocked in the child until it has reset the dispositions (the handlers
+ * are the caller's, and would run on its memory). */
+pid_t a3s_spawn_shared(int (*fn)(void *), void *arg) {
+    if (SHARED_CHILD_COPIES) {
+        sigset_t all, old;
+        sigfillset(&all);
+        int rc = pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (rc != 0) {
+            errno = rc;
+            return -1;
+        }
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(fn(arg));
+        int e = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        errno = e;
+        return pid;
+    }
+    /* the stack, with a guard page below it: an overflow faults, never writes past */
+    size_t guard = (size_t)sysconf(_SC_PAGESIZE);
+    char *map = mmap(NULL, SHARED_CHILD_STACK + guard, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (map == MAP_FAILED)
+        return -1;
+    if (mprotect(map, guard, PROT_NONE) < 0) {
+        int e = errno;
+        munmap(map, SHARED_CHILD_STACK + guard);
+        errno = e;
+        return -1;
+    }
     sigset_t all, old;
     sigfillset(&all);
     int rc = pthread_sigmask(SIG_SETMASK, &all, &old);
     if (rc != 0) {
+        munmap(map, SHARED_CHILD_STACK + guard);
         errno = rc;
         return -1;
     }
-    pid_t pid = fork();
-    if (pid == 0)
-        child_exec(p);
+    pid_t pid = clone(fn, map + guard + SHARED_CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    munmap(map, SHARED_CHILD_STACK + guard); /* the child has exec'd or exited */
     errno = e;
     return pid;
+}
+
+static int child_main(void *arg) {
+    child_exec(arg);
+}
+
+pid_t a3s_exec_fork(const struct a3s_exec_plan *p) {
+    return a3s_spawn_shared(child_main, (void *)p);
 }
 
 static int spawn(struct run *r, a3s_error *err) {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -17,6 +16,7 @@ from ..sandbox._native_runner import _CoreSandbox
 # CommandOutput dataclass (importing dataclasses costs as much as the sandbox itself).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
     from types import FrameType
     from typing import Any
@@ -28,6 +28,8 @@ EXIT_USAGE = 2  # what main() returns for any other refusal
 
 
 def register(commands: _Commands) -> None:
+    import argparse
+
     p = commands.add_parser(
         "exec",
         description=(
@@ -95,7 +97,76 @@ def register(commands: _Commands) -> None:
         "command starts too (exit_code 2 or 125, setup_error saying why, error naming its type)",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
-    p.set_defaults(run=run)
+    # the process may end without the interpreter's teardown once run() returns (_main)
+    p.set_defaults(run=run, skip_teardown=True)
+
+
+# `codeward exec [options] -- COMMAND...` is parsed without argparse, whose import costs
+# more than the sandbox's own start (see quick_args); these are register()'s options.
+_VALUED = {
+    "--workspace": ("workspace", str),
+    "--timeout-ms": ("timeout_ms", int),
+    "--max-output-bytes": ("max_output_bytes", int),
+    "--env": ("env", list),
+    "--memory-max": ("memory_max", int),
+    "--max-processes": ("max_processes", int),
+    "--tmpfs-max": ("tmpfs_max", int),
+}
+_FLAGS = {"--allow-process-host-sandbox": "allow_process_host_sandbox", "--json": "json"}
+_DEFAULTS = {
+    "workspace": ".",
+    "timeout_ms": 120_000,
+    "max_output_bytes": 102_400,
+    "env": None,  # a fresh list each time
+    "memory_max": None,
+    "max_processes": None,
+    "tmpfs_max": None,
+    "allow_process_host_sandbox": False,
+    "json": False,
+}
+
+
+def quick_args(words: list[str]) -> Any | None:
+    """What register()'s parser makes of ``exec`` + ``words``, or None to let argparse parse it.
+
+    Only the plain form is answered: options spelled in full (``--opt value`` or
+    ``--opt=value``, numbers as ASCII digits, no value starting with ``-``), then ``--``
+    and at least one word. Anything else (an abbreviation, ``--help``, a missing
+    value, a command without ``--``) goes to argparse, which answers it or refuses it
+    as it always did; tests/test_cli_startup.py checks the two agree.
+    """
+    from types import SimpleNamespace
+
+    fields: dict[str, Any] = dict(_DEFAULTS, env=[])
+    i = 0
+    while i < len(words) and words[i] != "--":
+        name, eq, value = words[i].partition("=")
+        if name in _FLAGS and not eq:
+            fields[_FLAGS[name]] = True
+            i += 1
+            continue
+        if name not in _VALUED:
+            return None
+        if not eq:
+            if i + 1 >= len(words):
+                return None
+            value = words[i + 1]
+            i += 1
+        i += 1
+        if value.startswith("-"):
+            return None
+        dest, kind = _VALUED[name]
+        if kind is int:
+            if not (value.isascii() and value.isdigit()):
+                return None
+            fields[dest] = int(value)
+        elif kind is list:
+            fields[dest].append(value)
+        else:
+            fields[dest] = value
+    if len(words) - i < 2:  # no `--`, or nothing after it
+        return None
+    return SimpleNamespace(**fields, command=words[i:], run=run, skip_teardown=True)
 
 
 def _parse_env(items: list[str]) -> dict[str, str]:
@@ -186,8 +257,14 @@ def _run(args: argparse.Namespace) -> int:
             max_processes=args.max_processes,
             tmpfs_max_bytes=args.tmpfs_max,
         )
+    # One command, then the sandbox goes: one bubblewrap for it (reuse=False) rather than a
+    # long-lived sandbox, whose start and stop exchanges and between-command restore would
+    # all be paid for this one command. The boundary is the same plan either way.
     sandbox = select_sandbox(
-        workspace, allow_process_host_sandbox=args.allow_process_host_sandbox, limits=limits
+        workspace,
+        allow_process_host_sandbox=args.allow_process_host_sandbox,
+        limits=limits,
+        reuse=False,
     )
     try:
         out = _run_interruptibly(
@@ -205,6 +282,10 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print(f"codeward: sandbox unavailable: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    finally:
+        close = getattr(sandbox, "close", None)
+        if close is not None:  # everything of the sandbox is gone before we return
+            close()
     if args.json:
         import json
 

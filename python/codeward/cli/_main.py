@@ -10,6 +10,7 @@ from .._errors import CodewardError
 TYPE_CHECKING = False  # typing itself costs a few ms on every call
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 # Each command lives in its own module, imported only when that command runs: `codeward
 # version` must not pay for the sandbox, nor `codeward exec` for the policy engine. The
@@ -47,15 +48,29 @@ default_decision and enabled; see docs/policy.md."""
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
+    as_program = argv is None
     if argv is None:
         argv = sys.argv[1:]
     answered = _answer_at_once(list(argv))
     if answered is not None:
         return answered
-    from ._parser import build_parser
+    args = None
+    if argv[:1] == ["exec"]:
+        from ._exec import quick_args
 
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
+        args = quick_args(list(argv[1:]))
+    if args is None:
+        from ._parser import build_parser
+
+        args = build_parser(argv).parse_args(argv)
+    code = _dispatch(args)
+    if as_program and getattr(args, "skip_teardown", False):
+        _end_process(code)
+    return code
+
+
+def _dispatch(args: Any) -> int:
+    """Runs the parsed command; its exit code, or the one its error stands for."""
     try:
         code: int = args.run(args)
     except CodewardError as exc:
@@ -67,6 +82,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     return code
+
+
+def _end_process(code: int) -> NoReturn:
+    """Ends `codeward exec` without the interpreter's teardown.
+
+    By now the command has ended, every process of its sandbox is gone and its
+    files are removed (the command closes its sandbox before it returns), and the
+    output is written: what is left is the interpreter freeing every module and
+    object one by one, about as long as the sandbox's own start. Only the output
+    streams need flushing.
+    """
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # nobody reads the output any more: the command's code stands
+        pass
+    except OSError:
+        code = 120  # what the interpreter's own exit makes of an output it cannot flush
+    try:  # noqa: SIM105 (contextlib is one more import on this path)
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(code)
 
 
 # `codeward version` and `codeward --help` answer without argparse, whose import (re, enum,

@@ -73,13 +73,18 @@ def select_sandbox(
     allow_process_host_sandbox: bool = False,
     sandbox_handle: BashSandbox | None = None,
     limits: SandboxLimits | None = None,
+    *,
+    reuse: bool | None = None,
 ) -> BashSandbox:
     """The boundary for a session over `workspace`.
 
     1. A host-supplied ``sandbox_handle`` always wins.
     2. Otherwise the native boundary is probed (once per process); if it
        works, every command runs inside it, within ``limits`` (the safe
-       defaults when omitted; only the native Linux sandbox enforces them).
+       defaults when omitted; only the native Linux sandbox enforces them),
+       in one long-lived sandbox, or with ``reuse=False`` in a sandbox of
+       its own per command (for a caller that runs one command and goes,
+       such as ``codeward exec``; see :class:`NativeBashSandbox`).
     3. If it does not, and the host opted in (the argument, or the
        environment variable), the process host runs commands unconfined.
     4. Otherwise the error-only handle: every exec raises SandboxUnavailable.
@@ -103,7 +108,7 @@ def select_sandbox(
     if sys.platform.startswith("linux"):
         cause = NativeBashSandbox.probe(workspace=path)
         if cause is None:
-            return NativeBashSandbox(path, limits=limits)
+            return NativeBashSandbox(path, limits=limits, reuse=reuse)
     elif sys.platform == "darwin":
         from ._seatbelt import SeatbeltBashSandbox, seatbelt_probe
 
