@@ -116,9 +116,10 @@ class BuildWithInit(build_ext):
         super().build_extensions()
 
     def build_init(self) -> None:
-        package_dir = (
-            ROOT / "python" / "codeward" if self.inplace else Path(self.build_lib) / "codeward"
-        )
+        # an editable install (setuptools' editable_mode) runs the package from the source
+        # tree, where the extension is copied too: its init must be the one it was built with
+        in_tree = self.inplace or getattr(self, "editable_mode", False)
+        package_dir = ROOT / "python" / "codeward" if in_tree else Path(self.build_lib) / "codeward"
         out_dir = package_dir / "_bin"
         out_dir.mkdir(parents=True, exist_ok=True)
         objects = self.compiler.compile(
