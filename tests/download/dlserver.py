@@ -228,8 +228,21 @@ class Origin:
 
     def close(self) -> None:
         self._closed = True
-        with contextlib.suppress(OSError):
-            self.sock.close()
+        _stop_listening(self.sock, self._thread)
+
+
+def _stop_listening(sock: socket.socket, acceptor: threading.Thread) -> None:
+    """Wakes the thread blocked in accept() and waits for it, then closes the socket.
+
+    Closing alone leaves that thread to call accept() again on the same descriptor
+    number, which the next socket opened in this process may have taken: a later
+    test's server then loses its connections to this one (a 404 from nowhere).
+    """
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)  # accept() returns EINVAL
+    acceptor.join(5)
+    with contextlib.suppress(OSError):
+        sock.close()
 
 
 class ForwardProxy:
@@ -247,7 +260,8 @@ class ForwardProxy:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(32)
         self.addr: tuple[str, int] = self.sock.getsockname()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
 
     @property
     def url(self) -> str:
@@ -298,8 +312,7 @@ class ForwardProxy:
                 conn.close()
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
+        _stop_listening(self.sock, self._thread)
 
 
 def _relay(a: socket.socket, b: socket.socket) -> None:

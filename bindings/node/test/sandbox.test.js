@@ -86,7 +86,7 @@ describe('the sandbox from Node', linuxOnly, () => {
     fs.mkdirSync(path.dirname(copy), { recursive: true });
     fs.copyFileSync(initPath(), copy);
     fs.chmodSync(copy, 0o755);
-    const limits = [0n, 0n, 0n, 0n];
+    const limits = [0n, 0n, 0n, 0n, 0n];
     const h = new native.NativeSandbox(ws, copy, null, native.SANDBOX_PROCESS_HOST, limits, []);
     h.close();
     const bytes = fs.readFileSync(copy);
