@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
@@ -817,6 +818,11 @@ _Noreturn void serve(const struct config *cfg, const char *program,
     qsort(snap, nsnap, sizeof *snap, by_path);
     if (!read_mounts(&mount_ids, &nmounts))
         die(cfg, "cannot read /proc/self/mountinfo");
+    /* The host retires bubblewrap once READY arrives (session_linux.c): from
+     * here on the lifeline and the caller's pidfd, watched below, are what
+     * tie this sandbox to its caller, not the parent's death. */
+    if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0)
+        die(cfg, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
     uint8_t ready[A3S_MSG_HEADER];
     if (a3s_msg_send(cfg->control_fd, ready, a3s_msg_encode_empty(A3S_MSG_READY, ready), NULL, 0,
                      SEND_TIMEOUT_MS) < 0)

@@ -71,4 +71,10 @@ int a3s_child_check_options(const a3s_child_options *o, a3s_child **out, a3s_chi
  * no reused pid is ever signalled. Returns how many were signalled. */
 int a3s_signal_children(pid_t parent, int parent_pidfd, int sig);
 
+/* A pidfd on the one child of `parent` (followed by parent_pidfd), checked as
+ * a3s_signal_children checks: taken, then found to be parent's child while
+ * parent still lives. Its pid in *child. -1 if parent has exited, has no
+ * child or more than one, or the check fails. */
+int a3s_only_child_pidfd(pid_t parent, int parent_pidfd, pid_t *child);
+
 #endif

@@ -146,6 +146,34 @@ int a3s_signal_children(pid_t parent, int parent_pidfd, int sig) {
     return sent;
 }
 
+int a3s_only_child_pidfd(pid_t parent, int parent_pidfd, pid_t *child) {
+#if defined(SYS_pidfd_open)
+    if (parent_pidfd < 0 || a3s_readable(parent_pidfd, 0))
+        return -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)parent, (int)parent);
+    FILE *f = fopen(path, "re");
+    int pid, more;
+    bool one = f && fscanf(f, "%d", &pid) == 1 && fscanf(f, "%d", &more) != 1;
+    if (f)
+        fclose(f);
+    if (!one)
+        return -1;
+    int fd = a3s_fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0 && parent_of(pid) == parent && !a3s_readable(parent_pidfd, 0)) {
+        *child = (pid_t)pid;
+        return fd;
+    }
+    if (fd >= 0)
+        close(fd);
+#else
+    (void)parent;
+    (void)parent_pidfd;
+    (void)child;
+#endif
+    return -1;
+}
+
 /* Signals the direct child; under c->lock, so it cannot have been reaped. */
 static void signal_direct(struct a3s_child *c, int sig) {
     if (c->reaped)

@@ -39,7 +39,7 @@ struct a3s_sandbox {
     struct a3s_session *session;  /* NULL when none runs */
     int wake[2];                  /* a3s_sandbox_stop interrupts a running exec through it */
     atomic_uint_fast64_t starts;  /* long-lived sandboxes started */
-    atomic_int session_pid;       /* host pid of its bubblewrap, 0 if none */
+    atomic_int session_pid;       /* host pid of its bubblewrap, then its init; 0 if none */
     atomic_bool one_shot_only;    /* no pidfd, or the long-lived sandbox keeps failing to start */
     unsigned start_failures;      /* in a row (under session_lock) */
     /* resource bounds, defaults resolved; UINT64_MAX: none */

@@ -95,12 +95,11 @@ def test_a_full_tmpfs_gives_enospc(workspace, landlock, reuse) -> None:
 
 
 def test_the_defaults_bound_every_sandbox(workspace, fs_boundary_ready) -> None:
-    # long-lived whatever A3S_TEST_SANDBOX_REUSE says: its bubblewrap's cgroup is read below
+    # long-lived whatever A3S_TEST_SANDBOX_REUSE says: its init's cgroup is read below
     with NativeBashSandbox(workspace, reuse=True) as sb:
         out = run(sb, "ulimit -u; df -B1 --output=size /tmp /var/tmp /dev/shm /run | tail -n +2")
         info = sb._handle.info()
-        bwrap_pid = int(info["pid"])
-        limit_files = _memory_limit_files(bwrap_pid)
+        limit_files = _memory_limit_files(int(info["pid"]))
     nproc, *sizes = out.stdout.split()
     assert nproc == "4096", out
     eighth = mem_total() // 8

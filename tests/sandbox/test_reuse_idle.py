@@ -33,12 +33,12 @@ def test_an_idle_sandbox_is_stopped_whole_and_comes_back(tmp_path: Path) -> None
         assert sb.exec("echo one > one.txt").exit_code == 0
         info = sb._handle.info()
         assert info["running"] and info["starts"] == 1
-        bwrap = info["pid"]
+        init = info["pid"]
         assert (ws / ".bashrc").is_dir()  # a placeholder while it lives
         _wait_stopped(sb)
         assert not sb._handle.info()["running"]
         sb._handle.stop()  # waits for the idle stop to finish its cleanup
-        assert _gone(bwrap), "the idle sandbox's bubblewrap still runs"
+        assert _gone(init), "the idle sandbox's init still runs"
         assert sorted(p.name for p in ws.iterdir()) == ["one.txt"], "placeholders left"
         out = sb.exec("cat one.txt")
         assert out.exit_code == 0 and out.stdout == "one\n"

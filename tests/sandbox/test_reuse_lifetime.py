@@ -63,11 +63,12 @@ def wait_gone(pid: int, within_s: float = 3.0) -> bool:
     return not alive(pid)
 
 
-def init_pid(bwrap_pid: int) -> int:
-    """The host pid of a3s-init: bubblewrap's only child (PID 1 of the sandbox)."""
-    children = Path(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children").read_text().split()
-    assert len(children) == 1, children
-    return int(children[0])
+def program(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+
+
+def parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def present(ws: Path) -> list[str]:
@@ -107,23 +108,31 @@ def test_a_command_that_kills_everything_it_can_see(sb) -> None:
 # ---- the init or bubblewrap dies ------------------------------------------------------
 
 
-@pytest.mark.parametrize("victim", ["init", "bwrap"])
-def test_sandbox_killed_between_commands_restarts_cleanly(sb, victim) -> None:
+def test_an_idle_sandbox_is_its_init_alone(sb) -> None:
+    """bubblewrap is retired once the init is up: the sandbox is one process, whose
+    parent is whoever reaps orphans here, never bubblewrap and never the caller."""
     run(sb, "true")
-    bwrap = info(sb)["pid"]
-    target = init_pid(bwrap) if victim == "init" else bwrap
-    os.kill(target, signal.SIGKILL)
-    assert wait_gone(bwrap), "bubblewrap outlived the sandbox's init"
+    init = info(sb)["pid"]
+    assert program(init).endswith("init"), program(init)
+    up = parent(init)
+    assert up != os.getpid() and "bwrap" not in program(up), program(up)
+    assert Path(f"/proc/{init}/task/{init}/children").read_text().split() == []
+
+
+def test_sandbox_killed_between_commands_restarts_cleanly(sb) -> None:
+    run(sb, "true")
+    init = info(sb)["pid"]
+    os.kill(init, signal.SIGKILL)
+    assert wait_gone(init)
     out = run(sb, "echo fresh")
     assert out.stdout == "fresh\n", out
-    assert info(sb)["starts"] == 2 and info(sb)["pid"] != bwrap
+    assert info(sb)["starts"] == 2 and info(sb)["pid"] != init
 
 
 def test_init_killed_during_a_command_fails_closed_then_recovers(sb, workspace) -> None:
     m = new_marker()
     run(sb, "true")
-    bwrap = info(sb)["pid"]
-    init = init_pid(bwrap)
+    init = info(sb)["pid"]
     threading.Timer(0.5, lambda: os.kill(init, signal.SIGKILL)).start()
     t0 = time.monotonic()
     out = sb.exec(f"sleep {m} & sleep {m}1", timeout_ms=30_000)
@@ -178,12 +187,11 @@ def test_caller_killed_while_its_sandbox_idles(workspace, tmp_path, monkeypatch)
     try:
         line = caller.stdout.readline().split()
         assert line[:1] == [b"ready"], line
-        bwrap = int(line[1])
-        init = init_pid(bwrap)
+        init = int(line[1])
         assert present(workspace) == PROTECTED, "no placeholders while the sandbox lives"
         caller.kill()
         caller.wait()
-        assert wait_gone(init) and wait_gone(bwrap), "the sandbox outlived its caller"
+        assert wait_gone(init), "the sandbox outlived its caller"
     finally:
         caller.kill()
         caller.wait()
@@ -221,13 +229,13 @@ def test_caller_killed_while_a_forked_worker_lives_on(workspace) -> None:
     )
     worker = None
     try:
-        bwrap = int(caller.stdout.readline())
+        init = int(caller.stdout.readline())
         kids = Path(f"/proc/{caller.pid}/task/{caller.pid}/children").read_text().split()
-        worker = next(int(k) for k in kids if int(k) != bwrap)
+        worker = next(int(k) for k in kids if int(k) != init)
         caller.kill()
         caller.wait()
         assert alive(worker), "the forked worker is gone: the test proves nothing"
-        assert wait_gone(bwrap), "the sandbox outlived its caller, kept up by a forked worker"
+        assert wait_gone(init), "the sandbox outlived its caller, kept up by a forked worker"
     finally:
         caller.kill()
         caller.wait()
@@ -240,9 +248,8 @@ def test_caller_killed_while_a_forked_worker_lives_on(workspace) -> None:
 def test_host_process_keeps_no_child_between_commands(sb) -> None:
     run(sb, "true")
     me = str(os.getpid())
-    bwrap = info(sb)["pid"]
-    ppid = Path(f"/proc/{bwrap}/stat").read_text().rsplit(")", 1)[1].split()[1]
-    assert ppid != me, "bubblewrap is a child of the caller"
+    init = info(sb)["pid"]
+    assert str(parent(init)) != me, "the sandbox is a child of the caller"
     kids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():

@@ -234,7 +234,7 @@ describe('the sandbox from Node', linuxOnly, () => {
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     worker.postMessage('go');
     await exited;
-    await eventually(() => !running(pid), `bubblewrap ${pid} outlived its worker`);
+    await eventually(() => !running(pid), `the sandbox (init ${pid}) outlived its worker`);
     assert.ok(!fs.existsSync(path.join(ws, '.bashrc')), 'the worker left a placeholder');
   });
 
@@ -250,7 +250,7 @@ describe('the sandbox from Node', linuxOnly, () => {
     assert.ok(survivors(m).length > 0);
     await worker.terminate();
     await eventually(() => survivors(m).length === 0, `survivors: ${survivors(m)}`);
-    await eventually(() => !running(pid), `bubblewrap ${pid} outlived its worker`);
+    await eventually(() => !running(pid), `the sandbox (init ${pid}) outlived its worker`);
   });
 
   test('a process killed with SIGKILL leaves no process behind', async () => {
@@ -271,6 +271,6 @@ describe('the sandbox from Node', linuxOnly, () => {
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     await eventually(() => survivors(m).length === 0, `survivors: ${survivors(m)}`);
-    await eventually(() => !running(pid), `bubblewrap ${pid} outlived its caller`);
+    await eventually(() => !running(pid), `the sandbox (init ${pid}) outlived its caller`);
   });
 });

@@ -655,8 +655,9 @@ A3S_API void a3s_child_free(a3s_child *c);
  *    missing protected names live as long as the sandbox (journaled as for
  *    one-shot runs). It runs one command at a time: a call that finds it
  *    busy runs one-shot instead of waiting. The sandbox is not a child of
- *    the calling process (a detached bubblewrap followed through a pidfd;
- *    kernels without pidfd_open run everything one-shot) and dies with it:
+ *    the calling process (a detached bubblewrap, which exits once the init
+ *    is up, leaving the init alone, followed through a pidfd; kernels
+ *    without pidfd_open run everything one-shot) and dies with it:
  *    its init watches a lifeline pipe and a pidfd of the caller. If it does
  *    not come up (bubblewrap or the init fails), the command runs one-shot,
  *    and after three failed starts in a row the handle stays one-shot (a
@@ -906,7 +907,7 @@ typedef struct a3s_sandbox_info {
     size_t struct_size; /* in: sizeof(a3s_sandbox_info) */
     uint64_t flags;     /* out: A3S_SANDBOX_INFO_* */
     uint64_t starts;    /* out: long-lived sandboxes this handle has started */
-    int32_t pid;        /* out: host pid of the running sandbox's bubblewrap, 0 if none */
+    int32_t pid;        /* out: host pid of the running sandbox's init (its PID 1), 0 if none */
     int32_t reserved;
 } a3s_sandbox_info;
 
