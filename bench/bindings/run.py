@@ -12,8 +12,9 @@ variant alike:
    runtime around the call, and a plain ``bwrap --ro-bind / / --unshare-all true`` started from
    here; medians and 90th percentiles, and each binding's ratio to Python (target: at most 1.2)
    and to the bare bubblewrap;
-2. the resident memory of each idle long-lived sandbox (its bubblewrap and init processes: the
-   init is the static a3s-init for Python and Node, the Go program itself for Go);
+2. the resident memory of each idle long-lived sandbox (its init, and its bubblewrap if one were
+   still there: it is retired once the init is up; the init is the static a3s-init for Python and
+   Node, the Go program itself for Go);
 3. the Node process's resident memory across 1,000 commands (300 with ``--quick``), after a
    warm-up and a GC at both ends (target: growth under 8 MiB).
 
@@ -221,7 +222,7 @@ def main() -> None:
             verdict = "PASS" if r <= TARGET_RATIO else "FAIL"
             print(f"  {verdict}: {name} within {TARGET_RATIO}x of Python ({r:.2f}x)")
 
-        section("an idle long-lived sandbox (its bubblewrap and init processes)")
+        section("an idle long-lived sandbox (its init; bubblewrap is retired once the init is up)")
         rows = []
         for name, ws in spaces.items():
             if name == "python" or name in helpers:

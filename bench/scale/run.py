@@ -411,10 +411,11 @@ def report_idle(res: dict[str, Any]) -> dict[str, float]:
     )
     bare = res.get("bare_bwrap")
     if bare and bare.get("Rss"):
+        ours = "still there" if any(p.get("program") == "bwrap" for p in procs) else "gone"
         print(
             f"  for scale, a bare bubblewrap idling over sleep (same namespaces, none of our "
             f"mounts): RSS {bare['Rss']} KiB, PSS {bare.get('Pss', '?')} KiB (ours is retired "
-            f"once the init is up: {'still there' if any(p.get('program') == 'bwrap' for p in procs) else 'gone'})"
+            f"once the init is up: {ours})"
         )
     left = res["left_after_idle_stop"]
     print(

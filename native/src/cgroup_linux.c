@@ -16,7 +16,6 @@
  */
 #define _GNU_SOURCE
 #include "cgroup_linux.h"
-#include "process_internal.h"
 
 #if defined(__linux__)
 
@@ -29,7 +28,6 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -262,32 +260,12 @@ static bool v2_parent(char parent[PATH_MAX], char mnt[PATH_MAX]) {
     return access(procs, W_OK) == 0;
 }
 
-static int join_and_exit(void *cg) {
-    _exit(a3s_cgroup_join(cg) == 0 ? 0 : 1);
-}
-
-/* Whether a child can move itself into the cgroup(s): write access to the
- * cgroups we made is not enough where the common ancestor, a cgroup
- * namespace or delegation rules stand in the way, and a sandbox whose
- * bubblewrap cannot join would not start at all. The child only write()s
- * and _exit()s, so it shares the caller's memory rather than copying it
- * (a3s_spawn_shared: a fork of a large caller cost more than the check). */
-static bool joinable(const struct a3s_cgroup *cg) {
-    pid_t pid = a3s_spawn_shared(join_and_exit, (void *)cg);
-    int st;
-    pid_t got;
-    do
-        got = pid > 0 ? waitpid(pid, &st, 0) : -1;
-    while (got < 0 && errno == EINTR);
-    return got == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
-int a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_processes,
-                      bool first) {
+void a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_processes,
+                       bool first) {
     a3s_cgroup_init(cg);
     bool want_mem = memory_max != UINT64_MAX, want_pids = max_processes != UINT64_MAX;
     if (!want_mem && !want_pids)
-        return 0;
+        return;
     bool do_sweep = first;
     char parent[PATH_MAX], mnt[PATH_MAX];
     if (v2_parent(parent, mnt)) {
@@ -309,11 +287,6 @@ int a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_p
         if (pids_v1)
             make_one(cg, own_pids, false, UINT64_MAX, max_processes, do_sweep);
     }
-    if (first && cg->ndirs && !joinable(cg)) {
-        a3s_cgroup_destroy(cg);
-        return -1;
-    }
-    return 0;
 }
 
 int a3s_cgroup_join(const struct a3s_cgroup *cg) {

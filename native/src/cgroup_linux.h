@@ -45,11 +45,18 @@ void a3s_cgroup_init(struct a3s_cgroup *cg);
  * as this caller may; cg->memory and cg->pids say which bounds it carries
  * (neither: nothing was made). A bound it cannot set is the caller's to
  * enforce otherwise. With first (the first sandbox of a handle), it also
- * removes the cgroups dead sandboxes left next to the new ones, and checks
- * with a short-lived child that a process can move into them: -1 (and
- * nothing made) when it cannot, so the caller stops trying; else 0. */
-int a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_processes,
-                      bool first);
+ * removes the cgroups dead sandboxes left next to the new ones.
+ *
+ * Whether a process can move into them is not checked here: write access
+ * to the cgroups we made is not enough where the common ancestor, a cgroup
+ * namespace or delegation rules stand in the way, but a check costs a
+ * migration, which waits for an RCU grace period on cgroup v1 (10-20 ms).
+ * The process that starts the sandbox joins instead, and the caller that
+ * sees it fail (a3s_process_run_in_cgroup's join_refused, the long-lived
+ * sandbox's start) stops using cgroups for the handle and starts again
+ * without them. */
+void a3s_cgroup_create(struct a3s_cgroup *cg, uint64_t memory_max, uint64_t max_processes,
+                       bool first);
 
 /* In a child between fork and exec (async-signal-safe): moves the calling
  * process into the cgroup(s). 0, or -errno. */

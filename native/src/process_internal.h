@@ -48,16 +48,18 @@ a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t fla
 
 /* a3s_process_run, with the child moving itself into the cgroup(s) of cg
  * (cgroup_linux.h) just before execve; a failure to join is reported like
- * a failed execve (A3S_E_SYSTEM, step "cgroup.procs"). cg may be NULL. */
+ * a failed execve (A3S_E_SYSTEM, step "cgroup.procs") and also sets
+ * *join_refused (which may be NULL), so the caller can run again without
+ * the cgroup. cg may be NULL. */
 struct a3s_cgroup;
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
-                              a3s_process_result **out, a3s_error *err);
+                              a3s_process_result **out, bool *join_refused, a3s_error *err);
 
 /* a3s_process_run_in_cgroup, running the file exec_fd is open on (a sealed
  * memfd of the init) instead of opts->path, which names it in messages. */
 int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
                                  const struct a3s_cgroup *cg, a3s_process_result **out,
-                                 a3s_error *err);
+                                 bool *join_refused, a3s_error *err);
 
 /* Sets exit_code and term_signal, adds `flags`, and replaces setup_error
  * when it is non-NULL (copied). */

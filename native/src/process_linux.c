@@ -738,28 +738,30 @@ static int spawn(struct run *r, a3s_error *err) {
 }
 
 static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
-                       a3s_process_result **out, a3s_error *err);
+                       a3s_process_result **out, bool *join_refused, a3s_error *err);
 
 A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
                             a3s_error *err) {
-    return run_process(opts, -1, NULL, out, err);
+    return run_process(opts, -1, NULL, out, NULL, err);
 }
 
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
-                              a3s_process_result **out, a3s_error *err) {
-    return run_process(opts, -1, cg, out, err);
+                              a3s_process_result **out, bool *join_refused, a3s_error *err) {
+    return run_process(opts, -1, cg, out, join_refused, err);
 }
 
 int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
                                  const struct a3s_cgroup *cg, a3s_process_result **out,
-                                 a3s_error *err) {
-    return run_process(opts, exec_fd, cg, out, err);
+                                 bool *join_refused, a3s_error *err) {
+    return run_process(opts, exec_fd, cg, out, join_refused, err);
 }
 
 static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
-                       a3s_process_result **out, a3s_error *err) {
+                       a3s_process_result **out, bool *join_refused, a3s_error *err) {
     if (out)
         *out = NULL;
+    if (join_refused)
+        *join_refused = false;
     if (!opts || !out || opts->struct_size < sizeof(a3s_process_options))
         return a3s_fail(err, A3S_E_INVALID, 0, 0,
                         "a3s_process_run: NULL argument or too small struct");
@@ -800,6 +802,8 @@ static int run_process(const a3s_process_options *opts, int exec_fd, const struc
                         a3s_errstr(e, eb, sizeof eb));
     }
     rc = r.reported ? report_failure(&r, err) : build_result(&r, start, out, err);
+    if (r.reported && r.report.step == STEP_CGROUP && join_refused)
+        *join_refused = true;
     run_release(&r);
     return rc;
 }

@@ -2301,8 +2301,7 @@ void a3s_sandbox_cgroup(a3s_sandbox *sb, struct a3s_cgroup *cg) {
         return;
     }
     bool first = !atomic_exchange(&sb->cgroups_swept, true);
-    if (a3s_cgroup_create(cg, sb->memory_max, sb->max_processes, first) < 0)
-        atomic_store(&sb->cgroups_refused, true); /* the fallbacks carry the bounds */
+    a3s_cgroup_create(cg, sb->memory_max, sb->max_processes, first);
 }
 
 int a3s_policy_check(const a3s_sandbox *sb, const struct plan *p, const char *digest,
@@ -2313,9 +2312,10 @@ int a3s_policy_check(const a3s_sandbox *sb, const struct plan *p, const char *di
     return rc;
 }
 
-/* One bubblewrap for this command (the arguments are checked). */
-static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
-                         a3s_error *err) {
+/* One bubblewrap for this command (the arguments are checked). *join_refused:
+ * it did not start because its process could not move into the cgroup. */
+static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                            bool *join_refused, a3s_error *err) {
     int status[2] = {-1, -1}, lifeline[2] = {-1, -1};
     if (pipe2(status, O_CLOEXEC) < 0 || pipe2(lifeline, O_CLOEXEC) < 0) {
         int e = errno;
@@ -2389,8 +2389,9 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
         /* the process host runs the init's pinned copy (an embedded init: this program) */
         rc = host && sb->init_image >= 0
                  ? a3s_process_run_fd_in_cgroup(&po, sb->init_image, cg.ndirs ? &cg : NULL,
-                                                &result, err)
-                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, err);
+                                                &result, join_refused, err)
+                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, join_refused,
+                                             err);
         launched = rc == A3S_OK;
     } else if (plan_err.code == A3S_E_SYSTEM &&
                (plan_err.sys_errno == ETIMEDOUT || plan_err.sys_errno == ECANCELED)) {
@@ -2443,6 +2444,23 @@ static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process
     }
     *out = result;
     return a3s_ok(err);
+}
+
+/* A one-shot run. The cgroups are made without first checking that a
+ * process can join them (the check cost a migration, which on cgroup v1
+ * waits for an RCU grace period: 10-20 ms on every command line run); a
+ * join that fails instead stops the run before bubblewrap starts, marks
+ * this handle's cgroups refused (the fallbacks carry the bounds) and runs
+ * it again without them. */
+static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
+                         a3s_error *err) {
+    bool join_refused = false;
+    int rc = one_shot_attempt(sb, o, out, &join_refused, err);
+    if (rc != A3S_OK && join_refused) {
+        atomic_store(&sb->cgroups_refused, true);
+        rc = one_shot_attempt(sb, o, out, NULL, err);
+    }
+    return rc;
 }
 
 /* The self-test through one path: one-shot, or the long-lived sandbox (1

