@@ -560,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures["sessions"] = report_sessions(res)
         section("3. the command line: codeward exec -- true against codex sandbox -- true")
         figures["cli"] = report_cli(bench_cli(cfg, small))
-        section("4. an idle long-lived sandbox: bubblewrap and the init")
+        section("4. an idle long-lived sandbox: every process of it")
         figures["idle"] = report_idle(bench_idle(small))
         section("5. many sessions at once: bash calls per second, failures, resources")
         many = [bench_many(cfg, work, n) for n in cfg.counts]
