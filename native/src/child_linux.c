@@ -117,21 +117,37 @@ static pid_t parent_of(pid_t pid) {
     return (pid_t)ppid;
 }
 
+#if defined(SYS_pidfd_open)
+/* parent's children as listed in /proc (NULL if parent is gone or unreadable) */
+static FILE *children_of(pid_t parent, int parent_pidfd) {
+    if (parent_pidfd < 0 || a3s_readable(parent_pidfd, 0))
+        return NULL; /* gone: its former children's pids prove nothing */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)parent, (int)parent);
+    return fopen(path, "re");
+}
+
+/* A pidfd on child, or -1. The pidfd pins the process; it is the one we mean
+ * if, after it was taken, it is still parent's child and parent has not
+ * exited. */
+static int child_pidfd(pid_t parent, int parent_pidfd, pid_t child) {
+    int fd = a3s_fd_above_stdio((int)syscall(SYS_pidfd_open, child, 0));
+    if (fd >= 0 && (parent_of(child) != parent || a3s_readable(parent_pidfd, 0))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+#endif
+
 int a3s_signal_children(pid_t parent, int parent_pidfd, int sig) {
     int sent = 0;
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
-    if (parent_pidfd < 0 || a3s_readable(parent_pidfd, 0))
-        return 0; /* gone: its former children's pids prove nothing */
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)parent, (int)parent);
-    FILE *f = fopen(path, "re");
+    FILE *f = children_of(parent, parent_pidfd);
     int child;
     while (f && fscanf(f, "%d", &child) == 1) {
-        int cfd = (int)syscall(SYS_pidfd_open, child, 0);
-        /* the pidfd pins the process; it is the one we mean if, after it was
-         * taken, it is still parent's child and parent has not exited */
-        if (cfd >= 0 && parent_of(child) == parent && !a3s_readable(parent_pidfd, 0) &&
-            syscall(SYS_pidfd_send_signal, cfd, sig, NULL, 0) == 0)
+        int cfd = child_pidfd(parent, parent_pidfd, child);
+        if (cfd >= 0 && syscall(SYS_pidfd_send_signal, cfd, sig, NULL, 0) == 0)
             sent++;
         if (cfd >= 0)
             close(cfd);
@@ -148,24 +164,15 @@ int a3s_signal_children(pid_t parent, int parent_pidfd, int sig) {
 
 int a3s_only_child_pidfd(pid_t parent, int parent_pidfd, pid_t *child) {
 #if defined(SYS_pidfd_open)
-    if (parent_pidfd < 0 || a3s_readable(parent_pidfd, 0))
-        return -1;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)parent, (int)parent);
-    FILE *f = fopen(path, "re");
+    FILE *f = children_of(parent, parent_pidfd);
     int pid, more;
     bool one = f && fscanf(f, "%d", &pid) == 1 && fscanf(f, "%d", &more) != 1;
     if (f)
         fclose(f);
-    if (!one)
-        return -1;
-    int fd = a3s_fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
-    if (fd >= 0 && parent_of(pid) == parent && !a3s_readable(parent_pidfd, 0)) {
-        *child = (pid_t)pid;
-        return fd;
-    }
+    int fd = one ? child_pidfd(parent, parent_pidfd, (pid_t)pid) : -1;
     if (fd >= 0)
-        close(fd);
+        *child = (pid_t)pid;
+    return fd;
 #else
     (void)parent;
     (void)parent_pidfd;

@@ -88,7 +88,6 @@ struct a3s_session {
     pid_t pid;    /* bubblewrap until READY, then the init; not our child */
     int pidfd;    /* follows pid */
     bool retired; /* bubblewrap is gone: pid is the init */
-    bool join_refused; /* the start failed: bubblewrap could not join the cgroup */
     int ctl;      /* our end of the control socket */
     int lifeline; /* write end; the init watches the read end */
     int errfd;    /* bubblewrap's stdout and stderr, read if the start fails */
@@ -164,9 +163,10 @@ fail:
 }
 
 /* Starts argv[0] detached; s->pid and s->pidfd on success. 1 when this
- * kernel has no pidfd_open (the caller then runs one-shot). */
+ * kernel has no pidfd_open (the caller then runs one-shot). *join_refused:
+ * it failed because bubblewrap could not be started in the cgroup. */
 static int spawn(struct a3s_session *s, char *const *argv, const int *keep, size_t nkeep,
-                 int out, a3s_error *err) {
+                 int out, bool *join_refused, a3s_error *err) {
     int report[2] = {-1, -1}, go[2] = {-1, -1};
     int devnull = a3s_fd_above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
     if (devnull < 0 || a3s_pipe_above_stdio(report, 0) < 0 || a3s_pipe_above_stdio(go, 0) < 0) {
@@ -204,7 +204,7 @@ static int spawn(struct a3s_session *s, char *const *argv, const int *keep, size
     int rc = A3S_OK;
     if (n == (ssize_t)sizeof msg && msg <= REPORT_JOIN_FAILED) {
         e = REPORT_JOIN_FAILED - msg;
-        s->join_refused = true;
+        *join_refused = true;
         rc = a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot move %s into its cgroup: %s", argv[0],
                       strerror(e));
     } else if (n != (ssize_t)sizeof msg || msg <= 0) {
@@ -462,6 +462,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
     s->plan.memory_cgroup = s->cg.memory;
     rc = a3s_plan_build(sb, NULL, &s->plan, &fds, &perr);
     bool planned = rc == A3S_OK;
+    bool join_refused = false;
     s->plan.cancel_fd = -1; /* the caller's fd: not to be kept past this call */
     if (planned) {
         int keep[MAX_KEEP] = {sp[1], life[0], self};
@@ -471,7 +472,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
                 keep[nkeep++] = s->plan.bind_fds[i];
         if (sb->init_fd >= 0) /* bubblewrap binds an embedded init from it */
             keep[nkeep++] = sb->init_fd;
-        rc = spawn(s, s->plan.argv.items, keep, nkeep, out[1], &perr);
+        rc = spawn(s, s->plan.argv.items, keep, nkeep, out[1], &join_refused, &perr);
         /* bubblewrap has them now (it binds from /proc/self/fd and the init
          * marks them close-on-exec): the sandbox must not hold the host's
          * open directories */
@@ -483,7 +484,7 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
     close(out[1]);
     close(self);
     if (rc != A3S_OK) {
-        if (s->join_refused) /* the fallback (one-shot) and later starts go without */
+        if (join_refused) /* the fallback (one-shot) and later starts go without */
             atomic_store(&sb->cgroups_refused, true);
         session_end(sb, s);
         if (rc == 1) {
