@@ -183,3 +183,85 @@ def test_an_old_protocol_version_is_answered_with_its_own(served: Served) -> Non
     assert proc.stdin is not None
     proc.stdin.close()
     proc.wait(timeout=30)
+
+
+def _ask(proc: subprocess.Popen[bytes], id: int, name: str) -> dict:
+    """Calls `touch NAME` (the policy asks) and returns the server's elicitation request."""
+    send(proc, call(id, "bash", {"command": f"touch {name}"}))
+    request = receive(proc)
+    assert request["method"] == "elicitation/create", request
+    assert f"touch {name}" in request["params"]["message"]
+    schema = request["params"]["requestedSchema"]
+    assert schema["properties"]["approve"] == {
+        "type": "boolean",
+        "title": "Run this call",
+        "description": "Check to let this exact call run once.",
+        "default": False,
+    }
+    return request
+
+
+ELICITED = {
+    "accepted without approve": {"result": {"action": "accept", "content": {}}},
+    "approve as a string": {"result": {"action": "accept", "content": {"approve": "true"}}},
+    "approve as 1": {"result": {"action": "accept", "content": {"approve": 1}}},
+    "cancel": {"result": {"action": "cancel"}},
+    "decline with approve": {"result": {"action": "decline", "content": {"approve": True}}},
+    "an error": {"error": {"code": -32600, "message": "no"}},
+    "not an object": {"result": "accept"},
+}
+
+
+def test_only_an_accept_with_approve_true_runs_an_asked_call(served: Served) -> None:
+    proc = start(served)
+    send(
+        proc,
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
+    )
+    receive(proc)
+    for n, (case, answer) in enumerate(sorted(ELICITED.items()), start=1):
+        request = _ask(proc, n, f"asked-{n}")
+        assert "mode" not in request["params"]  # not a field of 2025-06-18
+        send(proc, {"jsonrpc": "2.0", "id": request["id"], **answer})
+        result = receive(proc)["result"]["structuredContent"]
+        assert (result["decision"], result["approved"], result["executed"]) == (
+            "ask",
+            False,
+            False,
+        ), case
+        assert not (served.workspace / f"asked-{n}").exists(), case
+
+    # cancelled while its question is open: the question is withdrawn, no response comes
+    request = _ask(proc, 50, "asked-cancelled")
+    send(proc, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 50}})
+    withdrawn = receive(proc)
+    assert withdrawn["method"] == "notifications/cancelled"
+    assert withdrawn["params"]["requestId"] == request["id"]
+    send(proc, {"jsonrpc": "2.0", "id": 51, "method": "ping"})
+    assert receive(proc) == {"jsonrpc": "2.0", "id": 51, "result": {}}
+
+    request = _ask(proc, 60, "asked-yes")
+    send(
+        proc,
+        {
+            "jsonrpc": "2.0",
+            "id": request["id"],
+            "result": {"action": "accept", "content": {"approve": True}},
+        },
+    )
+    assert receive(proc)["result"]["structuredContent"]["approved"] is True
+    assert (served.workspace / "asked-yes").exists()
+    assert not (served.workspace / "asked-cancelled").exists()
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    assert served.leftovers() == NOTHING

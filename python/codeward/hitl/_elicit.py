@@ -9,8 +9,9 @@ risk), with one boolean field, ``approve``, that defaults to false. Only an
 away all reject. A client that did not declare the elicitation capability is
 not available, so the kernel denies before anything is asked.
 
-The transport is the caller's: ``elicit(message, schema, timeout_s)`` sends
-the request and returns the client's result (a mapping) or raises.
+The transport is the caller's: ``elicit(message, schema, timeout_s, settled)``
+sends the request and returns the client's result (a mapping), or anything
+else (which rejects).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ _SCHEMA: Mapping[str, Any] = {
     "required": [APPROVE_FIELD],
 }
 
-Elicit = Callable[[str, Mapping[str, Any], float], Mapping[str, Any]]
+# elicit(message, schema, timeout_s, settled) -> the client's result; settled() turns true
+# once someone else (the host, a cancel, the timeout) answered, and the question can go
+Elicit = Callable[[str, Mapping[str, Any], float, Callable[[], bool]], Any]
 
 
 class ElicitationProvider:
@@ -60,7 +63,10 @@ class ElicitationProvider:
         if not self._supported():
             return False
         answer = self._elicit(
-            confirmation.render(color=False), _SCHEMA, confirmation.timeout_ms / 1000
+            confirmation.render(color=False),
+            _SCHEMA,
+            confirmation.timeout_ms / 1000,
+            lambda: confirmation.settled,
         )
         return approves(answer)
 

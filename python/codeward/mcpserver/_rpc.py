@@ -14,7 +14,8 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 __all__ = [
@@ -32,6 +33,7 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 MAX_LINE = 64 * 1024 * 1024  # bytes in one message from the client
+_POLL_S = 0.1  # how often a waiting request checks whether it is still needed
 
 
 class PeerGone(Exception):
@@ -137,11 +139,18 @@ class Connection:
     def notify(self, method: str, params: Mapping[str, Any]) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def request(self, method: str, params: Mapping[str, Any], timeout_s: float) -> Any:
+    def request(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        timeout_s: float,
+        abandon: Callable[[], bool] | None = None,
+    ) -> Any:
         """Sends a request to the client and waits for its result.
 
         Raises TimeoutError (after telling the client the request is
-        cancelled), PeerError, or PeerGone when the connection ends first.
+        cancelled) when ``timeout_s`` passes or ``abandon()`` turns true,
+        PeerError, or PeerGone when the connection ends first.
         """
         id = f"codeward-{next(self._ids)}"
         key = json.dumps(id)
@@ -150,12 +159,16 @@ class Connection:
             self._pending[key] = pending
         try:
             self.send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-            if not pending.done.wait(timeout_s):
-                raise TimeoutError(f"no answer to {method} within {timeout_s:g} s")
+            deadline = time.monotonic() + timeout_s
+            while not pending.done.wait(min(_POLL_S, max(0.0, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"no answer to {method} within {timeout_s:g} s")
+                if abandon is not None and abandon():
+                    raise TimeoutError(f"{method} is no longer needed")
         except TimeoutError:
             self._forget(key)
             with contextlib.suppress(PeerGone):
-                self.notify("notifications/cancelled", {"requestId": id, "reason": "timed out"})
+                self.notify("notifications/cancelled", {"requestId": id, "reason": "not needed"})
             raise
         except BaseException:
             self._forget(key)

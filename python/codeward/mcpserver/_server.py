@@ -93,6 +93,7 @@ class McpToolServer:
         self.session = session
         self.conn = conn
         self._elicitation = False
+        self._version = PROTOCOL_VERSIONS[0]
         self._calls: dict[str, _Call] = {}  # by the JSON-encoded request id
         self._lock = threading.Lock()
         self._workers: set[threading.Thread] = set()
@@ -105,13 +106,18 @@ class McpToolServer:
     def elicitation_supported(self) -> bool:
         return self._elicitation and not self.conn.closed.is_set()
 
-    def elicit(self, message: str, schema: Mapping[str, Any], timeout_s: float) -> Any:
+    def elicit(
+        self,
+        message: str,
+        schema: Mapping[str, Any],
+        timeout_s: float,
+        settled: Callable[[], bool],
+    ) -> Any:
+        params: dict[str, Any] = {"message": message, "requestedSchema": dict(schema)}
+        if self._version == "2025-11-25":
+            params["mode"] = "form"  # the field exists from this version on
         try:
-            return self.conn.request(
-                "elicitation/create",
-                {"mode": "form", "message": message, "requestedSchema": dict(schema)},
-                timeout_s,
-            )
+            return self.conn.request("elicitation/create", params, timeout_s, abandon=settled)
         except (PeerGone, PeerError, TimeoutError) as exc:
             log.info("elicitation failed closed: %s", exc)
             return None
@@ -191,6 +197,7 @@ class McpToolServer:
     def _initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
         asked = params.get("protocolVersion")
         version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+        self._version = version
         capabilities = params.get("capabilities")
         elicitation = capabilities.get("elicitation") if isinstance(capabilities, Mapping) else None
         # form elicitation: an empty object (2025-06-18) or one naming "form" (2025-11-25)
@@ -226,7 +233,13 @@ class McpToolServer:
                 self.conn.send_error(id, INVALID_PARAMS, f"request id {id!r} is already in use")
                 return
             self._calls[key] = call
-        self._slots.acquire()
+        if not self._slots.acquire(blocking=False):  # never block the reader: it must go on
+            with self._lock:  # reading answers and cancellations for the calls in flight
+                self._calls.pop(key, None)
+            self.conn.send_error(
+                id, -32603, f"too many calls in flight (at most {MAX_CONCURRENT_CALLS})"
+            )
+            return
         worker = threading.Thread(
             target=self._serve_call,
             args=(id, key, call, name, dict(args), token),
@@ -384,7 +397,9 @@ def serve(
     conn = Connection(reader, writer)
     holder: list[McpToolServer] = []
     provider = ElicitationProvider(
-        lambda message, schema, timeout: holder[0].elicit(message, schema, timeout),
+        lambda message, schema, timeout, settled: holder[0].elicit(
+            message, schema, timeout, settled
+        ),
         lambda: bool(holder) and holder[0].elicitation_supported(),
     )
     confirmation = (
