@@ -127,7 +127,7 @@ def call_result(
         for key in ("withheld_by_policy", "omitted_by_policy", "omitted")
         if isinstance(metadata.get(key), int) and metadata[key]
     }
-    cancelled = cancelled or bool(metadata.get("cancelled"))
+    cancelled = cancelled or getattr(outcome, "cancelled", False) is True
     structured: dict[str, Any] = {
         "trace_id": outcome.call_id,
         "tool": outcome.tool,

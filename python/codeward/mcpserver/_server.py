@@ -33,7 +33,6 @@ with the SDK's own client, the TypeScript SDK's client and the Inspector.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import itertools
 import logging
 import signal
@@ -99,7 +98,6 @@ class McpToolServer:
         self._workers: set[threading.Thread] = set()
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT_CALLS)
         self._ids = itertools.count(1)
-        self._cancel_kw = _accepts_cancel(session.invoke)
 
     # -- the confirmation provider's side -------------------------------------------------
 
@@ -285,17 +283,14 @@ class McpToolServer:
 
     def _run(self, call: _Call, name: str, args: dict[str, Any]) -> dict[str, Any]:
         if name in _GATE and name not in self.session.tool_names():
-            return self._gate(name, args)
+            return self._gate(name, args, call.cancel)
         from ..kernel import Origin, ToolCall
 
         tool_call = ToolCall(call.call_id, name, args)
-        if self._cancel_kw:
-            outcome = self.session.invoke(tool_call, Origin.MODEL, cancel=call.cancel)
-        else:  # a kernel without cancel=: the call still ends when the server closes
-            outcome = self.session.invoke(tool_call, Origin.MODEL)
+        outcome = self.session.invoke(tool_call, Origin.MODEL, cancel=call.cancel)
         return call_result(outcome, args, cancelled=call.cancelled)
 
-    def _gate(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    def _gate(self, name: str, args: Mapping[str, Any], cancel: threading.Event) -> dict[str, Any]:
         """verify and complete_turn: the session's own gate, not a tool of the kernel."""
         unknown = sorted(set(args) - ({"timeout_ms"} if name == "verify" else {"text"}))
         if unknown:
@@ -304,7 +299,7 @@ class McpToolServer:
             timeout = args.get("timeout_ms", 600_000)
             if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1000:
                 return _failure("verify: timeout_ms must be an integer of at least 1000")
-            report = self.session.verify(timeout_ms=timeout)
+            report = self.session.verify(timeout_ms=timeout, cancel=cancel)
             data = report.to_dict()
             lines = [f"verification {'passed' if report.passed else 'did not pass'}"]
             lines += [f"  {c.id}: {'ok' if c.passed else 'FAILED'}" for c in report.checks]
@@ -372,13 +367,6 @@ def _key(id: object) -> str:
     import json
 
     return json.dumps(id)
-
-
-def _accepts_cancel(invoke: Callable[..., Any]) -> bool:
-    try:
-        return "cancel" in inspect.signature(invoke).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def serve(
