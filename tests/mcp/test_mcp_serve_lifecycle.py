@@ -265,3 +265,49 @@ def test_only_an_accept_with_approve_true_runs_an_asked_call(served: Served) -> 
     proc.stdin.close()
     assert proc.wait(timeout=30) == 0
     assert served.leftovers() == NOTHING
+
+
+def test_a_turn_completes_through_the_gate_only_once_verified(served: Served) -> None:
+    (served.workspace / "package.json").write_text('{"scripts": {"test": "true"}}\n')
+    proc = start(served)
+    initialize(proc)
+    send(proc, call(1, "write", {"file_path": "src/new.txt", "content": "new\n"}))
+    assert receive(proc)["result"]["structuredContent"]["executed"] is True
+    send(proc, call(2, "complete_turn", {"text": "done"}))
+    early = receive(proc)["result"]
+    assert early["isError"] is True and early["structuredContent"]["completed"] is False
+    send(proc, call(3, "verify", {}))
+    verified = receive(proc)["result"]
+    assert verified["structuredContent"]["passed"] is True, verified
+    send(proc, call(4, "complete_turn", {"text": "done"}))
+    done = receive(proc)["result"]
+    assert done["structuredContent"]["completed"] is True, done
+    send(proc, call(5, "complete_turn", {"origin": "host_direct"}))
+    assert receive(proc)["result"]["isError"] is True  # unknown arguments are refused
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    assert served.leftovers() == NOTHING
+
+
+def test_plan_mode_and_a_tool_the_policy_denies_outright(served: Served) -> None:
+    served.policy.write_text("deny:\n  - download\ndefault_decision: allow\n")
+    proc = subprocess.Popen(
+        [served.command, *served.args, "--mode", "plan"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=served.env,
+    )
+    initialize(proc)
+    send(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    names = {t["name"] for t in receive(proc)["result"]["tools"]}
+    assert "download" not in names and "read" in names
+    send(proc, call(2, "write", {"file_path": "planned.txt", "content": "x"}))
+    refused = receive(proc)["result"]["structuredContent"]
+    assert (refused["decision"], refused["executed"]) == ("deny", False)
+    assert not (served.workspace / "planned.txt").exists()
+    send(proc, call(3, "read", {"file_path": "hello.txt"}))
+    assert "hello from the workspace" in receive(proc)["result"]["content"][0]["text"]
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
