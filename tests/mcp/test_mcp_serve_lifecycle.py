@@ -311,3 +311,19 @@ def test_plan_mode_and_a_tool_the_policy_denies_outright(served: Served) -> None
     assert proc.stdin is not None
     proc.stdin.close()
     assert proc.wait(timeout=30) == 0
+
+
+def test_hostile_output_comes_back_as_valid_json_and_a_flood_is_truncated(
+    served: Served,
+) -> None:
+    proc = start(served)
+    initialize(proc)
+    send(proc, call(1, "bash", {"command": r"printf '\xff\xfe\x01\x1b[31m\xed\xa0\x80 end'"}))
+    result = receive(proc)["result"]  # receive() parsed the whole line as JSON
+    assert "end" in result["content"][0]["text"]
+    send(proc, call(2, "bash", {"command": "head -c 5000000 /dev/zero | tr '\\0' a"}))
+    flood = receive(proc)["result"]["structuredContent"]
+    assert flood["truncated"] is True and flood["exit_code"] == 0
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0

@@ -116,7 +116,11 @@ class Connection:
     # -- writing ------------------------------------------------------------------------
 
     def send(self, message: Mapping[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+        try:
+            data = text.encode() + b"\n"
+        except UnicodeEncodeError:  # a lone surrogate: escaped, the line stays valid UTF-8
+            data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
         with self._write_lock:
             if self.closed.is_set():
                 raise PeerGone("the connection is closed")
