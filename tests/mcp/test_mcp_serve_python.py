@@ -35,7 +35,7 @@ def _text(result) -> str:  # type: ignore[no-untyped-def]
 
 def test_one_session_from_the_python_sdk_client(served: Served) -> None:
     from mcp.client import Client
-    from mcp.client.stdio import StdioServerParameters
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
     from mcp import types
 
@@ -57,37 +57,40 @@ def test_one_session_from_the_python_sdk_client(served: Served) -> None:
 
     async def main() -> None:
         params = StdioServerParameters(command=served.command, args=served.args, env=served.env)
-        async with Client(params, elicitation_callback=on_elicit) as client:
-            tools = {t.name: t for t in (await client.list_tools()).tools}
-            report["tools"] = tools
+        with open(served.tmpdir.parent / "server.err", "w") as errlog:  # a real file: the
+            transport = stdio_client(params, errlog=errlog)  # SDK hands it to the server
+            async with Client(transport, elicitation_callback=on_elicit) as client:
+                await session(client)
 
-            report["bash"] = await client.call_tool(
-                "bash",
-                {"command": "cat /etc/shadow; echo x > /etc/codeward-probe; cat hello.txt"},
-            )
-            report["denied"] = await client.call_tool("read", {"file_path": "secret.txt"})
-            report["accepted"] = await client.call_tool("bash", {"command": "touch asked-yes"})
-            report["declined"] = await client.call_tool("bash", {"command": "touch asked-no"})
+    async def session(client) -> None:  # type: ignore[no-untyped-def]
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        report["tools"] = tools
 
-            async with anyio.create_task_group() as group:
+        report["bash"] = await client.call_tool(
+            "bash",
+            {"command": "cat /etc/shadow; echo x > /etc/codeward-probe; cat hello.txt"},
+        )
+        report["denied"] = await client.call_tool("read", {"file_path": "secret.txt"})
+        report["accepted"] = await client.call_tool("bash", {"command": "touch asked-yes"})
+        report["declined"] = await client.call_tool("bash", {"command": "touch asked-no"})
 
-                async def long_call() -> None:
-                    await client.call_tool(
-                        "bash",
-                        {"command": served.sleep_command},
-                        progress_callback=on_progress,
-                    )
+        async with anyio.create_task_group() as group:
 
-                group.start_soon(long_call)
-                await anyio.to_thread.run_sync(lambda: wait_for(lambda: bool(served.sleeping())))
-                # one progress tick (a second) before cancelling
-                await anyio.to_thread.run_sync(lambda: wait_for(lambda: bool(progress), 10))
-                started = time.monotonic()
-                group.cancel_scope.cancel()
-            report["cancel_s"] = await anyio.to_thread.run_sync(
-                lambda: _gone_after(served, started)
-            )
-            report["after_cancel"] = await client.call_tool("ls", {})
+            async def long_call() -> None:
+                await client.call_tool(
+                    "bash",
+                    {"command": served.sleep_command},
+                    progress_callback=on_progress,
+                )
+
+            group.start_soon(long_call)
+            await anyio.to_thread.run_sync(lambda: wait_for(lambda: bool(served.sleeping())))
+            # one progress tick (a second) before cancelling
+            await anyio.to_thread.run_sync(lambda: wait_for(lambda: bool(progress), 10))
+            started = time.monotonic()
+            group.cancel_scope.cancel()
+        report["cancel_s"] = await anyio.to_thread.run_sync(lambda: _gone_after(served, started))
+        report["after_cancel"] = await client.call_tool("ls", {})
 
     anyio.run(main)
     tools = report["tools"]
@@ -147,12 +150,13 @@ def _gone_after(served: Served, started: float) -> float:
 
 def test_without_elicitation_an_ask_fails_closed_and_says_how_to_allow(served: Served) -> None:
     from mcp.client import Client
-    from mcp.client.stdio import StdioServerParameters
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async def main():  # type: ignore[no-untyped-def]
         params = StdioServerParameters(command=served.command, args=served.args, env=served.env)
-        async with Client(params) as client:
-            return await client.call_tool("bash", {"command": "touch asked-here"})
+        with open(served.tmpdir.parent / "server.err", "w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                return await client.call_tool("bash", {"command": "touch asked-here"})
 
     result = anyio.run(main)
     data = _structured(result)
