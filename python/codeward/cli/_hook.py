@@ -40,7 +40,7 @@ def register(commands: _Commands) -> None:
     cc = sub.add_parser(
         "claude-code",
         help="Claude Code's PreToolUse and PermissionRequest hooks",
-        description=(
+        description=_wrap(
             "Read one Claude Code hook input (PreToolUse or PermissionRequest) on stdin, map "
             "the tool call to codeward's tool (Bash to bash, Read to read, Write to write, "
             "Edit, MultiEdit and NotebookEdit to edit, Glob and Grep to search, WebFetch and "
@@ -108,3 +108,10 @@ def _decide(payload: dict[str, Any], args: argparse.Namespace) -> Any:
         mode=args.mode,
         sandbox_bash=args.sandbox_bash,
     )
+
+
+def _wrap(text: str) -> str:
+    """The description as argparse's raw formatter shows it: wrapped by hand."""
+    import textwrap
+
+    return textwrap.fill(text, width=78)

@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "serve",
         help="serve a session's tools (bash, read, write ...) to an MCP client over stdio",
-        description=(
+        description=_wrap(
             "Serve the tools of one codeward session over DIR to an MCP client on stdin and "
             "stdout: bash, read, write, edit, patch, search, ls, git, download, verify and "
             "complete_turn. Every call is decided and run by the kernel (guardrails, mode, "
@@ -69,3 +69,10 @@ def run(args: argparse.Namespace) -> int:
         mode=args.mode,
         confirm_timeout_ms=args.confirm_timeout_ms,
     )
+
+
+def _wrap(text: str) -> str:
+    """The description as argparse's raw formatter shows it: wrapped by hand."""
+    import textwrap
+
+    return textwrap.fill(text, width=78)
