@@ -1,9 +1,10 @@
 """The field names the hook reads and writes, against the Claude Agent SDK's published types.
 
-The SDK (`npm install @anthropic-ai/claude-agent-sdk`) is not a test dependency:
-with the Claude Code binary it bundles it is about 480 MB. Point
-CODEWARD_CLAUDE_AGENT_SDK at an installed copy (the directory holding sdk.d.ts)
-to run this check; without it the test is skipped, saying so.
+The SDK's types come from tests/agenthooks/sdk (pinned in its package-lock.json),
+installed by the nox `tests` session with ``npm ci --omit=optional``: the package
+is a 1.6 MB tarball, its optional dependencies the ~480 MB Claude Code binaries
+this check does not need. CODEWARD_CLAUDE_AGENT_SDK may point at another
+installed copy (the directory holding sdk.d.ts), e.g. a newer SDK to check against.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-SDK = os.environ.get("CODEWARD_CLAUDE_AGENT_SDK")
+SDK_PROJECT = Path(__file__).parent / "sdk"
+SDK = Path(
+    os.environ.get("CODEWARD_CLAUDE_AGENT_SDK")
+    or SDK_PROJECT / "node_modules" / "@anthropic-ai" / "claude-agent-sdk"
+)
 
 # type name in sdk.d.ts -> the fields the hook relies on
 HOOK_TYPES = {
@@ -63,13 +68,14 @@ def _fields(block: str) -> set[str]:
     return set(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\??:", block, re.MULTILINE))
 
 
-@pytest.mark.skipif(
-    not SDK,
-    reason="the Claude Agent SDK is not a test dependency (about 480 MB with its bundled "
-    "binary): set CODEWARD_CLAUDE_AGENT_SDK to its installed directory to check the names",
-)
 def test_the_hook_uses_the_names_the_sdk_publishes() -> None:
-    root = Path(str(SDK))
+    root = SDK
+    if not (root / "sdk.d.ts").is_file():
+        pytest.fail(
+            f"the Claude Agent SDK's types are not installed at {root}: run "
+            f"`npm ci --omit=optional --ignore-scripts` in {SDK_PROJECT} (the nox tests "
+            "session does)"
+        )
     sdk = (root / "sdk.d.ts").read_text()
     for name, fields in HOOK_TYPES.items():
         found = _fields(_block(sdk, f"export declare type {name} ="))
@@ -79,3 +85,65 @@ def test_the_hook_uses_the_names_the_sdk_publishes() -> None:
     for name, fields in TOOL_INPUTS.items():
         found = _fields(_block(tools, f"export interface {name} "))
         assert set(fields) <= found, (name, sorted(set(fields) - found))
+
+
+def _emitted_keys(output: object, path: str = "") -> set[str]:
+    """Every object key in the hook's answer, as dotted paths (``hookSpecificOutput.decision``)."""
+    keys: set[str] = set()
+    if isinstance(output, dict):
+        for key, value in output.items():
+            keys.add(f"{path}{key}")
+            if key != "updatedInput":  # the tool's own input (BashInput's fields, checked above)
+                keys |= _emitted_keys(value, f"{path}{key}.")
+    return keys
+
+
+def test_every_key_the_hook_answers_with_is_declared_by_the_sdk(tmp_path: Path) -> None:
+    """What the hook really prints for each fixture, not a list kept by hand, against the SDK."""
+    import json
+    import subprocess
+    import sys
+
+    root = SDK
+    if not (root / "sdk.d.ts").is_file():
+        pytest.fail(f"the Claude Agent SDK's types are not installed at {root} (see above)")
+    sdk = (root / "sdk.d.ts").read_text()
+    declared = {
+        "": _fields(_block(sdk, "export declare type SyncHookJSONOutput =")),
+        "PreToolUse": _fields(_block(sdk, "export declare type PreToolUseHookSpecificOutput =")),
+        "PermissionRequest": _fields(
+            _block(sdk, "export declare type PermissionRequestHookSpecificOutput =")
+        ),
+    }
+    ws = tmp_path / "app"
+    ws.mkdir()
+    fixtures = sorted((Path(__file__).parent / "claude_code").glob("*.json"))
+    assert fixtures
+    for fixture in fixtures:
+        payload = fixture.read_text().replace("${WS}", str(ws))
+        for extra in ([], ["--sandbox-bash"]):
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "codeward",
+                    "hook",
+                    "claude-code",
+                    "--workspace",
+                    str(ws),
+                    *extra,
+                ],
+                input=payload.encode(),
+                capture_output=True,
+                timeout=60,
+            )
+            answer = json.loads(done.stdout)
+            event = json.loads(payload)["hook_event_name"]
+            for key in _emitted_keys(answer):
+                head, _, rest = key.partition(".")
+                if not rest:
+                    assert head in declared[""], (fixture.name, key)
+                elif head == "hookSpecificOutput" and "." not in rest:
+                    assert rest in declared[event], (fixture.name, key)
+                else:
+                    assert rest.split(".")[-1] in declared[event], (fixture.name, key)
