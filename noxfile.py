@@ -22,6 +22,7 @@ PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 CONSTRAINTS = str(ROOT / "ci" / "constraints.txt")
 TEST_DEPS = ["-c", CONSTRAINTS, "pytest", "hypothesis", "cryptography", "mcp"]
 MCP_NPM = ROOT / "tests" / "mcp"  # the npm MCP servers the tests run (package-lock.json)
+CLAUDE_SDK_NPM = ROOT / "tests" / "agenthooks" / "sdk"  # the Claude Agent SDK's types
 CODEX_NPM = ROOT / "bench" / "scale"  # the Codex CLI bench/scale measures against
 
 
@@ -49,18 +50,27 @@ def native(session: nox.Session) -> None:
     session.run("make", "-C", "native", "test", "test-sanitize", external=True)
 
 
-def _npm_servers(session: nox.Session) -> None:
-    """npm ci in tests/mcp, unless node_modules already matches package-lock.json."""
+def _npm_ci(session: nox.Session, project: Path, *flags: str) -> None:
+    """npm ci in `project`, unless its node_modules already matches its package-lock.json."""
     import hashlib
 
-    lock = hashlib.sha256((MCP_NPM / "package-lock.json").read_bytes()).hexdigest()
-    stamp = MCP_NPM / "node_modules" / ".codeward-lock"
+    lock = hashlib.sha256((project / "package-lock.json").read_bytes()).hexdigest()
+    stamp = project / "node_modules" / ".codeward-lock"
     if stamp.is_file() and stamp.read_text() == lock:
         return
     _require(session, "npm")
-    with session.chdir(MCP_NPM):
-        session.run("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts", external=True)
+    with session.chdir(project):
+        session.run(
+            "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts", *flags, external=True
+        )
     stamp.write_text(lock)
+
+
+def _npm_servers(session: nox.Session) -> None:
+    """The npm projects the tests use: MCP servers and clients, the Claude Agent SDK's types."""
+    _npm_ci(session, MCP_NPM)
+    # the SDK's types only: its optional dependencies are ~480 MB of platform binaries
+    _npm_ci(session, CLAUDE_SDK_NPM, "--omit=optional")
 
 
 @nox.session(python=PYTHON)

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """MCP benchmark: tools/call round trips through codeward's client and through the SDK's own.
 
+(Then bench/mcp/serve.py: codeward as the server, a `true` against session.invoke.)
+
     python bench/mcp/run.py [--quick] [--calls N] [--json OUT]
 
 One server written with the official Python SDK (tests/mcp/servers/sdk_server.py)
@@ -220,6 +222,9 @@ def main() -> int:
                 }
             )
         )
+    # the other direction: codeward as the server (bench/mcp/serve.py)
+    serve = [sys.executable, str(Path(__file__).with_name("serve.py"))]
+    subprocess.run(serve + (["--quick"] if args.quick else []), check=False)
     return 0
 
 

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "process_internal.h"
 
 #if defined(__linux__)
 
@@ -35,6 +36,8 @@ static uint64_t probe_namespaces(void) {
     if (pid < 0)
         return 0;
     if (pid == 0) {
+        /* holds no other thread's descriptor while it runs */
+        a3s_close_fds_except(NULL, 0, NULL, 0, true, 3);
         int bits = 0;
         if (unshare(CLONE_NEWUSER) == 0) {
             bits |= CHILD_USERNS;

@@ -110,9 +110,19 @@ void a3s_exec_plan_limits(struct a3s_exec_plan *p, bool portable);
  * Returns the pid, or -1 with errno set. */
 pid_t a3s_spawn_shared(int (*fn)(void *), void *arg);
 
+/* In a child between fork and exec (async-signal-safe): closes every fd
+ * >= 3 but those in a[0..na) and b[0..nb), with close_range over the gaps
+ * (try_close_range), else by /proc/self/fd, else one by one below
+ * brute_limit. Closed, not marked close-on-exec: a child of a threaded host
+ * that waits before its exec (or never execs) must not hold the pipes of
+ * the host's other threads open. Always 0. */
+int a3s_close_fds_except(const int *a, size_t na, const int *b, size_t nb, bool try_close_range,
+                         int brute_limit);
+
 /* Starts p's child (a3s_spawn_shared); the child makes only
  * async-signal-safe calls: default dispositions, setsid, dup2 of in,
- * out and err, every other fd >= 3 but keep close-on-exec, chdir, an empty
+ * out and err, every other fd >= 3 but keep (and what the child itself
+ * needs until execve) closed, chdir, an empty
  * signal mask, execve. Returns the pid, or -1 with errno set. */
 pid_t a3s_exec_fork(const struct a3s_exec_plan *p);
 

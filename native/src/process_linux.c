@@ -54,8 +54,31 @@ struct linux_dirent64_head {
     unsigned char d_type;
 };
 
-/* Marks every fd >= 3 listed in /proc/self/fd close-on-exec. */
-static bool cloexec_from_proc(void) {
+/* Whether fd is one of the kept ones. */
+static bool kept(int fd, const int *a, size_t na, const int *b, size_t nb) {
+    for (size_t i = 0; i < na; i++)
+        if (a[i] == fd)
+            return true;
+    for (size_t i = 0; i < nb; i++)
+        if (b[i] == fd)
+            return true;
+    return false;
+}
+
+/* The smallest kept fd >= lo, or -1. */
+static int next_kept(int lo, const int *a, size_t na, const int *b, size_t nb) {
+    int best = -1;
+    for (size_t i = 0; i < na + nb; i++) {
+        int fd = i < na ? a[i] : b[i - na];
+        if (fd >= lo && (best < 0 || fd < best))
+            best = fd;
+    }
+    return best;
+}
+
+/* Closes every fd >= 3 listed in /proc/self/fd but the kept ones (the
+ * listing goes by fd number, so closing while reading it is safe). */
+static bool close_from_proc(const int *a, size_t na, const int *b, size_t nb) {
     int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0)
         return false;
@@ -83,26 +106,54 @@ static bool cloexec_from_proc(void) {
                 }
                 fd = fd * 10 + (*c - '0');
             }
-            if (digits && fd >= 3 && fd != dir)
-                fcntl(fd, F_SETFD, FD_CLOEXEC);
+            if (digits && fd >= 3 && fd != dir && !kept(fd, a, na, b, nb))
+                close(fd);
         }
     }
     close(dir);
     return true;
 }
 
-/* Every fd >= 3 becomes close-on-exec; then the kept ones lose the flag. */
-static int child_fds(const struct a3s_exec_plan *p) {
+int a3s_close_fds_except(const int *a, size_t na, const int *b, size_t nb, bool try_close_range,
+                         int brute_limit) {
     bool done = false;
 #ifdef SYS_close_range
-    if (p->try_close_range)
-        done = syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0;
+    if (try_close_range) {
+        done = true;
+        for (int lo = 3; done;) {
+            int k = next_kept(lo, a, na, b, nb);
+            unsigned hi = k < 0 ? ~0u : (unsigned)k - 1u;
+            if ((k < 0 || k > lo) && syscall(SYS_close_range, (unsigned)lo, hi, 0u) < 0)
+                done = false;
+            if (k < 0 || k == INT_MAX)
+                break;
+            lo = k + 1;
+        }
+    }
 #endif
     if (!done)
-        done = cloexec_from_proc();
+        done = close_from_proc(a, na, b, nb);
     if (!done)
-        for (int fd = 3; fd < p->brute_limit; fd++)
-            fcntl(fd, F_SETFD, FD_CLOEXEC);
+        for (int fd = 3; fd < brute_limit; fd++)
+            if (!kept(fd, a, na, b, nb))
+                close(fd);
+    return 0;
+}
+
+/* Every fd >= 3 but the kept ones, the report pipe, the image to run and
+ * the cgroup files to join is closed now, not at exec: until its execve
+ * this child must hold no descriptor of another thread's (a pipe it holds
+ * open is a pipe whose reader never sees its end). The kept ones lose
+ * close-on-exec. */
+static int child_fds(const struct a3s_exec_plan *p) {
+    int own[2 + A3S_CGROUP_MAX_DIRS];
+    size_t nown = 0;
+    own[nown++] = p->report_w;
+    if (p->by_fd)
+        own[nown++] = p->exec_fd;
+    for (size_t i = 0; p->cgroup && i < p->cgroup->ndirs; i++)
+        own[nown++] = p->cgroup->procs_fd[i];
+    a3s_close_fds_except(p->keep, p->nkeep, own, nown, p->try_close_range, p->brute_limit);
     for (size_t i = 0; i < p->nkeep; i++)
         if (fcntl(p->keep[i], F_SETFD, 0) < 0)
             return -1;

@@ -862,6 +862,27 @@ static void remove_placeholder(const a3s_sandbox *sb, const char *tagged) {
         rmdir(path); /* fails, as it should, unless still empty */
 }
 
+/* A placeholder a dead run was about to make ("?path" in its journal) and
+ * never recorded: removed only if no later line records it (that one
+ * decides) and it is what only a placeholder looks like, an empty
+ * read-only directory of ours (rmdir fails on anything in it). */
+static void remove_intended(const a3s_sandbox *sb, const char *path, const char *rest) {
+    if (!is_placeholder_path(sb, path))
+        return;
+    for (const char *r = rest; r && *r;) {
+        const char *end = strchr(r, '\n');
+        size_t len = end ? (size_t)(end - r) : strlen(r), plen = strlen(path);
+        if (r[0] != '?' && len > plen && r[len - plen - 1] == ':' &&
+            !strncmp(r + len - plen, path, plen))
+            return;
+        r = end ? end + 1 : r + len;
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+        (st.st_mode & 07777) == 0555)
+        rmdir(path);
+}
+
 /* Runs over one workspace share a lock: a run holds it shared while it
  * runs, and removes placeholders only if it can take it exclusively, i.e.
  * when no other run still relies on them (removing a mount point detaches
@@ -973,7 +994,10 @@ static void recover_journals(a3s_sandbox *sb, int lock_fd) {
             char *end = strchr(line, '\n');
             if (end)
                 *end = '\0';
-            remove_placeholder(sb, line);
+            if (line[0] == '?')
+                remove_intended(sb, line + 1, end ? end + 1 : NULL);
+            else
+                remove_placeholder(sb, line);
             line = end ? end + 1 : line + strlen(line);
         }
         unlinkat(dirfd(d), e->d_name, 0);
@@ -1411,6 +1435,13 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                         push3(binds, "--ro-bind", path, path);
                     bound |= 1ull << i;
                     continue;
+                }
+                /* journaled before it exists: a caller killed between the mkdir
+                 * and the line naming the new directory leaves an intent the next
+                 * run can act on (remove_intended) */
+                if (p->journal_fd < 0)
+                    p->journal_fd = open_journal(sb, p->journal, sizeof p->journal);
+                if (p->journal_fd >= 0 && dprintf(p->journal_fd, "?%s\n", path) < 0) {
                 }
                 /* a read-only placeholder for the run (docs/security.md: always an
                  * empty directory, which git never lists or stages) */

@@ -67,15 +67,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#  define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
 
 #define START_TIMEOUT_MS 30000 /* bubblewrap and the init to READY */
 #define MSG_TIMEOUT_MS 5000    /* between the packets of one message; room to send */
@@ -102,7 +99,15 @@ struct a3s_session {
  * only async-signal-safe calls. It prepares the process state bubblewrap
  * inherits, starts it with a raw clone (no atfork handlers), reports its
  * pid and waits until the caller has a pidfd on it: until then the pid
- * cannot be reused, since it is our unreaped child at worst. */
+ * cannot be reused, since it is our unreaped child at worst.
+ *
+ * It never execs, so close-on-exec protects nothing here: it closes every
+ * descriptor but its own and the sandbox's at once. Another thread's start
+ * forks an intermediate of its own at any moment; were each to hold the
+ * other's pipes, each would wait for an end of file the other prevents.
+ * It dies with the caller's thread that forked it (a parent-death signal:
+ * that thread waits in spawn() until this process is reaped) and, should
+ * that race the caller's death, with the end of the go pipe. */
 /* the control socket, the lifeline, the caller's pidfd, two bind fds, the init image's read fd,
  * an embedded init's fd */
 #define MAX_KEEP 7
@@ -110,8 +115,18 @@ struct a3s_session {
  * could not be started in the sandbox's cgroup (see a3s_sandbox_cgroup). */
 #define REPORT_JOIN_FAILED (-65536)
 
-static _Noreturn void intermediate(char *const *argv, int devnull, int out, const int *keep,
-                                   size_t nkeep, const struct a3s_cgroup *cg, int report, int go) {
+struct intermediate_plan {
+    char *const *argv;
+    int devnull, out; /* become 0, and 1 and 2 */
+    const int *keep;  /* for bubblewrap and the init */
+    size_t nkeep;
+    const struct a3s_cgroup *cg;
+    int report, go;  /* the pid (or -errno) goes out; the caller's word comes in */
+    pid_t parent;    /* the caller */
+    int brute_limit; /* a3s_close_fds_except's last resort */
+};
+
+static _Noreturn void intermediate(const struct intermediate_plan *ip) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -119,21 +134,26 @@ static _Noreturn void intermediate(char *const *argv, int devnull, int out, cons
         if (s != SIGKILL && s != SIGSTOP)
             sigaction(s, &dfl, NULL);
     int32_t msg = -1;
-    if (setsid() < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
-        chdir("/") < 0)
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != ip->parent)
+        _exit(1); /* the caller is gone already */
+    if (setsid() < 0 || dup2(ip->devnull, 0) < 0 || dup2(ip->out, 1) < 0 ||
+        dup2(ip->out, 2) < 0 || chdir("/") < 0)
         goto fail;
-    /* everything but stdio and the fds for the init and bubblewrap is closed at exec */
-    if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0) {
-        for (int fd = 3; fd < 65536; fd++)
-            fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-    for (size_t i = 0; i < nkeep; i++)
-        if (fcntl(keep[i], F_SETFD, 0) < 0)
+    int own[2 + A3S_CGROUP_MAX_DIRS];
+    size_t nown = 0;
+    own[nown++] = ip->report;
+    own[nown++] = ip->go;
+    for (size_t i = 0; i < ip->cg->ndirs; i++)
+        own[nown++] = ip->cg->procs_fd[i];
+    a3s_close_fds_except(ip->keep, ip->nkeep, own, nown, true, ip->brute_limit);
+    /* bubblewrap inherits the kept ones; ours are close-on-exec from birth */
+    for (size_t i = 0; i < ip->nkeep; i++)
+        if (fcntl(ip->keep[i], F_SETFD, 0) < 0)
             goto fail;
-    int joined = a3s_cgroup_join(cg); /* bubblewrap and the whole sandbox start in it */
+    int joined = a3s_cgroup_join(ip->cg); /* bubblewrap and the whole sandbox start in it */
     if (joined < 0) {
         msg = REPORT_JOIN_FAILED + joined;
-        if (write(report, &msg, sizeof msg) < 0) {
+        if (write(ip->report, &msg, sizeof msg) < 0) {
         }
         _exit(1);
     }
@@ -143,30 +163,59 @@ static _Noreturn void intermediate(char *const *argv, int devnull, int out, cons
     char *const empty_env[] = {NULL};
     long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
     if (pid == 0) {
-        execve(argv[0], argv, empty_env);
+        execve(ip->argv[0], ip->argv, empty_env);
         _exit(127);
     }
     if (pid < 0)
         goto fail;
     msg = (int32_t)pid;
-    if (write(report, &msg, sizeof msg) == (ssize_t)sizeof msg) {
+    if (write(ip->report, &msg, sizeof msg) == (ssize_t)sizeof msg) {
         char c;
-        while (read(go, &c, 1) < 0 && errno == EINTR) {
+        while (read(ip->go, &c, 1) < 0 && errno == EINTR) {
         }
         _exit(0);
     }
 fail:
     msg = -errno;
-    if (write(report, &msg, sizeof msg) < 0) {
+    if (write(ip->report, &msg, sizeof msg) < 0) {
     }
     _exit(1);
 }
 
+/* Waits for the intermediate's report until `by` (or a cancel on one of
+ * the two fds, -1: none). The bytes read, or -ETIMEDOUT / -ECANCELED. */
+static ssize_t read_report(int fd, int32_t *msg, uint64_t by, int cancel_fd, int wake_fd) {
+    for (;;) {
+        struct pollfd p[3] = {{.fd = fd, .events = POLLIN},
+                              {.fd = cancel_fd, .events = POLLIN},
+                              {.fd = wake_fd, .events = POLLIN}};
+        int n = poll(p, 3, a3s_ms_until(a3s_now_ns(), by));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (p[0].revents) {
+            ssize_t r;
+            do
+                r = read(fd, msg, sizeof *msg);
+            while (r < 0 && errno == EINTR);
+            return r < 0 ? 0 : r;
+        }
+        if (n == 0)
+            return -ETIMEDOUT;
+        return -ECANCELED;
+    }
+}
+
 /* Starts argv[0] detached; s->pid and s->pidfd on success. 1 when this
  * kernel has no pidfd_open (the caller then runs one-shot). *join_refused:
- * it failed because bubblewrap could not be started in the cgroup. */
+ * it failed because bubblewrap could not be started in the cgroup. The
+ * wait is bounded by `by` and the cancel fds: then A3S_E_SYSTEM with
+ * ETIMEDOUT or ECANCELED, and the intermediate is killed (bubblewrap, if
+ * it got that far, ends with the lifeline its caller closes). */
 static int spawn(struct a3s_session *s, char *const *argv, const int *keep, size_t nkeep,
-                 int out, bool *join_refused, a3s_error *err) {
+                 int out, uint64_t by, int cancel_fd, int wake_fd, bool *join_refused,
+                 a3s_error *err) {
     int report[2] = {-1, -1}, go[2] = {-1, -1};
     int devnull = a3s_fd_above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
     if (devnull < 0 || a3s_pipe_above_stdio(report, 0) < 0 || a3s_pipe_above_stdio(go, 0) < 0) {
@@ -176,15 +225,18 @@ static int spawn(struct a3s_session *s, char *const *argv, const int *keep, size
         a3s_close_fd(&report[1]);
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot start the sandbox: %s", strerror(e));
     }
+    struct intermediate_plan ip = {.argv = argv, .devnull = devnull, .out = out, .keep = keep,
+                                   .nkeep = nkeep, .cg = &s->cg, .report = report[1],
+                                   .go = go[0], .parent = getpid()};
+    struct a3s_exec_plan limits = {0};
+    a3s_exec_plan_limits(&limits, false);
+    ip.brute_limit = limits.brute_limit;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pid_t mid = fork();
-    if (mid == 0) {
-        close(report[0]);
-        close(go[1]);
-        intermediate(argv, devnull, out, keep, nkeep, &s->cg, report[1], go[0]);
-    }
+    if (mid == 0)
+        intermediate(&ip);
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(devnull);
@@ -196,13 +248,14 @@ static int spawn(struct a3s_session *s, char *const *argv, const int *keep, size
         return a3s_fail(err, A3S_E_SYSTEM, e, 0, "fork: %s", strerror(e));
     }
     int32_t msg = 0;
-    ssize_t n;
-    do
-        n = read(report[0], &msg, sizeof msg);
-    while (n < 0 && errno == EINTR);
+    ssize_t n = read_report(report[0], &msg, by, cancel_fd, wake_fd);
     close(report[0]);
     int rc = A3S_OK;
-    if (n == (ssize_t)sizeof msg && msg <= REPORT_JOIN_FAILED) {
+    if (n == -ETIMEDOUT || n == -ECANCELED) {
+        e = (int)-n;
+        rc = a3s_fail(err, A3S_E_SYSTEM, e, 0, "the sandbox's start %s",
+                      e == ETIMEDOUT ? "took the command's time" : "was cancelled");
+    } else if (n == (ssize_t)sizeof msg && msg <= REPORT_JOIN_FAILED) {
         e = REPORT_JOIN_FAILED - msg;
         *join_refused = true;
         rc = a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot move %s into its cgroup: %s", argv[0],
@@ -220,7 +273,11 @@ static int spawn(struct a3s_session *s, char *const *argv, const int *keep, size
             rc = 1;
         }
     }
-    close(go[1]); /* the intermediate exits */
+    /* The intermediate has done its part (or failed, or is too late): it
+     * goes now. It is our unreaped child, so the signal reaches it and the
+     * wait is bounded whatever state it is in. */
+    close(go[1]);
+    kill(mid, SIGKILL);
     int st;
     while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {
     }
@@ -472,7 +529,12 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
                 keep[nkeep++] = s->plan.bind_fds[i];
         if (sb->init_fd >= 0) /* bubblewrap binds an embedded init from it */
             keep[nkeep++] = sb->init_fd;
-        rc = spawn(s, s->plan.argv.items, keep, nkeep, out[1], &join_refused, &perr);
+        uint64_t by = a3s_after_ms(a3s_now_ns(), START_TIMEOUT_MS);
+        if (deadline && deadline < by)
+            by = deadline;
+        rc = spawn(s, s->plan.argv.items, keep, nkeep, out[1], by,
+                   (o->flags & A3S_EXEC_CANCEL_FD) ? o->cancel_fd : -1, sb->wake[0],
+                   &join_refused, &perr);
         /* bubblewrap has them now (it binds from /proc/self/fd and the init
          * marks them close-on-exec): the sandbox must not hold the host's
          * open directories */
@@ -496,12 +558,13 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
                 *err = perr;
             return rc;
         }
+        /* planning, or the start, took the command's time or was cancelled */
+        bool stopped = perr.code == A3S_E_SYSTEM &&
+                       (perr.sys_errno == ETIMEDOUT || perr.sys_errno == ECANCELED);
         f->flags = A3S_RESULT_SETUP_FAILED;
-        if (!planned && perr.code == A3S_E_SYSTEM && perr.sys_errno == ETIMEDOUT)
-            f->flags = A3S_RESULT_TIMED_OUT; /* planning took the command's time */
-        else if (!planned && perr.code == A3S_E_SYSTEM && perr.sys_errno == ECANCELED)
-            f->flags = A3S_RESULT_CANCELLED;
-        f->fallback = planned;
+        if (stopped)
+            f->flags = perr.sys_errno == ETIMEDOUT ? A3S_RESULT_TIMED_OUT : A3S_RESULT_CANCELLED;
+        f->fallback = planned && !stopped;
         snprintf(f->message, sizeof f->message, "%s", perr.message);
         return A3S_OK;
     }

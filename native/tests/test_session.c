@@ -440,6 +440,43 @@ static void test_policy_and_grant(bool reuse) {
     a3s_sandbox_free(sb);
 }
 
+/* Threads starting long-lived sandboxes at once (issue 26): each start's
+ * intermediate child used to hold the other starts' pipes and wait for an end
+ * of file they prevented, forever. A deadlock here ends in SIGALRM. */
+#define START_THREADS 6
+#define START_ROUNDS 4
+
+static void *start_use_free(void *arg) {
+    struct job *j = arg;
+    char ws[PATH_MAX + 16], cmd[64];
+    snprintf(ws, sizeof ws, "%.*s/starts-%d", PATH_MAX - 16, workspace, j->n);
+    CHECK(mkdir(ws, 0700) == 0, "mkdir %s", ws);
+    for (int r = 0; r < START_ROUNDS; r++) {
+        a3s_sandbox *sb = new_sandbox(ws);
+        snprintf(cmd, sizeof cmd, "echo %d-%d", j->n, r);
+        struct run run = exec_cmd(sb, cmd, 30000, 0, NULL, 0, -1);
+        char want[64];
+        snprintf(want, sizeof want, "%d-%d\n", j->n, r);
+        CHECK(run.rc == A3S_OK && !strcmp(run.out, want), "start %d round %d: %s (%s)", j->n, r,
+              run.out, run.setup_error);
+        a3s_sandbox_free(sb);
+    }
+    return NULL;
+}
+
+static void test_concurrent_starts(void) {
+    struct job jobs[START_THREADS];
+    pthread_t t[START_THREADS];
+    alarm(240); /* seconds of work at most; a deadlock is forever */
+    for (int i = 0; i < START_THREADS; i++) {
+        jobs[i] = (struct job){.n = i};
+        pthread_create(&t[i], NULL, start_use_free, &jobs[i]);
+    }
+    for (int i = 0; i < START_THREADS; i++)
+        pthread_join(t[i], NULL);
+    alarm(0);
+}
+
 int main(void) {
     static const char *const candidates[] = {"/usr/bin/bwrap", "/bin/bwrap"};
     for (size_t i = 0; i < 2 && !bwrap; i++)
@@ -454,6 +491,7 @@ int main(void) {
     CHECK(mkdtemp(tmpl) != NULL, "mkdtemp");
     snprintf(workspace, sizeof workspace, "%s", tmpl);
     test_commands();
+    test_concurrent_starts();
     test_refusal();
     test_config_versions();
     test_idle_stop();

@@ -22,7 +22,8 @@ COMMANDS = {
     "exec": ("_exec", "run a command inside the sandbox"),
     "policy": ("_policy", "check a call against a policy, or lint a policy"),
     "replay": ("_replay", "replay a transcript of model tool calls through the kernel"),
-    "mcp": ("_mcp", "list the tools of MCP servers and how the kernel decides them"),
+    "mcp": ("_mcp", "list MCP servers' tools, or serve a session's tools over MCP"),
+    "hook": ("_hook", "decide a Claude Code hook's tool call with the kernel"),
 }
 
 DESCRIPTION = """\

@@ -17,7 +17,10 @@ MODES = ("default", "plan", "auto")
 def register(commands: _Commands) -> None:
     p = commands.add_parser(
         "mcp",
-        description="Inspect MCP stdio servers configured in a .mcp.json file.",
+        description=(
+            "Inspect MCP stdio servers configured in a .mcp.json file, or serve a session's "
+            "tools to an MCP client."
+        ),
     )
     sub = p.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", parser_class=type(p))
     sub.required = True
@@ -51,6 +54,9 @@ def register(commands: _Commands) -> None:
     ls.add_argument("--policy", metavar="FILE", help="a permission policy (YAML or JSON)")
     ls.add_argument("--json", action="store_true", help="print one JSON array")
     ls.set_defaults(run=run_list)
+    from ._serve import register as register_serve
+
+    register_serve(sub)
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ id, or the timeout (which rejects unless the host explicitly chose
 ``timeout_action="auto_approve"``). See docs/confirmations-and-hooks.md.
 """
 
+from ._elicit import ElicitationProvider
 from ._errors import ConfirmationPolicyError, ConfirmationRequestError
 from ._manager import (
     ConfirmationManager,
@@ -33,6 +34,7 @@ __all__ = [
     "ConfirmationProvider",
     "ConfirmationRequest",
     "ConfirmationRequestError",
+    "ElicitationProvider",
     "Risk",
     "StaticProvider",
     "TerminalConfirmationProvider",

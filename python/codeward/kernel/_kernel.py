@@ -42,6 +42,7 @@ from ..policy._decision import strictest
 from ..sandbox import BashSandbox, UnavailableBashSandbox
 from ..tools import (
     ArgumentError,
+    CancelToken,
     ErrorKind,
     MutationRecorder,
     Tool,
@@ -97,6 +98,7 @@ class _Call:
     network_grant: Mapping[str, Any] | None = None  # the request_network_grant as asked
     grant: NetworkGrant | None = None  # ... pinned to the sandbox policy the approver is shown
     caller: object | None = None  # the session that made the call
+    cancel: CancelToken | None = None  # set: the running tool stops and the call says so
     resolution: Resolution | None = None  # set by stage 1: what every later stage decides on
 
     def note(self, stage: str, verdict: str, reason: str) -> None:
@@ -159,14 +161,20 @@ class InvocationKernel:
         *,
         skill: str | None = None,
         caller: object | None = None,
+        cancel: CancelToken | None = None,
     ) -> InvocationOutcome:
         """Runs ``call`` through every stage; never raises for anything the call itself causes.
 
         ``caller`` is the session making the call; a launch tool (``task``)
-        starts its delegated run from it.
+        starts its delegated run from it. ``cancel`` (anything with
+        ``is_set()``, such as a threading.Event) reaches the running tool:
+        bash, download, the git tool, MCP calls and verification checks stop
+        once it is set (a command's whole process tree is killed), and the
+        outcome says ``cancelled``.
         """
         state = _Call(call, origin, tuple(scopes), skill, self.registry.get(call.name), call.args)
         state.caller = caller
+        state.cancel = cancel
         try:
             self._admit(state)
             decision = self._decide(state)
@@ -562,6 +570,7 @@ class InvocationKernel:
             workspace=self.workspace.pinned(pins) if pins else self.workspace,
             sandbox=self.sandbox,
             recorder=self.recorder,
+            cancel=s.cancel,
             escalated=s.escalated,
             host_sandbox_factory=self.host_sandbox_factory,
             caller=s.caller,
@@ -630,7 +639,8 @@ class InvocationKernel:
 
     def _finish(self, s: _Call, result: ToolResult) -> ToolResult:
         """Notes the execution and runs the post_tool_use or on_error hooks."""
-        s.note("execution", "ok" if result.success else "error", _result_reason(result))
+        verdict = "ok" if result.success else "cancelled" if result.cancelled else "error"
+        s.note("execution", verdict, _result_reason(result))
         event = HookEvent.POST_TOOL_USE if result.success else HookEvent.ON_ERROR
         context = self._hook_context(
             s, event, result=result, error=None if result.success else result.output
@@ -717,6 +727,7 @@ class InvocationKernel:
             reason=reason,
             trace=tuple(s.trace),
             error_kind=kind if result is None else result.error_kind,
+            cancelled=result is not None and result.cancelled,
         )
 
 

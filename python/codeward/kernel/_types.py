@@ -89,6 +89,8 @@ class InvocationOutcome:
     was requested); ``approved`` is the answer to that ask (None when nothing
     was asked); ``executed`` says whether the tool ran, and then ``result``
     holds its ToolResult. ``trace`` lists every stage that ran, in order.
+    ``cancelled`` says the call's cancel token stopped it (its trace's
+    execution stage says ``cancelled``).
     """
 
     call_id: str
@@ -101,6 +103,7 @@ class InvocationOutcome:
     reason: str
     trace: tuple[TraceEntry, ...]
     error_kind: ErrorKind | None = None
+    cancelled: bool = False
 
     @property
     def allowed(self) -> bool:
@@ -120,6 +123,7 @@ class InvocationOutcome:
             "executed": self.executed,
             "reason": self.reason,
             "error_kind": None if self.error_kind is None else self.error_kind.value,
+            "cancelled": self.cancelled,
             "result": None if self.result is None else self.result.to_dict(),
             "trace": [t.to_dict() for t in self.trace],
         }

@@ -23,7 +23,7 @@ from ._config import McpServerConfig
 from ._errors import McpError, McpProtocolError, McpStartError
 from ._process import SandboxSpec, spawn
 from ._text import cap_text, one_line, untrusted
-from ._transport import StdioTransport
+from ._transport import CancelToken, StdioTransport
 
 __all__ = ["PROTOCOL_VERSIONS", "McpCallResult", "McpClient", "McpToolInfo"]
 
@@ -230,13 +230,16 @@ class McpClient:
         arguments: Mapping[str, Any] | None = None,
         *,
         timeout_ms: int | None = None,
+        cancel: CancelToken | None = None,
     ) -> McpCallResult:
         """Calls one tool. A tool-level failure is a result with ``is_error``; a JSON-RPC error
-        raises McpServerError; no answer in time raises McpTimeout."""
+        raises McpServerError; no answer in time raises McpTimeout; ``cancel`` (``is_set()``)
+        set before the answer tells the server and raises McpCancelled."""
         result = self._transport.request(
             "tools/call",
             {"name": name, "arguments": dict(arguments or {})},
             timeout_ms or self.config.request_timeout_ms,
+            cancel,
         )
         if not isinstance(result, Mapping):
             raise McpProtocolError(f"tools/call {name} returned no object", server=self.name)

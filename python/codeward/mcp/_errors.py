@@ -77,6 +77,15 @@ class McpTimeout(McpError, TimeoutError):
         self.timeout_ms = timeout_ms
 
 
+class McpCancelled(McpError):
+    """The caller cancelled the request before its answer came; the server was told
+    (``notifications/cancelled``)."""
+
+    def __init__(self, message: str, *, server: str | None, method: str) -> None:
+        super().__init__(message, server=server)
+        self.method = method
+
+
 class McpServerError(McpError):
     """The server answered with a JSON-RPC error: ``code`` (int) and ``data`` (any JSON)."""
 

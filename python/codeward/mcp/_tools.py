@@ -19,7 +19,7 @@ from ..kernel import ExternalTool, ToolAnnotations, ToolRegistry
 from ..tools import ErrorKind, ToolContext, ToolResult
 from ._client import McpCallResult, McpClient, McpToolInfo
 from ._config import McpServerConfig
-from ._errors import McpConfigError, McpError, McpTimeout
+from ._errors import McpCancelled, McpConfigError, McpError, McpTimeout
 from ._text import cap_text, one_line, untrusted
 
 __all__ = ["MAX_RESULT_BYTES", "McpServers", "McpTool", "render_result", "tool_name"]
@@ -96,7 +96,9 @@ class McpTool(ExternalTool):
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         meta: dict[str, Any] = {"mcp_server": self.client.name, "mcp_tool": self.info.name}
         try:
-            result = self.client.call_tool(self.info.name, args)
+            result = self.client.call_tool(self.info.name, args, cancel=ctx.cancel)
+        except McpCancelled as exc:
+            return ToolResult.failure(self.name, ErrorKind.CANCELLED, str(exc), **meta)
         except McpTimeout as exc:
             return ToolResult.failure(self.name, ErrorKind.TIMEOUT, str(exc), **meta)
         except McpError as exc:

@@ -39,9 +39,10 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ._errors import (
+    McpCancelled,
     McpConnectionError,
     McpError,
     McpProtocolError,
@@ -50,6 +51,13 @@ from ._errors import (
 )
 from ._process import OwnedProcess
 from ._text import one_line, untrusted
+
+
+class CancelToken(Protocol):
+    """What a request may be cancelled with (a threading.Event, codeward.tools.CancelToken)."""
+
+    def is_set(self) -> bool: ...
+
 
 __all__ = ["MAX_LINE", "STDERR_RING", "StdioTransport"]
 
@@ -528,8 +536,18 @@ class StdioTransport:
         """Runs ``callback`` on the dispatcher thread after ``notifications/tools/list_changed``."""
         self._state.on_tools_changed = callback
 
-    def request(self, method: str, params: dict[str, Any] | None, timeout_ms: int) -> Any:
-        """Sends a request and returns its result; raises an McpError when there is none."""
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout_ms: int,
+        cancel: CancelToken | None = None,
+    ) -> Any:
+        """Sends a request and returns its result; raises an McpError when there is none.
+
+        Once ``cancel`` (anything with ``is_set()``) is set, the server is
+        told (``notifications/cancelled``) and McpCancelled is raised.
+        """
         st = self._state
         ident = next(self._ids)
         pending = _Pending(method)
@@ -546,13 +564,23 @@ class StdioTransport:
             with st.lock:
                 st.pending.pop(ident, None)
             raise
-        if not pending.wait(min(timeout_ms / 1000, threading.TIMEOUT_MAX)):
+        cancelled = False
+        answered = _wait(pending, timeout_ms, cancel)
+        if not answered:
+            cancelled = cancel is not None and cancel.is_set()
             with st.lock:
                 unanswered = st.pending.pop(ident, None) is not None
             if not unanswered:  # answered (or failed) just now: its outcome is being set
                 pending.wait()
+            elif cancelled:
+                self._cancel(ident, "cancelled by the caller")
+                raise McpCancelled(
+                    f"the request {method} to MCP server {self.name!r} was cancelled",
+                    server=self.name,
+                    method=method,
+                )
             else:
-                self._cancel(ident, timeout_ms)
+                self._cancel(ident, f"no answer within {timeout_ms} ms")
                 raise McpTimeout(
                     f"MCP server {self.name!r} did not answer {method} within {timeout_ms} ms; "
                     "the request was cancelled",
@@ -570,13 +598,28 @@ class StdioTransport:
             message["params"] = params
         self._state.send(message)
 
-    def _cancel(self, ident: int, timeout_ms: int) -> None:
+    def _cancel(self, ident: int, reason: str) -> None:
         with contextlib.suppress(McpError):
-            self.notify(
-                "notifications/cancelled",
-                {"requestId": ident, "reason": f"no answer within {timeout_ms} ms"},
-            )
+            self.notify("notifications/cancelled", {"requestId": ident, "reason": reason})
 
     def close(self) -> int | None:
         """Disconnects and ends every process of the server; returns its exit status."""
         return self._finalizer() if self._finalizer.alive else self.process.wait(0)
+
+
+CANCEL_POLL_S = 0.05  # how often a request waiting for its answer looks at its cancel token
+
+
+def _wait(pending: _Pending, timeout_ms: int, cancel: CancelToken | None) -> bool:
+    """Whether the answer came within ``timeout_ms``, looking at ``cancel`` meanwhile."""
+    total = min(timeout_ms / 1000, threading.TIMEOUT_MAX)
+    if cancel is None:
+        return pending.wait(total)
+    deadline = time.monotonic() + total
+    while not cancel.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if pending.wait(min(left, CANCEL_POLL_S)):
+            return True
+    return pending.wait(0)

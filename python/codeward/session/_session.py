@@ -35,7 +35,7 @@ from ..kernel import (
 from ..netgrant import NetworkGrantError, NetworkMediator
 from ..policy import PermissionPolicy
 from ..sandbox import BashSandbox, NativeBashSandbox, ProcessHostBashSandbox, select_sandbox
-from ..tools import Tool, ToolResult, builtin_tools
+from ..tools import CancelToken, Tool, ToolResult, builtin_tools
 from ..verification import (
     MutationLedger,
     SnapshotTracker,
@@ -153,8 +153,19 @@ class Session:
 
     # -- calls -------------------------------------------------------------------------
 
-    def invoke(self, call: ToolCall, origin: Origin | str = Origin.MODEL) -> InvocationOutcome:
-        """Runs a model, workflow or governed host call through the kernel."""
+    def invoke(
+        self,
+        call: ToolCall,
+        origin: Origin | str = Origin.MODEL,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> InvocationOutcome:
+        """Runs a model, workflow or governed host call through the kernel.
+
+        ``cancel`` is anything with ``is_set()`` (a threading.Event): once
+        set, the running tool stops (a command's whole process tree is
+        killed) and the outcome's ``cancelled`` is True.
+        """
         origin = Origin(origin)
         if origin not in _ENTRY_ORIGINS:
             entry = {
@@ -165,7 +176,7 @@ class Session:
             raise SessionOptionsError(
                 f"origin {origin.value} is set by its own entry point: use {entry}"
             )
-        return self._run(call, origin)
+        return self._run(call, origin, cancel=cancel)
 
     def governed_tool(self, name: str, args: Mapping[str, Any] | None = None) -> InvocationOutcome:
         """A host call that asks for the whole kernel: mode, policy, hooks, confirmations."""
@@ -194,7 +205,12 @@ class Session:
         return self.tool("bash", args)
 
     def _run(
-        self, call: ToolCall, origin: Origin, *, skill: str | None = None
+        self,
+        call: ToolCall,
+        origin: Origin,
+        *,
+        skill: str | None = None,
+        cancel: CancelToken | None = None,
     ) -> InvocationOutcome:
         if not isinstance(call, ToolCall):
             raise TypeError(f"call must be a ToolCall, not {type(call).__name__}")
@@ -202,7 +218,9 @@ class Session:
         self._start_once()
         if self._parent is not None and origin is not Origin.HOST_DIRECT:
             origin = Origin.DELEGATED
-        return self._kernel.invoke(call, origin, self._scopes(), skill=skill, caller=self)
+        return self._kernel.invoke(
+            call, origin, self._scopes(), skill=skill, caller=self, cancel=cancel
+        )
 
     def _scopes(self) -> tuple[CallScope, ...]:
         """The authority chain of this session, root first, snapshotted for one call."""
@@ -491,8 +509,13 @@ class Session:
         """The digest of everything the current turn changed (see docs/verification.md)."""
         return self._ledger.effect_digest()
 
-    def verify(self, *, timeout_ms: int = 600_000) -> VerificationReport:
-        """Runs the workspace's checks in the sandbox; the report is bound to the current digest."""
+    def verify(
+        self, *, timeout_ms: int = 600_000, cancel: CancelToken | None = None
+    ) -> VerificationReport:
+        """Runs the workspace's checks in the sandbox; the report is bound to the current digest.
+
+        ``cancel`` (``is_set()``) stops the running check and fails the rest.
+        """
         self._ensure_open()
         specs = detect_checks(
             self.workspace,
@@ -507,6 +530,7 @@ class Session:
             workspace_root=self.workspace,
             ledger=self._ledger,
             tracker=self._tracking.tracker(),
+            cancel=cancel,
         )
         self._gate.add_report(report)
         return report

@@ -86,6 +86,11 @@ class ToolResult:
         """A failed call whose ``output`` is a message the model can act on."""
         return cls(name, message, exit_code, False, dict(metadata), kind)
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether the call was cancelled (its ``cancel`` token was set) before it finished."""
+        return self.error_kind is ErrorKind.CANCELLED or self.metadata.get("cancelled") is True
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
         return {
@@ -95,6 +100,7 @@ class ToolResult:
             "success": self.success,
             "metadata": dict(self.metadata),
             "error_kind": None if self.error_kind is None else self.error_kind.value,
+            "cancelled": self.cancelled,
         }
 
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .._errors import CredentialBoundaryError, HardLinkRefused, WorkspaceError
 from ..workspace import Workspace
-from ._base import ErrorKind, ReadDenial, Tool, ToolContext, ToolKind, ToolResult
+from ._base import CancelToken, ErrorKind, ReadDenial, Tool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError
 from ._gitrun import TIMEOUT_S, GitOutput, private_index, run_git
 
@@ -111,9 +111,13 @@ class GitTool(Tool):
         need = offset + max_bytes + 1  # one byte more says whether another page follows
         page = _Output(need)
         deadline = time.monotonic() + TIMEOUT_S
-        with private_index(ctx.workspace, deadline) as index:
+        with private_index(ctx.workspace, deadline, ctx.cancel) as index:
             session = _Git(
-                ctx.workspace, index=index, read_denied=ctx.read_denied, deadline=deadline
+                ctx.workspace,
+                index=index,
+                read_denied=ctx.read_denied,
+                deadline=deadline,
+                cancel=ctx.cancel,
             )
             if command == "status":
                 session.status(page)
@@ -199,8 +203,10 @@ class _Git:
         index: str | None = None,
         read_denied: ReadDenial | None = None,
         deadline: float | None = None,
+        cancel: CancelToken | None = None,
     ) -> None:
         self.ws = ws
+        self.cancel = cancel
         self.deadline = deadline if deadline is not None else time.monotonic() + TIMEOUT_S
         self.index = index
         self.read_denied = read_denied
@@ -245,7 +251,14 @@ class _Git:
 
     def run_git(self, args: list[str], limit: int | None = None) -> GitOutput:
         """git on this call's private index, within its deadline; no error mapping."""
-        return run_git(self.ws, args, limit=limit, deadline=self.deadline, index_file=self.index)
+        return run_git(
+            self.ws,
+            args,
+            limit=limit,
+            deadline=self.deadline,
+            index_file=self.index,
+            cancel=self.cancel,
+        )
 
     def remotes(self) -> list[str]:
         out = self.run_git(["config", "-z", "--get-regexp", r"^remote\..*\.(url|pushurl)$"])

@@ -36,13 +36,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..workspace import Workspace
-from ._base import ErrorKind
+from ._base import CancelToken, ErrorKind
 from ._failure import ToolError
 from ._gitdir import Repository, open_repository
 
 __all__ = ["GitOutput", "git_available", "private_index", "run_git"]
 
 TIMEOUT_S = 30.0
+CANCEL_POLL_S = 0.05  # how often a running git looks at its cancel token
 _SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _CONFIG = (
     "core.fsmonitor=",
@@ -98,6 +99,7 @@ def run_git(
     limit: int | None = None,
     deadline: float | None = None,
     index_file: str | None = None,
+    cancel: CancelToken | None = None,
 ) -> GitOutput:
     """Runs ``git <defanged config> args`` on the workspace's repository; reads at most
     ``limit`` bytes.
@@ -106,7 +108,9 @@ def run_git(
     ``.git`` directory of its own, or with one git must not read, raises a
     ToolError before git starts. Past ``limit`` git is stopped and
     ``complete`` is False. Past the deadline (TIMEOUT_S from now by default)
-    it is killed and a Timeout ToolError raised. ``index_file`` is the index
+    it is killed and a Timeout ToolError raised; once ``cancel`` is set
+    (checked every CANCEL_POLL_S), its process group is killed and a
+    Cancelled ToolError raised. ``index_file`` is the index
     git reads and refreshes instead of the repository's (see
     :func:`private_index`).
     """
@@ -144,6 +148,10 @@ def run_git(
                         ErrorKind.TIMEOUT,
                         f"git {args[0]} took longer than {TIMEOUT_S:.0f} s and was stopped",
                     )
+                if cancel is not None:
+                    if cancel.is_set():
+                        raise ToolError(ErrorKind.CANCELLED, f"git {args[0]} was cancelled")
+                    remaining = min(remaining, CANCEL_POLL_S)
                 for key, _ in sel.select(remaining):
                     chunk = os.read(key.fd, 65536)
                     if not chunk:
@@ -228,7 +236,9 @@ def _index_environment(index_file: str | None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def private_index(ws: Workspace, deadline: float | None = None) -> Iterator[str]:
+def private_index(
+    ws: Workspace, deadline: float | None = None, cancel: CancelToken | None = None
+) -> Iterator[str]:
     """The path of a private copy of the repository's index, removed afterwards.
 
     Read-only git commands still refresh the index's stat information and
@@ -241,7 +251,7 @@ def private_index(ws: Workspace, deadline: float | None = None) -> Iterator[str]
     the index is a symbolic link, not a regular file, or larger than
     MAX_INDEX_BYTES.
     """
-    out = run_git(ws, ["rev-parse", "--git-path", "index"], deadline=deadline)
+    out = run_git(ws, ["rev-parse", "--git-path", "index"], deadline=deadline, cancel=cancel)
     where = os.fsdecode(out.stdout).strip()
     source = os.path.join(ws.root, where) if where else ""
     with tempfile.TemporaryDirectory(prefix="codeward-git-index-") as private:
