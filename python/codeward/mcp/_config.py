@@ -105,11 +105,24 @@ class McpConfig:
 
 
 def check_server_name(name: object) -> str:
-    """A server name becomes part of tool names (``mcp__<server>__<tool>``) and policy rules."""
+    """A server name becomes part of tool names (``mcp__<server>__<tool>``) and policy rules.
+
+    The name must make that split unique: with no ``__`` inside and no ``_``
+    at its end, the first ``__`` after ``mcp__`` is the separator, so two
+    servers' tools never share a name (server ``a_`` with tool ``b`` and
+    server ``a`` with tool ``_b`` would both be ``mcp__a___b``) and a rule
+    ``mcp__a`` never reaches server ``a_``.
+    """
     if not isinstance(name, str) or not _NAME.fullmatch(name) or "__" in name:
         raise McpConfigError(
             f"invalid MCP server name {name!r}: use 1-64 ASCII letters, digits, '-' and '_' "
             "(no '__', which separates the parts of a tool name)"
+        )
+    if name.endswith("_"):
+        raise McpConfigError(
+            f"invalid MCP server name {name!r}: it must not end with '_': its tools' names "
+            f"would be ambiguous (mcp__{name}_<tool> also reads as server {name[:-1]!r} "
+            f"with a tool starting with '_')"
         )
     return name
 

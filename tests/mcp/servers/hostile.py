@@ -16,6 +16,7 @@ MODE:
   storm          sends ARG notifications (log, progress, list_changed) before each answer
   old-version    answers initialize with protocol version 1999-01-01
   paginate       lists 3 pages of tools
+  named          its one tool is called ARG instead of ``work``
   asks-client    sends the client a ping and a roots/list request, reports the answers
                  on stderr, then answers the call
   evil-meta      its instructions and its tool's description hold terminal escapes and a
@@ -81,7 +82,8 @@ def tools_page(cursor: str | None) -> dict:
         }
         return {"tools": [evil, {"name": "w\u043erk", "inputSchema": {"type": "object"}}]}
     if MODE != "paginate":
-        return {"tools": [{"name": "work", "inputSchema": {"type": "object"}}]}
+        name = ARG if MODE == "named" else "work"
+        return {"tools": [{"name": name, "inputSchema": {"type": "object"}}]}
     page = int(cursor or "0")
     tools = [{"name": f"tool_{page}_{i}", "inputSchema": {"type": "object"}} for i in range(2)]
     result: dict = {"tools": tools}
