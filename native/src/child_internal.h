@@ -48,6 +48,7 @@ struct a3s_child_launch {
     size_t nkeep;
     bool nested;
     bool sandboxed;
+    bool pid_namespace; /* the program runs in a pid namespace of its own */
     int exec_fd; /* set it: -1 runs `path` */
     uint64_t grace_ms;
     a3s_child_release_fn release; /* may be NULL */

@@ -54,7 +54,11 @@ class McpServerConfig:
     ``env`` entries are added to the allowlisted part of the host's
     environment as given (they are the host's own configuration, secrets
     included). ``sandbox`` None runs the server on the host, as the trusted
-    extension the design makes it; an McpSandbox runs it confined.
+    extension the design makes it, owned in a pid namespace of its own; an
+    McpSandbox runs it confined. ``allow_unowned`` (the host's choice in code,
+    never a key of a .mcp.json) lets a host-mode server run where it cannot be
+    owned, under a supervisor it can escape; without it such a server is
+    refused with McpUnownedError (docs/mcp.md).
     """
 
     name: str
@@ -66,6 +70,7 @@ class McpServerConfig:
     startup_timeout_ms: int = 60_000  # start-up and initialize (npx may download first)
     request_timeout_ms: int = 60_000  # every later request (tools/call included)
     kill_grace_ms: int = 2_000  # SIGTERM to SIGKILL when it is stopped
+    allow_unowned: bool = False  # run on the host even where it cannot be owned
 
     def __post_init__(self) -> None:
         check_server_name(self.name)
