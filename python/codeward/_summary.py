@@ -132,9 +132,14 @@ def _path(args: Mapping[str, Any], form: _Form, *keys: str) -> str:
 
 def grant_target(host: object, port: object, show: _Show | None = None) -> str:
     """Where a network grant reaches, as a person should read it before approving it:
-    ``host:port``, or both web ports when no port is given (an IPv6 host in brackets)."""
+    ``host:port``, or both web ports when no port is given (an IPv6 host in brackets), the
+    host in its canonical form (``xn--xample-2of.com``, never its look-alike Unicode form)."""
+    from ._hostname import canonical_or_none
+
     show = _clean if show is None else show
-    name = show(host)
+    # the form that is compared and connected to (an A-label), not a look-alike as written
+    canonical = canonical_or_none(host)
+    name = show(host if canonical is None else canonical)
     if ":" in name and not name.startswith("["):
         name = f"[{name}]"
     if port is None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._hostname import host_warnings
 from .._summary import grant_target
 from ..hitl import RISK_LEVELS, Risk
 from ..workspace import Workspace
@@ -92,6 +93,9 @@ def _bash(args: Mapping[str, Any], sandboxed: bool, add: _Add) -> None:
         if isinstance(grant, Mapping):
             target = f" to {grant_target(grant.get('host'), grant.get('port'))}"
         add(("high", f"asks for network access{target}"))
+        if isinstance(grant, Mapping):
+            for warning in host_warnings(grant.get("host")):
+                add(("high", warning))
     command = args.get("command")
     if isinstance(command, str):
         hit = check_command(command)
