@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["canonical_or_none", "host_warnings"]
+__all__ = ["canonical_or_none", "canonical_url", "host_warnings"]
 
 # Letters of other scripts that a reader takes for Latin ones (a small table of the usual
 # look-alikes, lower case: UTS-46 has lower-cased the name already), written as escapes.
@@ -83,6 +83,30 @@ def canonical_or_none(host: object) -> str | None:
         return canonical_host(host)[0]
     except NetworkGrantError:
         return None
+
+
+def canonical_url(url: str) -> str:
+    """``url`` with an internationalised host in its A-label form, the rest as written (a
+    URL whose host is plain ASCII, or no exact host, is returned unchanged)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return url
+    if not host or host.isascii():
+        return url
+    canonical = canonical_or_none(host)
+    if canonical is None:
+        return url
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    start = hostport.lower().find(host)  # hostname is the lower-cased host of the netloc
+    if start < 0:
+        return url
+    hostport = hostport[:start] + canonical + hostport[start + len(host) :]
+    netloc = userinfo + at + hostport
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def _script(char: str) -> str | None:

@@ -240,7 +240,10 @@ def _git(args: Mapping[str, Any], form: _Form) -> str:
 
 
 def _download(args: Mapping[str, Any], form: _Form) -> str:
+    from ._hostname import canonical_url
+
     url = args.get("url", "?")
+    url = canonical_url(url) if isinstance(url, str) else url  # an A-label, not a look-alike
     shown = form.show(redact_url(url, 1 << 20) if form.whole and isinstance(url, str) else url)
     dest = _path(args, form, "file_path", "path", "dest", "destination", "output")
     return f"download {shown} -> {dest}"

@@ -49,3 +49,13 @@ def test_operation_and_risk_lines() -> None:
     risk = assess_risk("bash", args, kind="bash", sandboxed=True, paths=[])
     assert any("network access to xn--xample-2of.com:443" in r for r in risk.reasons)
     assert any("mixes scripts" in r for r in risk.reasons)
+
+
+def test_a_download_names_the_canonical_host() -> None:
+    args = {"url": "https://\u0435xample.com/a?b=1", "file_path": "a.bin"}
+    assert describe_call("download", args) == "download https://xn--xample-2of.com/a?b=1 -> a.bin"
+    risk = assess_risk("download", args, kind="download", sandboxed=True, paths=[])
+    assert any("from xn--xample-2of.com into" in r for r in risk.reasons)
+    assert any("mixes scripts" in r for r in risk.reasons)
+    plain = {"url": "https://Example.com:8443/x", "file_path": "x"}
+    assert describe_call("download", plain) == "download https://Example.com:8443/x -> x"
