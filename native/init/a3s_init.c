@@ -61,6 +61,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <linux/keyctl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -263,6 +264,10 @@ static void prove_own_pidns(struct config *cfg) {
         die(cfg, "/proc is not the pid namespace's own");
     check_no_foreign_proc(cfg);
     cfg->owns_pidns = true;
+    /* the caller's session keyring (and the keys it possesses through it) stays the
+     * caller's: the program starts with an empty one of its own */
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+        die(cfg, "cannot give the program a session keyring of its own: %s", strerror(errno));
 }
 
 static void parse_args(int argc, char **argv, struct config *cfg) {

@@ -13,7 +13,9 @@
  * `--dev-bind / /` copies every mount of the host, the host's /proc among
  * them; `--proc /proc` covers that one, and every other proc mount of the
  * host (a chroot's, a container runtime's) is covered with an empty tmpfs
- * here, which the init checks before it starts the program. The program
+ * here, which the init checks before it starts the program. The host's
+ * SysV IPC and /dev/shm are replaced by the namespace's own, and the init
+ * gives the program a session keyring of its own. The program
  * gets no capability (`--cap-drop ALL`), so it cannot unmount what covers
  * them; in a user namespace it makes itself, the copied mounts are locked
  * together and cannot be taken apart either.
@@ -107,8 +109,9 @@ int a3s_child_owned_argv(const char *bwrap, int image_fd, const char *cwd,
                         "a3s_child_spawn: the program cannot be owned: this process's pid "
                         "namespace cannot be read from /proc/self/ns/pid");
     *pidns = (unsigned long long)st.st_ino;
-    static const char *const ns[] = {"--unshare-user", "--unshare-pid", "--as-pid-1",
-                                     "--cap-drop", "ALL"};
+    /* the IPC namespace too: the host's SysV shared memory is not the program's to read */
+    static const char *const ns[] = {"--unshare-user", "--unshare-pid", "--unshare-ipc",
+                                     "--as-pid-1", "--cap-drop", "ALL"};
     a3s_strvec_push(argv, bwrap);
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
         a3s_strvec_push(argv, ns[i]);
@@ -116,6 +119,9 @@ int a3s_child_owned_argv(const char *bwrap, int image_fd, const char *cwd,
     a3s_strvec_push(argv, "/");
     push_pair(argv, "--proc", "/proc");
     cover_other_procs(argv);
+    /* POSIX shared memory of the host's processes stays theirs (a private, empty one) */
+    if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
+        push_pair(argv, "--tmpfs", "/dev/shm");
     if (cwd)
         push_pair(argv, "--chdir", cwd);
     a3s_strvec_push(argv, "--");

@@ -23,11 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 static char init_path[PATH_MAX];
+static char probe_path[PATH_MAX]; /* child_probe, next to this test */
 
 static uint64_t now_ms(void) {
     struct timespec ts;
@@ -391,14 +393,19 @@ static void test_sandboxed(const char *bwrap) {
  * there, and once a3s_child_stop returns nothing of it is left. Without
  * bubblewrap, and without A3S_CHILD_ALLOW_UNOWNED, the spawn is refused. */
 static void test_owned(const char *bwrap) {
-    char marker[32], script[512];
+    char marker[32], script[PATH_MAX + 1024], shm[64];
     snprintf(marker, sizeof marker, "734.%d", getpid());
+    snprintf(shm, sizeof shm, "/dev/shm/codeward-test-%d", (int)getpid());
+    int shm_fd = open(shm, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    /* a key in this process's session keyring, which the program must not possess */
+    long key = syscall(SYS_add_key, "user", "codeward-test-owned", "secret", (size_t)6,
+                       -3 /* KEY_SPEC_SESSION_KEYRING */);
     snprintf(script, sizeof script,
              "trap '' TERM; setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 & "
              "kill -9 1; kill -9 $PPID; [ -e /proc/%d ] && echo sees-caller; "
-             "cat /proc/1/environ >/dev/null 2>&1 && echo reads-init; echo ready; sleep %s9; "
-             "sleep %s9",
-             marker, (int)getpid(), marker, marker);
+             "cat /proc/1/environ >/dev/null 2>&1 && echo reads-init; "
+             "[ -e %s ] && echo sees-shm; %s keyread %ld; echo ready; sleep %s9; sleep %s9",
+             marker, (int)getpid(), shm, probe_path, key, marker, marker);
     const char *args[] = {"-c", script};
     a3s_child_options o = {.struct_size = sizeof o,
                            .path = "/bin/sh",
@@ -423,7 +430,16 @@ static void test_owned(const char *bwrap) {
         return;
     char buf[256];
     CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "ready: %s", buf);
-    CHECK(!strstr(buf, "sees-caller") && !strstr(buf, "reads-init"), "contained: %s", buf);
+    CHECK(!strstr(buf, "sees-caller") && !strstr(buf, "reads-init") && !strstr(buf, "sees-shm"),
+          "contained: %s", buf);
+    if (key > 0) /* where keyrings exist: the caller's session key is out of reach */
+        CHECK(strstr(buf, "key-denied") != NULL, "the caller's session key: %s", buf);
+    if (shm_fd >= 0) {
+        close(shm_fd);
+        unlink(shm);
+    }
+    if (key > 0)
+        syscall(SYS_keyctl, 21 /* KEYCTL_INVALIDATE */, key);
     uint64_t end = now_ms() + 3000;
     while (count_marked(marker) < 2 && now_ms() < end)
         poll(NULL, 0, 10);
@@ -440,6 +456,13 @@ static void test_owned(const char *bwrap) {
 
 int main(void) {
     const char *init = getenv("A3S_INIT") ? getenv("A3S_INIT") : "build/a3s-init";
+    char self[PATH_MAX - 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return 1;
+    self[n] = '\0';
+    *strrchr(self, '/') = '\0';
+    snprintf(probe_path, sizeof probe_path, "%s/child_probe", self);
     if (!realpath(init, init_path)) {
         printf("test_child: %s is missing (make init)\n", init);
         return 1;
