@@ -547,6 +547,8 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
     if (!running) {
         a3s_close_fd(&f->in[1]); /* a program that did start sees its input end */
         a3s_child_stop(c, NULL, NULL);
+        if (l->silent) /* the init never said a word: its supervisor's failure */
+            *l->silent = !why[0];
         if (!why[0] && !reported)
             first_error_line(f->err[0], why, sizeof why);
         a3s_child_fds_close(f);
@@ -612,6 +614,68 @@ static void push_num(struct a3s_strvec *v, const char *opt, long long n) {
     a3s_strvec_push(v, buf);
 }
 
+/* One launch of a3s_child_spawn: under bubblewrap in namespaces of its own
+ * (bwrap non-NULL), or under the subreaper init. *silent says the
+ * supervisor ended (or could not be executed) without a word from the init. */
+static int launch_host(const a3s_child_options *opts, int image, const char *bwrap,
+                       struct a3s_strvec *env, a3s_child **out, a3s_child_stdio *stdio,
+                       bool *silent, a3s_error *err) {
+    bool owned = bwrap != NULL;
+    struct a3s_strvec argv = {0};
+    struct a3s_child_fds f;
+    int rc = a3s_child_fds_open(&f, err);
+    if (rc)
+        return rc;
+    uint64_t grace = opts->kill_grace_ms ? opts->kill_grace_ms : A3S_CHILD_DEFAULT_GRACE_MS;
+    unsigned long long pidns = 0;
+    if (owned) {
+        rc = a3s_child_owned_argv(bwrap, image, opts->cwd, &argv, &pidns, err);
+        if (rc) {
+            a3s_strvec_free(&argv);
+            a3s_child_fds_close(&f);
+            return rc;
+        }
+    } else {
+        a3s_strvec_push(&argv, opts->init_path);
+    }
+    a3s_strvec_push(&argv, "--mode");
+    a3s_strvec_push(&argv, "host");
+    if (owned)
+        push_num(&argv, "--own-pidns", (long long)pidns);
+    push_num(&argv, "--status-fd", f.status[1]);
+    push_num(&argv, "--lifeline-fd", f.lifeline[0]);
+    if (f.host_pidfd >= 0)
+        push_num(&argv, "--host-pidfd", f.host_pidfd);
+    push_num(&argv, "--grace-ms", (long long)grace);
+    a3s_strvec_push(&argv, "--");
+    a3s_strvec_push(&argv, opts->path);
+    for (size_t i = 0; i < opts->nargs; i++)
+        a3s_strvec_push(&argv, opts->args[i]);
+    if (argv.failed || env->failed) {
+        a3s_strvec_free(&argv);
+        a3s_child_fds_close(&f);
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+    }
+    int keep[] = {image};
+    struct a3s_child_launch l = {
+        .path = owned ? bwrap : opts->init_path,
+        .exec_fd = owned ? -1 : image, /* owned: bubblewrap runs the image by its fd */
+        .argv = argv.items,
+        .envp = env->items,
+        .cwd = opts->cwd,
+        .keep = owned ? keep : NULL,
+        .nkeep = owned ? 1 : 0,
+        .nested = owned,
+        .pid_namespace = owned,
+        .grace_ms = grace,
+        .silent = silent,
+    };
+    rc = a3s_child_launch(&l, &f, out, stdio, err);
+    a3s_strvec_free(&argv);
+    /* the init's own failures name the program; ours name the init */
+    return rc;
+}
+
 /* The field of opts at `offset` if the caller's struct has it. */
 #define HAS_FIELD(o, field)                                                                       \
     ((o)->struct_size >= offsetof(a3s_child_options, field) + sizeof(o)->field)
@@ -651,72 +715,25 @@ A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
     if (!opts->host_env)
         while (host[nhost])
             nhost++;
-    struct a3s_strvec env = {0}, argv = {0};
+    struct a3s_strvec env = {0};
     rc = a3s_env_build_host(host, nhost, opts->env, opts->envc, &env, err);
-    if (rc) {
-        a3s_strvec_free(&env);
-        close(image);
-        return rc;
+    bool silent = false;
+    if (rc == A3S_OK)
+        rc = launch_host(opts, image, owned ? bwrap : NULL, &env, out, stdio, &silent, err);
+    if (rc != A3S_OK && owned && silent) {
+        /* bubblewrap ended before the init said a word: it could not make the
+         * namespaces here (a kernel or LSM that refuses them to this caller) */
+        char bwrap_said[A3S_ERROR_MESSAGE_MAX];
+        snprintf(bwrap_said, sizeof bwrap_said, "%s", err ? err->message : "");
+        if (opts->flags & A3S_CHILD_ALLOW_UNOWNED)
+            rc = launch_host(opts, image, NULL, &env, out, stdio, &silent, err);
+        else
+            rc = a3s_fail(err, A3S_E_UNSUPPORTED, 0, A3S_CHILD_UNOWNABLE,
+                          "cannot be owned here: bubblewrap could not make its namespaces (%s)",
+                          bwrap_said[0] ? bwrap_said : "no message");
     }
-    struct a3s_child_fds f;
-    rc = a3s_child_fds_open(&f, err);
-    if (rc) {
-        a3s_strvec_free(&env);
-        close(image);
-        return rc;
-    }
-    uint64_t grace = opts->kill_grace_ms ? opts->kill_grace_ms : A3S_CHILD_DEFAULT_GRACE_MS;
-    unsigned long long pidns = 0;
-    if (owned) {
-        rc = a3s_child_owned_argv(bwrap, image, opts->cwd, &argv, &pidns, err);
-        if (rc) {
-            a3s_strvec_free(&argv);
-            a3s_strvec_free(&env);
-            a3s_child_fds_close(&f);
-            close(image);
-            return rc;
-        }
-    } else {
-        a3s_strvec_push(&argv, opts->init_path);
-    }
-    a3s_strvec_push(&argv, "--mode");
-    a3s_strvec_push(&argv, "host");
-    if (owned)
-        push_num(&argv, "--own-pidns", (long long)pidns);
-    push_num(&argv, "--status-fd", f.status[1]);
-    push_num(&argv, "--lifeline-fd", f.lifeline[0]);
-    if (f.host_pidfd >= 0)
-        push_num(&argv, "--host-pidfd", f.host_pidfd);
-    push_num(&argv, "--grace-ms", (long long)grace);
-    a3s_strvec_push(&argv, "--");
-    a3s_strvec_push(&argv, opts->path);
-    for (size_t i = 0; i < opts->nargs; i++)
-        a3s_strvec_push(&argv, opts->args[i]);
-    if (argv.failed || env.failed) {
-        a3s_strvec_free(&argv);
-        a3s_strvec_free(&env);
-        a3s_child_fds_close(&f);
-        close(image);
-        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
-    }
-    int keep[] = {image};
-    struct a3s_child_launch l = {
-        .path = owned ? bwrap : opts->init_path,
-        .exec_fd = owned ? -1 : image, /* owned: bubblewrap runs the image by its fd */
-        .argv = argv.items,
-        .envp = env.items,
-        .cwd = opts->cwd,
-        .keep = owned ? keep : NULL,
-        .nkeep = owned ? 1 : 0,
-        .nested = owned,
-        .pid_namespace = owned,
-        .grace_ms = grace,
-    };
-    rc = a3s_child_launch(&l, &f, out, stdio, err);
     close(image); /* the init runs from its own mapping now */
-    a3s_strvec_free(&argv);
     a3s_strvec_free(&env);
-    /* the init's own failures name the program; ours name the init */
     return rc;
 }
 

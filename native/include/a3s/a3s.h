@@ -520,7 +520,8 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
  *    override their permissions, load modules, mount on the host or bind a
  *    port below 1024; setuid programs do not raise privileges.
  *  - Unowned (A3S_CHILD_ALLOW_UNOWNED, where the above cannot be had: no
- *    bwrap_path, or no user and pid namespaces): the direct child is
+ *    bwrap_path, no user and pid namespaces, or a bubblewrap that cannot
+ *    make them and ends before the init starts): the direct child is
  *    a3s-init in host mode, a child subreaper (every descendant that loses
  *    its parent is reparented to it), which a program of the caller's uid
  *    can kill to escape, and which does not keep it from the caller's /proc.
@@ -637,10 +638,13 @@ typedef struct a3s_child_status {
  *   A3S_E_NOMEM    out of memory.
  *   A3S_E_UNSUPPORTED  not Linux, or SIGCHLD is ignored in this process;
  *                  detail A3S_CHILD_UNOWNABLE: the program cannot be owned
- *                  here (no bwrap_path, or no user and pid namespaces) and
- *                  A3S_CHILD_ALLOW_UNOWNED is not set (the message says why).
- *   A3S_E_SYSTEM   also: bubblewrap could not make the namespaces (its
- *                  message), or the init found the host's /proc reachable. */
+ *                  here (no bwrap_path, no user and pid namespaces, or
+ *                  bubblewrap ended before the init started: it could not
+ *                  make them) and A3S_CHILD_ALLOW_UNOWNED is not set (the
+ *                  message says why; with the flag the program is started
+ *                  under the subreaper instead).
+ *   A3S_E_SYSTEM   also: the init found a proc file system other than its
+ *                  own reachable. */
 A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
                             a3s_child_stdio *stdio, a3s_error *err);
 
