@@ -53,8 +53,8 @@ struct a3s_child_launch {
     uint64_t grace_ms;
     a3s_child_release_fn release; /* may be NULL */
     void *release_ctx;
-    bool *silent; /* may be NULL: set on a failed start when the init never reported (the
-                     direct child could not be executed, or ended without a word) */
+    bool *silent; /* may be NULL: set on a failed start when the direct child was executed
+                     but ended before the init reported anything */
 };
 
 /* Forks and execs l->path, waits until the init reports the program runs,

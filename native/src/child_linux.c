@@ -547,8 +547,8 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
     if (!running) {
         a3s_close_fd(&f->in[1]); /* a program that did start sees its input end */
         a3s_child_stop(c, NULL, NULL);
-        if (l->silent) /* the init never said a word: its supervisor's failure */
-            *l->silent = !why[0];
+        if (l->silent) /* the init never said a word: its supervisor ended on its own */
+            *l->silent = !why[0] && !reported;
         if (!why[0] && !reported)
             first_error_line(f->err[0], why, sizeof why);
         a3s_child_fds_close(f);
@@ -616,7 +616,7 @@ static void push_num(struct a3s_strvec *v, const char *opt, long long n) {
 
 /* One launch of a3s_child_spawn: under bubblewrap in namespaces of its own
  * (bwrap non-NULL), or under the subreaper init. *silent says the
- * supervisor ended (or could not be executed) without a word from the init. */
+ * supervisor was executed but ended without a word from the init. */
 static int launch_host(const a3s_child_options *opts, int image, const char *bwrap,
                        struct a3s_strvec *env, a3s_child **out, a3s_child_stdio *stdio,
                        bool *silent, a3s_error *err) {
@@ -629,7 +629,7 @@ static int launch_host(const a3s_child_options *opts, int image, const char *bwr
     uint64_t grace = opts->kill_grace_ms ? opts->kill_grace_ms : A3S_CHILD_DEFAULT_GRACE_MS;
     unsigned long long pidns = 0;
     if (owned) {
-        rc = a3s_child_owned_argv(bwrap, image, opts->cwd, &argv, &pidns, err);
+        rc = a3s_child_owned_argv(bwrap, image, &argv, &pidns, err);
         if (rc) {
             a3s_strvec_free(&argv);
             a3s_child_fds_close(&f);

@@ -17,7 +17,7 @@ bool a3s_child_can_own(const char *bwrap, char *why, size_t cap);
  * pinned image image_fd, which bubblewrap must inherit), and the caller's
  * pid namespace inode for the init's --own-pidns. Nothing allocated stays
  * behind on failure but what argv holds. */
-int a3s_child_owned_argv(const char *bwrap, int image_fd, const char *cwd,
-                         struct a3s_strvec *argv, unsigned long long *pidns, a3s_error *err);
+int a3s_child_owned_argv(const char *bwrap, int image_fd, struct a3s_strvec *argv,
+                         unsigned long long *pidns, a3s_error *err);
 
 #endif

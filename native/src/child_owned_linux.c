@@ -101,8 +101,8 @@ static void cover_other_procs(struct a3s_strvec *argv) {
     fclose(f);
 }
 
-int a3s_child_owned_argv(const char *bwrap, int image_fd, const char *cwd,
-                         struct a3s_strvec *argv, unsigned long long *pidns, a3s_error *err) {
+int a3s_child_owned_argv(const char *bwrap, int image_fd, struct a3s_strvec *argv,
+                         unsigned long long *pidns, a3s_error *err) {
     struct stat st;
     if (stat("/proc/self/ns/pid", &st) < 0)
         return a3s_fail(err, A3S_E_UNSUPPORTED, 0, A3S_CHILD_UNOWNABLE,
@@ -122,8 +122,9 @@ int a3s_child_owned_argv(const char *bwrap, int image_fd, const char *cwd,
     /* POSIX shared memory of the host's processes stays theirs (a private, empty one) */
     if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
         push_pair(argv, "--tmpfs", "/dev/shm");
-    if (cwd)
-        push_pair(argv, "--chdir", cwd);
+    /* no --chdir: bubblewrap starts in its own working directory, which the
+     * launch already set (a missing one fails there, with its own error), and
+     * finds at the same path under the host's root */
     a3s_strvec_push(argv, "--");
     /* the init's pinned image, inherited by bubblewrap, seen through the new /proc */
     char self[48];

@@ -478,6 +478,22 @@ static void test_owned(const char *bwrap) {
     CHECK(count_marked(marker) == 0, "left after stop returned: %d", count_marked(marker));
     a3s_child_free(c);
     close_io(&io);
+    /* owned, a missing working directory is that error, not "cannot be owned" */
+    o.cwd = "/nonexistent/dir";
+    rc = a3s_child_spawn(&o, &c, &io, &err);
+    CHECK(rc == A3S_E_SYSTEM && strstr(err.message, "chdir") != NULL, "owned, bad cwd: %d %s",
+          rc, err.message);
+    o.cwd = "/tmp";
+    const char *pwd_args[] = {"-c", "pwd"};
+    o.args = pwd_args;
+    rc = a3s_child_spawn(&o, &c, &io, &err);
+    CHECK(rc == A3S_OK, "owned, cwd: %s", err.message);
+    if (c) {
+        char out[64];
+        CHECK(read_until(io.stdout_fd, "/tmp\n", out, sizeof out), "owned, cwd: %s", out);
+        a3s_child_free(c);
+        close_io(&io);
+    }
 }
 
 int main(void) {
