@@ -84,6 +84,7 @@ EXPECTED_MCP = {
     "McpTimeout",
     "McpTool",
     "McpToolInfo",
+    "McpUnownedError",
     "load_mcp_config",
     "render_result",
 }

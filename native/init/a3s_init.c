@@ -8,14 +8,17 @@
  * PID 1 exits the kernel kills every process left in the namespace. In host
  * mode (the opted-in process host) it is a child subreaper that runs the
  * command unconfined, forwards TERM/INT/HUP, and still takes every
- * descendant down with it. In server mode (server.c) it is PID 1 of a
- * long-lived sandbox and runs one command after another, each as a fresh
+ * descendant down with it; owned (--own-pidns N, the caller's pid namespace
+ * inode) it is PID 1 of a pid namespace bubblewrap made for it, with a /proc
+ * of its own, and proves both before it starts the command. In server mode
+ * (server.c) it is PID 1 of a long-lived sandbox and runs one command after another, each as a fresh
  * child, on requests from the host's control socket.
  *
  * It watches a lifeline pipe whose write end only the caller holds: when the
  * caller dies, at any moment, the read end hangs up and everything is killed.
  *
  * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N] [--host-pidfd N]
+ *                 [--own-pidns N]
  *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock] [--allow-connect]
  *                 [--grant-port N --grant-fd N] [LIMITS] -- PROGRAM [ARG]...
  *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
@@ -58,7 +61,10 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <linux/keyctl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -108,7 +114,7 @@ _Noreturn void die(const struct config *cfg, const char *fmt, ...) {
  * PID 1 of a new pid namespace: a bubblewrap that did not isolate would make
  * kill(-1) reach every process the caller can. */
 void signal_namespace(const struct config *cfg, int sig) {
-    if (cfg->sandbox && cfg->owns_pidns)
+    if (cfg->owns_pidns)
         kill(-1, sig);
 }
 
@@ -185,6 +191,85 @@ static void prove_isolation(struct config *cfg) {
     cfg->owns_pidns = true;
 }
 
+/* Unescapes a mountinfo field in place (\040 and the like: octal escapes). */
+static void unescape_mount_field(char *s) {
+    char *w = s;
+    for (const char *r = s; *r; w++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+            r += 4;
+        } else {
+            *w = *r++;
+        }
+    }
+    *w = '\0';
+}
+
+/* Owned host mode: no proc file system but the namespace's own /proc may be
+ * reachable by path. A proc mount elsewhere (a chroot's, a container
+ * runtime's) would show the host's processes, their environment and memory
+ * maps; the caller covers each with a tmpfs, and this checks it did: every
+ * proc mount point listed resolves to our /proc or to something that is not
+ * a proc file system. */
+static void check_no_foreign_proc(const struct config *cfg) {
+    struct stat own;
+    if (stat("/proc", &own) < 0)
+        die(cfg, "cannot stat /proc: %s", strerror(errno));
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        die(cfg, "cannot read /proc/self/mountinfo: %s", strerror(errno));
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+        char *fields[5], *save = NULL, *tok = strtok_r(line, " \n", &save);
+        int n = 0;
+        while (tok && n < 5) {
+            fields[n++] = tok;
+            tok = strtok_r(NULL, " \n", &save);
+        }
+        while (tok && strcmp(tok, "-") != 0)
+            tok = strtok_r(NULL, " \n", &save);
+        const char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
+        if (n < 5 || !fstype || strcmp(fstype, "proc") != 0)
+            continue;
+        unescape_mount_field(fields[4]);
+        struct statfs sf;
+        struct stat st;
+        if (statfs(fields[4], &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC &&
+            stat(fields[4], &st) == 0 && st.st_dev != own.st_dev) {
+            fclose(f);
+            die(cfg, "a proc file system other than the namespace's own is reachable at %s",
+                fields[4]);
+        }
+    }
+    fclose(f);
+}
+
+/* Owned host mode: refuses to run unless we are PID 1 of a pid namespace
+ * that is not the caller's, with a /proc of that namespace (its "self" is
+ * 1) and no other proc reachable. Only then may "every process" be
+ * signalled, and only then does the program see no process of the host. */
+static void prove_own_pidns(struct config *cfg) {
+    if (getpid() != 1 || getppid() != 0)
+        die(cfg, "owned host mode must run as PID 1 of a new pid namespace");
+    struct stat st;
+    if (stat("/proc/self/ns/pid", &st) < 0)
+        die(cfg, "cannot check the pid namespace: %s", strerror(errno));
+    if ((unsigned long long)st.st_ino == cfg->own_pidns)
+        die(cfg, "the program would share the caller's pid namespace");
+    char self[16];
+    ssize_t n = readlink("/proc/self", self, sizeof self - 1);
+    if (n != 1 || self[0] != '1')
+        die(cfg, "/proc is not the pid namespace's own");
+    check_no_foreign_proc(cfg);
+    cfg->owns_pidns = true;
+    /* the caller's session keyring (and the keys it possesses through it) stays the
+     * caller's: the program starts with an empty one of its own */
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+        die(cfg, "cannot give the program a session keyring of its own: %s", strerror(errno));
+}
+
 static void parse_args(int argc, char **argv, struct config *cfg) {
     *cfg = (struct config){.status_fd = -1,
                            .links_fd = -1,
@@ -239,6 +324,10 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             cfg->rw[cfg->nrw++] = v;
         } else if (strcmp(a, "--host-ns") == 0) {
             parse_host_ns(v, cfg);
+        } else if (strcmp(a, "--own-pidns") == 0) {
+            cfg->own_pidns = parse_u64(v, a);
+            if (cfg->own_pidns == 0)
+                die(NULL, "bad %s value '%s'", a, v);
         } else if (strcmp(a, "--clean") == 0) {
             if (cfg->nclean == MAX_CLEAN)
                 die(NULL, "too many --clean paths (limit %d)", MAX_CLEAN);
@@ -267,6 +356,8 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
         die(NULL, "--mode is required");
     if (cfg->server && (cfg->control_fd < 0 || cfg->lifeline_fd < 0))
         die(NULL, "server mode needs --control-fd and --lifeline-fd");
+    if (cfg->own_pidns && cfg->sandbox)
+        die(NULL, "--own-pidns is for host mode");
     if (cfg->grant_fd >= 0 && (cfg->server || !cfg->sandbox || !cfg->grant_port))
         die(NULL, "--grant-fd is for a one-shot sandbox with --grant-port");
     if (i >= argc)
@@ -366,7 +457,7 @@ _Noreturn void run_child(const struct child_spec *c) {
  * command while it is unreaped (its pid and group are ours), else -1: a
  * reaped pid may already name another process. */
 static void signal_all(const struct config *cfg, pid_t child, int sig) {
-    if (cfg->sandbox) {
+    if (cfg->sandbox || cfg->owns_pidns) {
         signal_namespace(cfg, sig); /* every other process of our namespace */
         return;
     }
@@ -539,6 +630,11 @@ int main(int argc, char **argv) {
             die(&cfg, "the init still holds capabilities; refusing to run the command");
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
             die(&cfg, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+    } else if (cfg.own_pidns) {
+        /* bubblewrap's child: its death (the caller's SIGKILL of it) takes us along */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+            die(&cfg, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+        prove_own_pidns(&cfg);
     } else if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
         die(&cfg, "prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
     }
@@ -715,6 +811,15 @@ int main(int argc, char **argv) {
                      * lifeline. So a signal here came from a command, and
                      * whatever it claims to be (rt_sigqueueinfo forges any
                      * si_pid), it does not stop the run. */
+                    continue;
+                }
+                if (si.ssi_signo != SIGCHLD && cfg.owns_pidns &&
+                    !(si.ssi_code == SI_USER && si.ssi_pid == 0)) {
+                    /* Owned host mode: a stop request comes from outside the
+                     * namespace (kill or pidfd_send_signal: SI_USER, and a
+                     * sender we cannot see has pid 0 here); the program's
+                     * own signals to its init are ignored. SI_USER cannot be
+                     * forged with rt_sigqueueinfo. */
                     continue;
                 }
                 if (si.ssi_signo != SIGCHLD) {

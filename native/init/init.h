@@ -39,6 +39,9 @@ struct config {
     unsigned long long host_ns[4];
     bool host_ns_set;
     bool owns_pidns; /* proven PID 1 of a new pid namespace: kill(-1) reaches only it */
+    /* owned host mode (--own-pidns N): the caller's pid namespace inode, which
+     * ours must differ from; 0: host mode under the subreaper */
+    unsigned long long own_pidns;
     /* limits.c */
     int oom_fd;             /* the init's own /proc/self/oom_score_adj, opened while dumpable */
     int oom_base;           /* its value at start */

@@ -48,10 +48,13 @@ struct a3s_child_launch {
     size_t nkeep;
     bool nested;
     bool sandboxed;
+    bool pid_namespace; /* the program runs in a pid namespace of its own */
     int exec_fd; /* set it: -1 runs `path` */
     uint64_t grace_ms;
     a3s_child_release_fn release; /* may be NULL */
     void *release_ctx;
+    bool *silent; /* may be NULL: set on a failed start when the direct child was executed
+                     but ended before the init reported anything */
 };
 
 /* Forks and execs l->path, waits until the init reports the program runs,

@@ -23,6 +23,7 @@
 #if defined(__linux__)
 
 #include "child_internal.h"
+#include "child_owned.h"
 #include "env.h"
 #include "init_image.h"
 #include "internal.h"
@@ -57,6 +58,7 @@ struct a3s_child {
     int lifeline;
     bool nested;
     bool sandboxed;
+    bool pid_namespace; /* PID 1 of a pid namespace of its own (owned, or sandboxed) */
     uint64_t grace_ms;
     pthread_mutex_t lock; /* guards the fields below and every signal sent by pid */
     bool reaped, killed, released;
@@ -219,7 +221,8 @@ static int try_reap(struct a3s_child *c) {
 
 static void fill(const struct a3s_child *c, a3s_child_status *out) {
     out->flags = (c->reaped ? A3S_CHILD_EXITED : 0) | (c->killed ? A3S_CHILD_KILLED : 0) |
-                 (c->sandboxed ? A3S_CHILD_SANDBOXED : 0);
+                 (c->sandboxed ? A3S_CHILD_SANDBOXED : 0) |
+                 (c->sandboxed || c->pid_namespace ? A3S_CHILD_PID_NAMESPACE : 0);
     out->exit_code = c->reaped ? c->exit_code : EXIT_RUNNING;
     out->pid = (int32_t)c->pid;
     out->pidfd = c->pidfd;
@@ -477,6 +480,7 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
     c->lifeline = -1;
     c->nested = l->nested;
     c->sandboxed = l->sandboxed;
+    c->pid_namespace = l->pid_namespace;
     c->grace_ms = l->grace_ms ? l->grace_ms : A3S_CHILD_DEFAULT_GRACE_MS;
     c->exit_code = EXIT_RUNNING;
     c->release = l->release;
@@ -543,6 +547,8 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
     if (!running) {
         a3s_close_fd(&f->in[1]); /* a program that did start sees its input end */
         a3s_child_stop(c, NULL, NULL);
+        if (l->silent) /* the init never said a word: its supervisor ended on its own */
+            *l->silent = !why[0] && !reported;
         if (!why[0] && !reported)
             first_error_line(f->err[0], why, sizeof why);
         a3s_child_fds_close(f);
@@ -567,8 +573,9 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
 
 /* ---- a3s_child_spawn ------------------------------------------------------------- */
 
-static int check_options(const a3s_child_options *o, const char *fn, a3s_error *err) {
-    if (o->flags)
+static int check_options(const a3s_child_options *o, const char *fn, uint64_t known,
+                         a3s_error *err) {
+    if (o->flags & ~known)
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "%s: unknown flags 0x%llx", fn,
                         (unsigned long long)o->flags);
     if (!o->path || o->path[0] != '/')
@@ -597,7 +604,7 @@ int a3s_child_check_options(const a3s_child_options *o, a3s_child **out, a3s_chi
     if (!o || !out || !stdio || o->struct_size < offsetof(a3s_child_options, init_sha256) ||
         stdio->struct_size < sizeof(a3s_child_stdio))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "%s: NULL argument or too small struct", fn);
-    return check_options(o, fn, err);
+    return check_options(o, fn, 0, err);
 }
 
 static void push_num(struct a3s_strvec *v, const char *opt, long long n) {
@@ -607,44 +614,34 @@ static void push_num(struct a3s_strvec *v, const char *opt, long long n) {
     a3s_strvec_push(v, buf);
 }
 
-A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
-                            a3s_child_stdio *stdio, a3s_error *err) {
-    int rc = a3s_child_check_options(opts, out, stdio, "a3s_child_spawn", err);
-    if (rc)
-        return rc;
-    if (!opts->init_path || opts->init_path[0] != '/')
-        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_child_spawn: init_path must be absolute");
-    /* the init's bytes, checked and pinned: what runs is what was checked */
-    bool has_digest = opts->struct_size >= offsetof(a3s_child_options, init_sha256) +
-                                               sizeof opts->init_sha256;
-    int image = -1;
-    rc = a3s_init_image_open(opts->init_path, has_digest ? opts->init_sha256 : NULL, NULL, &image,
-                             err);
-    if (rc)
-        return rc;
-    const char *const *host = opts->host_env ? opts->host_env : (const char *const *)environ;
-    size_t nhost = opts->host_env ? opts->host_envc : 0;
-    if (!opts->host_env)
-        while (host[nhost])
-            nhost++;
-    struct a3s_strvec env = {0}, argv = {0};
-    rc = a3s_env_build_host(host, nhost, opts->env, opts->envc, &env, err);
-    if (rc) {
-        a3s_strvec_free(&env);
-        close(image);
-        return rc;
-    }
+/* One launch of a3s_child_spawn: under bubblewrap in namespaces of its own
+ * (bwrap non-NULL), or under the subreaper init. *silent says the
+ * supervisor was executed but ended without a word from the init. */
+static int launch_host(const a3s_child_options *opts, int image, const char *bwrap,
+                       struct a3s_strvec *env, a3s_child **out, a3s_child_stdio *stdio,
+                       bool *silent, a3s_error *err) {
+    bool owned = bwrap != NULL;
+    struct a3s_strvec argv = {0};
     struct a3s_child_fds f;
-    rc = a3s_child_fds_open(&f, err);
-    if (rc) {
-        a3s_strvec_free(&env);
-        close(image);
+    int rc = a3s_child_fds_open(&f, err);
+    if (rc)
         return rc;
-    }
     uint64_t grace = opts->kill_grace_ms ? opts->kill_grace_ms : A3S_CHILD_DEFAULT_GRACE_MS;
-    a3s_strvec_push(&argv, opts->init_path);
+    unsigned long long pidns = 0;
+    if (owned) {
+        rc = a3s_child_owned_argv(bwrap, image, &argv, &pidns, err);
+        if (rc) {
+            a3s_strvec_free(&argv);
+            a3s_child_fds_close(&f);
+            return rc;
+        }
+    } else {
+        a3s_strvec_push(&argv, opts->init_path);
+    }
     a3s_strvec_push(&argv, "--mode");
     a3s_strvec_push(&argv, "host");
+    if (owned)
+        push_num(&argv, "--own-pidns", (long long)pidns);
     push_num(&argv, "--status-fd", f.status[1]);
     push_num(&argv, "--lifeline-fd", f.lifeline[0]);
     if (f.host_pidfd >= 0)
@@ -654,26 +651,89 @@ A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
     a3s_strvec_push(&argv, opts->path);
     for (size_t i = 0; i < opts->nargs; i++)
         a3s_strvec_push(&argv, opts->args[i]);
-    if (argv.failed || env.failed) {
+    if (argv.failed || env->failed) {
         a3s_strvec_free(&argv);
-        a3s_strvec_free(&env);
         a3s_child_fds_close(&f);
-        close(image);
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     }
+    int keep[] = {image};
     struct a3s_child_launch l = {
-        .path = opts->init_path,
-        .exec_fd = image,
+        .path = owned ? bwrap : opts->init_path,
+        .exec_fd = owned ? -1 : image, /* owned: bubblewrap runs the image by its fd */
         .argv = argv.items,
-        .envp = env.items,
+        .envp = env->items,
         .cwd = opts->cwd,
+        .keep = owned ? keep : NULL,
+        .nkeep = owned ? 1 : 0,
+        .nested = owned,
+        .pid_namespace = owned,
         .grace_ms = grace,
+        .silent = silent,
     };
     rc = a3s_child_launch(&l, &f, out, stdio, err);
-    close(image); /* the init runs from its own mapping now */
     a3s_strvec_free(&argv);
-    a3s_strvec_free(&env);
     /* the init's own failures name the program; ours name the init */
+    return rc;
+}
+
+/* The field of opts at `offset` if the caller's struct has it. */
+#define HAS_FIELD(o, field)                                                                       \
+    ((o)->struct_size >= offsetof(a3s_child_options, field) + sizeof(o)->field)
+
+A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
+                            a3s_child_stdio *stdio, a3s_error *err) {
+    if (out)
+        *out = NULL;
+    if (!opts || !out || !stdio || opts->struct_size < offsetof(a3s_child_options, init_sha256) ||
+        stdio->struct_size < sizeof(a3s_child_stdio))
+        return a3s_fail(err, A3S_E_INVALID, 0, 0,
+                        "a3s_child_spawn: NULL argument or too small struct");
+    int rc = check_options(opts, "a3s_child_spawn", A3S_CHILD_ALLOW_UNOWNED, err);
+    if (rc)
+        return rc;
+    if (!opts->init_path || opts->init_path[0] != '/')
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_child_spawn: init_path must be absolute");
+    /* the init's bytes, checked and pinned: what runs is what was checked */
+    bool has_digest = HAS_FIELD(opts, init_sha256);
+    int image = -1;
+    rc = a3s_init_image_open(opts->init_path, has_digest ? opts->init_sha256 : NULL, NULL, &image,
+                             err);
+    if (rc)
+        return rc;
+    const char *bwrap = HAS_FIELD(opts, bwrap_path) ? opts->bwrap_path : NULL;
+    char why[256];
+    bool owned = a3s_child_can_own(bwrap, why, sizeof why);
+    if (!owned && !(opts->flags & A3S_CHILD_ALLOW_UNOWNED)) {
+        close(image);
+        return a3s_fail(err, A3S_E_UNSUPPORTED, 0, A3S_CHILD_UNOWNABLE,
+                        "cannot be owned here: %s, so no pid namespace of its own would keep "
+                        "it from escaping or from this process's /proc",
+                        why);
+    }
+    const char *const *host = opts->host_env ? opts->host_env : (const char *const *)environ;
+    size_t nhost = opts->host_env ? opts->host_envc : 0;
+    if (!opts->host_env)
+        while (host[nhost])
+            nhost++;
+    struct a3s_strvec env = {0};
+    rc = a3s_env_build_host(host, nhost, opts->env, opts->envc, &env, err);
+    bool silent = false;
+    if (rc == A3S_OK)
+        rc = launch_host(opts, image, owned ? bwrap : NULL, &env, out, stdio, &silent, err);
+    if (rc != A3S_OK && owned && silent) {
+        /* bubblewrap ended before the init said a word: it could not make the
+         * namespaces here (a kernel or LSM that refuses them to this caller) */
+        char bwrap_said[A3S_ERROR_MESSAGE_MAX];
+        snprintf(bwrap_said, sizeof bwrap_said, "%s", err ? err->message : "");
+        if (opts->flags & A3S_CHILD_ALLOW_UNOWNED)
+            rc = launch_host(opts, image, NULL, &env, out, stdio, &silent, err);
+        else
+            rc = a3s_fail(err, A3S_E_UNSUPPORTED, 0, A3S_CHILD_UNOWNABLE,
+                          "cannot be owned here: bubblewrap could not make its namespaces (%s)",
+                          bwrap_said[0] ? bwrap_said : "no message");
+    }
+    close(image); /* the init runs from its own mapping now */
+    a3s_strvec_free(&env);
     return rc;
 }
 

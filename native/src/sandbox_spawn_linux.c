@@ -82,6 +82,7 @@ A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3
         .nested = true,
         .exec_fd = -1,
         .sandboxed = true,
+        .pid_namespace = true,
         .grace_ms = opts->kill_grace_ms,
         .release = release_plan,
         .release_ctx = h,

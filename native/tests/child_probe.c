@@ -10,6 +10,7 @@
  *                    interleaved in uneven chunks
  *   bin              bytes with NULs, invalid UTF-8 and no newline
  *   ignterm          ignore SIGTERM, print "ready", sleep until killed
+ *   keyread ID       try to read key ID (keyctl): "key-read" or "key-denied"
  *   setsid_hold SEC  fork a grandchild that calls setsid() and sleeps SEC
  *                    seconds holding stdout/stderr; print its pid and exit 0
  * Exit status 2 on a usage error.
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -140,6 +142,12 @@ int main(int argc, char **argv) {
         static const char bytes[] = {'a', '\0', 'b', '\xff', '\xfe', '\xc3', '(', '\0', '\x80'};
         write_all(1, bytes, sizeof bytes);
         write_all(2, bytes + 3, 3);
+        return 0;
+    }
+    if (strcmp(mode, "keyread") == 0 && argc == 3) {
+        char payload[64];
+        long n = syscall(SYS_keyctl, 11 /* KEYCTL_READ */, atol(argv[2]), payload, sizeof payload);
+        printf("%s\n", n >= 0 ? "key-read" : "key-denied");
         return 0;
     }
     if (strcmp(mode, "ignterm") == 0) {

@@ -23,11 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 static char init_path[PATH_MAX];
+static char probe_path[PATH_MAX]; /* child_probe, next to this test */
 
 static uint64_t now_ms(void) {
     struct timespec ts;
@@ -45,6 +47,7 @@ static int spawn_sh(const char *script, uint64_t grace_ms, a3s_child **c, a3s_ch
         .nargs = 2,
         .init_path = init_path,
         .kill_grace_ms = grace_ms,
+        .flags = A3S_CHILD_ALLOW_UNOWNED, /* the subreaper's own cases; test_owned below */
     };
     io->struct_size = sizeof *io;
     return a3s_child_spawn(&o, c, io, err);
@@ -138,17 +141,19 @@ static void test_start_failures(void) {
     a3s_child *c = (a3s_child *)1;
     a3s_child_stdio io = {.struct_size = sizeof io};
     a3s_error err;
-    a3s_child_options o = {
-        .struct_size = sizeof o, .path = "/nonexistent/program", .init_path = init_path};
+    a3s_child_options o = {.struct_size = sizeof o,
+                           .path = "/nonexistent/program",
+                           .init_path = init_path,
+                           .flags = A3S_CHILD_ALLOW_UNOWNED};
     int rc = a3s_child_spawn(&o, &c, &io, &err);
     CHECK(rc == A3S_E_SYSTEM && c == NULL, "missing program: %d", rc);
     CHECK(strstr(err.message, "/nonexistent/program") != NULL, "message: %s", err.message);
     o.path = "relative";
     CHECK(a3s_child_spawn(&o, &c, &io, &err) == A3S_E_INVALID, "relative path");
     o.path = "/bin/true";
-    o.flags = 1;
+    o.flags = 1ull << 9;
     CHECK(a3s_child_spawn(&o, &c, &io, &err) == A3S_E_INVALID, "unknown flags");
-    o.flags = 0;
+    o.flags = A3S_CHILD_ALLOW_UNOWNED;
     o.init_path = "/nonexistent/a3s-init";
     rc = a3s_child_spawn(&o, &c, &io, &err);
     CHECK(rc == A3S_E_UNSUPPORTED && strstr(err.message, "/nonexistent/a3s-init") != NULL,
@@ -182,6 +187,7 @@ static void test_environment_and_fds(void) {
         .host_envc = 6,
         .init_path = init_path,
         .cwd = "/",
+        .flags = A3S_CHILD_ALLOW_UNOWNED,
     };
     a3s_child *c = NULL;
     a3s_child_stdio io = {.struct_size = sizeof io};
@@ -381,8 +387,124 @@ static void test_sandboxed(const char *bwrap) {
     CHECK(system(cmd) == 0, "cleanup");
 }
 
+/* Owned (bwrap_path): the program is in a pid namespace of its own. It
+ * SIGKILLs its init and its parent, ignores TERM, starts a setsid daemon,
+ * and looks for the caller in /proc: the init lives on, the caller is not
+ * there, and once a3s_child_stop returns nothing of it is left. Without
+ * bubblewrap, and without A3S_CHILD_ALLOW_UNOWNED, the spawn is refused. */
+static void test_owned(const char *bwrap) {
+    char marker[32], script[PATH_MAX + 1024], shm[64];
+    snprintf(marker, sizeof marker, "734.%d", getpid());
+    snprintf(shm, sizeof shm, "/dev/shm/codeward-test-%d", (int)getpid());
+    int shm_fd = open(shm, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    /* a key in this process's session keyring, which the program must not possess */
+    long key = syscall(SYS_add_key, "user", "codeward-test-owned", "secret", (size_t)6,
+                       -3 /* KEY_SPEC_SESSION_KEYRING */);
+    snprintf(script, sizeof script,
+             "trap '' TERM; setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 & "
+             "kill -9 1; kill -9 $PPID; [ -e /proc/%d ] && echo sees-caller; "
+             "cat /proc/1/environ >/dev/null 2>&1 && echo reads-init; "
+             "[ -e %s ] && echo sees-shm; %s keyread %ld; echo ready; sleep %s9; sleep %s9",
+             marker, (int)getpid(), shm, probe_path, key, marker, marker);
+    const char *args[] = {"-c", script};
+    a3s_child_options o = {.struct_size = sizeof o,
+                           .path = "/bin/sh",
+                           .args = args,
+                           .nargs = 2,
+                           .init_path = init_path,
+                           .kill_grace_ms = 300};
+    a3s_child *c = NULL;
+    a3s_child_stdio io = {.struct_size = sizeof io};
+    a3s_error err;
+    int rc = a3s_child_spawn(&o, &c, &io, &err);
+    CHECK(rc == A3S_E_UNSUPPORTED && err.detail == A3S_CHILD_UNOWNABLE && c == NULL,
+          "no bwrap_path, not allowed: refused (%d %s)", rc, err.message);
+    /* a bubblewrap that ends before the init says a word (as one the kernel refuses its
+     * namespaces does): refused as unownable, or, where allowed, run under the subreaper */
+    const char *quick[] = {"-c", "echo unowned-ran"};
+    a3s_child_options q = {.struct_size = sizeof q,
+                           .path = "/bin/sh",
+                           .args = quick,
+                           .nargs = 2,
+                           .init_path = init_path,
+                           .bwrap_path = "/bin/false"};
+    rc = a3s_child_spawn(&q, &c, &io, &err);
+    CHECK(rc == A3S_E_UNSUPPORTED && err.detail == A3S_CHILD_UNOWNABLE &&
+              strstr(err.message, "bubblewrap could not make its namespaces"),
+          "a failing bubblewrap: refused (%d %s)", rc, err.message);
+    q.flags = A3S_CHILD_ALLOW_UNOWNED;
+    rc = a3s_child_spawn(&q, &c, &io, &err);
+    CHECK(rc == A3S_OK, "a failing bubblewrap, unowned allowed: %s", err.message);
+    if (c) {
+        char out[64];
+        CHECK(read_until(io.stdout_fd, "unowned-ran", out, sizeof out), "ran: %s", out);
+        a3s_child_status qs = {.struct_size = sizeof qs};
+        CHECK(a3s_child_info(c, &qs, &err) == A3S_OK && !(qs.flags & A3S_CHILD_PID_NAMESPACE),
+              "under the subreaper: flags %llx", (unsigned long long)qs.flags);
+        a3s_child_free(c);
+        close_io(&io);
+        c = NULL;
+    }
+    o.bwrap_path = bwrap;
+    rc = a3s_child_spawn(&o, &c, &io, &err);
+    if (rc == A3S_E_UNSUPPORTED && err.detail == A3S_CHILD_UNOWNABLE) {
+        printf("test_child: owned cases skipped: %s\n", err.message);
+        return;
+    }
+    CHECK(rc == A3S_OK, "owned spawn: %s", err.message);
+    if (!c)
+        return;
+    char buf[256];
+    CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "ready: %s", buf);
+    CHECK(!strstr(buf, "sees-caller") && !strstr(buf, "reads-init") && !strstr(buf, "sees-shm"),
+          "contained: %s", buf);
+    if (key > 0) /* where keyrings exist: the caller's session key is out of reach */
+        CHECK(strstr(buf, "key-denied") != NULL, "the caller's session key: %s", buf);
+    if (shm_fd >= 0) {
+        close(shm_fd);
+        unlink(shm);
+    }
+    if (key > 0)
+        syscall(SYS_keyctl, 21 /* KEYCTL_INVALIDATE */, key);
+    uint64_t end = now_ms() + 3000;
+    while (count_marked(marker) < 2 && now_ms() < end)
+        poll(NULL, 0, 10);
+    CHECK(count_marked(marker) == 2, "daemon and program run: %d", count_marked(marker));
+    a3s_child_status st = {.struct_size = sizeof st};
+    CHECK(a3s_child_info(c, &st, &err) == A3S_OK && (st.flags & A3S_CHILD_PID_NAMESPACE) &&
+              !(st.flags & A3S_CHILD_EXITED),
+          "the init survived its program's SIGKILL: flags %llx", (unsigned long long)st.flags);
+    CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "stop: %s", err.message);
+    CHECK(count_marked(marker) == 0, "left after stop returned: %d", count_marked(marker));
+    a3s_child_free(c);
+    close_io(&io);
+    /* owned, a missing working directory is that error, not "cannot be owned" */
+    o.cwd = "/nonexistent/dir";
+    rc = a3s_child_spawn(&o, &c, &io, &err);
+    CHECK(rc == A3S_E_SYSTEM && strstr(err.message, "chdir") != NULL, "owned, bad cwd: %d %s",
+          rc, err.message);
+    o.cwd = "/tmp";
+    const char *pwd_args[] = {"-c", "pwd"};
+    o.args = pwd_args;
+    rc = a3s_child_spawn(&o, &c, &io, &err);
+    CHECK(rc == A3S_OK, "owned, cwd: %s", err.message);
+    if (c) {
+        char out[64];
+        CHECK(read_until(io.stdout_fd, "/tmp\n", out, sizeof out), "owned, cwd: %s", out);
+        a3s_child_free(c);
+        close_io(&io);
+    }
+}
+
 int main(void) {
     const char *init = getenv("A3S_INIT") ? getenv("A3S_INIT") : "build/a3s-init";
+    char self[PATH_MAX - 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return 1;
+    self[n] = '\0';
+    *strrchr(self, '/') = '\0';
+    snprintf(probe_path, sizeof probe_path, "%s/child_probe", self);
     if (!realpath(init, init_path)) {
         printf("test_child: %s is missing (make init)\n", init);
         return 1;
@@ -395,8 +517,10 @@ int main(void) {
     test_caller_death(false);
     test_caller_death(true);
     const char *bwrap = access("/usr/bin/bwrap", X_OK) == 0 ? "/usr/bin/bwrap" : NULL;
-    if (bwrap)
+    if (bwrap) {
         test_sandboxed(bwrap);
+        test_owned(bwrap);
+    }
     else
         printf("test_child: the sandboxed cases need /usr/bin/bwrap\n");
     return check_report("test_child");

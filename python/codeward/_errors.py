@@ -31,6 +31,7 @@ module).
     ├── McpError               (mcp) an MCP server, its configuration or connection (has .server)
     │   ├── McpConfigError     a .mcp.json / mcpServers entry is malformed (has .path)
     │   ├── McpStartError      the server did not start, or did not complete initialize
+    │   │   └── McpUnownedError  a host-mode server cannot be owned here, and was refused
     │   ├── McpConnectionError the connection is closed or broke (has .exit_code, .stderr_tail)
     │   │   └── McpProtocolError  the server broke the protocol; the connection was closed
     │   ├── McpTimeout         no answer in time; the request was cancelled (has .method)

@@ -723,24 +723,29 @@ typedef struct {
 } ChildObject;
 
 static PyObject *child_status_dict(const a3s_child_status *st) {
-    return Py_BuildValue("{s:O,s:i,s:i,s:O,s:O}", "exited",
+    return Py_BuildValue("{s:O,s:i,s:i,s:O,s:O,s:O}", "exited",
                          (st->flags & A3S_CHILD_EXITED) ? Py_True : Py_False, "exit_code",
                          (int)st->exit_code, "pid", (int)st->pid, "killed",
                          (st->flags & A3S_CHILD_KILLED) ? Py_True : Py_False, "sandboxed",
-                         (st->flags & A3S_CHILD_SANDBOXED) ? Py_True : Py_False);
+                         (st->flags & A3S_CHILD_SANDBOXED) ? Py_True : Py_False,
+                         "pid_namespace",
+                         (st->flags & A3S_CHILD_PID_NAMESPACE) ? Py_True : Py_False);
 }
 
 /* Runs a3s_child_spawn or a3s_sandbox_spawn without the GIL and wraps the
  * result as (Child, stdin_fd, stdout_fd, stderr_fd). */
 static PyObject *child_spawn_common(PyObject *mod, SandboxObject *sandbox, PyObject *args,
                                     PyObject *kwds) {
-    static char *kwlist[] = {"path",     "args",     "env",         "cwd", "init",
-                             "host_env", "grace_ms", "init_sha256", NULL};
-    const char *path, *cwd = NULL, *init = NULL, *init_sha256 = NULL;
+    static char *kwlist[] = {"path",        "args",  "env",           "cwd",
+                             "init",        "host_env", "grace_ms",   "init_sha256",
+                             "bwrap",       "allow_unowned", NULL};
+    const char *path, *cwd = NULL, *init = NULL, *init_sha256 = NULL, *bwrap = NULL;
     PyObject *arg_list, *env_list, *host_env = Py_None;
     unsigned long long grace_ms = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOO|zzOKz:spawn", kwlist, &path, &arg_list,
-                                     &env_list, &cwd, &init, &host_env, &grace_ms, &init_sha256))
+    int allow_unowned = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOO|zzOKzzp:spawn", kwlist, &path, &arg_list,
+                                     &env_list, &cwd, &init, &host_env, &grace_ms, &init_sha256,
+                                     &bwrap, &allow_unowned))
         return NULL;
     module_state *st = state_of_module(mod);
     char **argv = NULL, **env = NULL, **henv = NULL;
@@ -764,6 +769,8 @@ static PyObject *child_spawn_common(PyObject *mod, SandboxObject *sandbox, PyObj
         .init_path = init,
         .kill_grace_ms = grace_ms,
         .init_sha256 = init_sha256,
+        .bwrap_path = bwrap,
+        .flags = allow_unowned ? A3S_CHILD_ALLOW_UNOWNED : 0,
     };
     a3s_child *c = NULL;
     a3s_child_stdio io = {.struct_size = sizeof io};
@@ -804,7 +811,8 @@ static PyObject *child_spawn_common(PyObject *mod, SandboxObject *sandbox, PyObj
     return result;
 }
 
-/* spawn_child(path, args, env, cwd=None, init=None, host_env=None, grace_ms=0)
+/* spawn_child(path, args, env, cwd=None, init=None, host_env=None, grace_ms=0,
+ *             init_sha256=None, bwrap=None, allow_unowned=False)
  *   -> (Child, stdin_fd, stdout_fd, stderr_fd): an owned process on the host. */
 static PyObject *py_spawn_child(PyObject *mod, PyObject *args, PyObject *kwds) {
     return child_spawn_common(mod, NULL, args, kwds);
@@ -1550,7 +1558,8 @@ static PyMethodDef module_methods[] = {
     {"status_name", py_status_name, METH_O, "status_name(code) -> str."},
     {"path_normalize", py_path_normalize, METH_O, "path_normalize(path) -> str."},
     {"spawn_child", (PyCFunction)(void (*)(void))py_spawn_child, METH_VARARGS | METH_KEYWORDS,
-     "spawn_child(path, args, env, cwd=None, init=None, host_env=None, grace_ms=0) -> "
+     "spawn_child(path, args, env, cwd=None, init=None, host_env=None, grace_ms=0, "
+     "init_sha256=None, bwrap=None, allow_unowned=False) -> "
      "(Child, stdin_fd, stdout_fd, stderr_fd): an owned process on the host."},
     {"relay", (PyCFunction)(void (*)(void))py_relay, METH_VARARGS | METH_KEYWORDS,
      "relay(a, b, cancel_fd=-1, pipe_bytes=0) -> (a_to_b, b_to_a, reset, cancelled)."},

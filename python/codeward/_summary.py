@@ -132,9 +132,14 @@ def _path(args: Mapping[str, Any], form: _Form, *keys: str) -> str:
 
 def grant_target(host: object, port: object, show: _Show | None = None) -> str:
     """Where a network grant reaches, as a person should read it before approving it:
-    ``host:port``, or both web ports when no port is given (an IPv6 host in brackets)."""
+    ``host:port``, or both web ports when no port is given (an IPv6 host in brackets), the
+    host in its canonical form (``xn--xample-2of.com``, never its look-alike Unicode form)."""
+    from ._hostname import canonical_or_none
+
     show = _clean if show is None else show
-    name = show(host)
+    # the form that is compared and connected to (an A-label), not a look-alike as written
+    canonical = canonical_or_none(host)
+    name = show(host if canonical is None else canonical)
     if ":" in name and not name.startswith("["):
         name = f"[{name}]"
     if port is None:
@@ -235,7 +240,10 @@ def _git(args: Mapping[str, Any], form: _Form) -> str:
 
 
 def _download(args: Mapping[str, Any], form: _Form) -> str:
+    from ._hostname import canonical_url
+
     url = args.get("url", "?")
+    url = canonical_url(url) if isinstance(url, str) else url  # an A-label, not a look-alike
     shown = form.show(redact_url(url, 1 << 20) if form.whole and isinstance(url, str) else url)
     dest = _path(args, form, "file_path", "path", "dest", "destination", "output")
     return f"download {shown} -> {dest}"

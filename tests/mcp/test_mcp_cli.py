@@ -49,6 +49,7 @@ def test_list_shows_tools_and_decisions_and_stops_the_servers(tmp_path, capsys) 
         "destructiveHint": True,
     }
     assert report["daemon"]["tools"][0]["name"] == "mcp__daemon__work"
+    assert report["daemon"]["owned"] is True and report["sdk"]["owned"] is True
     assert "execve /nonexistent/server" in report["gone"]["error"]
     assert "not supported" in report["web"]["skipped"]
     assert wait_for(lambda: not sleeping(marker), 3), "a server's daemon outlived the listing"
@@ -65,7 +66,7 @@ def test_list_prints_a_table_through_the_console_script(tmp_path) -> None:  # ty
         text=True,
         check=True,
     ).stdout
-    assert "server h: hostile-paginate 1, protocol 2025-06-18, on the host, 6 tools" in out
+    assert "server h: hostile-paginate 1, protocol 2025-06-18, on the host (owned), 6 tools" in out
     assert (
         "mcp__h__tool_2_1" in out and "ask     deny    deny    side effects (no annotations)" in out
     )

@@ -219,3 +219,36 @@ def test_a_delegated_grant_asks_the_root_and_closing_the_session_ends_the_mediat
     session.close()
     assert session._mediator is None
     assert not any(t.name == "codeward-netgrant" and t.is_alive() for t in threading.enumerate())
+
+
+def test_the_prompt_names_a_look_alike_host_in_its_canonical_form_and_warns(make_session):
+    """A grant for example.com with a Cyrillic e (U+0435) reads xn--xample-2of.com in every
+    line the approver reads: the operation, the risk, the reason and the scope, with a warning
+    that it mixes scripts; a name written wholly in look-alike letters is named for what it
+    looks like."""
+    provider = Provider(False)
+    session = make_session(confirmation_provider=provider)
+    session.invoke(_grant_call("true", host="\u0435xample.com", port=443))
+    session.invoke(_grant_call("true", host="\u0430\u0440\u0440\u04cf\u0435.com", port=443))
+    mixed, whole = provider.requests
+    origin = "xn--xample-2of.com:443"
+    assert mixed.scope["host_port"] == origin
+    assert mixed.operation == f"bash (network {origin}): true"
+    assert f"asks for network access to {origin}" in mixed.risk.reasons
+    assert any("mixes scripts (Cyrillic, Latin)" in r for r in mixed.risk.reasons)
+    assert mixed.risk.level in ("high", "critical")
+    assert origin in mixed.reason
+    shown = mixed.render(color=False)
+    assert "\u0435" not in shown, shown  # the look-alike itself is never on the screen
+    assert any("look like the Latin 'apple'" in r for r in whole.risk.reasons)
+    assert "\u0430" not in whole.render(color=False)
+
+
+@pytest.mark.parametrize("host", ["fe80::1%lo", "[fe80::1%25lo]", "fe80::1%25lo"])
+def test_a_zone_id_is_refused_before_anyone_is_asked(make_session, host):
+    provider = Provider(True)
+    session = make_session(confirmation_provider=provider)
+    out = session.invoke(_grant_call("true", host=host, port=80))
+    assert out.decision is Decision.DENY and not out.executed
+    assert provider.requests == []  # never put to the human
+    assert out.error_kind is ErrorKind.INVALID_ARGUMENT and "zone id" in out.reason

@@ -499,15 +499,36 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
  * elsewhere every function returns A3S_E_UNSUPPORTED.
  *
  * How it runs (Linux):
- *  - The caller's direct child is a3s-init in host mode, started like a
- *    process of a3s_process_run (everything prepared before fork, only
- *    async-signal-safe calls until execve, a session and process group of
- *    its own, no fd but its stdio and the three below, default signals),
- *    with a pidfd on it. It is a child subreaper: it starts the program in a
- *    session of its own with the three pipes as its stdin, stdout and
- *    stderr, and every descendant that loses its parent is reparented to it.
+ *  - Owned (the default): the caller's direct child is bubblewrap
+ *    (bwrap_path), started like a process of a3s_process_run (everything
+ *    prepared before fork, only async-signal-safe calls until execve, a
+ *    session and process group of its own, no fd but its stdio and the three
+ *    below, default signals), with a pidfd on it. It makes a user and a pid
+ *    namespace and runs a3s-init in host mode as PID 1 of that pid namespace,
+ *    with the host's file system (every mount, devices included) and network
+ *    but a /proc of its own, and no capabilities. The init starts the program
+ *    in a session of its own with the three pipes as its stdin, stdout and
+ *    stderr. Nothing of the program can leave the namespace, signal the init
+ *    (the kernel drops SIGKILL to a pid namespace's init from inside it) or
+ *    see any process outside it: /proc/<pid>/environ and the memory of the
+ *    caller and its ancestors are out of reach (the init checks that no proc
+ *    file system but its own is reachable, and bubblewrap covers any other
+ *    proc mount of the host with an empty tmpfs). When the init exits, the
+ *    kernel kills every process left in the namespace. The user namespace
+ *    maps only the caller's uid and gid: files of other users show as
+ *    "nobody" and, with no capability, a root caller's program cannot
+ *    override their permissions, load modules, mount on the host or bind a
+ *    port below 1024; setuid programs do not raise privileges.
+ *  - Unowned (A3S_CHILD_ALLOW_UNOWNED, where the above cannot be had: no
+ *    bwrap_path, no user and pid namespaces, or a bubblewrap that cannot
+ *    make them and ends before the init starts): the direct child is
+ *    a3s-init in host mode, a child subreaper (every descendant that loses
+ *    its parent is reparented to it), which a program of the caller's uid
+ *    can kill to escape, and which does not keep it from the caller's /proc.
+ *    Without the flag such a spawn is refused (A3S_E_UNSUPPORTED, detail
+ *    A3S_CHILD_UNOWNABLE).
  *    The caller itself never becomes a subreaper, installs no SIGCHLD
- *    handler and waits for no pid but this child's.
+ *    handler and waits for no pid but its direct child's.
  *  - The init watches a lifeline pipe whose write end only the caller holds,
  *    and a pidfd of the caller: when the caller dies (even by SIGKILL), or a
  *    copy of it forked without exec outlives it, every process of the
@@ -531,9 +552,18 @@ typedef struct a3s_child a3s_child;
 
 #define A3S_CHILD_DEFAULT_GRACE_MS 2000u /* kill_grace_ms 0 means this */
 
+/* Flags in a3s_child_options.flags (a3s_child_spawn; a3s_sandbox_spawn takes none). */
+#define A3S_CHILD_ALLOW_UNOWNED (1ull << 0) /* where the program cannot be owned (no bwrap_path,
+                                               no user and pid namespaces), run it under the
+                                               subreaper init, which it can escape, instead of
+                                               refusing */
+/* a3s_error.detail of the A3S_E_UNSUPPORTED a3s_child_spawn returns when the
+ * program cannot be owned and A3S_CHILD_ALLOW_UNOWNED is not set. */
+#define A3S_CHILD_UNOWNABLE 1
+
 typedef struct a3s_child_options {
     size_t struct_size;       /* sizeof(a3s_child_options) */
-    uint64_t flags;           /* none defined yet: must be 0 */
+    uint64_t flags;           /* A3S_CHILD_*; a3s_sandbox_spawn: must be 0 */
     const char *path;         /* absolute program path (no PATH search); also its argv[0] */
     const char *const *args;  /* the arguments after argv[0]: nargs NUL-terminated strings */
     size_t nargs;
@@ -549,6 +579,10 @@ typedef struct a3s_child_options {
     /* appended later: a caller built before it passes the shorter struct (NULL) */
     const char *init_sha256;  /* the SHA-256 of init_path's a3s-init as 64 hex digits; NULL:
                                  unchecked. Unused by a3s_sandbox_spawn (the handle's) */
+    /* appended later: a caller built before it passes the shorter struct (NULL) */
+    const char *bwrap_path;   /* absolute path of bubblewrap, which puts the program in a pid
+                                 namespace of its own; NULL: it cannot be owned (see
+                                 A3S_CHILD_ALLOW_UNOWNED). Unused by a3s_sandbox_spawn */
 } a3s_child_options;
 
 /* The caller's ends of the program's standard streams: owned by the caller
@@ -566,6 +600,8 @@ typedef struct a3s_child_stdio {
 #define A3S_CHILD_EXITED (1ull << 0)  /* it has ended and was reaped: exit_code is final */
 #define A3S_CHILD_KILLED (1ull << 1)  /* a3s_child_stop had to SIGKILL the supervisor itself */
 #define A3S_CHILD_SANDBOXED (1ull << 2) /* it runs in a sandbox (a3s_sandbox_spawn) */
+#define A3S_CHILD_PID_NAMESPACE (1ull << 3) /* it runs in a pid namespace of its own (owned,
+                                               or sandboxed); without it, under the subreaper */
 
 typedef struct a3s_child_status {
     size_t struct_size; /* in: sizeof(a3s_child_status) */
@@ -600,7 +636,15 @@ typedef struct a3s_child_status {
  *                  the program, e.g. "execve /nope: No such file or
  *                  directory"; sys_errno the errno).
  *   A3S_E_NOMEM    out of memory.
- *   A3S_E_UNSUPPORTED  not Linux, or SIGCHLD is ignored in this process. */
+ *   A3S_E_UNSUPPORTED  not Linux, or SIGCHLD is ignored in this process;
+ *                  detail A3S_CHILD_UNOWNABLE: the program cannot be owned
+ *                  here (no bwrap_path, no user and pid namespaces, or
+ *                  bubblewrap ended before the init started: it could not
+ *                  make them) and A3S_CHILD_ALLOW_UNOWNED is not set (the
+ *                  message says why; with the flag the program is started
+ *                  under the subreaper instead).
+ *   A3S_E_SYSTEM   also: the init found a proc file system other than its
+ *                  own reachable. */
 A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
                             a3s_child_stdio *stdio, a3s_error *err);
 

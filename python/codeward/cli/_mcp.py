@@ -80,6 +80,7 @@ def run_list(args: argparse.Namespace) -> int:
                     if k in ("name", "version", "title")
                 }
                 entry["protocol_version"] = client.protocol_version
+                entry["owned"] = client.owned  # in a pid namespace of its own
                 entry["tools"] = _tools(client.list_tools(), server.name, workspace, policy)
         except McpError as exc:
             failed = True
@@ -186,6 +187,8 @@ def _print(report: list[dict[str, Any]]) -> None:
             continue
         info = entry["server_info"]
         where = "in a sandbox" if entry["sandboxed"] else "on the host"
+        if not entry["sandboxed"]:
+            where += " (owned)" if entry.get("owned") else " (UNOWNED: it can escape close())"
         print(
             f"server {name}: {info.get('name', '?')} {info.get('version', '')}, protocol "
             f"{entry['protocol_version']}, {where}, {len(entry['tools'])} tools",

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._hostname import canonical_or_none, host_warnings
 from .._summary import grant_target
 from ..hitl import RISK_LEVELS, Risk
 from ..workspace import Workspace
@@ -66,8 +67,10 @@ def assess_risk(
     elif kind == "download":
         url = args.get("url")
         host = _host(url) if isinstance(url, str) else None
-        where = f" from {host}" if host else ""
+        where = f" from {canonical_or_none(host) or host}" if host else ""
         add(("high", f"downloads content{where} into the workspace"))
+        for warning in host_warnings(host) if host else ():
+            add(("high", warning))
     elif kind == "launch":
         add(("medium", "starts nested calls; each is checked on its own"))
     elif kind == "external":
@@ -92,6 +95,9 @@ def _bash(args: Mapping[str, Any], sandboxed: bool, add: _Add) -> None:
         if isinstance(grant, Mapping):
             target = f" to {grant_target(grant.get('host'), grant.get('port'))}"
         add(("high", f"asks for network access{target}"))
+        if isinstance(grant, Mapping):
+            for warning in host_warnings(grant.get("host")):
+                add(("high", warning))
     command = args.get("command")
     if isinstance(command, str):
         hit = check_command(command)

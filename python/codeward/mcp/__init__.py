@@ -18,6 +18,7 @@ from ._errors import (
     McpServerError,
     McpStartError,
     McpTimeout,
+    McpUnownedError,
 )
 from ._tools import MAX_RESULT_BYTES, McpServers, McpTool, render_result
 from ._transport import MAX_LINE, STDERR_RING
@@ -42,6 +43,7 @@ __all__ = [
     "McpTimeout",
     "McpTool",
     "McpToolInfo",
+    "McpUnownedError",
     "load_mcp_config",
     "render_result",
 ]

@@ -93,6 +93,7 @@ class McpClient:
             config.cwd,
             sandbox,
             config.kill_grace_ms,
+            allow_unowned=config.allow_unowned,
         )
         self._transport = StdioTransport(config.name, process)
         self._tools_changed: Callable[[], None] | None = None
@@ -279,6 +280,12 @@ class McpClient:
     @property
     def sandboxed(self) -> bool:
         return self._transport.process.sandboxed
+
+    @property
+    def owned(self) -> bool:
+        """Whether the server runs in a pid namespace of its own (on the host, or sandboxed);
+        False only for a host-mode server the host allowed to run unowned."""
+        return self._transport.process.pid_namespace
 
     @property
     def transport(self) -> StdioTransport:

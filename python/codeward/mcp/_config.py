@@ -54,7 +54,11 @@ class McpServerConfig:
     ``env`` entries are added to the allowlisted part of the host's
     environment as given (they are the host's own configuration, secrets
     included). ``sandbox`` None runs the server on the host, as the trusted
-    extension the design makes it; an McpSandbox runs it confined.
+    extension the design makes it, owned in a pid namespace of its own; an
+    McpSandbox runs it confined. ``allow_unowned`` (the host's choice in code,
+    never a key of a .mcp.json) lets a host-mode server run where it cannot be
+    owned, under a supervisor it can escape; without it such a server is
+    refused with McpUnownedError (docs/mcp.md).
     """
 
     name: str
@@ -66,6 +70,7 @@ class McpServerConfig:
     startup_timeout_ms: int = 60_000  # start-up and initialize (npx may download first)
     request_timeout_ms: int = 60_000  # every later request (tools/call included)
     kill_grace_ms: int = 2_000  # SIGTERM to SIGKILL when it is stopped
+    allow_unowned: bool = False  # run on the host even where it cannot be owned
 
     def __post_init__(self) -> None:
         check_server_name(self.name)
@@ -105,11 +110,24 @@ class McpConfig:
 
 
 def check_server_name(name: object) -> str:
-    """A server name becomes part of tool names (``mcp__<server>__<tool>``) and policy rules."""
+    """A server name becomes part of tool names (``mcp__<server>__<tool>``) and policy rules.
+
+    The name must make that split unique: with no ``__`` inside and no ``_``
+    at its end, the first ``__`` after ``mcp__`` is the separator, so two
+    servers' tools never share a name (server ``a_`` with tool ``b`` and
+    server ``a`` with tool ``_b`` would both be ``mcp__a___b``) and a rule
+    ``mcp__a`` never reaches server ``a_``.
+    """
     if not isinstance(name, str) or not _NAME.fullmatch(name) or "__" in name:
         raise McpConfigError(
             f"invalid MCP server name {name!r}: use 1-64 ASCII letters, digits, '-' and '_' "
             "(no '__', which separates the parts of a tool name)"
+        )
+    if name.endswith("_"):
+        raise McpConfigError(
+            f"invalid MCP server name {name!r}: it must not end with '_': its tools' names "
+            f"would be ambiguous (mcp__{name}_<tool> also reads as server {name[:-1]!r} "
+            f"with a tool starting with '_')"
         )
     return name
 

@@ -19,6 +19,7 @@ __all__ = [
     "McpServerError",
     "McpStartError",
     "McpTimeout",
+    "McpUnownedError",
 ]
 
 
@@ -40,6 +41,11 @@ class McpConfigError(McpError, ValueError):
 
 class McpStartError(McpError):
     """The server could not be started, or it did not complete ``initialize``."""
+
+
+class McpUnownedError(McpStartError):
+    """A host-mode server was refused: it cannot be owned here (no user and pid namespaces,
+    or no bubblewrap), and the host did not allow an unowned server (``allow_unowned``)."""
 
 
 class McpConnectionError(McpError):

@@ -1,7 +1,11 @@
 """The server's process, owned through the C core: on the host, or in a sandbox of its own.
 
-On the host the program runs under a3s-init in host mode (a subreaper, so
-a daemon it starts with ``setsid`` is still its to kill); in a sandbox,
+On the host the program runs under a3s-init in host mode as PID 1 of a pid
+namespace of its own (bubblewrap makes it, with a /proc of its own): it
+cannot kill its init to escape, and it sees no process of the host, so
+neither their environment nor their memory. Where that cannot be had, the
+spawn is refused (McpUnownedError) unless the host allowed an unowned
+server, which then runs under the init as a subreaper. In a sandbox,
 bubblewrap's PID 1 is the same init. Either way stopping it, garbage
 collection and the host's death (even SIGKILL) take every process of the
 server down (docs/mcp.md).
@@ -17,9 +21,11 @@ from typing import Any
 
 from .. import _native
 from ..sandbox._locate import find_bwrap, init_path
-from ._errors import McpStartError
+from ._errors import McpStartError, McpUnownedError
 
 __all__ = ["OwnedProcess", "SandboxSpec", "spawn"]
+
+_UNOWNABLE = 1  # a3s_error.detail: A3S_CHILD_UNOWNABLE (a3s.h)
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class OwnedProcess:
         info = child.info()
         self.pid: int = info["pid"]
         self.sandboxed: bool = info["sandboxed"]
+        self.pid_namespace: bool = info["pid_namespace"]  # False: unowned, under the subreaper
 
     def wait(self, timeout_ms: int) -> int | None:
         """The exit status once the server has ended (waiting up to ``timeout_ms``), else None."""
@@ -81,6 +88,8 @@ def spawn(
     cwd: str | None,
     sandbox: SandboxSpec | None,
     grace_ms: int,
+    *,
+    allow_unowned: bool = False,
 ) -> OwnedProcess:
     """Starts the server's program; raises McpStartError with the reason when it cannot."""
     init = init_path()
@@ -105,6 +114,8 @@ def spawn(
                 init=init,
                 grace_ms=grace_ms,
                 init_sha256=_native.INIT_SHA256,
+                bwrap=find_bwrap(),
+                allow_unowned=allow_unowned,
             )
         else:
             bwrap = find_bwrap(sandbox.workspace)
@@ -125,7 +136,13 @@ def spawn(
                 path, list(args), entries, cwd=cwd, grace_ms=grace_ms
             )
     except _native.NativeError as exc:
-        status, message = exc.args[0], exc.args[1]
+        status, message, detail = exc.args[0], exc.args[1], exc.args[2]
+        if status == "unsupported" and detail == _UNOWNABLE:
+            raise McpUnownedError(
+                f"server {name!r} was refused: {message}; pass allow_unowned=True to run it "
+                "anyway (docs/mcp.md)",
+                server=name,
+            ) from None
         raise McpStartError(
             f"server {name!r} could not be started ({status}): {message}", server=name
         ) from None

@@ -126,6 +126,16 @@ def _validation_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _taken_reason(holder: object, name: str) -> str:
+    """Why a tool name cannot be registered: who already holds it."""
+    if isinstance(holder, McpTool):
+        return (
+            f"{name} is already the name of tool {holder.info.name!r} of server "
+            f"{holder.client.name!r}; calls must not go to the wrong server"
+        )
+    return f"{name} is already the name of one of the host's own tools"
+
+
 class McpServers:
     """The MCP servers of one session and the tools they registered; thread-safe."""
 
@@ -135,6 +145,7 @@ class McpServers:
         self._lock = threading.RLock()
         self._clients: dict[str, McpClient] = {}
         self._tools: dict[str, set[str]] = {}  # server -> registered tool names
+        self._refused: dict[str, dict[str, str]] = {}  # server -> tool name -> why not
         self._closed = False
 
     def add(self, config: McpServerConfig) -> list[str]:
@@ -183,27 +194,30 @@ class McpServers:
                 return []  # removed meanwhile
             owned = self._tools[server]
             wanted: dict[str, McpTool] = {}
+            refused: dict[str, str] = {}
             for info in infos:
                 tool = McpTool(client, info)
-                if tool.name in owned or self._registry.get(tool.name) is None:
+                if tool.name in wanted:
+                    refused[tool.name] = "the server lists this tool twice"
+                elif tool.name in owned or self._registry.get(tool.name) is None:
                     wanted[tool.name] = tool
                 else:
-                    log.warning(
-                        "mcp %s: tool %s is already registered by someone else; skipped",
-                        server,
-                        one_line(tool.name),
-                    )
+                    refused[tool.name] = _taken_reason(self._registry.get(tool.name), tool.name)
+            for name, reason in refused.items():
+                log.warning("mcp %s: tool %s not registered: %s", server, one_line(name), reason)
             for name in owned - set(wanted):
                 self._registry.remove(name)
             for tool in wanted.values():
                 self._registry.add(tool, replace=True)
             self._tools[server] = set(wanted)
+            self._refused[server] = refused
             return sorted(wanted)
 
     def remove(self, server: str) -> bool:
         """Unregisters the server's tools and ends its processes; False if there is none."""
         with self._lock:
             client = self._clients.pop(server, None)
+            self._refused.pop(server, None)
             for name in self._tools.pop(server, set()):
                 self._registry.remove(name)
         if client is None:
@@ -222,6 +236,11 @@ class McpServers:
     def tools(self, server: str) -> list[str]:
         with self._lock:
             return sorted(self._tools.get(server, ()))
+
+    def refused_tools(self, server: str) -> dict[str, str]:
+        """The server's tools that were not registered, each with the reason."""
+        with self._lock:
+            return dict(self._refused.get(server, {}))
 
     def close(self) -> None:
         """Closes every server (all processes of each end); later adds fail."""

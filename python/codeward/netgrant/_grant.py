@@ -38,6 +38,13 @@ def canonical_host(text: object, *, what: str = "host") -> tuple[str, HostKind]:
         raise NetworkGrantError(f"the {what} must be a non-empty string")
     literal = text[1:-1] if text.startswith("[") and text.endswith("]") else text
     if ":" in literal:
+        # checked before the address is parsed, which would take a zone id (fe80::1%lo)
+        bad6 = sorted({c for c in literal if (c in _FORBIDDEN and c != ":") or not c.isprintable()})
+        if bad6:
+            raise NetworkGrantError(
+                f"the {what} {text!r} is not an exact IP address: it contains "
+                f"{', '.join(map(repr, bad6))} (no zone id, port, path or wildcard)"
+            )
         try:
             return str(ipaddress.IPv6Address(literal)), "ipv6"
         except ValueError:

@@ -207,6 +207,26 @@ class NetworkMediator:
             self._admissions.discard(admission)
 
 
+def _recv(sock: socket.socket) -> bytes | None:
+    """What a non-blocking socket has (b"" at its end), or None if nothing yet."""
+    try:
+        return sock.recv(65536)
+    except (BlockingIOError, InterruptedError):
+        return None
+
+
+def _finish(client: socket.socket, linger_s: float = 2.0) -> None:
+    """Ends the client's connection after the answer without losing its tail: a close with
+    unread input would reset it, so the write side is shut first and what the client still
+    sends is read and dropped, for at most ``linger_s``."""
+    with contextlib.suppress(OSError):
+        client.shutdown(socket.SHUT_WR)
+        client.settimeout(linger_s)
+        deadline = time.monotonic() + linger_s
+        while time.monotonic() < deadline and client.recv(65536):
+            client.settimeout(max(0.01, deadline - time.monotonic()))
+
+
 def _stop_loop() -> None:
     """A marker for _in_loop: the loop returns."""
 
@@ -403,14 +423,24 @@ class Admission:
                 self._live.add(upstream)
                 self.connections += 1
             send_granted(client, request)
-            if request.forward:
-                upstream.sendall(request.forward)
-            _native.relay(client.fileno(), upstream.fileno(), cancel_fd=self._cancel[0])
+            if request.kind == "http":
+                self._forward_one(client, upstream, request)
+            else:  # a tunnel (CONNECT, SOCKS5): the grant is the origin, whatever flows inside
+                if request.forward:
+                    upstream.sendall(request.forward)
+                _native.relay(client.fileno(), upstream.fileno(), cancel_fd=self._cancel[0])
         except Refused as refused:
             self._note_refusal(refused.reason)
             send_refusal(client, request.kind if request else refused.kind, refused)
         except OSError:
             pass  # the client or the origin went away
+        except Exception:  # no input may end a connection's thread without an answer
+            log.exception("network mediator: a connection failed unexpectedly")
+            send_refusal(
+                client,
+                request.kind if request else None,
+                Refused("the proxy could not handle this request", 500),
+            )
         finally:
             with self._lock:
                 self._live.discard(client)
@@ -421,6 +451,60 @@ class Admission:
                 if sock is not None:
                     with contextlib.suppress(OSError):
                         sock.close()
+
+    def _forward_one(
+        self, client: socket.socket, upstream: socket.socket, request: ProxyRequest
+    ) -> None:
+        """One plain HTTP request: its head and exactly its body go to the origin, and only
+        the origin's answer comes back. Whatever the client sends past the body (a pipelined
+        request, perhaps for another origin) is read and dropped, never forwarded: the
+        connection closes after the answer, so the client's next request comes on a new
+        connection and is decided again."""
+        if request.pipelined:
+            self._note_refusal("a request pipelined behind the first was dropped, not forwarded")
+        upstream.sendall(request.forward)
+        body_left = request.body_left
+        cancel = self._cancel[0]
+        client.setblocking(False)
+        upstream.setblocking(False)
+        with selectors.DefaultSelector() as sel:
+            sel.register(upstream, selectors.EVENT_READ)
+            sel.register(client, selectors.EVENT_READ)
+            sel.register(cancel, selectors.EVENT_READ)
+            while True:
+                for key, _ in sel.select():
+                    if key.fileobj == cancel:
+                        return
+                    if key.fileobj is upstream:
+                        data = _recv(upstream)
+                        if data is None:
+                            continue
+                        if not data:  # the answer is complete
+                            _finish(client)
+                            return
+                        client.setblocking(True)  # the client's pace is the origin's
+                        client.sendall(data)
+                        client.setblocking(False)
+                        continue
+                    data = _recv(client)
+                    if data is None:
+                        continue
+                    if not data:
+                        sel.unregister(client)  # the client half-closed: the answer still comes
+                        continue
+                    if body_left:
+                        part, extra = data[:body_left], data[body_left:]
+                        upstream.setblocking(True)
+                        upstream.sendall(part)
+                        upstream.setblocking(False)
+                        body_left -= len(part)
+                    else:
+                        extra = data
+                    if extra and not request.pipelined:
+                        request.pipelined = True
+                        self._note_refusal(
+                            "a request pipelined behind the first was dropped, not forwarded"
+                        )
 
     def _note_refusal(self, reason: str) -> None:
         with self._lock:

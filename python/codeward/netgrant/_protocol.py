@@ -9,10 +9,15 @@ prints: an HTTP status line and body, or a SOCKS reply code.
 - HTTP ``CONNECT host:port``: a tunnel; TLS stays end to end (nothing here
   reads inside it).
 - HTTP absolute form (``GET http://host[:port]/path``): forwarded to the
-  origin in origin form, with the ``Proxy-*`` headers dropped and
-  ``Connection: close`` (one request per connection: a client's next
-  request, perhaps for another origin, comes on a new connection and is
-  decided again).
+  origin in origin form, with the ``Proxy-*`` headers dropped, ``Host``
+  set to the target's authority and ``Connection: close``. One request per
+  connection: exactly its head and its ``Content-Length`` bytes of body go
+  to the origin, nothing after them (a request pipelined behind it, perhaps
+  for another origin, is never passed on undecided: the connection closes
+  after the first answer, and the client's next request comes on a new
+  connection and is decided again). Framing that an origin could read
+  differently (``Transfer-Encoding``, conflicting ``Content-Length``,
+  folded or malformed header lines) is refused.
 - SOCKS5 ``CONNECT`` by name (``socks5h``) or by address, no
   authentication; BIND and UDP ASSOCIATE are refused.
 """
@@ -71,6 +76,8 @@ class ProxyRequest:
     port: int
     forward: bytes = b""  # what goes to the origin first: a rewritten head, and bytes read past it
     by_address: bool = False  # SOCKS5 by IP address rather than by name
+    body_left: int = 0  # http: body bytes still to come from the client after ``forward``
+    pipelined: bool = False  # http: the client sent more after the request (never forwarded)
 
 
 def read_request(sock: socket.socket) -> ProxyRequest:
@@ -159,13 +166,63 @@ def _read_http(sock: _Timed, first: bytes) -> ProxyRequest:
     if path.startswith("?"):
         path = "/" + path
     host, port = _authority(authority, default=80)
-    kept = [
-        line for line in lines[1:] if line.split(b":", 1)[0].strip().lower() not in _HOP_HEADERS
-    ]
+    headers = _headers(lines[1:])
+    length = _body_length(headers)
+    kept = [line for name, line in headers if name not in _HOP_HEADERS and name != b"host"]
     rewritten = b"\r\n".join(
-        [method + b" " + path.encode("latin-1") + b" " + parts[2], *kept, b"Connection: close"]
+        [
+            method + b" " + path.encode("latin-1") + b" " + parts[2],
+            b"Host: " + authority.encode("latin-1"),
+            *kept,
+            b"Connection: close",
+        ]
     )
-    return ProxyRequest("http", host, port, forward=rewritten + b"\r\n\r\n" + rest)
+    body = rest[:length]
+    return ProxyRequest(
+        "http",
+        host,
+        port,
+        forward=rewritten + b"\r\n\r\n" + body,
+        body_left=length - len(body),
+        pipelined=len(rest) > length,
+    )
+
+
+_TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _headers(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
+    """(lower-case name, line) of each header line; Refused for a line an origin could read
+    otherwise: folded (obs-fold), without a colon, a name that is not a token (spaces
+    before the colon included), or a control character in the value."""
+    out = []
+    for line in lines:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or not set(name) <= _TOKEN:
+            raise Refused(f"malformed header line {_show(line.decode('latin-1'))}", 400)
+        if any((c < 0x20 and c != 0x09) or c == 0x7F for c in value):
+            raise Refused(f"a control character in header {_show(name.decode())}", 400)
+        out.append((name.lower(), line))
+    return out
+
+
+def _body_length(headers: list[tuple[bytes, bytes]]) -> int:
+    """The request body's length from Content-Length (0 without one); Refused where the
+    framing is not one plain length that every origin reads the same."""
+    if any(name == b"transfer-encoding" for name, _ in headers):
+        raise Refused(
+            "a request body with Transfer-Encoding is not forwarded; send it with Content-Length",
+            501,
+        )
+    values = {
+        line.partition(b":")[2].strip() for name, line in headers if name == b"content-length"
+    }
+    if not values:
+        return 0
+    value = values.pop()
+    if values or not value.isdigit() or len(value) > 18:
+        raise Refused("the request has no single valid Content-Length", 400)
+    return int(value)
 
 
 def _authority(text: str, *, default: int | None) -> tuple[str, int]:
@@ -188,7 +245,12 @@ def _authority(text: str, *, default: int | None) -> tuple[str, int]:
         if default is None:
             raise Refused(f"the target {_show(text)} has no port", 400)
         return host, default
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536 or port_text.startswith("0"):
+    if (
+        not port_text.isascii()  # '\xb9' and other Unicode digits are not a port
+        or not port_text.isdigit()
+        or port_text.startswith("0")
+        or not 0 < int(port_text) < 65536
+    ):
         raise Refused(f"the target {_show(text)} has no valid port", 400)
     return host, int(port_text)
 

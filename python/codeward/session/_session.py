@@ -348,6 +348,7 @@ class Session:
         sandbox: Any = None,
         request_timeout_ms: int = 60_000,
         startup_timeout_ms: int = 60_000,
+        allow_unowned: bool = False,
     ) -> list[str]:
         """Starts an MCP stdio server and registers its tools as ``mcp__<name>__<tool>``.
 
@@ -357,6 +358,8 @@ class Session:
         McpSandbox grants them. Every call of its tools goes through the
         kernel with the server's annotations (docs/mcp.md). Returns the
         registered tool names; the session's close() ends the server.
+        On the host it runs in a pid namespace of its own; where that cannot
+        be had it is refused (McpUnownedError) unless ``allow_unowned``.
         """
         from ..mcp import McpSandbox, McpServerConfig
 
@@ -368,6 +371,7 @@ class Session:
             cwd=cwd,
             sandbox=McpSandbox() if sandbox is True else (sandbox or None),
             request_timeout_ms=request_timeout_ms,
+            allow_unowned=allow_unowned,
             startup_timeout_ms=startup_timeout_ms,
         )
         return list(self._mcp_servers().add(config))
