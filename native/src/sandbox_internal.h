@@ -100,8 +100,10 @@ struct plan {
     /* ownership and hostile content (docs/security.md, "Host safety") */
     int run_lock_fd;              /* flock held on run_dir/lock while the run dir lives */
     int journal_fd;               /* this run's journal, flock held while it is ours; -1 */
-    int bind_fds[3];              /* O_PATH fds of a worktree's gitdir and common dir, and a
-                                     read fd of the init's image (--ro-bind-data); -1 */
+    int bind_fds[4];              /* O_PATH fds of a worktree's gitdir and common dir, a
+                                     read fd of the init's image (--ro-bind-data), and the
+                                     write end of the janitor's pipe (sandbox_linux.c),
+                                     which the sandbox holds while it lives; -1 */
     struct a3s_strvec notes;      /* what the plan neutralized or did not follow, one line each */
     uint64_t deadline;            /* a3s_now_ns() by which planning must end; 0: none */
     int cancel_fd;                /* readable: planning stops; -1: none */

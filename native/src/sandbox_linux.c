@@ -50,6 +50,8 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -699,7 +701,7 @@ static void plan_free(struct plan *p) {
 void a3s_plan_init(struct plan *p) {
     memset(p, 0, sizeof *p);
     p->lock_fd = p->link_ifd = p->run_lock_fd = p->journal_fd = p->cancel_fd = -1;
-    p->bind_fds[0] = p->bind_fds[1] = p->bind_fds[2] = -1;
+    p->bind_fds[0] = p->bind_fds[1] = p->bind_fds[2] = p->bind_fds[3] = -1;
 }
 
 char *a3s_plan_notes(const struct plan *p) {
@@ -907,6 +909,100 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
         close(dfd);
     }
     closedir(d);
+}
+
+/* ---- the janitor --------------------------------------------------------------
+ * Placeholders are visible on the host while the sandbox lives (docs/security.md,
+ * "Why placeholders are on the host"). The caller removes them when the sandbox
+ * ends; if the caller is killed, a janitor does: a3s-init in janitor mode
+ * (native/init/janitor.c), started here on the host with the plan, detached
+ * (the caller keeps no child), that waits until every process of the sandbox
+ * has exited and the caller has let go of the plan, and then, only if the
+ * caller died holding its journal, removes what the journal names. The pipe's
+ * write end is plan slot bind_fds[3], which every launcher passes on to
+ * bubblewrap (and so to the init): it reads end-of-file only when the sandbox
+ * is gone, so a janitor never detaches a mount a running sandbox relies on. */
+
+/* In the janitor's first child (a fork of a possibly multi-threaded caller):
+ * async-signal-safe calls only. It forks the janitor and exits at once. */
+static _Noreturn void janitor_child(int exec_fd, char *const *argv, const int *keep, size_t nkeep) {
+    sigset_t none;
+    sigemptyset(&none);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0 || setsid() < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+        dup2(devnull, 2) < 0 || chdir("/") < 0)
+        _exit(1);
+    if (syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) < 0)
+        for (int fd = 3; fd < 65536; fd++)
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    for (size_t i = 0; i < nkeep; i++)
+        if (fcntl(keep[i], F_SETFD, 0) < 0)
+            _exit(1);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            sigaction(s, &dfl, NULL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
+    if (pid == 0) {
+        char *const empty_env[] = {NULL};
+        syscall(SYS_execveat, exec_fd, "", argv, empty_env, AT_EMPTY_PATH);
+        _exit(127);
+    }
+    _exit(pid < 0 ? 1 : 0);
+}
+
+/* Starts the janitor of plan p, whose journal is open. Without one (no
+ * pipe, no fork, no init to run) the placeholders are left to the next run's
+ * sweep, as before janitors; the run itself is not refused for that. */
+static void start_janitor(const a3s_sandbox *sb, struct plan *p) {
+    int exec_fd = sb->init_fd >= 0 ? sb->init_fd : sb->init_image;
+    int alive[2] = {-1, -1}, lock = -1, journal = -1;
+    char lock_path[PATH_MAX];
+    if (exec_fd < 0 || p->journal_fd < 0 || !p->journal[0] || p->bind_fds[3] >= 0 ||
+        snprintf(lock_path, sizeof lock_path, "%s/%slock", sb->state_dir, sb->journal_prefix) >=
+            (int)sizeof lock_path)
+        return;
+    if (a3s_pipe_above_stdio(alive, 0) < 0)
+        return;
+    lock = a3s_fd_above_stdio(open(lock_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    journal = a3s_fd_above_stdio(open(p->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    /* the janitor takes the workspace lock only at the end (holding it shared
+     * meanwhile would keep this caller from ever being alone to clean up) */
+    if (lock < 0 || journal < 0)
+        goto out;
+    char num[3][16];
+    snprintf(num[0], sizeof num[0], "%d", alive[0]);
+    snprintf(num[1], sizeof num[1], "%d", lock);
+    snprintf(num[2], sizeof num[2], "%d", journal);
+    char *const argv[] = {(char *)(sb->init_fd >= 0 ? INIT_INSIDE : "a3s-init"),
+                          "--mode", "janitor", "--alive-fd", num[0], "--lock-fd", num[1],
+                          "--journal-fd", num[2], "--journal", p->journal,
+                          "--workspace", sb->workspace, NULL};
+    int keep[] = {alive[0], lock, journal, exec_fd};
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t mid = fork();
+    if (mid == 0)
+        janitor_child(exec_fd, argv, keep, COUNT(keep));
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (mid > 0) {
+        int st;
+        while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            p->bind_fds[3] = alive[1]; /* the sandbox holds it from here on, too */
+            alive[1] = -1;
+        }
+    }
+out:
+    a3s_close_fd(&alive[0]);
+    a3s_close_fd(&alive[1]);
+    a3s_close_fd(&lock);
+    a3s_close_fd(&journal);
 }
 
 /* The workspace's journal directory, state_dir/placeholders-<hash>.d: runs
@@ -2070,6 +2166,8 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     if ((rc = plan_interrupted(p, err)) != A3S_OK ||
         (rc = protect_names(sb, p, a, err)) != A3S_OK)
         return rc;
+    if (p->placeholders.len)
+        start_janitor(sb, p); /* removes them if this caller is killed */
     if ((rc = mask_credentials(sb, p, a, err)) != A3S_OK)
         return rc;
     if (!p->server)

@@ -104,8 +104,8 @@ struct a3s_session {
  * pid and waits until the caller has a pidfd on it: until then the pid
  * cannot be reused, since it is our unreaped child at worst. */
 /* the control socket, the lifeline, the caller's pidfd, two bind fds, the init image's read fd,
- * an embedded init's fd */
-#define MAX_KEEP 7
+ * the janitor's pipe, an embedded init's fd */
+#define MAX_KEEP 8
 /* The intermediate reports a pid, -errno, or this minus errno when bubblewrap
  * could not be started in the sandbox's cgroup (see a3s_sandbox_cgroup). */
 #define REPORT_JOIN_FAILED (-65536)

@@ -253,7 +253,7 @@ describe('the sandbox from Node', linuxOnly, () => {
     await eventually(() => !running(pid), `the sandbox (init ${pid}) outlived its worker`);
   });
 
-  test('a process killed with SIGKILL leaves no process behind', async () => {
+  test('a process killed with SIGKILL leaves no process and no placeholder behind', async () => {
     const ws = workspace();
     const m = marker();
     const script = `
@@ -268,9 +268,15 @@ describe('the sandbox from Node', linuxOnly, () => {
     const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     const pid = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(Number(d))));
     await eventually(() => fs.existsSync(path.join(ws, 'started')), 'not started');
+    assert.ok(fs.existsSync(path.join(ws, '.bashrc')), 'no placeholder while the sandbox runs');
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     await eventually(() => survivors(m).length === 0, `survivors: ${survivors(m)}`);
     await eventually(() => !running(pid), `the sandbox (init ${pid}) outlived its caller`);
+    // its janitor removes the placeholders once the sandbox is gone (milliseconds)
+    await eventually(
+      () => fs.readdirSync(ws).join(' ') === 'started',
+      `left in the workspace: ${fs.readdirSync(ws)}`
+    );
   });
 });
