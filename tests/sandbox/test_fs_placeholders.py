@@ -23,7 +23,23 @@ import pytest
 
 from codeward.sandbox import NativeBashSandbox
 
-PROTECTED_DIRS = [".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea"]
+PROTECTED_DIRS = [
+    ".git",
+    ".a3s",
+    ".agents",
+    ".codex",
+    ".claude",
+    ".vscode",
+    ".idea",
+    ".cursor",
+    ".gemini",
+    ".roo",
+    ".kiro",
+    ".continue",
+    ".windsurf",
+    ".amazonq",
+    ".cline",
+]
 PROTECTED_FILES = [
     ".gitmodules",
     ".mcp.json",
@@ -33,6 +49,12 @@ PROTECTED_FILES = [
     ".zshrc",
     ".zprofile",
     ".profile",
+    ".cursorrules",
+    ".windsurfrules",
+    ".clinerules",
+    ".roomodes",
+    ".roorules",
+    ".continuerc.json",
 ]
 ALL_PROTECTED = PROTECTED_DIRS + PROTECTED_FILES
 
