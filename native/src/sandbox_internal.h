@@ -26,6 +26,8 @@ struct a3s_sandbox {
     int init_fd; /* A3S_SANDBOX_SELF_INIT: an O_PATH fd of this program's executable; else -1 */
     int init_image; /* otherwise: the init's bytes, copied at a3s_sandbox_new into a sealed
                        memfd (init_image.h), which every start runs; else -1 */
+    bool init_pinned; /* the init is this program or was checked against a SHA-256: only
+                         then does the host run it as a placeholder janitor */
     char *bash;
     char *scratch_parent;
     char *state_dir;

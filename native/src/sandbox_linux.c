@@ -573,6 +573,7 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
                         "(/proc/self/exe) to run its embedded init: %s", strerror(e));
     }
     sb->init = strdup(self_init ? "/proc/self/exe" : cfg->init_path);
+    sb->init_pinned = self_init || (cfg->init_sha256 && cfg->init_sha256[0]);
     sb->bwrap = host ? NULL : strdup(cfg->bwrap_path);
     sb->bash = resolve_bash();
     const char *tmp = cfg->scratch_parent;
@@ -956,8 +957,13 @@ static _Noreturn void janitor_child(int exec_fd, char *const *argv, const int *k
 
 /* Starts the janitor of plan p, whose journal is open. Without one (no
  * pipe, no fork, no init to run) the placeholders are left to the next run's
- * sweep, as before janitors; the run itself is not refused for that. */
+ * sweep, as before janitors; the run itself is not refused for that. The
+ * janitor runs on the host, unconfined, so only an init that is this program
+ * or was checked against its SHA-256 is started as one (an unpinned init, a
+ * developer's or a test's, gets no janitor). */
 static void start_janitor(const a3s_sandbox *sb, struct plan *p) {
+    if (!sb->init_pinned)
+        return;
     int exec_fd = sb->init_fd >= 0 ? sb->init_fd : sb->init_image;
     int alive[2] = {-1, -1}, lock = -1, journal = -1;
     char lock_path[PATH_MAX];
