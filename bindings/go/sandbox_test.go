@@ -45,6 +45,17 @@ func helper(mode, workspace string) int {
 		fmt.Println("exec:", err)
 		return 1
 	}
+	if mode == "hostcode" { // this program is the host's code: a copy inside the workspace
+		out, err := sb.Exec(context.Background(), "echo x >> bin/helper; echo bin=$?; "+
+			"echo mine > project.txt; echo project=$?", ExecOptions{})
+		sb.Close()
+		if err != nil {
+			fmt.Println("exec:", err)
+			return 1
+		}
+		fmt.Print(out.Stdout)
+		return 0
+	}
 	_, _, pid := sb.(*coreSandbox).info()
 	if mode == "exit" {
 		fmt.Println("ready", pid)
@@ -285,6 +296,35 @@ func TestSIGKILLOfTheCallerTakesTheSandboxDown(t *testing.T) {
 	waitNoSurvivors(t, m)
 	// its janitor removes the placeholders once the sandbox is gone
 	waitListing(t, ws, "started")
+}
+
+func TestTheProgramsOwnDirectoryInsideTheWorkspaceIsReadOnly(t *testing.T) {
+	ws := t.TempDir()
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(ws, "bin", "helper")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^$", ws)
+	cmd.Env = append(os.Environ(), helperEnv+"=hostcode")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the helper: %v (%s)", err, out)
+	}
+	if string(out) != "bin=1\nproject=0\n" {
+		t.Fatalf("the command could write the program's directory, or not the workspace: %q", out)
+	}
+	after, err := os.ReadFile(bin)
+	if err != nil || len(after) != len(self) {
+		t.Fatalf("the program inside the workspace was changed (%d bytes, was %d): %v",
+			len(after), len(self), err)
+	}
 }
 
 // listing is the workspace's top level, sorted.

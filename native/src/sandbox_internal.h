@@ -33,6 +33,7 @@ struct a3s_sandbox {
     char *state_dir;
     char journal_prefix[96]; /* "placeholders-<workspace hash>-" */
     struct a3s_strvec host_env;
+    struct a3s_strvec host_code; /* the caller's code inside the workspace: bound read-only */
     struct a3s_credscan *creds;
     pthread_mutex_t lock; /* serializes the credential cache */
     atomic_bool swept;    /* dead callers' run dirs removed once per handle */

@@ -36,6 +36,7 @@
 #include "strvec.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -355,6 +356,7 @@ A3S_API void a3s_sandbox_free(a3s_sandbox *sb) {
     }
     a3s_credscan_free(sb->creds);
     a3s_strvec_free(&sb->host_env);
+    a3s_strvec_free(&sb->host_code);
     free(sb->workspace);
     free(sb->bwrap);
     free(sb->init);
@@ -483,6 +485,74 @@ static int resolve_bound(const char *name, uint64_t value, uint64_t dflt, uint64
     return A3S_OK;
 }
 
+/* ---- the host's own code ---------------------------------------------------
+ * A program run from inside the workspace (a project's .venv, node_modules, a
+ * Go binary built there) loads code a command could rewrite, which would then
+ * run on the host as written. So every place the caller says it loads code
+ * from, and this program's executable and library directories, is bound
+ * read-only in the sandbox when it lies inside the workspace. */
+
+static void note(struct plan *p, const char *fmt, ...) A3S_PRINTF(2, 3);
+
+/* Adds `path` (resolved) to the handle's host code if it is inside the workspace
+ * and not the workspace itself, once. */
+static void add_host_code(a3s_sandbox *sb, const char *path) {
+    char *real = path && path[0] == '/' ? realpath(path, NULL) : NULL;
+    if (!real)
+        return;
+    bool keep = path_is_under(real, sb->workspace) && strcmp(real, sb->workspace) != 0;
+    for (size_t i = 0; keep && i < sb->host_code.len; i++)
+        keep = strcmp(sb->host_code.items[i], real) != 0;
+    if (keep)
+        a3s_strvec_push(&sb->host_code, real);
+    free(real);
+}
+
+/* The directory part of `path` into out ("" if none). */
+static void dir_of(const char *path, char *out, size_t cap) {
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n >= cap)
+        n = 0;
+    memcpy(out, path ? path : "", n);
+    out[n] = '\0';
+}
+
+static void find_host_code(a3s_sandbox *sb, const a3s_sandbox_config *cfg) {
+    for (size_t i = 0; cfg->host_code && i < cfg->host_code_count; i++)
+        add_host_code(sb, cfg->host_code[i]);
+    char exe[PATH_MAX], dir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        dir_of(exe, dir, sizeof dir);
+        add_host_code(sb, dir);
+    }
+    Dl_info info;
+    /* the file this core was loaded from: where one of its objects lives */
+    if (dladdr((const void *)a3s_protected_dirs, &info) && info.dli_fname) {
+        dir_of(info.dli_fname, dir, sizeof dir);
+        add_host_code(sb, dir);
+    }
+}
+
+/* Binds the host's code read-only; a long-lived plan watches each one (a
+ * directory replaced on the host detaches its bind). One that is missing
+ * now is noted: nothing holds its place. */
+static void protect_host_code(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds) {
+    for (size_t i = 0; i < sb->host_code.len; i++) {
+        const char *path = sb->host_code.items[i];
+        struct stat st;
+        if (lstat(path, &st) < 0 || S_ISLNK(st.st_mode)) {
+            note(p, "the host's code at %s is missing or a symlink now: not protected", path);
+            continue;
+        }
+        push3(binds, "--ro-bind", path, path);
+        if (p->server)
+            a3s_strvec_push(&p->extra, path);
+    }
+}
+
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, a3s_error *err) {
     /* struct_size versioning: a caller built before the resource bounds
      * existed passes the shorter struct; the fields it lacks are zero. */
@@ -589,7 +659,10 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
             nhenv++;
     for (size_t i = 0; i < nhenv; i++)
         a3s_strvec_push(&sb->host_env, henv[i]);
-    if (!sb->workspace || !sb->init || (!host && !sb->bwrap) || sb->host_env.failed) {
+    if (sb->workspace && !host)
+        find_host_code(sb, cfg);
+    if (!sb->workspace || !sb->init || (!host && !sb->bwrap) || sb->host_env.failed ||
+        sb->host_code.failed) {
         a3s_sandbox_free(sb);
         return a3s_fail(err, A3S_E_NOMEM, errno, 0, "cannot set up the sandbox: %s",
                         strerror(errno));
@@ -2174,6 +2247,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         return rc;
     if (p->placeholders.len)
         start_janitor(sb, p); /* removes them if this caller is killed */
+    protect_host_code(sb, p, a);
     if ((rc = mask_credentials(sb, p, a, err)) != A3S_OK)
         return rc;
     if (!p->server)

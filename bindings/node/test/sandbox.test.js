@@ -253,6 +253,32 @@ describe('the sandbox from Node', linuxOnly, () => {
     await eventually(() => !running(pid), `the sandbox (init ${pid}) outlived its worker`);
   });
 
+  test("the host's own code inside the workspace is read-only in the sandbox", async () => {
+    const ws = workspace();
+    fs.mkdirSync(path.join(ws, 'app'));
+    const main = path.join(ws, 'app', 'main.js');
+    fs.writeFileSync(
+      main,
+      `const { selectSandbox } = require(${JSON.stringify(pkgDir)});
+      (async () => {
+        const sb = await selectSandbox(${JSON.stringify(ws)});
+        const out = await sb.exec("echo 'process.exit(9)' >> app/main.js; echo app=$?; " +
+          'echo mine > project.txt; echo project=$?');
+        console.log(JSON.stringify({ stdout: out.stdout }));
+        await sb.close();
+      })();`,
+    );
+    const before = fs.readFileSync(main, 'utf8');
+    const child = spawn(process.execPath, [main], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (d) => (text += d));
+    await new Promise((resolve) => child.once('exit', resolve));
+    const out = JSON.parse(text);
+    assert.equal(out.stdout, 'app=1\nproject=0\n');
+    assert.equal(fs.readFileSync(main, 'utf8'), before);
+    assert.equal(fs.readFileSync(path.join(ws, 'project.txt'), 'utf8'), 'mine\n');
+  });
+
   test('a process killed with SIGKILL leaves no process and no placeholder behind', async () => {
     const ws = workspace();
     const m = marker();

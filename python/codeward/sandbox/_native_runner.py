@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import time
 import weakref
@@ -257,6 +258,18 @@ class _CoreSandbox(SandboxBase):
         }
 
 
+def _host_code() -> list[str]:
+    """Where this interpreter loads code from: its prefixes and every module path entry.
+
+    The core binds each one that lies inside the workspace read-only in the sandbox
+    (docs/security.md, "The host's own code"), so that a command cannot rewrite a module
+    this process imports later. Read at each handle's creation: a path added later to
+    ``sys.path`` counts for the handles made after it.
+    """
+    entries = [sys.prefix, sys.exec_prefix, sys.base_prefix, *sys.path]
+    return [p for p in dict.fromkeys(entries) if isinstance(p, str) and os.path.isabs(p)]
+
+
 def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
     init = init_path()
     if init is None:
@@ -269,7 +282,11 @@ def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
         # the digest of the init this package was built with: the core runs a copy checked
         # against it, never the file a command may have rewritten (docs/security.md)
         return _native.Sandbox(
-            os.fspath(workspace), init, init_sha256=_native.INIT_SHA256, **kwargs
+            os.fspath(workspace),
+            init,
+            init_sha256=_native.INIT_SHA256,
+            host_code=_host_code(),
+            **kwargs,
         )
     except _native.NativeError as exc:
         _raise_native(exc, str(workspace))
