@@ -26,6 +26,7 @@ INIT_SOURCES = [
     "native/init/probe_seccomp.c",
     "native/init/limits.c",
     "native/init/grant.c",
+    "native/init/janitor.c",
     "native/src/error.c",
     "native/src/landlock_linux.c",
     "native/src/seccomp_linux.c",

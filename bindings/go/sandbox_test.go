@@ -45,6 +45,17 @@ func helper(mode, workspace string) int {
 		fmt.Println("exec:", err)
 		return 1
 	}
+	if mode == "hostcode" { // this program is the host's code: a copy inside the workspace
+		out, err := sb.Exec(context.Background(), "echo x >> bin/helper; echo bin=$?; "+
+			"echo mine > project.txt; echo project=$?", ExecOptions{})
+		sb.Close()
+		if err != nil {
+			fmt.Println("exec:", err)
+			return 1
+		}
+		fmt.Print(out.Stdout)
+		return 0
+	}
 	_, _, pid := sb.(*coreSandbox).info()
 	if mode == "exit" {
 		fmt.Println("ready", pid)
@@ -272,14 +283,75 @@ func waitGone(t *testing.T, pid int) {
 
 func TestSIGKILLOfTheCallerTakesTheSandboxDown(t *testing.T) {
 	m := newMarker(t)
-	cmd, pid, _ := startHelper(t, "kill", m)
+	cmd, pid, ws := startHelper(t, "kill", m)
 	if len(survivors(m)) == 0 {
 		t.Fatal("the helper's command does not run")
+	}
+	if names := listing(t, ws); len(names) < 2 {
+		t.Fatalf("no placeholders while the sandbox runs: %v", names)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	waitGone(t, pid)
 	waitNoSurvivors(t, m)
+	// its janitor removes the placeholders once the sandbox is gone
+	waitListing(t, ws, "started")
+}
+
+func TestTheProgramsOwnDirectoryInsideTheWorkspaceIsReadOnly(t *testing.T) {
+	ws := t.TempDir()
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(ws, "bin", "helper")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^$", ws)
+	cmd.Env = append(os.Environ(), helperEnv+"=hostcode")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the helper: %v (%s)", err, out)
+	}
+	if string(out) != "bin=1\nproject=0\n" {
+		t.Fatalf("the command could write the program's directory, or not the workspace: %q", out)
+	}
+	after, err := os.ReadFile(bin)
+	if err != nil || len(after) != len(self) {
+		t.Fatalf("the program inside the workspace was changed (%d bytes, was %d): %v",
+			len(after), len(self), err)
+	}
+}
+
+// listing is the workspace's top level, sorted.
+func listing(t *testing.T, ws string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// waitListing waits until the workspace holds exactly want (milliseconds after
+// a caller's death; the bound is for a loaded machine).
+func waitListing(t *testing.T, ws string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Join(listing(t, ws), " ") != strings.Join(want, " ") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := listing(t, ws); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("the workspace holds %v, want %v", got, want)
+	}
 }
 
 func TestAProgramThatExitsWithoutCloseLeavesNothing(t *testing.T) {
@@ -289,10 +361,8 @@ func TestAProgramThatExitsWithoutCloseLeavesNothing(t *testing.T) {
 	}
 	waitGone(t, pid)
 	// what it left in the workspace (placeholders of missing protected
-	// names) goes with the next sandbox over the workspace
-	if _, err := os.Lstat(filepath.Join(ws, ".bashrc")); err != nil {
-		t.Fatalf("no placeholder was left to sweep: %v", err)
-	}
+	// names) goes with its janitor, and a next sandbox finds nothing
+	waitListing(t, ws)
 	sb, err := SelectSandbox(ws, SandboxOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -544,13 +544,15 @@ static void free_string_array(char **arr, size_t n) {
     free(arr);
 }
 
-/* new NativeSandbox(workspace, initPath, bwrapPath, flags, limits[5 BigInts], hostEnv[]) */
+/* new NativeSandbox(workspace, initPath, bwrapPath, flags, limits[5 BigInts], hostEnv[],
+ *                   hostCode[]?): hostCode, the directories the host program loads code
+ * from (a3s_sandbox_config.host_code) */
 static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
-    napi_value argv[6], this_arg;
-    if (!require_new(env, info, "NativeSandbox") || !get_args(env, info, 6, argv, &this_arg))
+    napi_value argv[7], this_arg;
+    if (!require_new(env, info, "NativeSandbox") || !get_args(env, info, 7, argv, &this_arg))
         return NULL;
-    char *workspace = NULL, *init = NULL, *bwrap = NULL, **host_env = NULL;
-    size_t host_envc = 0;
+    char *workspace = NULL, *init = NULL, *bwrap = NULL, **host_env = NULL, **host_code = NULL;
+    size_t host_envc = 0, host_codec = 0;
     uint64_t flags = 0, limits[5] = {0};
     bool ok = get_optional_path(env, argv[0], "workspace", &workspace) &&
               get_optional_path(env, argv[1], "initPath", &init) &&
@@ -563,6 +565,9 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
     }
     if (ok)
         ok = get_string_array(env, argv[5], "hostEnv", &host_env, &host_envc);
+    napi_valuetype code_type = napi_undefined;
+    if (ok && napi_typeof(env, argv[6], &code_type) == napi_ok && code_type != napi_undefined)
+        ok = get_string_array(env, argv[6], "hostCode", &host_code, &host_codec);
     a3s_sandbox *sb = NULL;
     a3s_error err = {0};
     int rc = A3S_E_INVALID;
@@ -581,6 +586,8 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
             .inotify_watch_budget = limits[3],
             .idle_stop_ms = limits[4],
             .init_sha256 = A3S_INIT_SHA256,
+            .host_code = (const char *const *)host_code,
+            .host_code_count = host_codec,
         };
         rc = a3s_sandbox_new(&cfg, &sb, &err);
     }
@@ -588,6 +595,7 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
     free(init);
     free(bwrap);
     free_string_array(host_env, host_envc);
+    free_string_array(host_code, host_codec);
     if (!ok)
         return NULL;
     if (rc != A3S_OK)

@@ -601,6 +601,8 @@ static int run_probe(void) {
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--probe") == 0)
         return run_probe();
+    if (argc > 2 && strcmp(argv[1], "--mode") == 0 && strcmp(argv[2], "janitor") == 0)
+        return janitor_main(argc, argv); /* on the host, outside any sandbox (janitor.c) */
     struct config cfg;
     parse_args(argc, argv, &cfg);
     /* nothing we were given reaches a command: our own fds, and whatever

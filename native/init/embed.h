@@ -30,5 +30,6 @@
 #define serve a3s_init_serve
 #define grant_open a3s_init_grant_open
 #define grant_close a3s_init_grant_close
+#define janitor_main a3s_init_janitor_main
 
 #endif

@@ -123,6 +123,11 @@ bool watchdog_over(const struct config *cfg, int tfd);
 int grant_open(int grant_fd, uint16_t port, char *why, size_t cap);
 void grant_close(int *listener);
 
+/* janitor.c: janitor mode (a3s-init --mode janitor ...), run by the core on
+ * the host next to a sandbox that made placeholders; removes them once the
+ * sandbox and its caller are gone. The exit status. */
+int janitor_main(int argc, char **argv);
+
 /* The self-test's seccomp check (probe_seccomp.c): calls every system call
  * the filter refuses whatever its arguments, without running any of them,
  * and checks each errno. The number checked, or minus the number that

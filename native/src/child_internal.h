@@ -33,11 +33,11 @@ typedef void (*a3s_child_release_fn)(void *ctx, bool owner);
  * 0-2 and keeps the init's three fds, and the `keep` fds (at most
  * A3S_CHILD_MAX_EXTRA_KEEP: a sandbox plan's O_PATH fds, its read fd of
  * the init's image and an embedded init's, which bubblewrap binds from
- * /proc/self/fd). exec_fd >= 0: run that file (the init's pinned image)
+ * /proc/self/fd, and the plan's janitor pipe). exec_fd >= 0: run that file (the init's pinned image)
  * with execveat instead of `path`, which still names it in messages. `nested`: the
  * supervisor (the init) is the direct child's own child (bubblewrap's),
  * which a stop signals. */
-#define A3S_CHILD_MAX_EXTRA_KEEP 4
+#define A3S_CHILD_MAX_EXTRA_KEEP 5
 
 struct a3s_child_launch {
     const char *path;

@@ -26,11 +26,14 @@ struct a3s_sandbox {
     int init_fd; /* A3S_SANDBOX_SELF_INIT: an O_PATH fd of this program's executable; else -1 */
     int init_image; /* otherwise: the init's bytes, copied at a3s_sandbox_new into a sealed
                        memfd (init_image.h), which every start runs; else -1 */
+    bool init_pinned; /* the init is this program or was checked against a SHA-256: only
+                         then does the host run it as a placeholder janitor */
     char *bash;
     char *scratch_parent;
     char *state_dir;
     char journal_prefix[96]; /* "placeholders-<workspace hash>-" */
     struct a3s_strvec host_env;
+    struct a3s_strvec host_code; /* the caller's code inside the workspace: bound read-only */
     struct a3s_credscan *creds;
     pthread_mutex_t lock; /* serializes the credential cache */
     atomic_bool swept;    /* dead callers' run dirs removed once per handle */
@@ -100,8 +103,10 @@ struct plan {
     /* ownership and hostile content (docs/security.md, "Host safety") */
     int run_lock_fd;              /* flock held on run_dir/lock while the run dir lives */
     int journal_fd;               /* this run's journal, flock held while it is ours; -1 */
-    int bind_fds[3];              /* O_PATH fds of a worktree's gitdir and common dir, and a
-                                     read fd of the init's image (--ro-bind-data); -1 */
+    int bind_fds[4];              /* O_PATH fds of a worktree's gitdir and common dir, a
+                                     read fd of the init's image (--ro-bind-data), and the
+                                     write end of the janitor's pipe (sandbox_linux.c),
+                                     which the sandbox holds while it lives; -1 */
     struct a3s_strvec notes;      /* what the plan neutralized or did not follow, one line each */
     uint64_t deadline;            /* a3s_now_ns() by which planning must end; 0: none */
     int cancel_fd;                /* readable: planning stops; -1: none */

@@ -36,6 +36,7 @@
 #include "strvec.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -50,6 +51,8 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -353,6 +356,7 @@ A3S_API void a3s_sandbox_free(a3s_sandbox *sb) {
     }
     a3s_credscan_free(sb->creds);
     a3s_strvec_free(&sb->host_env);
+    a3s_strvec_free(&sb->host_code);
     free(sb->workspace);
     free(sb->bwrap);
     free(sb->init);
@@ -481,6 +485,74 @@ static int resolve_bound(const char *name, uint64_t value, uint64_t dflt, uint64
     return A3S_OK;
 }
 
+/* ---- the host's own code ---------------------------------------------------
+ * A program run from inside the workspace (a project's .venv, node_modules, a
+ * Go binary built there) loads code a command could rewrite, which would then
+ * run on the host as written. So every place the caller says it loads code
+ * from, and this program's executable and library directories, is bound
+ * read-only in the sandbox when it lies inside the workspace. */
+
+static void note(struct plan *p, const char *fmt, ...) A3S_PRINTF(2, 3);
+
+/* Adds `path` (resolved) to the handle's host code if it is inside the workspace
+ * and not the workspace itself, once. */
+static void add_host_code(a3s_sandbox *sb, const char *path) {
+    char *real = path && path[0] == '/' ? realpath(path, NULL) : NULL;
+    if (!real)
+        return;
+    bool keep = path_is_under(real, sb->workspace) && strcmp(real, sb->workspace) != 0;
+    for (size_t i = 0; keep && i < sb->host_code.len; i++)
+        keep = strcmp(sb->host_code.items[i], real) != 0;
+    if (keep)
+        a3s_strvec_push(&sb->host_code, real);
+    free(real);
+}
+
+/* The directory part of `path` into out ("" if none). */
+static void dir_of(const char *path, char *out, size_t cap) {
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n >= cap)
+        n = 0;
+    memcpy(out, path ? path : "", n);
+    out[n] = '\0';
+}
+
+static void find_host_code(a3s_sandbox *sb, const a3s_sandbox_config *cfg) {
+    for (size_t i = 0; cfg->host_code && i < cfg->host_code_count; i++)
+        add_host_code(sb, cfg->host_code[i]);
+    char exe[PATH_MAX], dir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        dir_of(exe, dir, sizeof dir);
+        add_host_code(sb, dir);
+    }
+    Dl_info info;
+    /* the file this core was loaded from: where one of its objects lives */
+    if (dladdr((const void *)a3s_protected_dirs, &info) && info.dli_fname) {
+        dir_of(info.dli_fname, dir, sizeof dir);
+        add_host_code(sb, dir);
+    }
+}
+
+/* Binds the host's code read-only; a long-lived plan watches each one (a
+ * directory replaced on the host detaches its bind). One that is missing
+ * now is noted: nothing holds its place. */
+static void protect_host_code(const a3s_sandbox *sb, struct plan *p, struct a3s_strvec *binds) {
+    for (size_t i = 0; i < sb->host_code.len; i++) {
+        const char *path = sb->host_code.items[i];
+        struct stat st;
+        if (lstat(path, &st) < 0 || S_ISLNK(st.st_mode)) {
+            note(p, "the host's code at %s is missing or a symlink now: not protected", path);
+            continue;
+        }
+        push3(binds, "--ro-bind", path, path);
+        if (p->server)
+            a3s_strvec_push(&p->extra, path);
+    }
+}
+
 A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, a3s_error *err) {
     /* struct_size versioning: a caller built before the resource bounds
      * existed passes the shorter struct; the fields it lacks are zero. */
@@ -571,6 +643,7 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
                         "(/proc/self/exe) to run its embedded init: %s", strerror(e));
     }
     sb->init = strdup(self_init ? "/proc/self/exe" : cfg->init_path);
+    sb->init_pinned = self_init || (cfg->init_sha256 && cfg->init_sha256[0]);
     sb->bwrap = host ? NULL : strdup(cfg->bwrap_path);
     sb->bash = resolve_bash();
     const char *tmp = cfg->scratch_parent;
@@ -586,7 +659,10 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
             nhenv++;
     for (size_t i = 0; i < nhenv; i++)
         a3s_strvec_push(&sb->host_env, henv[i]);
-    if (!sb->workspace || !sb->init || (!host && !sb->bwrap) || sb->host_env.failed) {
+    if (sb->workspace && !host)
+        find_host_code(sb, cfg);
+    if (!sb->workspace || !sb->init || (!host && !sb->bwrap) || sb->host_env.failed ||
+        sb->host_code.failed) {
         a3s_sandbox_free(sb);
         return a3s_fail(err, A3S_E_NOMEM, errno, 0, "cannot set up the sandbox: %s",
                         strerror(errno));
@@ -699,7 +775,7 @@ static void plan_free(struct plan *p) {
 void a3s_plan_init(struct plan *p) {
     memset(p, 0, sizeof *p);
     p->lock_fd = p->link_ifd = p->run_lock_fd = p->journal_fd = p->cancel_fd = -1;
-    p->bind_fds[0] = p->bind_fds[1] = p->bind_fds[2] = -1;
+    p->bind_fds[0] = p->bind_fds[1] = p->bind_fds[2] = p->bind_fds[3] = -1;
 }
 
 char *a3s_plan_notes(const struct plan *p) {
@@ -928,6 +1004,105 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
         close(dfd);
     }
     closedir(d);
+}
+
+/* ---- the janitor --------------------------------------------------------------
+ * Placeholders are visible on the host while the sandbox lives (docs/security.md,
+ * "Why placeholders are on the host"). The caller removes them when the sandbox
+ * ends; if the caller is killed, a janitor does: a3s-init in janitor mode
+ * (native/init/janitor.c), started here on the host with the plan, detached
+ * (the caller keeps no child), that waits until every process of the sandbox
+ * has exited and the caller has let go of the plan, and then, only if the
+ * caller died holding its journal, removes what the journal names. The pipe's
+ * write end is plan slot bind_fds[3], which every launcher passes on to
+ * bubblewrap (and so to the init): it reads end-of-file only when the sandbox
+ * is gone, so a janitor never detaches a mount a running sandbox relies on. */
+
+/* In the janitor's first child (a fork of a possibly multi-threaded caller):
+ * async-signal-safe calls only. It forks the janitor and exits at once. */
+static _Noreturn void janitor_child(int exec_fd, char *const *argv, const int *keep, size_t nkeep) {
+    sigset_t none;
+    sigemptyset(&none);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0 || setsid() < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+        dup2(devnull, 2) < 0 || chdir("/") < 0)
+        _exit(1);
+    if (syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) < 0)
+        for (int fd = 3; fd < 65536; fd++)
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    for (size_t i = 0; i < nkeep; i++)
+        if (fcntl(keep[i], F_SETFD, 0) < 0)
+            _exit(1);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            sigaction(s, &dfl, NULL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
+    if (pid == 0) {
+        char *const empty_env[] = {NULL};
+        syscall(SYS_execveat, exec_fd, "", argv, empty_env, AT_EMPTY_PATH);
+        _exit(127);
+    }
+    _exit(pid < 0 ? 1 : 0);
+}
+
+/* Starts the janitor of plan p, whose journal is open. Without one (no
+ * pipe, no fork, no init to run) the placeholders are left to the next run's
+ * sweep, as before janitors; the run itself is not refused for that. The
+ * janitor runs on the host, unconfined, so only an init that is this program
+ * or was checked against its SHA-256 is started as one (an unpinned init, a
+ * developer's or a test's, gets no janitor). */
+static void start_janitor(const a3s_sandbox *sb, struct plan *p) {
+    if (!sb->init_pinned)
+        return;
+    int exec_fd = sb->init_fd >= 0 ? sb->init_fd : sb->init_image;
+    int alive[2] = {-1, -1}, lock = -1, journal = -1;
+    char lock_path[PATH_MAX];
+    if (exec_fd < 0 || p->journal_fd < 0 || !p->journal[0] || p->bind_fds[3] >= 0 ||
+        snprintf(lock_path, sizeof lock_path, "%s/%slock", sb->state_dir, sb->journal_prefix) >=
+            (int)sizeof lock_path)
+        return;
+    if (a3s_pipe_above_stdio(alive, 0) < 0)
+        return;
+    lock = a3s_fd_above_stdio(open(lock_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    journal = a3s_fd_above_stdio(open(p->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    /* the janitor takes the workspace lock only at the end (holding it shared
+     * meanwhile would keep this caller from ever being alone to clean up) */
+    if (lock < 0 || journal < 0)
+        goto out;
+    char num[3][16];
+    snprintf(num[0], sizeof num[0], "%d", alive[0]);
+    snprintf(num[1], sizeof num[1], "%d", lock);
+    snprintf(num[2], sizeof num[2], "%d", journal);
+    char *const argv[] = {(char *)(sb->init_fd >= 0 ? INIT_INSIDE : "a3s-init"),
+                          "--mode", "janitor", "--alive-fd", num[0], "--lock-fd", num[1],
+                          "--journal-fd", num[2], "--journal", p->journal,
+                          "--workspace", sb->workspace, NULL};
+    int keep[] = {alive[0], lock, journal, exec_fd};
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t mid = fork();
+    if (mid == 0)
+        janitor_child(exec_fd, argv, keep, COUNT(keep));
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (mid > 0) {
+        int st;
+        while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            p->bind_fds[3] = alive[1]; /* the sandbox holds it from here on, too */
+            alive[1] = -1;
+        }
+    }
+out:
+    a3s_close_fd(&alive[0]);
+    a3s_close_fd(&alive[1]);
+    a3s_close_fd(&lock);
+    a3s_close_fd(&journal);
 }
 
 /* The workspace's journal directory, state_dir/placeholders-<hash>.d: runs
@@ -2101,6 +2276,9 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     if ((rc = plan_interrupted(p, err)) != A3S_OK ||
         (rc = protect_names(sb, p, a, err)) != A3S_OK)
         return rc;
+    if (p->placeholders.len)
+        start_janitor(sb, p); /* removes them if this caller is killed */
+    protect_host_code(sb, p, a);
     if ((rc = mask_credentials(sb, p, a, err)) != A3S_OK)
         return rc;
     if (!p->server)

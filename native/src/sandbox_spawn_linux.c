@@ -70,8 +70,10 @@ A3S_API int a3s_sandbox_spawn(a3s_sandbox *sb, const a3s_child_options *opts, a3
         release_plan(h, true);
         return rc; /* A3S_E_REFUSED says what the plan found */
     }
-    /* bubblewrap binds a worktree's gitdirs, and an embedded init, from these */
-    int keep[] = {h->plan.bind_fds[0], h->plan.bind_fds[1], h->plan.bind_fds[2], sb->init_fd};
+    /* bubblewrap binds a worktree's gitdirs, and an embedded init, from these; the
+     * janitor's pipe stays open in the sandbox while it lives */
+    int keep[] = {h->plan.bind_fds[0], h->plan.bind_fds[1], h->plan.bind_fds[2],
+                  h->plan.bind_fds[3], sb->init_fd};
     struct a3s_child_launch l = {
         .path = h->plan.argv.items[0],
         .argv = h->plan.argv.items,

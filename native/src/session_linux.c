@@ -109,8 +109,8 @@ struct a3s_session {
  * that thread waits in spawn() until this process is reaped) and, should
  * that race the caller's death, with the end of the go pipe. */
 /* the control socket, the lifeline, the caller's pidfd, two bind fds, the init image's read fd,
- * an embedded init's fd */
-#define MAX_KEEP 7
+ * the janitor's pipe, an embedded init's fd */
+#define MAX_KEEP 8
 /* The intermediate reports a pid, -errno, or this minus errno when bubblewrap
  * could not be started in the sandbox's cgroup (see a3s_sandbox_cgroup). */
 #define REPORT_JOIN_FAILED (-65536)

@@ -486,25 +486,30 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                              "inotify_watch_budget",
                              "idle_stop_ms",
                              "init_sha256",
+                             "host_code",
                              NULL};
     const char *workspace, *init, *bwrap = NULL, *scratch = NULL, *init_sha256 = NULL;
     int process_host = 0, no_landlock = 0, reuse = 0, readonly_workspace = 0, share_net = 0;
     unsigned long long memory_max = 0, max_processes = 0, tmpfs_max = 0, watch_budget = 0,
                        idle_stop = 0;
-    PyObject *host_env = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKKKz", kwlist, &workspace, &init,
+    PyObject *host_env = Py_None, *host_code = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|zppzOpppKKKKKzO", kwlist, &workspace, &init,
                                      &bwrap, &process_host, &no_landlock, &scratch, &host_env,
                                      &reuse, &readonly_workspace, &share_net, &memory_max,
                                      &max_processes, &tmpfs_max, &watch_budget, &idle_stop,
-                                     &init_sha256))
+                                     &init_sha256, &host_code))
         return NULL;
     PyObject *mod = PyType_GetModule(type);
     if (!mod)
         return NULL;
-    char **env = NULL;
-    Py_ssize_t envc = 0;
+    char **env = NULL, **code = NULL;
+    Py_ssize_t envc = 0, codec = 0;
     if (host_env != Py_None && string_array(host_env, &env, &envc) < 0)
         return NULL;
+    if (host_code != Py_None && string_array(host_code, &code, &codec) < 0) {
+        free_strings(env, envc);
+        return NULL;
+    }
     a3s_sandbox_config cfg = {
         .struct_size = sizeof cfg,
         .flags = (process_host ? A3S_SANDBOX_PROCESS_HOST : 0) |
@@ -523,11 +528,14 @@ static PyObject *sandbox_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         .inotify_watch_budget = watch_budget,
         .idle_stop_ms = idle_stop,
         .init_sha256 = init_sha256,
+        .host_code = (const char *const *)code,
+        .host_code_count = (size_t)codec,
     };
     a3s_sandbox *sb = NULL;
     a3s_error err;
     int rc = a3s_sandbox_new(&cfg, &sb, &err);
     free_strings(env, envc);
+    free_strings(code, codec);
     if (rc != A3S_OK)
         return raise_error(state_of_module(mod)->native_error, &err);
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);

@@ -59,6 +59,7 @@ class Sandbox:
         inotify_watch_budget: int = 0,
         idle_stop_ms: int = 0,
         init_sha256: str | None = None,
+        host_code: list[str] | None = None,
     ) -> None: ...
     def exec(
         self,

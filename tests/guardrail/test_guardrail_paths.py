@@ -206,6 +206,20 @@ def test_protected_names_are_the_documented_set() -> None:
                 ".zshrc",
                 ".zprofile",
                 ".profile",
+                ".cursor",
+                ".gemini",
+                ".roo",
+                ".kiro",
+                ".continue",
+                ".windsurf",
+                ".amazonq",
+                ".cline",
+                ".cursorrules",
+                ".windsurfrules",
+                ".clinerules",
+                ".roomodes",
+                ".roorules",
+                ".continuerc.json",
             }
         )
         == PROTECTED_NAMES

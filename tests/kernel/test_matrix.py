@@ -90,6 +90,59 @@ def test_protected_names_in_any_case_and_below_git(make_session):
         assert outcome.decision is ASK, path
 
 
+@pytest.mark.parametrize(
+    "rule",
+    ["write(*)", "write", "write(**/*.json)", "write(.*)", "write(.m*.json)", "write(**)"],
+)
+def test_a_wildcard_allow_rule_never_lowers_the_protected_ask(make_session, rule):
+    """A rule written for ordinary files must not let the model write its own configuration."""
+    provider = CountingProvider(False)
+    policy = PermissionPolicy(allow=[rule], default_decision="ask")
+    session = make_session(permission_policy=policy, confirmation_provider=provider)
+    for path in (".mcp.json", ".cursor/mcp.json", ".git/hooks/pre-commit", ".clinerules"):
+        out = session.invoke(ToolCall(path, "write", {"file_path": path, "content": "{}"}))
+        assert out.decision is ASK and not out.executed, (rule, path, out.trace)
+        if policy.allowed_by_rule("write", {"file_path": path}):
+            assert "without a wildcard" in str(out.trace), out.trace
+    # an ordinary file under the same rule is still allowed without a prompt
+    if rule not in ("write(.*)", "write(.m*.json)"):
+        out = session.invoke(ToolCall("o", "write", {"file_path": "a.json", "content": "{}"}))
+        assert out.decision is ALLOW and out.executed, (rule, out.trace)
+
+
+@pytest.mark.parametrize(
+    ("rule", "path"),
+    [
+        ("write(.mcp.json)", ".mcp.json"),
+        ("write(.git/**)", ".git/hooks/pre-commit"),
+        ("write(.cursor/*.json)", ".cursor/mcp.json"),
+    ],
+)
+def test_an_allow_rule_that_names_the_protected_path_lowers_its_ask(make_session, rule, path):
+    provider = CountingProvider(False)
+    session = make_session(
+        permission_policy=PermissionPolicy(allow=[rule], default_decision="ask"),
+        confirmation_provider=provider,
+    )
+    out = session.invoke(ToolCall("c", "write", {"file_path": path, "content": "{}"}))
+    assert out.decision is ALLOW and out.executed and provider.requests == [], out.trace
+
+
+def test_a_protected_path_reached_through_a_symlink_always_asks(make_session, workspace):
+    (workspace / ".git").mkdir()
+    (workspace / "cfg").symlink_to(".git")
+    provider = CountingProvider(False)
+    session = make_session(
+        permission_policy=PermissionPolicy(
+            allow=["write(cfg/**)", "write(.git/**)"], default_decision="ask"
+        ),
+        confirmation_provider=provider,
+    )
+    out = session.invoke(ToolCall("c", "write", {"file_path": "cfg/config", "content": "x"}))
+    assert out.decision is ASK and not out.executed, out.trace
+    assert not (workspace / ".git" / "config").exists()
+
+
 def test_policy_deny_beats_an_allow_cell(make_session):
     policy = PermissionPolicy(deny=["bash(rm:*)"], default_decision="allow")
     session = make_session(permission_policy=policy)

@@ -95,6 +95,22 @@ def fs_snapshot(root: Path | str) -> dict[str, tuple]:
     return out
 
 
+def janitors_of(workspace: Path) -> list[int]:
+    """The pids of the placeholder janitors (a3s-init --mode janitor) serving `workspace`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"janitor" in argv and os.fsencode(workspace) in argv and b"--mode" in argv:
+            found.append(int(entry))
+    return found
+
+
 def fs_diff(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
     """Human-readable differences between two snapshots (empty when equal)."""
     fields = ("type", "mode", "inode", "nlink", "size", "mtime", "content")
@@ -210,8 +226,14 @@ def fs_run(sb: _CoreSandbox, command: str, *, timeout_ms: int = 30_000) -> Comma
 
 @pytest.fixture
 def fs() -> SimpleNamespace:
-    """The file-system suite's helpers: snapshot, diff, run, rmtree."""
-    return SimpleNamespace(snapshot=fs_snapshot, diff=fs_diff, run=fs_run, rmtree=_fs_force_rmtree)
+    """The file-system suite's helpers: snapshot, diff, run, rmtree, janitors_of."""
+    return SimpleNamespace(
+        snapshot=fs_snapshot,
+        diff=fs_diff,
+        run=fs_run,
+        rmtree=_fs_force_rmtree,
+        janitors_of=janitors_of,
+    )
 
 
 @pytest.fixture

@@ -2,8 +2,10 @@
 
 A missing protected name is held by a read-only placeholder during the run and
 removed afterwards only if it is still the untouched object the sandbox made.
-A caller killed with SIGKILL cannot clean up; its journal lets the next run
-over the same workspace do it, never removing what has since become real.
+A caller killed with SIGKILL cannot clean up: its janitor (a3s-init in janitor
+mode, on the host) removes them within a second, once the sandbox is gone; if the
+janitor is killed too, the journal lets the next run over the same workspace do
+it, never removing what has since become real.
 """
 
 from __future__ import annotations
@@ -21,7 +23,23 @@ import pytest
 
 from codeward.sandbox import NativeBashSandbox
 
-PROTECTED_DIRS = [".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea"]
+PROTECTED_DIRS = [
+    ".git",
+    ".a3s",
+    ".agents",
+    ".codex",
+    ".claude",
+    ".vscode",
+    ".idea",
+    ".cursor",
+    ".gemini",
+    ".roo",
+    ".kiro",
+    ".continue",
+    ".windsurf",
+    ".amazonq",
+    ".cline",
+]
 PROTECTED_FILES = [
     ".gitmodules",
     ".mcp.json",
@@ -31,6 +49,12 @@ PROTECTED_FILES = [
     ".zshrc",
     ".zprofile",
     ".profile",
+    ".cursorrules",
+    ".windsurfrules",
+    ".clinerules",
+    ".roomodes",
+    ".roorules",
+    ".continuerc.json",
 ]
 ALL_PROTECTED = PROTECTED_DIRS + PROTECTED_FILES
 
@@ -126,8 +150,11 @@ def leaked_scratch(fs):
             fs.rmtree(run_dir)
 
 
-def _kill_caller_mid_run(ws: Path, state: Path, leaked: list[Path]) -> str:
-    """Starts a caller running `sleep 30` in the sandbox, SIGKILLs it mid-run.
+def _kill_caller_mid_run(
+    ws: Path, state: Path, leaked: list[Path], fs, *, janitor_too: bool = True
+) -> str:
+    """Starts a caller running `sleep 30` in the sandbox, SIGKILLs it mid-run
+    (and, with janitor_too, its janitor first: what the journal is for).
 
     Returns the scratch directory that run used.
     """
@@ -140,6 +167,10 @@ def _kill_caller_mid_run(ws: Path, state: Path, leaked: list[Path]) -> str:
             assert time.monotonic() < deadline, "the sandboxed command never started"
             time.sleep(0.02)
         assert _present(ws) == sorted(ALL_PROTECTED), "no placeholders during the run"
+        janitors = fs.janitors_of(ws)
+        assert len(janitors) == 1, janitors
+        if janitor_too:
+            os.kill(janitors[0], signal.SIGKILL)
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.kill()
@@ -152,10 +183,24 @@ def _kill_caller_mid_run(ws: Path, state: Path, leaked: list[Path]) -> str:
     return scratch
 
 
-def test_killed_caller_leaves_placeholders_that_the_next_run_removes(
-    ws, state_dir, fs_sandbox, leaked_scratch
+def test_killed_caller_placeholders_are_gone_within_a_second(ws, state_dir, leaked_scratch, fs):
+    """The janitor removes them once the sandbox died with its caller; nothing is left."""
+    before = sorted(os.listdir(ws))
+    _kill_caller_mid_run(ws, state_dir, leaked_scratch, fs, janitor_too=False)
+    # the janitor acts as soon as the sandbox is gone (milliseconds; docs/security.md):
+    # the bound here is only for a loaded machine
+    deadline = time.monotonic() + 10
+    while _present(ws) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sorted(os.listdir(ws)) == before
+    assert _journals(state_dir) == []
+    assert fs.janitors_of(ws) == []
+
+
+def test_killed_caller_and_janitor_leave_placeholders_that_the_next_run_removes(
+    ws, state_dir, fs, fs_sandbox, leaked_scratch
 ):
-    _kill_caller_mid_run(ws, state_dir, leaked_scratch)
+    _kill_caller_mid_run(ws, state_dir, leaked_scratch, fs)
     assert _present(ws) == sorted(ALL_PROTECTED), "placeholders of the killed run are gone"
     assert len(_journals(state_dir)) == 1, "the killed run left no journal"
 
@@ -168,7 +213,7 @@ def test_killed_caller_leaves_placeholders_that_the_next_run_removes(
 def test_journal_recovery_never_removes_a_placeholder_that_became_real(
     ws, state_dir, fs, fs_sandbox, leaked_scratch
 ):
-    _kill_caller_mid_run(ws, state_dir, leaked_scratch)
+    _kill_caller_mid_run(ws, state_dir, leaked_scratch, fs)
     # the same inode (placeholders are empty directories, even for file names), now with content
     os.chmod(ws / ".bashrc", 0o755)
     (ws / ".bashrc" / "real").write_text("export REAL=1\n")
@@ -197,7 +242,7 @@ def test_journal_recovery_keeps_a_new_empty_file_that_reused_the_placeholder_ino
     """The user deletes a leftover placeholder and creates a real (empty) file of that name.
     File systems such as ext4 hand the freed inode number straight back, so "same device and
     inode, still empty" does not prove the object is still the placeholder we made."""
-    _kill_caller_mid_run(ws, state_dir, leaked_scratch)
+    _kill_caller_mid_run(ws, state_dir, leaked_scratch, fs)
     old_inode = os.lstat(ws / ".zshrc").st_ino
     (ws / ".zshrc").rmdir()
     (ws / ".zshrc").touch()
@@ -212,11 +257,11 @@ def test_journal_recovery_keeps_a_new_empty_file_that_reused_the_placeholder_ino
 
 
 def test_killed_caller_scratch_dir_does_not_outlive_the_next_run(
-    ws, state_dir, fs_sandbox, leaked_scratch
+    ws, state_dir, fs, fs_sandbox, leaked_scratch
 ):
     """The scratch dir (HOME/TMPDIR) of a killed caller holds whatever its command wrote
     to the host /tmp; nothing may keep it there once the next run has cleaned up."""
-    scratch = _kill_caller_mid_run(ws, state_dir, leaked_scratch)
+    scratch = _kill_caller_mid_run(ws, state_dir, leaked_scratch, fs)
     fs_sandbox(ws).exec("true")
     assert not os.path.exists(scratch), f"{scratch} survives its killed caller"
 

@@ -1,7 +1,9 @@
 """Protected names at the workspace top level (docs/security.md, "protected names").
 
-`.git .a3s .agents .codex .claude .vscode .idea` and `.gitmodules .mcp.json
-.ripgreprc .bashrc .bash_profile .zshrc .zprofile .profile` (exact spellings),
+`.git .a3s .agents .codex .claude .vscode .idea`, the agents' `.cursor .gemini
+.roo .kiro .continue .windsurf .amazonq .cline`, and `.gitmodules .mcp.json
+.ripgreprc .bashrc .bash_profile .zshrc .zprofile .profile .cursorrules
+.windsurfrules .clinerules .roomodes .roorules .continuerc.json` (exact spellings),
 and the real gitdir of a worktree when it is inside the workspace, are
 read-only inside; a missing name is held by a placeholder for the run; a
 symlink at a protected name, a protected file with extra hard links, or a
@@ -24,7 +26,23 @@ import pytest
 from codeward._errors import SandboxArgumentError, SandboxUnavailable
 from codeward.sandbox import NativeBashSandbox, select_sandbox
 
-PROTECTED_DIRS = [".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea"]
+PROTECTED_DIRS = [
+    ".git",
+    ".a3s",
+    ".agents",
+    ".codex",
+    ".claude",
+    ".vscode",
+    ".idea",
+    ".cursor",
+    ".gemini",
+    ".roo",
+    ".kiro",
+    ".continue",
+    ".windsurf",
+    ".amazonq",
+    ".cline",
+]
 PROTECTED_FILES = [
     ".gitmodules",
     ".mcp.json",
@@ -34,6 +52,12 @@ PROTECTED_FILES = [
     ".zshrc",
     ".zprofile",
     ".profile",
+    ".cursorrules",
+    ".windsurfrules",
+    ".clinerules",
+    ".roomodes",
+    ".roorules",
+    ".continuerc.json",
 ]
 ALL_PROTECTED = PROTECTED_DIRS + PROTECTED_FILES
 GIT = shutil.which("git")

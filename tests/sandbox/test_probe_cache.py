@@ -190,3 +190,98 @@ def test_no_usable_store_means_no_cache(monkeypatch, tmp_path, probes) -> None:
     NativeBashSandbox._probe_cache.clear()
     assert NativeBashSandbox.probe() is None
     assert len(probes) == 2
+
+
+# ---- the caller's own confinement: a seccomp filter refusing user namespaces -------------
+
+NOUSERNS = str(Path(__file__).with_name("nouserns.py"))
+# codeward exec, with the probe key's view of the caller's confinement fixed when asked: a
+# fact the key misses, so that a kept pass is read where it no longer holds
+DRIVER = (
+    "import sys\n"
+    "from codeward.sandbox import _probe_cache\n"
+    "if sys.argv[1] == 'blind':\n"
+    "    _probe_cache._confinement = lambda: ['a fact the key does not see']\n"
+    "from codeward.cli import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
+
+
+def _codeward_exec(
+    store: Path, ws: Path, *args: str, filtered: bool, blind: bool = False, opt_in: str = ""
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(store.parent)}
+    env.pop("A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX", None)
+    if opt_in:
+        env["A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX"] = opt_in
+    argv = [sys.executable, "-c", DRIVER, "blind" if blind else "-", "exec", "--workspace", str(ws)]
+    argv += [*args, "--", "echo ran >> count; echo ok"]
+    if filtered:
+        argv = [sys.executable, NOUSERNS, *argv]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _sandboxes_here(store: Path) -> None:
+    if NativeBashSandbox.probe() is not None:
+        pytest.skip("the native sandbox does not run here")
+    for entry in store.glob("probe-*"):  # this process's pass: the runs below keep their own
+        entry.unlink()
+
+
+@pytest.fixture
+def ws(tmp_path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def test_the_key_holds_the_callers_seccomp_filter_no_new_privs_and_label(store, ws) -> None:
+    """A pass kept by an unconfined run is not read under a filter refusing user
+    namespaces (the key differs), so the opted-in run goes to the process host."""
+    _sandboxes_here(store)
+    first = _codeward_exec(store, ws, filtered=False)
+    assert first.returncode == 0 and first.stdout == "ok\n", first
+    assert len(list(store.glob("probe-*"))) == 1
+    code = "from codeward.sandbox._probe_cache import _confinement; print(_confinement())"
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    confined = subprocess.run(
+        [sys.executable, NOUSERNS, sys.executable, "-c", code], capture_output=True, text=True
+    )
+    assert "status Seccomp 0" in plain.stdout and "status Seccomp 2" in confined.stdout
+    assert "status NoNewPrivs 1" in confined.stdout and "label " in confined.stdout
+    for how in (("--allow-process-host-sandbox",), ()):
+        out = _codeward_exec(store, ws, *how, filtered=True, opt_in="" if how else "1")
+        assert out.returncode == 0 and out.stdout == "ok\n", out
+        assert "process host" in out.stderr, out.stderr
+    refused = _codeward_exec(store, ws, filtered=True)
+    assert refused.returncode == 125 and refused.stdout == "", refused
+    assert (ws / "count").read_text() == "ran\n" * 3  # each run ran its command once
+
+
+@pytest.mark.parametrize("opt_in", ["flag", "env"])
+def test_a_start_failure_after_a_kept_pass_withdraws_it_and_selects_again(
+    store, ws, opt_in
+) -> None:
+    """A kept pass the key cannot tell apart (a confinement it does not see) is read, the
+    start fails: the pass is dropped, the probe runs again and fails, and the command runs
+    as if nothing had been kept: on the process host as asked, once, not exit 125."""
+    _sandboxes_here(store)
+    first = _codeward_exec(store, ws, filtered=False, blind=True)
+    assert first.returncode == 0 and first.stdout == "ok\n", first
+    assert len(list(store.glob("probe-*"))) == 1
+    how = ("--allow-process-host-sandbox",) if opt_in == "flag" else ()
+    out = _codeward_exec(
+        store, ws, *how, filtered=True, blind=True, opt_in="1" if opt_in == "env" else ""
+    )
+    assert out.returncode == 0 and out.stdout == "ok\n", out
+    assert "process host" in out.stderr, out.stderr
+    assert list(store.glob("probe-*")) == [], "the pass that failed to hold is still kept"
+    assert (ws / "count").read_text() == "ran\n" * 2  # the failed start ran nothing
+    # and without the opt-in: unavailable (125), the command not run
+    again = _codeward_exec(store, ws, filtered=False, blind=True)
+    assert again.returncode == 0 and len(list(store.glob("probe-*"))) == 1
+    refused = _codeward_exec(store, ws, filtered=True, blind=True)
+    assert refused.returncode == 125 and refused.stdout == "", refused
+    assert "unavailable" in refused.stderr, refused.stderr
+    assert list(store.glob("probe-*")) == []
+    assert (ws / "count").read_text() == "ran\n" * 3

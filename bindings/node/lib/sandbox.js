@@ -313,9 +313,18 @@ class UnavailableSandbox {
   }
 }
 
+// The host's own code the sandbox keeps read-only when it lies inside the workspace
+// (docs/security.md, "The host's own code"): this package (its JavaScript and the addon),
+// and the program's main module's directory. The core adds the node executable's own.
+function hostCode() {
+  const dirs = [path.resolve(__dirname, '..', '..', '..')];
+  if (require.main && require.main.filename) dirs.push(path.dirname(require.main.filename));
+  return dirs;
+}
+
 function newHandle(workspace, init, bwrap, flags, limits) {
   try {
-    return new native.NativeSandbox(workspace, init, bwrap, flags, limits, hostEnv());
+    return new native.NativeSandbox(workspace, init, bwrap, flags, limits, hostEnv(), hostCode());
   } catch (err) {
     throw fromNativeSandbox(err, workspace);
   }

@@ -253,7 +253,33 @@ describe('the sandbox from Node', linuxOnly, () => {
     await eventually(() => !running(pid), `the sandbox (init ${pid}) outlived its worker`);
   });
 
-  test('a process killed with SIGKILL leaves no process behind', async () => {
+  test("the host's own code inside the workspace is read-only in the sandbox", async () => {
+    const ws = workspace();
+    fs.mkdirSync(path.join(ws, 'app'));
+    const main = path.join(ws, 'app', 'main.js');
+    fs.writeFileSync(
+      main,
+      `const { selectSandbox } = require(${JSON.stringify(pkgDir)});
+      (async () => {
+        const sb = await selectSandbox(${JSON.stringify(ws)});
+        const out = await sb.exec("echo 'process.exit(9)' >> app/main.js; echo app=$?; " +
+          'echo mine > project.txt; echo project=$?');
+        console.log(JSON.stringify({ stdout: out.stdout }));
+        await sb.close();
+      })();`,
+    );
+    const before = fs.readFileSync(main, 'utf8');
+    const child = spawn(process.execPath, [main], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (d) => (text += d));
+    await new Promise((resolve) => child.once('exit', resolve));
+    const out = JSON.parse(text);
+    assert.equal(out.stdout, 'app=1\nproject=0\n');
+    assert.equal(fs.readFileSync(main, 'utf8'), before);
+    assert.equal(fs.readFileSync(path.join(ws, 'project.txt'), 'utf8'), 'mine\n');
+  });
+
+  test('a process killed with SIGKILL leaves no process and no placeholder behind', async () => {
     const ws = workspace();
     const m = marker();
     const script = `
@@ -268,9 +294,15 @@ describe('the sandbox from Node', linuxOnly, () => {
     const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     const pid = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(Number(d))));
     await eventually(() => fs.existsSync(path.join(ws, 'started')), 'not started');
+    assert.ok(fs.existsSync(path.join(ws, '.bashrc')), 'no placeholder while the sandbox runs');
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     await eventually(() => survivors(m).length === 0, `survivors: ${survivors(m)}`);
     await eventually(() => !running(pid), `the sandbox (init ${pid}) outlived its caller`);
+    // its janitor removes the placeholders once the sandbox is gone (milliseconds)
+    await eventually(
+      () => fs.readdirSync(ws).join(' ') === 'started',
+      `left in the workspace: ${fs.readdirSync(ws)}`
+    );
   });
 });

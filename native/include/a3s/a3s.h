@@ -797,6 +797,15 @@ typedef struct a3s_sandbox_config {
                                       hex digits (the caller that built the init knows it);
                                       NULL: unchecked, and an init inside the workspace is
                                       refused. Unused with SELF_INIT. See a3s_sandbox_new. */
+    /* The caller's own code (docs/security.md, "The host's own code"): directories (or
+     * files) the calling program loads code from, such as an interpreter's module path
+     * and prefix or a package's directory. Each one inside the workspace (not the
+     * workspace itself) is bound read-only in the sandbox, like a protected name, and so
+     * counted in the policy digest; others are ignored. The core adds the directory of
+     * this program's executable and of the library it is loaded from by itself. NULL:
+     * those two alone. A caller compiled before these fields existed gets that too. */
+    const char *const *host_code;
+    size_t host_code_count;
 } a3s_sandbox_config;
 
 /* A bound of a3s_sandbox_config that is not wanted. */

@@ -222,6 +222,24 @@ def _fields(sandbox: Any, command: str, **kwargs: Any) -> dict[str, Any]:
     return dataclasses.asdict(sandbox.exec(command, **kwargs))
 
 
+def _runner(
+    sandbox: Any, command: str, args: argparse.Namespace, env: Any
+) -> Callable[[threading.Event], dict[str, Any]]:
+    """The command's run in ``sandbox``, as _run_interruptibly calls it."""
+
+    def run(cancel: threading.Event) -> dict[str, Any]:
+        return _fields(
+            sandbox,
+            command,
+            timeout_ms=args.timeout_ms,
+            env=env,
+            max_output_bytes=args.max_output_bytes,
+            cancel=cancel,
+        )
+
+    return run
+
+
 def run(args: argparse.Namespace) -> int:
     if not args.json:
         return _run(args)
@@ -260,32 +278,31 @@ def _run(args: argparse.Namespace) -> int:
     # One command, then the sandbox goes: one bubblewrap for it (reuse=False) rather than a
     # long-lived sandbox, whose start and stop exchanges and between-command restore would
     # all be paid for this one command. The boundary is the same plan either way.
-    sandbox = select_sandbox(
-        workspace,
-        allow_process_host_sandbox=args.allow_process_host_sandbox,
-        limits=limits,
-        reuse=False,
-    )
-    try:
-        out = _run_interruptibly(
-            lambda cancel: _fields(
-                sandbox,
-                command,
-                timeout_ms=args.timeout_ms,
-                env=env,
-                max_output_bytes=args.max_output_bytes,
-                cancel=cancel,
-            )
+    # A start that fails after a pass kept by an earlier process withdraws the pass and
+    # probes again (sandbox/_native_runner.py): the command did not start, so it is run
+    # once more under what selection gives now, as if nothing had been kept (the process
+    # host if opted in, else exit 125).
+    for attempt in (1, 2):
+        sandbox = select_sandbox(
+            workspace,
+            allow_process_host_sandbox=args.allow_process_host_sandbox,
+            limits=limits,
+            reuse=False,
         )
-    except SandboxUnavailable as exc:
-        if args.json:
-            raise
-        print(f"codeward: sandbox unavailable: {exc}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
-    finally:
-        close = getattr(sandbox, "close", None)
-        if close is not None:  # everything of the sandbox is gone before we return
-            close()
+        try:
+            out = _run_interruptibly(_runner(sandbox, command, args, env))
+            break
+        except SandboxUnavailable as exc:
+            if attempt == 1 and getattr(sandbox, "withdrawn_cause", None) is not None:
+                continue
+            if args.json:
+                raise
+            print(f"codeward: sandbox unavailable: {exc}", file=sys.stderr)
+            return EXIT_UNAVAILABLE
+        finally:
+            close = getattr(sandbox, "close", None)
+            if close is not None:  # everything of the sandbox is gone before we go on
+                close()
     if args.json:
         import json
 

@@ -19,6 +19,7 @@ from ._protected import (
     PROTECTED_NAMES,
     is_protected_name,
     is_protected_path,
+    protected_depth,
 )
 from ._risk import Risk, assess_risk
 
@@ -35,6 +36,7 @@ __all__ = [
     "check_paths",
     "is_protected_name",
     "is_protected_path",
+    "protected_depth",
     "redact",
     "summarize_call",
 ]

@@ -34,6 +34,7 @@ __all__ = [
     "PROTECTED_NAMES",
     "is_protected_name",
     "is_protected_path",
+    "protected_depth",
 ]
 
 _MAX_POINTER_BYTES = 4096
@@ -59,6 +60,32 @@ def is_protected_path(workspace: Workspace, path: str) -> bool:
     if resolved and is_protected_name(resolved[0]):
         return True
     return any(resolved[: len(g)] == g for g in _gitdirs(workspace))
+
+
+def protected_depth(workspace: Workspace, path: str) -> int | None:
+    """How many leading components of ``path`` spell the protected name it is under.
+
+    None: ``path`` is not protected. 1: it is, or lies under, a protected name
+    (``.mcp.json``, ``.git/config``); more: under a worktree's gitdir named by
+    that many components. 0: it is protected but its spelling does not name
+    the protected object (it reaches it through a symlink, or cannot be placed
+    in the workspace), so no allow rule can be said to name it (fail closed).
+    """
+    if not is_protected_path(workspace, path):
+        return None
+    try:
+        parts = workspace.parts(path)
+    except WorkspaceError:
+        return 0
+    if parts and is_protected_name(parts[0]):
+        return 1
+    resolved, hit = walk_links(workspace.root, parts, path)
+    if hit is not None or resolved is None or resolved != parts:
+        return 0
+    for gitdir in _gitdirs(workspace):
+        if parts[: len(gitdir)] == gitdir:
+            return len(gitdir)
+    return 0
 
 
 def _gitdirs(workspace: Workspace) -> list[tuple[str, ...]]:

@@ -28,7 +28,7 @@ from typing import Any
 from .. import _native
 from .._errors import SandboxError
 from .._summary import grant_target
-from ..guardrail import assess_risk, check_command, is_protected_path
+from ..guardrail import assess_risk, check_command, is_protected_path, protected_depth
 from ..hitl import (
     ConfirmationManager,
     ConfirmationProvider,
@@ -334,7 +334,17 @@ class InvocationKernel:
         if scope.policy is not None:
             verdict = policy_verdict(scope.policy, s.call.name, s.resolved)
             explicit_allow = verdict.decision is Decision.ALLOW and verdict.allowed_by_rule
-            if mode_cell is Decision.ASK and explicit_allow and scope.mode is Mode.DEFAULT:
+            unnamed = (
+                self._unnamed_protected(scope.policy, s)
+                if explicit_allow and row is MatrixRow.WRITE_PROTECTED
+                else None
+            )
+            if unnamed is not None:
+                detail += (
+                    f"; allow {verdict.reason} does not lower it: no allow rule names the "
+                    f"protected path {unnamed!r} without a wildcard in its protected part"
+                )
+            elif mode_cell is Decision.ASK and explicit_allow and scope.mode is Mode.DEFAULT:
                 decision = Decision.ALLOW
                 detail += f"; allow {verdict.reason} lowers the ask in default mode"
             else:
@@ -349,6 +359,20 @@ class InvocationKernel:
             s.note("escalation", "ask", escalation)
             decision = Decision.ASK
         return decision
+
+    def _unnamed_protected(self, policy: PermissionPolicy, s: _Call) -> str | None:
+        """The first protected path of a write that no allow rule names literally, or None.
+
+        An allow rule lowers the protected-name ask only when it spells the protected
+        part of each such path without a wildcard (``write(.mcp.json)``,
+        ``write(.git/**)``): ``write(*)`` or ``write(**/*.json)`` were written for
+        ordinary files and must not hand the agent its own configuration.
+        """
+        for path in s.paths:
+            depth = protected_depth(self.workspace, path)
+            if depth is not None and not policy.names_literally(s.call.name, path, depth):
+                return path
+        return None
 
     def _escalation(self, s: _Call, row: MatrixRow) -> str | None:
         if row is MatrixRow.BASH_ESCALATION:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ _BY_LIST_CODE = {
 
 
 _STRICTNESS = (Decision.DENY, Decision.ASK, Decision.ALLOW)
+# A glob character of the rule dialect (an escape counts too: it fails closed).
+_WILDCARD = re.compile(r"[*?\[\]{}\\]")
 
 
 @dataclass(frozen=True)
@@ -299,6 +302,30 @@ class PermissionPolicy:
             list_name, raw = self._rules[index]
             found[list_name].append(raw)
         return found
+
+    def names_literally(self, tool: str, subject: str, depth: int) -> bool:
+        """Whether an allow rule matching the path ``subject`` spells its first ``depth``
+        components without a wildcard, as ``subject`` does.
+
+        What lowers the ask for a protected name (the kernel): ``write(.mcp.json)`` and
+        ``write(.git/**)`` name the protected component, ``write(*)``, ``write(**/*.json)``,
+        ``write(.*)``, a rule for any arguments or a prefix rule do not.
+        """
+        if not self._enabled or depth <= 0:
+            return False
+        name = canonical_tool(tool)
+        wanted = subject.split("/")[:depth]
+        if len(wanted) < depth:
+            return False
+        views = self.rules()
+        for index in self._ruleset.matches(name, subject):
+            view = views[index]
+            if view.list != "allow" or view.any_args or view.prefix:
+                continue
+            spelled = view.pattern.split("/")[:depth]
+            if spelled == wanted and not any(_WILDCARD.search(c) for c in spelled):
+                return True
+        return False
 
     def matching_rules(
         self, tool: str, args: Mapping[str, Any] | None = None

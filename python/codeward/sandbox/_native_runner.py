@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import time
 import weakref
@@ -13,7 +14,7 @@ from .._errors import NativeCoreError, SandboxArgumentError, SandboxError, Sandb
 from ._args import check_exec_args
 from ._base import SandboxBase
 from ._locate import MIN_BWRAP, bwrap_version, find_bwrap, init_path
-from ._probe_cache import probe_key, recall_pass, remember_pass
+from ._probe_cache import forget_pass, probe_key, recall_pass, remember_pass
 
 # This module is on `codeward exec`'s path, where every import is start-up time: what is
 # needed only for annotations, the output type or the probe is imported where it is used.
@@ -257,6 +258,18 @@ class _CoreSandbox(SandboxBase):
         }
 
 
+def _host_code() -> list[str]:
+    """Where this interpreter loads code from: its prefixes and every module path entry.
+
+    The core binds each one that lies inside the workspace read-only in the sandbox
+    (docs/security.md, "The host's own code"), so that a command cannot rewrite a module
+    this process imports later. Read at each handle's creation: a path added later to
+    ``sys.path`` counts for the handles made after it.
+    """
+    entries = [sys.prefix, sys.exec_prefix, sys.base_prefix, *sys.path]
+    return [p for p in dict.fromkeys(entries) if isinstance(p, str) and os.path.isabs(p)]
+
+
 def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
     init = init_path()
     if init is None:
@@ -269,7 +282,11 @@ def _new_handle(workspace: str | os.PathLike[str], **kwargs: Any) -> Any:
         # the digest of the init this package was built with: the core runs a copy checked
         # against it, never the file a command may have rewritten (docs/security.md)
         return _native.Sandbox(
-            os.fspath(workspace), init, init_sha256=_native.INIT_SHA256, **kwargs
+            os.fspath(workspace),
+            init,
+            init_sha256=_native.INIT_SHA256,
+            host_code=_host_code(),
+            **kwargs,
         )
     except _native.NativeError as exc:
         _raise_native(exc, str(workspace))
@@ -299,6 +316,8 @@ class NativeBashSandbox(_CoreSandbox):
     _sandboxed = True
     supports_network_grants: ClassVar[bool] = True
     _probe_cache: ClassVar[dict[tuple[str, str], str | None]] = {}
+    # (bwrap, init) whose verdict in _probe_cache is a pass read from the store, not a self-test
+    _recalled: ClassVar[set[tuple[str, str]]] = set()
     _probe_lock = threading.Lock()
     _default_reuse: ClassVar[bool] = True  # tests flip it to run the suites one-shot
 
@@ -334,6 +353,9 @@ class NativeBashSandbox(_CoreSandbox):
         self._bwrap = bwrap
         self._reuse = reuse
         self._limits = limits
+        self._probe_key = (bwrap, init_path() or "")
+        # set when a start failed after a kept pass and the self-test then failed too
+        self.withdrawn_cause: str | None = None
 
     @property
     def reuse(self) -> bool:
@@ -377,12 +399,47 @@ class NativeBashSandbox(_CoreSandbox):
     @classmethod
     def _probe_or_recall(cls, bwrap: str, init: str | None, fresh: bool) -> str | None:
         stored = probe_key(bwrap, init, getattr(_native, "__file__", None))
+        key = (bwrap, init or "")
+        cls._recalled.discard(key)
         if not fresh and recall_pass(stored):
+            cls._recalled.add(key)
             return None
         verdict = cls._run_probe(bwrap)
         if verdict is None:
             remember_pass(stored)
         return verdict
+
+    def _recheck_after_failed_start(self) -> str | None:
+        """After a start failure: if this process's pass came from the store, drop it and
+        run the self-test again; its verdict (None: the boundary works after all).
+
+        A kept pass is keyed on every fact it depends on, but a fact can be missed (a
+        confinement no file shows): a start that fails is the ground truth, and selection
+        must then go as if nothing had been kept.
+        """
+        bwrap, init = self._probe_key
+        with self._probe_lock:
+            if self._probe_key not in self._recalled:
+                return None
+            self._recalled.discard(self._probe_key)
+            forget_pass(probe_key(bwrap, init or None, getattr(_native, "__file__", None)))
+            verdict = self._probe_or_recall(bwrap, init or None, True)
+            self._probe_cache[self._probe_key] = verdict
+            return verdict
+
+    def _run(self, command: str, **kwargs: Any) -> dict[str, Any]:
+        out = super()._run(command, **kwargs)
+        if out["setup_error"] and not out["policy_changed"]:
+            cause = self._recheck_after_failed_start()
+            if cause is not None:
+                self.withdrawn_cause = cause
+                raise SandboxUnavailable(
+                    f"the sandbox failed to start ({out['setup_error']}) and the readiness "
+                    f"probe, run again, fails: {cause}",
+                    workspace=self._workspace,
+                    cause=cause,
+                )
+        return out
 
     @staticmethod
     def _run_probe(bwrap: str) -> str | None:

@@ -5,14 +5,20 @@ costs more than a whole ``codeward exec -- true`` should. Its verdict
 depends only on facts that are cheap to read: the bubblewrap, a3s-init and
 C core files (path and identity: device, inode, size, mtime, ctime), the
 kernel (release, version, boot id), who the caller is (uid, gid, user and
-mount namespaces) and the kernel settings that decide whether a sandbox can
-start (user namespace sysctls, the LSMs). Those facts are the key: a passed
+mount namespaces), what confines the caller itself (its seccomp mode and
+number of filters, no-new-privs, its effective and bounding capabilities and
+its LSM label: a container runtime's seccomp profile refusing user
+namespaces, or an AppArmor profile, is inherited by bubblewrap) and the
+kernel settings that decide whether a sandbox can start (user namespace
+sysctls, the LSMs). Those facts are the key: a passed
 probe is stored under their digest, and a process that computes the same
 digest skips the probe. Change any of them and the digest changes, so the
 probe runs again. The facts themselves are stored and compared exactly (the
 file name is only a short checksum of them, to keep different
 configurations apart). A failed probe is never stored (a transient failure
-must not stick), and an entry older than ``MAX_AGE_S`` is ignored.
+must not stick), and an entry older than ``MAX_AGE_S`` is ignored. A
+sandbox that fails to start after its pass was read from here withdraws it
+(:func:`forget_pass`) and probes again (sandbox/_native_runner.py).
 
 Only a pass is ever read from the store, so what matters is that nobody
 else can write one: the entry is read only from a directory the caller owns
@@ -29,7 +35,14 @@ import stat
 import time
 import zlib
 
-__all__ = ["MAX_AGE_S", "cache_dir", "probe_key", "recall_pass", "remember_pass"]
+__all__ = [
+    "MAX_AGE_S",
+    "cache_dir",
+    "forget_pass",
+    "probe_key",
+    "recall_pass",
+    "remember_pass",
+]
 
 MAX_AGE_S = 24 * 3600
 _HEADER = "codeward probe pass v1"
@@ -74,6 +87,29 @@ def _namespace(name: str) -> str:
         return "-"
 
 
+# The caller's own confinement, from /proc/self/status: bubblewrap inherits all of it.
+_STATUS_FIELDS = ("Seccomp", "Seccomp_filters", "NoNewPrivs", "CapEff", "CapBnd")
+# Its LSM labels (AppArmor, SELinux, Smack ...); "-" where the kernel has none.
+_LABELS = ("/proc/self/attr/current", "/proc/self/attr/apparmor/current")
+
+
+def _confinement() -> list[str]:
+    """What confines this process: seccomp, no-new-privs, capabilities, LSM labels."""
+    found = dict.fromkeys(_STATUS_FIELDS, "-")
+    try:
+        with open("/proc/self/status", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                if name in found:
+                    found[name] = value.strip()
+    except OSError:
+        pass
+    return [
+        *(f"status {name} {value}" for name, value in found.items()),
+        *(f"label {path} {_read(path)!r}" for path in _LABELS),
+    ]
+
+
 def probe_key(bwrap: str, init: str | None, native: str | None) -> str:
     """Everything the probe's verdict depends on, as one text, a fact a line."""
     uname = os.uname()
@@ -84,6 +120,7 @@ def probe_key(bwrap: str, init: str | None, native: str | None) -> str:
         f"kernel {uname.sysname} {uname.release} {uname.version} {uname.machine}",
         f"ids {os.geteuid()} {os.getegid()}",
         f"namespaces {_namespace('user')} {_namespace('mnt')}",
+        *_confinement(),
         *(f"setting {path} {_read(path)!r}" for path in _SETTINGS),
     ]
     return "\n".join(line.replace("\n", " ") for line in facts)
@@ -185,5 +222,18 @@ def remember_pass(key: str) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dirfd)
+    finally:
+        os.close(dirfd)
+
+
+def forget_pass(key: str) -> None:
+    """Removes the pass stored under ``key``, if there is one (a start failed after it was read)."""
+    directory = cache_dir()
+    dirfd = None if directory is None else _open_dir(directory, create=False)
+    if dirfd is None:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.unlink(_entry_name(key), dir_fd=dirfd)
     finally:
         os.close(dirfd)
