@@ -52,6 +52,8 @@ EXPECTED = [
     "webfetch map[url:https://example.com]: ask",
     "malformed rule: Bash(",
     'sandbox bwrap true: "sandboxed\\n/run/a3s/init\\nrefused\\n" exit 0',
+    "LD_PRELOAD: invalid argument true, ok false",
+    "after Close: closed true",
 ]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 

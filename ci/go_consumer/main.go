@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	codeward "github.com/codeward/codeward/bindings/go"
 )
@@ -66,17 +67,27 @@ func sandboxed() error {
 		return err
 	}
 	defer os.RemoveAll(ws)
-	sb, err := codeward.SelectSandbox(ws, codeward.SandboxOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb, err := codeward.SelectSandbox(ctx, ws, codeward.SandboxOptions{Strict: true})
 	if err != nil {
 		return err
 	}
 	defer sb.Close()
-	out, err := sb.Exec(context.Background(),
+	out, err := sb.Exec(ctx,
 		"echo sandboxed; tr '\\0' '\\n' < /proc/1/cmdline | head -1; touch /usr/cw 2>/dev/null || echo refused",
-		codeward.ExecOptions{})
+		codeward.ExecOptions{Timeout: 30 * time.Second})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("sandbox %s %v: %q exit %d\n", sb.Backend(), sb.Sandboxed(), out.Stdout, out.ExitCode)
+	// fail closed: a refused exec's output is never OK, and the error is idiomatic
+	out, err = sb.Exec(ctx, "true", codeward.ExecOptions{Env: map[string]string{"LD_PRELOAD": "/x.so"}})
+	fmt.Printf("LD_PRELOAD: invalid argument %v, ok %v\n", errors.Is(err, codeward.ErrInvalidArgument), out.OK())
+	if err := sb.Close(); err != nil {
+		return err
+	}
+	_, err = sb.Exec(ctx, "true", codeward.ExecOptions{})
+	fmt.Printf("after Close: closed %v\n", errors.Is(err, codeward.ErrClosed))
 	return nil
 }
