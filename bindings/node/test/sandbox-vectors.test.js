@@ -31,6 +31,7 @@ const data = JSON.parse(fs.readFileSync(VECTORS, 'utf8'));
 
 const SELECT = {
   allow_process_host_sandbox: 'allowProcessHostSandbox',
+  strict: 'strict',
   reuse: 'reuse',
   no_landlock: 'noLandlock',
   limits: 'limits',
