@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -119,6 +120,14 @@ type ExecOptions struct {
 	// [DefaultMaxOutputBytes], at most [MaxOutputBytes]): beyond it a head
 	// and a tail around a marker.
 	MaxOutputBytes uint64
+	// Stdout and Stderr, when not nil, get the command's output as it
+	// arrives, every byte (also past MaxOutputBytes; the output keeps a head
+	// and a tail), each write returning before the next piece is read, all
+	// before Exec returns. Writes happen on Exec's goroutine; a slow writer
+	// holds the command back as a full pipe would (its timeout runs on). A
+	// write error stops the writes to that writer and is returned with the
+	// output once the command is over.
+	Stdout, Stderr io.Writer
 	// Env holds per-call variables on top of the sandbox's scrubbed
 	// environment. Names and values are checked: an interpreter-injection
 	// variable (LD_PRELOAD, BASH_ENV, NODE_OPTIONS ...) or a secret-looking

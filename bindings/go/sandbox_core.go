@@ -4,6 +4,10 @@ package codeward
 #include <stdlib.h>
 #include <a3s/a3s.h>
 
+// stream.go's exported Go function, as the C core's output callback.
+extern void codewardWriteOutput(void *ctx, int stream, char *data, size_t n);
+static a3s_output_fn output_callback(void) { return (a3s_output_fn)codewardWriteOutput; }
+
 // a3s_features_info.flags of the running kernel, or 0 when it cannot tell.
 static uint64_t feature_flags(void) {
 	a3s_features_info f = {.struct_size = sizeof f};
@@ -15,8 +19,10 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"runtime/cgo"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -308,6 +314,17 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 		max_output_bytes: C.uint64_t(o.MaxOutputBytes),
 		cancel_fd:        C.int(cancelR.Fd()),
 	}
+	var sink *outputSink
+	if o.Stdout != nil || o.Stderr != nil {
+		sink = &outputSink{writers: [2]io.Writer{o.Stdout, o.Stderr}}
+		h := cgo.NewHandle(sink)
+		defer h.Delete()
+		ctx := (*C.uintptr_t)(C.malloc(C.size_t(unsafe.Sizeof(C.uintptr_t(0)))))
+		defer C.free(unsafe.Pointer(ctx))
+		*ctx = C.uintptr_t(h)
+		opts.on_output = C.output_callback()
+		opts.on_output_ctx = unsafe.Pointer(ctx)
+	}
 	var r *C.a3s_process_result
 	var cerr C.a3s_error
 	if rc := C.a3s_sandbox_exec(sb, &opts, &r, &cerr); rc != C.A3S_OK {
@@ -315,6 +332,9 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 	}
 	out := s.output(r)
 	C.a3s_process_result_free(r)
+	if sink != nil && sink.err != nil {
+		return out, sink.err
+	}
 	if out.Cancelled {
 		if call.closed.Load() {
 			return out, ErrClosed

@@ -414,3 +414,23 @@ func TestEveryErrorTypeMatchesItsSentinel(t *testing.T) {
 		t.Errorf("a malformed rule: %v", err)
 	}
 }
+
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// A writer's error reaches the caller (errors.Is finds it) once the command
+// is over; the other stream's writer goes on.
+func TestAWritersErrorIsReturnedWithTheOutput(t *testing.T) {
+	sb := nativeSandbox(t, SandboxOptions{})
+	full := errors.New("disk full")
+	var stderr strings.Builder
+	out, err := sb.Exec(context.Background(), "echo out; echo err >&2; echo done > done",
+		ExecOptions{Stdout: failingWriter{full}, Stderr: &stderr})
+	if !errors.Is(err, full) || !out.Ran || out.Stdout != "out\n" || stderr.String() != "err\n" {
+		t.Fatalf("err %v, output %+v, stderr %q", err, out, stderr.String())
+	}
+	if _, statErr := os.Stat(filepath.Join(sb.Workspace(), "done")); statErr != nil {
+		t.Fatal("the command did not run to its end")
+	}
+}

@@ -56,6 +56,7 @@ type sandboxCase struct {
 		KillGraceMs    uint64            `json:"kill_grace_ms"`
 		MaxOutputBytes uint64            `json:"max_output_bytes"`
 		Env            map[string]string `json:"env"`
+		Stream         bool              `json:"stream"`
 	} `json:"exec"`
 	Expect sandboxExpect `json:"expect"`
 }
@@ -85,6 +86,9 @@ type sandboxExpect struct {
 	Files               map[string]*string `json:"files"`
 	NoSurvivors         bool               `json:"no_survivors"`
 	NeutralizedContains *string            `json:"neutralized_contains"`
+	StreamedStdoutBytes *int               `json:"streamed_stdout_bytes"`
+	StreamedStdoutStart *string            `json:"streamed_stdout_starts"`
+	StreamedStderr      *string            `json:"streamed_stderr"`
 }
 
 // orderedFiles keeps the order of the "files" object: a hard link comes
@@ -266,13 +270,29 @@ func runSandboxCase(t *testing.T, c sandboxCase, port string) {
 		for k, v := range c.Exec.Env {
 			env[sub(k)] = sub(v)
 		}
-		out, err = sb.Exec(context.Background(), sub(c.Exec.Command), ExecOptions{
+		opts := ExecOptions{
 			Timeout:        msDuration(c.Exec.TimeoutMs),
 			KillGrace:      msDuration(c.Exec.KillGraceMs),
 			MaxOutputBytes: c.Exec.MaxOutputBytes,
 			Env:            env,
-		})
+		}
+		var streamed [2]bytes.Buffer
+		if c.Exec.Stream {
+			opts.Stdout, opts.Stderr = &streamed[0], &streamed[1]
+		}
+		out, err = sb.Exec(context.Background(), sub(c.Exec.Command), opts)
 		sb.Close()
+		if c.Exec.Stream && err == nil {
+			if n := e.StreamedStdoutBytes; n != nil && streamed[0].Len() != *n {
+				t.Errorf("streamed %d bytes of stdout, want %d", streamed[0].Len(), *n)
+			}
+			if p := e.StreamedStdoutStart; p != nil && !strings.HasPrefix(streamed[0].String(), sub(*p)) {
+				t.Errorf("streamed stdout %.40q does not start with %q", streamed[0].String(), sub(*p))
+			}
+			if want := e.StreamedStderr; want != nil && streamed[1].String() != sub(*want) {
+				t.Errorf("streamed stderr %q, want %q", streamed[1].String(), sub(*want))
+			}
+		}
 	} else if e.Error == nil || e.Error.At != "select" {
 		t.Fatalf("SelectSandbox: %v", err)
 	}

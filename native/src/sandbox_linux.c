@@ -2387,11 +2387,12 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
             .cancel_fd = o->cancel_fd,
         };
         /* the process host runs the init's pinned copy (an embedded init: this program) */
+        struct a3s_output_sink sink = {o->on_output, o->on_output_ctx};
         rc = host && sb->init_image >= 0
                  ? a3s_process_run_fd_in_cgroup(&po, sb->init_image, cg.ndirs ? &cg : NULL,
-                                                &result, join_refused, err)
-                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, join_refused,
-                                             err);
+                                                &sink, &result, join_refused, err)
+                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &sink, &result,
+                                             join_refused, err);
         launched = rc == A3S_OK;
     } else if (plan_err.code == A3S_E_SYSTEM &&
                (plan_err.sys_errno == ETIMEDOUT || plan_err.sys_errno == ECANCELED)) {

@@ -765,6 +765,9 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
     memset(&x, 0, sizeof x);
     a3s_capture_init(&x.out, po[0], o->max_output_bytes);
     a3s_capture_init(&x.err, pe[0], o->max_output_bytes);
+    struct a3s_output_sink sink = {o->on_output, o->on_output_ctx};
+    a3s_capture_sink(&x.out, &sink, 1);
+    a3s_capture_sink(&x.err, &sink, 2);
     x.start = a3s_now_ns();
     uint64_t oom_kills = a3s_cgroup_oom_kills(&s->cg);
     a3s_error serr = {0};

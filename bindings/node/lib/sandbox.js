@@ -52,7 +52,7 @@ const LIMIT_KEYS = [
   'inotifyWatchBudget',
   'idleStopMs',
 ];
-const EXEC_KEYS = ['timeoutMs', 'killGraceMs', 'maxOutputBytes', 'env', 'signal'];
+const EXEC_KEYS = ['timeoutMs', 'killGraceMs', 'maxOutputBytes', 'env', 'signal', 'onOutput'];
 
 // Python's str.isspace, which str.strip() removes (not JS's trim: \x1c-\x1f
 // are space to Python, U+FEFF is not).
@@ -164,6 +164,10 @@ function parseExec(command, options) {
   if (signal !== null && !(signal instanceof AbortSignal)) {
     throw new ArgumentTypeError(`signal must be an AbortSignal, not ${typeName(signal)}`);
   }
+  const onOutput = own(options, 'onOutput', null);
+  if (onOutput !== null && typeof onOutput !== 'function') {
+    throw new ArgumentTypeError(`onOutput must be a function, not ${typeName(onOutput)}`);
+  }
   return {
     timeoutMs: positive('timeoutMs', own(options, 'timeoutMs', DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS),
     killGraceMs: positive('killGraceMs', own(options, 'killGraceMs', DEFAULT_GRACE_MS), MAX_GRACE_MS),
@@ -174,6 +178,7 @@ function parseExec(command, options) {
     ),
     env: envEntries(own(options, 'env', null)),
     signal,
+    onOutput,
   };
 }
 
@@ -261,15 +266,37 @@ class Sandbox {
     const id = nextId++;
     const onAbort = () => this.#native.cancel(id);
     if (o.signal) o.signal.addEventListener('abort', onAbort, { once: true });
+    // The caller's onOutput gets (chunk, 'stdout' | 'stderr') as the bytes arrive, every
+    // piece before exec settles; what it throws rejects the exec once the command is over.
+    let sinkError = null;
+    const sink =
+      o.onOutput &&
+      ((stream, chunk) => {
+        if (sinkError !== null) return;
+        try {
+          o.onOutput(chunk, stream === 1 ? 'stdout' : 'stderr');
+        } catch (err) {
+          sinkError = { err };
+        }
+      });
     let raw;
     try {
-      raw = await this.#native.exec(id, command, o.env, o.timeoutMs, o.killGraceMs, o.maxOutputBytes);
+      raw = await this.#native.exec(
+        id,
+        command,
+        o.env,
+        o.timeoutMs,
+        o.killGraceMs,
+        o.maxOutputBytes,
+        sink || undefined,
+      );
     } catch (err) {
       if (err && err.code === 'ERR_SANDBOX_CLOSED') throw new SandboxClosedError(null);
       throw fromNativeSandbox(err, this.#workspace);
     } finally {
       if (o.signal) o.signal.removeEventListener('abort', onAbort);
     }
+    if (sinkError !== null) throw sinkError.err;
     const output = fromRaw(raw, this.#backend, this.#sandboxed);
     if (output.cancelled && raw.closed) throw new SandboxClosedError(output);
     if (output.cancelled && o.signal && o.signal.aborted) throw new AbortError(o.signal, output);

@@ -134,3 +134,31 @@ test('doctor() reports the checks of `codeward doctor`', async () => {
     if (c.required) assert.ok(c.ok && c.detail, JSON.stringify(c));
   }
 });
+
+test('onOutput gets every byte as it arrives; what it throws rejects the exec once the command is over', async () => {
+  const sb = await codeward.selectSandbox(workspace(), { strict: true });
+  try {
+    const pieces = [];
+    const out = await sb.exec('echo a; head -c 200000 /dev/zero; echo b >&2', {
+      maxOutputBytes: 100,
+      onOutput: (chunk, stream) => pieces.push([stream, chunk]),
+    });
+    const stdout = Buffer.concat(pieces.filter(([s]) => s === 'stdout').map(([, c]) => c));
+    assert.equal(stdout.length, 200002);
+    assert.ok(out.truncated && out.stdout.length < 300);
+    assert.equal(Buffer.concat(pieces.filter(([s]) => s === 'stderr').map(([, c]) => c)).toString(), 'b\n');
+    const boom = new Error('boom');
+    await assert.rejects(
+      sb.exec('echo x; echo done > done', {
+        onOutput: () => {
+          throw boom;
+        },
+      }),
+      (err) => err === boom,
+    );
+    assert.equal(fs.readFileSync(path.join(sb.workspace, 'done'), 'utf8'), 'done\n');
+    await assert.rejects(sb.exec('true', { onOutput: 'no' }), { code: 'ERR_INVALID_ARG_TYPE' });
+  } finally {
+    await sb.close();
+  }
+});

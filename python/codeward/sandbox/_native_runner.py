@@ -19,7 +19,7 @@ from ._probe_cache import probe_key, recall_pass, remember_pass
 # needed only for annotations, the output type or the probe is imported where it is used.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from types import TracebackType
     from typing import Any, ClassVar
 
@@ -178,8 +178,14 @@ class _CoreSandbox(SandboxBase):
         cancel: Any = None,
         grant_fd: int | None = None,
         policy_digest: str | None = None,
+        on_output: Callable[[int, bytes], object] | None = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` and returns its output (never raises for the command's fate).
+
+        ``on_output(stream, data)`` is called with each piece of output as it
+        arrives (stream 1: stdout, 2: stderr; ``data`` the raw bytes, every
+        byte, also past ``max_output_bytes``), on the thread that runs the
+        command; an exception it raises is raised once the command is over.
 
         ``grant_fd`` (with ``policy_digest``) is a network grant's socket from
         ``codeward.netgrant.Admission.fd``: this command alone reaches the
@@ -199,6 +205,7 @@ class _CoreSandbox(SandboxBase):
                 cancel=cancel,
                 grant_fd=grant_fd,
                 policy_digest=policy_digest,
+                on_output=on_output,
             )
         )
 
@@ -213,6 +220,7 @@ class _CoreSandbox(SandboxBase):
         cancel: Any,
         grant_fd: int | None = None,
         policy_digest: str | None = None,
+        on_output: Callable[[int, bytes], object] | None = None,
     ) -> dict[str, Any]:
         """``exec``, with the fields of its CommandOutput as a dict (the command line's path)."""
         check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
@@ -230,6 +238,7 @@ class _CoreSandbox(SandboxBase):
                 bridge.fd if bridge else -1,
                 -1 if grant_fd is None else grant_fd,
                 policy_digest,
+                on_output,
             )
         except _native.NativeError as exc:
             _raise_native(exc, self._workspace)
