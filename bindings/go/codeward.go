@@ -1,25 +1,3 @@
-// Package codeward is the Go binding of the codeward security kernel.
-//
-// The kernel is one C library (native/src in the codeward repository) shared
-// by the Python, Node and Go bindings; this package compiles it in with cgo,
-// so there is nothing to install besides a C compiler.
-//
-// Two things live here. [SelectSandbox] gives the enforced boundary agent
-// commands run in: on Linux, bubblewrap namespaces, a seccomp filter and
-// Landlock around every command, with the same selection rules (failing
-// closed), options and results as the Python and Node bindings. The sandbox's
-// init (PID 1 inside) is compiled into the program that imports this
-// package, which runs its own executable as the init, so nothing but
-// bubblewrap needs to be installed (docs/architecture.md). And
-// [PermissionPolicy]: deny, allow and ask rule lists of the form
-// "Tool(pattern)" that answer, for one tool call, [Deny], [Allow] or [Ask].
-// A call is reduced to a canonical tool name and an argument string (see
-// [ArgumentString]) that is byte-for-byte the one the Python and Node
-// bindings build, so one policy gives the same answer in every language.
-//
-// Every handle ([Sandbox], [PermissionPolicy], [Glob]) owns C resources.
-// Call Close when done; a finalizer frees them otherwise. Handles are safe
-// for concurrent use.
 package codeward
 
 //go:generate go run gen_core.go
