@@ -57,6 +57,8 @@ EXPECTED = [
     "webfetch map[url:https://example.com]: ask",
     "malformed rule: Bash(",
     'sandbox bwrap true: "sandboxed\\n/run/a3s/init\\nrefused\\n" exit 0',
+    'streamed "streamed\\n"',
+    "doctor ready true, 9 checks",
     "LD_PRELOAD: invalid argument true, ok false",
     "after Close: closed true",
 ]

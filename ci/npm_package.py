@@ -240,7 +240,7 @@ def consume(tgz: Path, work: Path, how: str) -> None:
     init = expected.parent / "a3s-init"
     if not os.access(init, os.X_OK) or os.stat(init).st_mode & 0o005 != 0o005:
         fail(f"{init} is missing, or not executable by every user")
-    node_test(project, ["vectors.test.js", "sandbox-vectors.test.js"])
+    node_test(project, ["vectors.test.js", "sandbox-vectors.test.js", "errors.test.js"])
     if how != "default" and os.geteuid() == 0:
         lifetime = ["sandbox.test.js"] if how == "ignore-scripts" else []
         node_test(project, ["sandbox-vectors.test.js", *lifetime], nobody=True)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	codeward "github.com/codeward/codeward/bindings/go"
@@ -81,6 +82,17 @@ func sandboxed() error {
 		return err
 	}
 	fmt.Printf("sandbox %s %v: %q exit %d\n", sb.Backend(), sb.Sandboxed(), out.Stdout, out.ExitCode)
+	// output as it arrives, to an io.Writer
+	var streamed strings.Builder
+	if _, err := sb.Exec(ctx, "echo streamed", codeward.ExecOptions{Stdout: &streamed}); err != nil {
+		return err
+	}
+	fmt.Printf("streamed %q\n", streamed.String())
+	report, err := codeward.Doctor(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("doctor ready %v, %d checks\n", report.Ready, len(report.Checks))
 	// fail closed: a refused exec's output is never OK, and the error is idiomatic
 	out, err = sb.Exec(ctx, "true", codeward.ExecOptions{Env: map[string]string{"LD_PRELOAD": "/x.so"}})
 	fmt.Printf("LD_PRELOAD: invalid argument %v, ok %v\n", errors.Is(err, codeward.ErrInvalidArgument), out.OK())
