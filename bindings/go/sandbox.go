@@ -120,6 +120,11 @@ type ExecOptions struct {
 	// [DefaultMaxOutputBytes], at most [MaxOutputBytes]): beyond it a head
 	// and a tail around a marker.
 	MaxOutputBytes uint64
+	// Dir is the directory the command starts in, absolute or relative to
+	// the workspace ("": the workspace), as os/exec.Cmd.Dir. One the
+	// sandbox does not have is a setup failure: exit 125 and SetupError
+	// "chdir DIR: ...", nothing runs. The sandbox, not Dir, is the boundary.
+	Dir string
 	// Stdout and Stderr, when not nil, get the command's output as it
 	// arrives, every byte (also past MaxOutputBytes; the output keeps a head
 	// and a tail), each write returning before the next piece is read, all

@@ -236,6 +236,9 @@ func checkExec(command string, o ExecOptions) ([]string, error) {
 					b.name, b.max, b.max.Milliseconds(), b.value)}
 		}
 	}
+	if strings.IndexByte(o.Dir, 0) >= 0 {
+		return nil, &SandboxArgumentError{Message: "Dir contains a NUL byte"}
+	}
 	if o.MaxOutputBytes > MaxOutputBytes {
 		return nil, &SandboxArgumentError{Message: fmt.Sprintf(
 			"MaxOutputBytes must be an integer from 1 to %d, not %d", MaxOutputBytes, o.MaxOutputBytes)}
@@ -313,6 +316,11 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 		kill_grace_ms:    C.uint64_t(millis(o.KillGrace)),
 		max_output_bytes: C.uint64_t(o.MaxOutputBytes),
 		cancel_fd:        C.int(cancelR.Fd()),
+	}
+	if o.Dir != "" {
+		cdir := C.CString(o.Dir)
+		defer C.free(unsafe.Pointer(cdir))
+		opts.cwd = cdir
 	}
 	var sink *outputSink
 	if o.Stdout != nil || o.Stderr != nil {

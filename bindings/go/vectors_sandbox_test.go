@@ -57,6 +57,7 @@ type sandboxCase struct {
 		MaxOutputBytes uint64            `json:"max_output_bytes"`
 		Env            map[string]string `json:"env"`
 		Stream         bool              `json:"stream"`
+		Cwd            string            `json:"cwd"`
 	} `json:"exec"`
 	Expect sandboxExpect `json:"expect"`
 }
@@ -275,6 +276,7 @@ func runSandboxCase(t *testing.T, c sandboxCase, port string) {
 			KillGrace:      msDuration(c.Exec.KillGraceMs),
 			MaxOutputBytes: c.Exec.MaxOutputBytes,
 			Env:            env,
+			Dir:            sub(c.Exec.Cwd),
 		}
 		var streamed [2]bytes.Buffer
 		if c.Exec.Stream {

@@ -233,6 +233,13 @@ export interface ExecOptions {
   env?: { [name: string]: string } | null;
   /** Aborting stops the command with every process it started; exec then rejects with an AbortError. */
   signal?: AbortSignal | null;
+  /** The directory the command starts in: absolute, or relative to the workspace (default); a missing one is exit 125 with setupError. */
+  cwd?: string | null;
+  /**
+   * Gets every piece of the output as it arrives (also past maxOutputBytes), each before the
+   * next and all before exec settles; what it throws rejects the exec once the command is over.
+   */
+  onOutput?: ((chunk: Buffer, stream: 'stdout' | 'stderr') => void) | null;
 }
 
 /** What one command produced (Python's CommandOutput, in camelCase). Frozen. */

@@ -70,6 +70,7 @@ struct job {
     bool by_close;    /* exec: close() cancelled it */
     char *command;
     size_t command_len;
+    char *cwd; /* exec: NULL, or where the command starts */
     char **env;
     size_t envc;
     uint64_t timeout_ms, grace_ms, max_output;
@@ -189,6 +190,7 @@ static void job_free(struct job *j) {
         free(j->env[i]);
     free(j->env);
     free(j->command);
+    free(j->cwd);
     a3s_process_result_free(j->result);
     free(j);
 }
@@ -398,6 +400,7 @@ static void *job_thread(void *arg) {
             .cancel_fd = j->cancel[0],
             .on_output = j->on_output ? queue_chunk : NULL,
             .on_output_ctx = j,
+            .cwd = j->cwd,
         };
         j->rc = a3s_sandbox_exec(h->sb, &o, &j->result, &j->err);
     } else if (j->kind == JOB_PROBE) {
@@ -679,8 +682,8 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
 
 /* exec(id, command, env[], timeoutMs, graceMs, maxOutputBytes) -> Promise<raw result> */
 static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
-    napi_value argv[7], this_arg;
-    if (!get_args(env, info, 7, argv, &this_arg))
+    napi_value argv[8], this_arg;
+    if (!get_args(env, info, 8, argv, &this_arg))
         return NULL;
     struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
     if (!h)
@@ -714,6 +717,23 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
         snprintf(err.message, sizeof err.message, "pipe: %s", strerror(errno));
         job_free(j);
         return throw_core(env, &err);
+    }
+    napi_valuetype cwd_type = napi_undefined;
+    if (ok && napi_typeof(env, argv[7], &cwd_type) == napi_ok && cwd_type == napi_string) {
+        bytes_buf dir = {0};
+        ok = get_bytes(env, argv[7], "cwd", &dir);
+        if (ok) {
+            j->cwd = malloc(dir.len + 1);
+            if (j->cwd) {
+                memcpy(j->cwd, dir.data, dir.len);
+                j->cwd[dir.len] = '\0';
+            }
+            bytes_release(&dir);
+            if (!j->cwd) {
+                job_free(j);
+                return throw_nomem(env);
+            }
+        }
     }
     napi_valuetype sink_type = napi_undefined;
     if (ok && napi_typeof(env, argv[6], &sink_type) == napi_ok && sink_type == napi_function &&

@@ -615,6 +615,8 @@ static int send_request(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_o
     a3s_strvec_free(&env);
     if (rc == A3S_OK && grant)
         a3s_msg_exec_set_flags(msg, A3S_MSG_EXEC_GRANT);
+    if (rc == A3S_OK && o->cwd)
+        rc = a3s_msg_exec_append_cwd(&msg, &len, o->cwd, err);
     if (rc == A3S_OK) {
         int fds[3] = {out_w, err_w, grant ? o->grant_fd : -1};
         int sent = a3s_msg_send(s->ctl, msg, len, fds, grant ? 3 : 2, MSG_TIMEOUT_MS);

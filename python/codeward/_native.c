@@ -612,7 +612,7 @@ static void call_output_sink(void *ctx, int stream, const char *data, size_t len
 }
 
 /* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1,
- * policy_digest=None, on_output=None) -> dict. Runs without the GIL: other Python threads
+ * policy_digest=None, on_output=None, cwd=None) -> dict. Runs without the GIL: other Python threads
  * go on while the command runs (a network grant's mediator must: it answers the sandbox
  * meanwhile). on_output(stream, data) gets the output as it arrives (1 stdout, 2 stderr). */
 static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
@@ -620,9 +620,9 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     PyObject *command, *env_list, *on_output = Py_None;
     unsigned long long timeout_ms, grace_ms, max_output;
     int cancel_fd, grant_fd = -1;
-    const char *policy_digest = NULL;
-    if (!PyArg_ParseTuple(args, "OOKKKi|izO:exec", &command, &env_list, &timeout_ms, &grace_ms,
-                          &max_output, &cancel_fd, &grant_fd, &policy_digest, &on_output))
+    const char *policy_digest = NULL, *cwd = NULL;
+    if (!PyArg_ParseTuple(args, "OOKKKi|izOz:exec", &command, &env_list, &timeout_ms, &grace_ms,
+                          &max_output, &cancel_fd, &grant_fd, &policy_digest, &on_output, &cwd))
         return NULL;
     if (on_output != Py_None && !PyCallable_Check(on_output)) {
         PyErr_SetString(PyExc_TypeError, "on_output must be callable or None");
@@ -656,6 +656,7 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
         .policy_digest = policy_digest,
         .on_output = on_output != Py_None ? call_output_sink : NULL,
         .on_output_ctx = &sink,
+        .cwd = cwd,
     };
     a3s_process_result *r = NULL;
     a3s_error err;

@@ -52,7 +52,15 @@ const LIMIT_KEYS = [
   'inotifyWatchBudget',
   'idleStopMs',
 ];
-const EXEC_KEYS = ['timeoutMs', 'killGraceMs', 'maxOutputBytes', 'env', 'signal', 'onOutput'];
+const EXEC_KEYS = [
+  'timeoutMs',
+  'killGraceMs',
+  'maxOutputBytes',
+  'env',
+  'signal',
+  'onOutput',
+  'cwd',
+];
 
 // Python's str.isspace, which str.strip() removes (not JS's trim: \x1c-\x1f
 // are space to Python, U+FEFF is not).
@@ -164,6 +172,13 @@ function parseExec(command, options) {
   if (signal !== null && !(signal instanceof AbortSignal)) {
     throw new ArgumentTypeError(`signal must be an AbortSignal, not ${typeName(signal)}`);
   }
+  const cwd = own(options, 'cwd', null);
+  if (cwd !== null && typeof cwd !== 'string') {
+    throw new ArgumentTypeError(`cwd must be a string, not ${typeName(cwd)}`);
+  }
+  if (cwd !== null && (cwd === '' || cwd.includes('\0'))) {
+    throw new SandboxArgumentError(`cwd must be a non-empty path without NUL, not ${JSON.stringify(cwd)}`);
+  }
   const onOutput = own(options, 'onOutput', null);
   if (onOutput !== null && typeof onOutput !== 'function') {
     throw new ArgumentTypeError(`onOutput must be a function, not ${typeName(onOutput)}`);
@@ -179,6 +194,7 @@ function parseExec(command, options) {
     env: envEntries(own(options, 'env', null)),
     signal,
     onOutput,
+    cwd,
   };
 }
 
@@ -289,6 +305,7 @@ class Sandbox {
         o.killGraceMs,
         o.maxOutputBytes,
         sink || undefined,
+        o.cwd === null ? undefined : o.cwd,
       );
     } catch (err) {
       if (err && err.code === 'ERR_SANDBOX_CLOSED') throw new SandboxClosedError(null);

@@ -48,6 +48,7 @@ const EXEC = {
   kill_grace_ms: 'killGraceMs',
   max_output_bytes: 'maxOutputBytes',
   env: 'env',
+  cwd: 'cwd',
   stream: 'stream',
 };
 

@@ -796,6 +796,12 @@ typedef struct a3s_exec_options {
     /* appended later: a caller built before passes the shorter struct (NULL) */
     a3s_output_fn on_output;   /* NULL, or called with each piece of output as it arrives */
     void *on_output_ctx;       /* passed to on_output as it is */
+    const char *cwd;           /* NULL: the workspace; else the directory the command starts in,
+                                  absolute or relative to the workspace (which has the same path
+                                  inside the sandbox); one that does not exist there (or is not
+                                  a directory) is a setup failure: exit 125, setup_error
+                                  "chdir DIR: ..." and nothing runs. The sandbox, not this
+                                  path, is the boundary: the command may cd anywhere it sees */
 } a3s_exec_options;
 
 /* Flag in a3s_process_result_view.flags: the sandbox refused to run or

@@ -49,6 +49,15 @@ def _env_entries(env: Mapping[str, str] | None) -> list[str]:
     return entries
 
 
+def _check_cwd(cwd: str | None) -> str | None:
+    """``cwd`` as the C core takes it: None, or a non-empty str without NUL."""
+    if cwd is None:
+        return None
+    if not isinstance(cwd, str) or not cwd or "\0" in cwd:
+        raise SandboxArgumentError(f"cwd must be a non-empty path without NUL, not {cwd!r}")
+    return cwd
+
+
 def _raise_native(exc: Any, workspace: str) -> None:
     status, message = exc.args[0], exc.args[1]
     if status == "invalid":
@@ -179,6 +188,7 @@ class _CoreSandbox(SandboxBase):
         grant_fd: int | None = None,
         policy_digest: str | None = None,
         on_output: Callable[[int, bytes], object] | None = None,
+        cwd: str | None = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` and returns its output (never raises for the command's fate).
 
@@ -206,6 +216,7 @@ class _CoreSandbox(SandboxBase):
                 grant_fd=grant_fd,
                 policy_digest=policy_digest,
                 on_output=on_output,
+                cwd=cwd,
             )
         )
 
@@ -221,6 +232,7 @@ class _CoreSandbox(SandboxBase):
         grant_fd: int | None = None,
         policy_digest: str | None = None,
         on_output: Callable[[int, bytes], object] | None = None,
+        cwd: str | None = None,
     ) -> dict[str, Any]:
         """``exec``, with the fields of its CommandOutput as a dict (the command line's path)."""
         check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
@@ -239,6 +251,7 @@ class _CoreSandbox(SandboxBase):
                 -1 if grant_fd is None else grant_fd,
                 policy_digest,
                 on_output,
+                _check_cwd(cwd),
             )
         except _native.NativeError as exc:
             _raise_native(exc, self._workspace)
