@@ -58,6 +58,7 @@ EXPECTED = [
     "malformed rule: Bash(",
     'sandbox bwrap true: "sandboxed\\n/run/a3s/init\\nrefused\\n" exit 0',
     'streamed "streamed\\n"',
+    'process: "ping\\n"',
     "doctor ready true, 9 checks",
     "LD_PRELOAD: invalid argument true, ok false",
     "after Close: closed true",

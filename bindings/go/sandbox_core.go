@@ -60,6 +60,7 @@ type coreSandbox struct {
 	mu       sync.Mutex
 	sb       *C.a3s_sandbox // nil once closed
 	inflight map[*execCall]struct{}
+	procs    map[*Process]struct{} // StartProcess's, closed before the handle goes
 	running  sync.WaitGroup
 }
 
@@ -204,6 +205,7 @@ func wrap(sb *C.a3s_sandbox, backend string, sandboxed bool) *coreSandbox {
 		workspace: C.GoString(C.a3s_sandbox_workspace(sb)),
 		sb:        sb,
 		inflight:  map[*execCall]struct{}{},
+		procs:     map[*Process]struct{}{},
 	}
 	runtime.SetFinalizer(s, (*coreSandbox).Close)
 	return s
@@ -392,11 +394,16 @@ func (s *coreSandbox) Close() error {
 	for call := range s.inflight {
 		call.cancel(true)
 	}
+	procs := s.procs
+	s.procs = map[*Process]struct{}{}
 	s.mu.Unlock()
 	if sb == nil {
 		return nil
 	}
 	runtime.SetFinalizer(s, nil)
+	for p := range procs {
+		p.Close() // a program may not outlive the sandbox it runs in
+	}
 	s.running.Wait()
 	C.a3s_sandbox_free(sb)
 	return nil

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -88,6 +89,20 @@ func sandboxed() error {
 		return err
 	}
 	fmt.Printf("streamed %q\n", streamed.String())
+	// an owned process (an MCP server would be one): its pipes, then Close ends it
+	proc, err := codeward.StartProcess(ctx, sb, "/bin/cat", codeward.ProcessOptions{})
+	if err != nil {
+		return err
+	}
+	proc.Stdin.WriteString("ping\n")
+	reply, err := bufio.NewReader(proc.Stdout).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	fmt.Printf("process: %q\n", reply)
+	if err := proc.Close(); err != nil {
+		return err
+	}
 	report, err := codeward.Doctor(ctx)
 	if err != nil {
 		return err
