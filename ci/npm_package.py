@@ -137,7 +137,7 @@ def pack_refuses_without_prebuild() -> None:
     )
     if done.returncode == 0 or "ci/npm_package.py --prebuild-only" not in done.stderr:
         fail(f"npm pack without a prebuild did not refuse with the command: {done.stderr!r}")
-    if (ROOT / "README.md.repository").exists():
+    if (ROOT / ".pack-saved-readme.md").exists():
         fail("a refused npm pack left the README swapped")
 
 
@@ -163,7 +163,7 @@ def pack(out: Path) -> Path:
     if not readme.startswith("# codeward for Node.js") or "](../../" in readme:
         fail(f"{tgz.name}'s README.md is not the Node README with absolute links")
     repository_readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    if (ROOT / "README.md.repository").exists() or not repository_readme.startswith("# codeward\n"):
+    if (ROOT / ".pack-saved-readme.md").exists() or not repository_readme.startswith("# codeward\n"):
         fail("npm pack did not put the repository's README.md back")
     missing = [n for n in REQUIRED if n not in names]
     core = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "native" / "src").iterdir())

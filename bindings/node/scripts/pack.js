@@ -11,7 +11,7 @@
 //   postpack  puts the repository's README.md back.
 //   stamp     writes the stamp (ci/npm_package.py, after building the prebuild).
 //
-// A pack that died between the two leaves README.md.repository behind; the
+// A pack that died between the two leaves .pack-saved-readme.md behind; the
 // next prepack or postpack restores it first.
 
 const crypto = require('node:crypto');
@@ -23,7 +23,7 @@ const PREBUILD_DIR = path.join(ROOT, 'prebuilds', 'linux-x64');
 const PREBUILD = ['codeward.glibc.node', 'a3s-init'];
 const STAMP = path.join(PREBUILD_DIR, 'SOURCES.sha256');
 const README = path.join(ROOT, 'README.md');
-const SAVED = path.join(ROOT, 'README.md.repository');
+const SAVED = path.join(ROOT, '.pack-saved-readme.md'); // not README*: npm ships those
 const NODE_README = path.join(ROOT, 'bindings', 'node', 'README.md');
 const REPO_BLOB = 'https://github.com/codeward/codeward/blob/main/';
 const BUILD_COMMAND = 'python3 ci/npm_package.py --prebuild-only';
