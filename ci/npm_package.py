@@ -163,7 +163,8 @@ def pack(out: Path) -> Path:
     if not readme.startswith("# codeward for Node.js") or "](../../" in readme:
         fail(f"{tgz.name}'s README.md is not the Node README with absolute links")
     repository_readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    if (ROOT / ".pack-saved-readme.md").exists() or not repository_readme.startswith("# codeward\n"):
+    restored = repository_readme.startswith("# codeward\n")
+    if (ROOT / ".pack-saved-readme.md").exists() or not restored:
         fail("npm pack did not put the repository's README.md back")
     missing = [n for n in REQUIRED if n not in names]
     core = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "native" / "src").iterdir())
@@ -178,8 +179,24 @@ def pack(out: Path) -> Path:
     for key in ("repository", "homepage", "bugs", "license"):
         if not manifest.get(key):
             fail(f"package.json has no {key}")
-    print(f"npm_package: {tgz.name}: {tgz.stat().st_size} bytes, {len(names)} files")
+    size = tgz.stat().st_size
+    documented = documented_size()
+    if not 0.75 * documented <= size <= 1.25 * documented:
+        fail(f"{tgz.name} is {size} bytes; docs/packaging.md says {documented / 1e6:.1f} MB")
+    print(f"npm_package: {tgz.name}: {size} bytes, {len(names)} files")
     return tgz
+
+
+def documented_size() -> float:
+    """The tarball's size in docs/packaging.md's table ("| `codeward-0.1.0.tgz` | N MB"), bytes."""
+    import re
+
+    text = (ROOT / "docs" / "packaging.md").read_text(encoding="utf-8")
+    found = re.search(r"\| `codeward-[0-9.]+\.tgz` \| ([0-9.]+) MB", text)
+    if not found:
+        fail("docs/packaging.md does not state the tarball's size")
+    assert found is not None
+    return float(found.group(1)) * 1e6
 
 
 def node_test(project: Path, tests: list[str], *, nobody: bool = False) -> None:
