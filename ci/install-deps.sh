@@ -13,7 +13,13 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(bubblewrap gcc g++ make libc6-dev binutils git curl clang llvm)
 command -v node >/dev/null || APT_PACKAGES+=(nodejs npm libnode-dev)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
-command -v python3 >/dev/null || APT_PACKAGES+=(python3 python3-venv python3-dev)
+# python3-venv even where python3 exists: Debian's python3 cannot make a venv without it
+# (venv or ensurepip missing), which is what `python3 -m venv .venv` below needs
+if ! command -v python3 >/dev/null; then
+  APT_PACKAGES+=(python3 python3-venv python3-dev)
+elif ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+  APT_PACKAGES+=(python3-venv)
+fi
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -31,6 +37,10 @@ for tool in bwrap cc c++ clang llvm-nm llvm-readobj objdump make nm git curl nod
   command -v "$tool" >/dev/null || { echo "install-deps: $tool is still missing" >&2; exit 1; }
 done
 
+python3 -m venv --help >/dev/null && python3 -c 'import ensurepip' || {
+  echo "install-deps: python3 has no venv or ensurepip even now (apt-get install python3-venv)" >&2
+  exit 1
+}
 if [ ! -x .venv/bin/nox ]; then
   python3 -m venv .venv || {
     echo "install-deps: python3 cannot create a venv (apt-get install python3-venv)" >&2

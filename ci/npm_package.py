@@ -15,7 +15,12 @@
    user (setpriv to 65534, from a copy of the tests in the world-readable project), where the
    prebuild-only install also runs the sandbox's lifetime tests (a worker's exit, SIGKILL).
 
-Run from the repository root after `npm ci`: ``python ci/npm_package.py [--zig PYTHON]``.
+Before 1, `npm pack` without a prebuild must refuse and name the command that builds it (its
+prepack script, bindings/node/scripts/pack.js), and the tarball's README.md must be the Node one.
+
+Run from the repository root after `npm ci`: ``python ci/npm_package.py [--zig PYTHON]``;
+``--prebuild-only`` makes the prebuild (and the stamp `npm pack` checks) and stops: what a
+maintainer runs before `npm publish`.
 """
 
 from __future__ import annotations
@@ -121,6 +126,19 @@ def prebuild(zig_python: str) -> None:
         fail("the prebuild is not stripped")
     shutil.copy2(init, PREBUILD_INIT)
     shutil.rmtree(init.parent)
+    run(["node", "bindings/node/scripts/pack.js", "stamp"])  # what prepack checks
+
+
+def pack_refuses_without_prebuild() -> None:
+    """A checkout with no prebuild: `npm pack` (and so `npm publish`) stops, naming the command."""
+    shutil.rmtree(ROOT / "prebuilds", ignore_errors=True)
+    done = subprocess.run(
+        ["npm", "pack", "--dry-run"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if done.returncode == 0 or "ci/npm_package.py --prebuild-only" not in done.stderr:
+        fail(f"npm pack without a prebuild did not refuse with the command: {done.stderr!r}")
+    if (ROOT / ".pack-saved-readme.md").exists():
+        fail("a refused npm pack left the README swapped")
 
 
 def prebuild_init(out: Path) -> None:
@@ -141,6 +159,13 @@ def pack(out: Path) -> Path:
     with tarfile.open(tgz) as tar:
         names = {n.removeprefix("package/") for n in tar.getnames()}
         manifest = json.load(tar.extractfile("package/package.json"))  # type: ignore[arg-type]
+        readme = tar.extractfile("package/README.md").read().decode()  # type: ignore[union-attr]
+    if not readme.startswith("# codeward for Node.js") or "](../../" in readme:
+        fail(f"{tgz.name}'s README.md is not the Node README with absolute links")
+    repository_readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    restored = repository_readme.startswith("# codeward\n")
+    if (ROOT / ".pack-saved-readme.md").exists() or not restored:
+        fail("npm pack did not put the repository's README.md back")
     missing = [n for n in REQUIRED if n not in names]
     core = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "native" / "src").iterdir())
     missing += [n for n in core if n not in names]
@@ -154,8 +179,24 @@ def pack(out: Path) -> Path:
     for key in ("repository", "homepage", "bugs", "license"):
         if not manifest.get(key):
             fail(f"package.json has no {key}")
-    print(f"npm_package: {tgz.name}: {tgz.stat().st_size} bytes, {len(names)} files")
+    size = tgz.stat().st_size
+    documented = documented_size()
+    if not 0.75 * documented <= size <= 1.25 * documented:
+        fail(f"{tgz.name} is {size} bytes; docs/packaging.md says {documented / 1e6:.1f} MB")
+    print(f"npm_package: {tgz.name}: {size} bytes, {len(names)} files")
     return tgz
+
+
+def documented_size() -> float:
+    """The tarball's size in docs/packaging.md's table ("| `codeward-0.1.0.tgz` | N MB"), bytes."""
+    import re
+
+    text = (ROOT / "docs" / "packaging.md").read_text(encoding="utf-8")
+    found = re.search(r"\| `codeward-[0-9.]+\.tgz` \| ([0-9.]+) MB", text)
+    if not found:
+        fail("docs/packaging.md does not state the tarball's size")
+    assert found is not None
+    return float(found.group(1)) * 1e6
 
 
 def node_test(project: Path, tests: list[str], *, nobody: bool = False) -> None:
@@ -216,7 +257,7 @@ def consume(tgz: Path, work: Path, how: str) -> None:
     init = expected.parent / "a3s-init"
     if not os.access(init, os.X_OK) or os.stat(init).st_mode & 0o005 != 0o005:
         fail(f"{init} is missing, or not executable by every user")
-    node_test(project, ["vectors.test.js", "sandbox-vectors.test.js"])
+    node_test(project, ["vectors.test.js", "sandbox-vectors.test.js", "errors.test.js"])
     if how != "default" and os.geteuid() == 0:
         lifetime = ["sandbox.test.js"] if how == "ignore-scripts" else []
         node_test(project, ["sandbox-vectors.test.js", *lifetime], nobody=True)
@@ -225,7 +266,15 @@ def consume(tgz: Path, work: Path, how: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zig", default=sys.executable, help="a Python with ziglang installed")
+    parser.add_argument(
+        "--prebuild-only", action="store_true", help="make the prebuild npm pack needs, and stop"
+    )
     args = parser.parse_args()
+    if args.prebuild_only:
+        prebuild(args.zig)
+        print("npm_package: the prebuild is in prebuilds/linux-x64: npm pack / npm publish now")
+        return
+    pack_refuses_without_prebuild()
     prebuild(args.zig)
     with tempfile.TemporaryDirectory(prefix="codeward-npm-") as tmp:
         work = Path(tmp)

@@ -293,3 +293,22 @@ def _in_workspace(pid: str, workspace) -> bool:
         return os.readlink(f"/proc/{pid}/cwd") == str(workspace)
     except OSError:
         return False
+
+
+def test_doctor_checks_are_the_shared_ones() -> None:
+    """tests/vectors/doctor.json pins the checks Node's doctor() and Go's Doctor() report too."""
+    import json as _json
+    from pathlib import Path as _Path
+
+    from codeward.cli._doctor import collect
+
+    want = _json.loads(
+        (_Path(__file__).parent / "vectors" / "doctor.json").read_text(encoding="utf-8")
+    )["checks"]
+    got = collect()
+    names = [(c.name, c.required) for c in got]
+    expected = [(c["name"], c["required"]) for c in want]
+    if all(c.ok for c in got if c.required):
+        assert names == expected
+    else:  # the self-test is left out when a required check failed
+        assert names == expected[: len(names)] and want[-1]["last"]

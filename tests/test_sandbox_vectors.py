@@ -122,6 +122,15 @@ def _select(case: dict[str, Any], workspace: str) -> Any:
 ERRORS = {"argument": SandboxArgumentError, "sandbox_unavailable": SandboxUnavailable}
 
 
+def _check_streamed(out: bytes, err: bytes, expect: dict[str, Any], sub) -> None:  # type: ignore[no-untyped-def]
+    if "streamed_stdout_bytes" in expect:
+        assert len(out) == expect["streamed_stdout_bytes"]
+    if "streamed_stdout_starts" in expect:
+        assert out.startswith(sub(expect["streamed_stdout_starts"]).encode())
+    if "streamed_stderr" in expect:
+        assert err == sub(expect["streamed_stderr"]).encode()
+
+
 def _check_output(out: Any, expect: dict[str, Any], sub) -> None:  # type: ignore[no-untyped-def]
     for key in ("exit_code", "timed_out", "truncated", "total_bytes", "sandboxed", "backend"):
         if key in expect:
@@ -213,7 +222,13 @@ def test_vector(case: dict[str, Any], monkeypatch, listener) -> None:  # type: i
             for part in error.get("contains", []):
                 assert sub(part) in str(info.value)
         else:
+            stream = run.pop("stream", False)
+            pieces: dict[int, list[bytes]] = {1: [], 2: []}
+            if stream:
+                run["on_output"] = lambda n, data: pieces[n].append(data)
             _check_output(sb.exec(command, **run), expect, sub)
+            if stream:
+                _check_streamed(b"".join(pieces[1]), b"".join(pieces[2]), expect, sub)
     finally:
         if sb is not None and hasattr(sb, "close"):
             sb.close()
@@ -232,3 +247,13 @@ def test_vector(case: dict[str, Any], monkeypatch, listener) -> None:  # type: i
                     assert path.read_text() == content, path
         finally:
             _force_rmtree(str(base))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the native sandbox")
+def test_an_on_output_error_is_raised_once_the_command_is_over(tmp_path: Path) -> None:
+    def refuse(stream: int, data: bytes) -> None:
+        raise OSError("disk full")
+
+    with NativeBashSandbox(tmp_path) as sb, pytest.raises(OSError, match="disk full"):
+        sb.exec("echo out; echo done > done", on_output=refuse)
+    assert (tmp_path / "done").read_text() == "done\n"

@@ -1,25 +1,3 @@
-// Package codeward is the Go binding of the codeward security kernel.
-//
-// The kernel is one C library (native/src in the codeward repository) shared
-// by the Python, Node and Go bindings; this package compiles it in with cgo,
-// so there is nothing to install besides a C compiler.
-//
-// Two things live here. [SelectSandbox] gives the enforced boundary agent
-// commands run in: on Linux, bubblewrap namespaces, a seccomp filter and
-// Landlock around every command, with the same selection rules (failing
-// closed), options and results as the Python and Node bindings. The sandbox's
-// init (PID 1 inside) is compiled into the program that imports this
-// package, which runs its own executable as the init, so nothing but
-// bubblewrap needs to be installed (docs/architecture.md). And
-// [PermissionPolicy]: deny, allow and ask rule lists of the form
-// "Tool(pattern)" that answer, for one tool call, [Deny], [Allow] or [Ask].
-// A call is reduced to a canonical tool name and an argument string (see
-// [ArgumentString]) that is byte-for-byte the one the Python and Node
-// bindings build, so one policy gives the same answer in every language.
-//
-// Every handle ([Sandbox], [PermissionPolicy], [Glob]) owns C resources.
-// Call Close when done; a finalizer frees them otherwise. Handles are safe
-// for concurrent use.
 package codeward
 
 //go:generate go run gen_core.go
@@ -67,8 +45,23 @@ func ABIVersion() uint32 {
 	return uint32(C.a3s_abi_version())
 }
 
-// ErrClosed is returned by methods called on a closed handle.
-var ErrClosed = errors.New("codeward: use of a closed handle")
+// The sentinel errors of the package: every error it returns matches one
+// of them with errors.Is (or is a context's error), and carries its details
+// in a typed error errors.As finds:
+//
+//	ErrClosed              a method of a closed handle (no details)
+//	ErrInvalidArgument     *SandboxArgumentError: an argument no sandbox can honour
+//	ErrSandboxUnavailable  *SandboxUnavailableError: no boundary can run here
+//	ErrPolicy              *PolicyError: a malformed rule, policy or argument
+//	ErrCore                *CoreError: a failure of the C core no input explains
+var (
+	// ErrClosed is returned by methods called on a closed handle.
+	ErrClosed = errors.New("codeward: use of a closed handle")
+	// ErrPolicy is matched by every *[PolicyError].
+	ErrPolicy = errors.New("codeward: malformed policy")
+	// ErrCore is matched by every *[CoreError].
+	ErrCore = errors.New("codeward: C core error")
+)
 
 // PolicyError reports a malformed rule, policy or tool-call argument: a rule
 // that does not parse, an invalid default decision, or arguments that cannot
@@ -85,6 +78,9 @@ type PolicyError struct {
 
 // Error returns the message.
 func (e *PolicyError) Error() string { return "codeward: " + e.Message }
+
+// Is makes errors.Is(err, ErrPolicy) true.
+func (e *PolicyError) Is(target error) bool { return target == ErrPolicy }
 
 // CoreError reports a failure of the C core that no input explains, such as
 // running out of memory. It corresponds to Python's NativeCoreError.
@@ -106,6 +102,9 @@ func (e *CoreError) Error() string {
 	}
 	return fmt.Sprintf("codeward: C core error (%s): %s", e.Status, e.Message)
 }
+
+// Is makes errors.Is(err, ErrCore) true.
+func (e *CoreError) Is(target error) bool { return target == ErrCore }
 
 // statusName is the stable identifier of a status code.
 func statusName(rc C.int) string {

@@ -69,8 +69,9 @@ func (g *Glob) Match(subject string) bool {
 	return m
 }
 
-// Close frees the compiled pattern. It is safe to call more than once.
-func (g *Glob) Close() {
+// Close frees the compiled pattern. It is safe to call more than once
+// and always returns nil (an [io.Closer]).
+func (g *Glob) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.g != nil {
@@ -78,4 +79,5 @@ func (g *Glob) Close() {
 		g.g = nil
 		runtime.SetFinalizer(g, nil)
 	}
+	return nil
 }

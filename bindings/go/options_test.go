@@ -47,6 +47,15 @@ func TestOptionsMatchOptionsJSON(t *testing.T) {
 			}
 			continue
 		}
+		if strings.Contains(o.Go, ", ") { // writers: one field per stream
+			for _, field := range strings.Split(o.Go, ", ") {
+				if _, ok := exec.FieldByName(field); !ok {
+					t.Errorf("%s: no field %s in ExecOptions", o.Name, field)
+				}
+				listed[exec.Name()+"."+field] = true
+			}
+			continue
+		}
 		owner, field, nested := strings.Cut(o.Go, ".")
 		if !nested {
 			owner, field = "", o.Go

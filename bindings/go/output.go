@@ -16,7 +16,14 @@ import (
 // three bindings give the same text for the same bytes); past MaxOutputBytes
 // per stream only a head and a tail are kept around a marker, Truncated is
 // set and TotalBytes still counts everything the command wrote.
+//
+// The zero value means "not run": Ran is false and OK reports false, so a
+// host that checks OK and forgets Exec's error still stops.
 type CommandOutput struct {
+	// Ran: the sandbox started the command (false in the zero value, which
+	// every Exec error without a command's outcome returns, and when the
+	// sandbox refused or failed to start it: SetupError says why).
+	Ran bool
 	// Stdout and Stderr are what the command wrote (bounded as above).
 	Stdout, Stderr string
 	// ExitCode is the command's status, 128+N when signal N ended it, 124 on
@@ -49,8 +56,11 @@ type CommandOutput struct {
 	Neutralized []string
 }
 
-// OK reports whether the command ran and exited 0.
-func (o CommandOutput) OK() bool { return o.ExitCode == 0 && o.SetupError == "" }
+// OK reports whether the command ran and exited 0: false for the zero
+// value, a refusal, a timeout, a cancellation and a non-zero exit.
+func (o CommandOutput) OK() bool {
+	return o.Ran && o.ExitCode == 0 && o.SetupError == "" && !o.TimedOut && !o.Cancelled
+}
 
 // decodeUTF8 decodes b as UTF-8, each maximal subpart of an invalid
 // sequence (WHATWG Encoding, "U+FFFD substitution of maximal subparts")

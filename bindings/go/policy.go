@@ -36,9 +36,9 @@ type PolicyOptions struct {
 	Deny, Allow, Ask []string
 	// DefaultDecision applies when no rule matches; "" means [Ask].
 	DefaultDecision Decision
-	// Enabled switches the policy; nil means true. A disabled policy allows
-	// every call.
-	Enabled *bool
+	// Disabled switches the policy off (default false: enabled). A
+	// disabled policy allows every call (Python's enabled=False).
+	Disabled bool
 }
 
 // RuleFlags describe a compiled rule (the C core's A3S_RULE_* bits).
@@ -153,7 +153,7 @@ func NewPermissionPolicy(opts PolicyOptions) (*PermissionPolicy, error) {
 	}
 	p := &PermissionPolicy{
 		rs:       rs,
-		enabled:  opts.Enabled == nil || *opts.Enabled,
+		enabled:  !opts.Disabled,
 		fallback: fallback,
 	}
 	runtime.SetFinalizer(p, (*PermissionPolicy).Close)
@@ -452,8 +452,9 @@ func (p *PermissionPolicy) Enabled() bool { return p.enabled }
 // DefaultDecision returns the decision for a call no rule matches.
 func (p *PermissionPolicy) DefaultDecision() Decision { return p.fallback }
 
-// Close frees the C rule set. It is safe to call more than once.
-func (p *PermissionPolicy) Close() {
+// Close frees the C rule set. It is safe to call more than once
+// and always returns nil (an [io.Closer]).
+func (p *PermissionPolicy) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.rs != nil {
@@ -461,4 +462,5 @@ func (p *PermissionPolicy) Close() {
 		p.rs = nil
 		runtime.SetFinalizer(p, nil)
 	}
+	return nil
 }

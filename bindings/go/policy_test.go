@@ -25,7 +25,7 @@ func newTestPolicy(t *testing.T) *PermissionPolicy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Close)
+	t.Cleanup(func() { p.Close() })
 	return p
 }
 
@@ -161,8 +161,7 @@ func TestPolicyZeroValueOptions(t *testing.T) {
 }
 
 func TestPolicyDisabled(t *testing.T) {
-	off := false
-	p, err := NewPermissionPolicy(PolicyOptions{Deny: []string{"Bash"}, DefaultDecision: Deny, Enabled: &off})
+	p, err := NewPermissionPolicy(PolicyOptions{Deny: []string{"Bash"}, DefaultDecision: Deny, Disabled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +180,7 @@ func TestPolicyDisabled(t *testing.T) {
 	if m, err := p.MatchingRules("Bash", nil); err != nil || !reflect.DeepEqual(m.Deny, []string{"Bash"}) {
 		t.Errorf("disabled MatchingRules = %v, %v", m, err)
 	}
-	on := true
-	q, err := NewPermissionPolicy(PolicyOptions{Deny: []string{"Bash"}, Enabled: &on})
+	q, err := NewPermissionPolicy(PolicyOptions{Deny: []string{"Bash"}, Disabled: false})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +333,7 @@ func TestPolicyMultiFileRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(p.Close)
+		t.Cleanup(func() { p.Close() })
 		return p
 	}
 	files := func(entries ...any) map[string]any { return map[string]any{"files": entries} }
@@ -404,8 +402,7 @@ func TestPolicyMultiFileRead(t *testing.T) {
 		}
 	}
 
-	off := false
-	disabled, _ := NewPermissionPolicy(PolicyOptions{Deny: []string{"read"}, Enabled: &off})
+	disabled, _ := NewPermissionPolicy(PolicyOptions{Deny: []string{"read"}, Disabled: true})
 	defer disabled.Close()
 	if got, err := disabled.Check("read", files("src/.env", "/etc/shadow")); err != nil || got != Allow {
 		t.Errorf("disabled policy = %q, %v; want allow", got, err)

@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ProcessHostEnv is the environment variable that opts a host in to the
@@ -24,12 +26,25 @@ const Unlimited uint64 = math.MaxUint64
 
 // The bounds of one exec's arguments, as in the Python binding.
 const (
-	// MaxTimeoutMs is the longest time a command may be given: a day.
-	MaxTimeoutMs = 24 * 3600 * 1000
+	// MaxTimeout is the longest time a command may be given: a day.
+	MaxTimeout = 24 * time.Hour
 	// MaxOutputBytes is the most output kept per stream: 1 GiB.
 	MaxOutputBytes = 1 << 30
-	// MaxKillGraceMs is the longest grace between TERM and KILL: 10 minutes.
-	MaxKillGraceMs = 600_000
+	// MaxKillGrace is the longest grace between TERM and KILL: 10 minutes.
+	MaxKillGrace = 10 * time.Minute
+)
+
+// The defaults an ExecOptions zero value stands for (native/abi/options.json).
+const (
+	// DefaultTimeout is a command's time when ExecOptions.Timeout is 0.
+	DefaultTimeout = 120 * time.Second
+	// DefaultKillGrace is the grace when ExecOptions.KillGrace is 0.
+	DefaultKillGrace = 2 * time.Second
+	// DefaultMaxOutputBytes is the output kept per stream when
+	// ExecOptions.MaxOutputBytes is 0.
+	DefaultMaxOutputBytes = 102400
+	// DefaultIdleStop is Limits.IdleStop's default.
+	DefaultIdleStop = 5 * time.Minute
 )
 
 // Limits are the resource bounds of the native Linux sandbox
@@ -52,17 +67,24 @@ type Limits struct {
 	// the workspace may hold; beyond them it checks directories by their
 	// metadata. Default: a quarter of fs.inotify.max_user_watches.
 	InotifyWatchBudget uint64
-	// IdleStopMs stops a long-lived sandbox (Reuse) that ran no command for
-	// this many milliseconds: its processes, placeholders, descriptors and
-	// watches are released and the next command starts a new one.
-	// Default: 300000 (5 minutes); [Unlimited]: never.
-	IdleStopMs uint64
+	// IdleStop stops a long-lived sandbox (the default, not OneShot) that
+	// ran no command for this long: its processes, placeholders, descriptors
+	// and watches are released and the next command starts a new one.
+	// 0: [DefaultIdleStop]; a negative duration: never. Rounded up to whole
+	// milliseconds.
+	IdleStop time.Duration
 }
 
 // SandboxOptions configure [SelectSandbox]. The zero value is the safe
 // default: the native boundary, or, when it cannot run, the error-only
-// sandbox.
+// sandbox. Every bool defaults to false.
 type SandboxOptions struct {
+	// Strict makes SelectSandbox return an error matching
+	// [ErrSandboxUnavailable] when no enforcing sandbox can run, instead of
+	// the error-only sandbox (whose every Exec fails) or the process host.
+	// It cannot be combined with AllowProcessHostSandbox; with Strict the
+	// environment's opt-in (ProcessHostEnv) is ignored.
+	Strict bool
 	// AllowProcessHostSandbox opts in to the process host when the native
 	// boundary cannot run: commands then run on the host with no boundary,
 	// so set it only where an outer container or VM is the boundary.
@@ -73,27 +95,44 @@ type SandboxOptions struct {
 	SandboxHandle Sandbox
 	// Limits bound the native sandbox's resources (zero: the defaults).
 	Limits Limits
-	// Reuse keeps one long-lived sandbox per handle, each command a fresh,
-	// fully confined child of its init (nil: true, the default); false
-	// starts one bubblewrap per command.
-	Reuse *bool
+	// OneShot starts one bubblewrap per command instead of keeping one
+	// long-lived sandbox per handle whose init starts each command as a
+	// fresh, fully confined child (the default, about 10x faster per
+	// command). Python's reuse=False.
+	OneShot bool
 	// NoLandlock leaves out the Landlock layer (for tests of the other
 	// layers; never a default).
 	NoLandlock bool
 }
 
 // ExecOptions are the arguments of one [Sandbox.Exec]; zero keeps each
-// default.
+// default. Durations are rounded up to whole milliseconds.
 type ExecOptions struct {
-	// TimeoutMs is the command's time (0: 120000, at most [MaxTimeoutMs]);
-	// then TERM to every process of it, KILL after KillGraceMs, exit 124.
-	TimeoutMs uint64
-	// KillGraceMs is the time between TERM and KILL when a command is
-	// stopped (0: 2000, at most [MaxKillGraceMs]).
-	KillGraceMs uint64
-	// MaxOutputBytes is the output kept per stream (0: 102400, at most
-	// [MaxOutputBytes]): beyond it a head and a tail around a marker.
+	// Timeout is the command's time (0: [DefaultTimeout], at most
+	// [MaxTimeout]); then TERM to every process of it, KILL after
+	// KillGrace, exit 124 and TimedOut. For a deadline of the caller's, use
+	// the context.
+	Timeout time.Duration
+	// KillGrace is the time between TERM and KILL when a command is
+	// stopped (0: [DefaultKillGrace], at most [MaxKillGrace]).
+	KillGrace time.Duration
+	// MaxOutputBytes is the output kept per stream (0:
+	// [DefaultMaxOutputBytes], at most [MaxOutputBytes]): beyond it a head
+	// and a tail around a marker.
 	MaxOutputBytes uint64
+	// Dir is the directory the command starts in, absolute or relative to
+	// the workspace ("": the workspace), as os/exec.Cmd.Dir. One the
+	// sandbox does not have is a setup failure: exit 125 and SetupError
+	// "chdir DIR: ...", nothing runs. The sandbox, not Dir, is the boundary.
+	Dir string
+	// Stdout and Stderr, when not nil, get the command's output as it
+	// arrives, every byte (also past MaxOutputBytes; the output keeps a head
+	// and a tail), each write returning before the next piece is read, all
+	// before Exec returns. Writes happen on Exec's goroutine; a slow writer
+	// holds the command back as a full pipe would (its timeout runs on). A
+	// write error stops the writes to that writer and is returned with the
+	// output once the command is over.
+	Stdout, Stderr io.Writer
 	// Env holds per-call variables on top of the sandbox's scrubbed
 	// environment. Names and values are checked: an interpreter-injection
 	// variable (LD_PRELOAD, BASH_ENV, NODE_OPTIONS ...) or a secret-looking
@@ -107,11 +146,14 @@ type Sandbox interface {
 	// Exec runs command and returns its output: a timeout, a refusal of
 	// the sandbox (exit 125, SetupError) or a command's failure is an
 	// output, not an error. Errors are for arguments the sandbox refuses
-	// (*[SandboxArgumentError]), the error-only sandbox
-	// ([ErrSandboxUnavailable]), a closed sandbox ([ErrClosed]) and
-	// failures of the host's own process (*[CoreError]). When ctx ends
-	// first, the command is stopped with every process it started, and
-	// Exec returns the output (Cancelled, exit 124) together with ctx.Err().
+	// (*[SandboxArgumentError], [ErrInvalidArgument]), the error-only
+	// sandbox ([ErrSandboxUnavailable]), a closed sandbox ([ErrClosed])
+	// and failures of the host's own process (*[CoreError], [ErrCore]);
+	// with an error the output is the zero value unless the command ran,
+	// and the zero value means "not run" (Ran false, OK false). When ctx
+	// ends first, the command is stopped with every process it started,
+	// and Exec returns the output (Cancelled, exit 124) together with
+	// ctx.Err().
 	Exec(ctx context.Context, command string, opts ExecOptions) (CommandOutput, error)
 	// Backend is "bwrap", "process-host" or "unavailable".
 	Backend() string
@@ -126,9 +168,13 @@ type Sandbox interface {
 }
 
 // ErrSandboxUnavailable is matched (errors.Is) by every error of the
-// error-only sandbox: no boundary could run and the host did not opt in to
-// the process host.
+// error-only sandbox and of a Strict selection: no boundary could run and
+// the host did not opt in to the process host.
 var ErrSandboxUnavailable = errors.New("codeward: the sandbox is unavailable")
+
+// ErrInvalidArgument is matched (errors.Is) by every *[SandboxArgumentError]:
+// an argument no sandbox can honour.
+var ErrInvalidArgument = errors.New("codeward: invalid argument")
 
 // SandboxUnavailableError says why no command can run in a workspace. It
 // corresponds to Python's SandboxUnavailable; errors.Is(err,
@@ -170,6 +216,9 @@ type SandboxArgumentError struct {
 
 // Error returns the message.
 func (e *SandboxArgumentError) Error() string { return "codeward: " + e.Message }
+
+// Is makes errors.Is(err, ErrInvalidArgument) true.
+func (e *SandboxArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
 
 // ProcessHostOptedIn reports whether the environment (ProcessHostEnv) opts
 // in to the process host: 1, true, yes or on, in any case, surrounding
@@ -214,20 +263,27 @@ func asciiLower(s string) string {
 //
 //  1. opts.SandboxHandle, if set, always wins;
 //  2. otherwise the native boundary is probed (once per process: a
-//     self-test through the real boundary); if it works, every command runs
-//     inside it, within opts.Limits;
-//  3. if it does not, and the host opted in (AllowProcessHostSandbox, or
-//     ProcessHostEnv), the process host runs commands unconfined
-//     (Sandboxed false);
-//  4. otherwise the error-only sandbox: every Exec returns a
+//     self-test through the real boundary, which can take seconds; ctx
+//     bounds the wait for it); if it works, every command runs inside it,
+//     within opts.Limits;
+//  3. if it does not and opts.Strict is set, the error is a
+//     *[SandboxUnavailableError] naming the cause ([ErrSandboxUnavailable]);
+//  4. if the host opted in (AllowProcessHostSandbox, or ProcessHostEnv),
+//     the process host runs commands unconfined (Sandboxed false);
+//  5. otherwise the error-only sandbox: every Exec returns a
 //     *[SandboxUnavailableError] naming the cause.
 //
-// The error is for a workspace that is not an existing directory (or is a
-// symlink), or, once the boundary works, limits below what a sandbox runs
-// with (*[SandboxArgumentError]).
-func SelectSandbox(workspace string, opts SandboxOptions) (Sandbox, error) {
+// Other errors: a workspace that is not an existing directory (or is a
+// symlink), Strict with AllowProcessHostSandbox, or, once the boundary
+// works, limits below what a sandbox runs with (*[SandboxArgumentError]);
+// ctx.Err() when ctx ends before the probe does.
+func SelectSandbox(ctx context.Context, workspace string, opts SandboxOptions) (Sandbox, error) {
 	if opts.SandboxHandle != nil {
 		return opts.SandboxHandle, nil
+	}
+	if opts.Strict && opts.AllowProcessHostSandbox {
+		return nil, &SandboxArgumentError{Message: "a strict selection (Strict) and " +
+			"AllowProcessHostSandbox contradict each other: the process host enforces nothing"}
 	}
 	path, err := absWorkspace(workspace)
 	if err != nil {
@@ -239,9 +295,15 @@ func SelectSandbox(workspace string, opts SandboxOptions) (Sandbox, error) {
 			Message: fmt.Sprintf("workspace %s must be an existing directory, not a symlink", path),
 		}
 	}
-	cause := nativeProbe(path)
+	cause, err := nativeProbe(ctx, path)
+	if err != nil {
+		return nil, err
+	}
 	if cause == "" {
 		return newNativeSandbox(path, opts)
+	}
+	if opts.Strict {
+		return nil, &SandboxUnavailableError{Workspace: path, Cause: cause}
 	}
 	if opts.AllowProcessHostSandbox || ProcessHostOptedIn() {
 		if runtime.GOOS != "linux" {

@@ -4,6 +4,10 @@ package codeward
 #include <stdlib.h>
 #include <a3s/a3s.h>
 
+// stream.go's exported Go function, as the C core's output callback.
+extern void codewardWriteOutput(void *ctx, int stream, char *data, size_t n);
+static a3s_output_fn output_callback(void) { return (a3s_output_fn)codewardWriteOutput; }
+
 // a3s_features_info.flags of the running kernel, or 0 when it cannot tell.
 static uint64_t feature_flags(void) {
 	a3s_features_info f = {.struct_size = sizeof f};
@@ -15,8 +19,10 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"runtime/cgo"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +60,7 @@ type coreSandbox struct {
 	mu       sync.Mutex
 	sb       *C.a3s_sandbox // nil once closed
 	inflight map[*execCall]struct{}
+	procs    map[*Process]struct{} // StartProcess's, closed before the handle goes
 	running  sync.WaitGroup
 }
 
@@ -124,7 +131,7 @@ func newCoreHandle(workspace, bwrap string, flags C.uint64_t, limits Limits) (*C
 		max_processes:        C.uint64_t(limits.MaxProcesses),
 		tmpfs_max_bytes:      C.uint64_t(limits.TmpfsMaxBytes),
 		inotify_watch_budget: C.uint64_t(limits.InotifyWatchBudget),
-		idle_stop_ms:         C.uint64_t(limits.IdleStopMs),
+		idle_stop_ms:         C.uint64_t(idleStopMs(limits.IdleStop)),
 	}
 	var sb *C.a3s_sandbox
 	var cerr C.a3s_error
@@ -132,6 +139,23 @@ func newCoreHandle(workspace, bwrap string, flags C.uint64_t, limits Limits) (*C
 		return nil, sandboxError(rc, &cerr, workspace)
 	}
 	return sb, nil
+}
+
+// millis rounds d up to whole milliseconds (a positive d never becomes the
+// 0 that means "the default").
+func millis(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// idleStopMs is the C core's idle_stop_ms for Limits.IdleStop.
+func idleStopMs(d time.Duration) uint64 {
+	if d < 0 {
+		return Unlimited
+	}
+	return millis(d)
 }
 
 // sandboxError maps a failed sandbox call as Python's _raise_native does.
@@ -153,7 +177,7 @@ func newNativeSandbox(workspace string, opts SandboxOptions) (Sandbox, error) {
 			message: "bubblewrap (bwrap) is not installed"}
 	}
 	var flags C.uint64_t
-	if opts.Reuse == nil || *opts.Reuse {
+	if !opts.OneShot {
 		flags |= C.A3S_SANDBOX_REUSE
 	}
 	if opts.NoLandlock {
@@ -181,6 +205,7 @@ func wrap(sb *C.a3s_sandbox, backend string, sandboxed bool) *coreSandbox {
 		workspace: C.GoString(C.a3s_sandbox_workspace(sb)),
 		sb:        sb,
 		inflight:  map[*execCall]struct{}{},
+		procs:     map[*Process]struct{}{},
 	}
 	runtime.SetFinalizer(s, (*coreSandbox).Close)
 	return s
@@ -202,16 +227,23 @@ func checkExec(command string, o ExecOptions) ([]string, error) {
 	}
 	for _, b := range []struct {
 		name       string
-		value, max uint64
+		value, max time.Duration
 	}{
-		{"TimeoutMs", o.TimeoutMs, MaxTimeoutMs},
-		{"MaxOutputBytes", o.MaxOutputBytes, MaxOutputBytes},
-		{"KillGraceMs", o.KillGraceMs, MaxKillGraceMs},
+		{"Timeout", o.Timeout, MaxTimeout},
+		{"KillGrace", o.KillGrace, MaxKillGrace},
 	} {
-		if b.value > b.max {
+		if b.value < 0 || b.value > b.max {
 			return nil, &SandboxArgumentError{
-				Message: fmt.Sprintf("%s must be an integer from 1 to %d, not %d", b.name, b.max, b.value)}
+				Message: fmt.Sprintf("%s must be from 0 (the default) to %v (%d ms), not %v",
+					b.name, b.max, b.max.Milliseconds(), b.value)}
 		}
+	}
+	if strings.IndexByte(o.Dir, 0) >= 0 {
+		return nil, &SandboxArgumentError{Message: "Dir contains a NUL byte"}
+	}
+	if o.MaxOutputBytes > MaxOutputBytes {
+		return nil, &SandboxArgumentError{Message: fmt.Sprintf(
+			"MaxOutputBytes must be an integer from 1 to %d, not %d", MaxOutputBytes, o.MaxOutputBytes)}
 	}
 	env := make([]string, 0, len(o.Env))
 	for k, v := range o.Env {
@@ -282,10 +314,26 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 		command_len:      C.size_t(len(command)),
 		env:              cenv,
 		envc:             C.size_t(len(env)),
-		timeout_ms:       C.uint64_t(o.TimeoutMs),
-		kill_grace_ms:    C.uint64_t(o.KillGraceMs),
+		timeout_ms:       C.uint64_t(millis(o.Timeout)),
+		kill_grace_ms:    C.uint64_t(millis(o.KillGrace)),
 		max_output_bytes: C.uint64_t(o.MaxOutputBytes),
 		cancel_fd:        C.int(cancelR.Fd()),
+	}
+	if o.Dir != "" {
+		cdir := C.CString(o.Dir)
+		defer C.free(unsafe.Pointer(cdir))
+		opts.cwd = cdir
+	}
+	var sink *outputSink
+	if o.Stdout != nil || o.Stderr != nil {
+		sink = &outputSink{writers: [2]io.Writer{o.Stdout, o.Stderr}}
+		h := cgo.NewHandle(sink)
+		defer h.Delete()
+		ctx := (*C.uintptr_t)(C.malloc(C.size_t(unsafe.Sizeof(C.uintptr_t(0)))))
+		defer C.free(unsafe.Pointer(ctx))
+		*ctx = C.uintptr_t(h)
+		opts.on_output = C.output_callback()
+		opts.on_output_ctx = unsafe.Pointer(ctx)
 	}
 	var r *C.a3s_process_result
 	var cerr C.a3s_error
@@ -294,6 +342,9 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 	}
 	out := s.output(r)
 	C.a3s_process_result_free(r)
+	if sink != nil && sink.err != nil {
+		return out, sink.err
+	}
 	if out.Cancelled {
 		if call.closed.Load() {
 			return out, ErrClosed
@@ -311,6 +362,7 @@ func (s *coreSandbox) output(r *C.a3s_process_result) CommandOutput {
 	C.a3s_process_result_get(r, &v, nil)
 	flag := func(f C.uint64_t) bool { return v.flags&f != 0 }
 	out := CommandOutput{
+		Ran:        v.setup_error == nil && v.flags&C.A3S_RESULT_SETUP_FAILED == 0,
 		Stdout:     decodeUTF8(C.GoBytes(unsafe.Pointer(v.stdout_data), C.int(v.stdout_len))),
 		Stderr:     decodeUTF8(C.GoBytes(unsafe.Pointer(v.stderr_data), C.int(v.stderr_len))),
 		ExitCode:   int(v.exit_code),
@@ -342,11 +394,16 @@ func (s *coreSandbox) Close() error {
 	for call := range s.inflight {
 		call.cancel(true)
 	}
+	procs := s.procs
+	s.procs = map[*Process]struct{}{}
 	s.mu.Unlock()
 	if sb == nil {
 		return nil
 	}
 	runtime.SetFinalizer(s, nil)
+	for p := range procs {
+		p.Close() // a program may not outlive the sandbox it runs in
+	}
 	s.running.Wait()
 	C.a3s_sandbox_free(sb)
 	return nil
@@ -366,31 +423,47 @@ func (s *coreSandbox) info() (running bool, starts uint64, pid int) {
 	return in.flags&C.A3S_SANDBOX_INFO_RUNNING != 0, uint64(in.starts), int(in.pid)
 }
 
-// The readiness verdict per bubblewrap, once per process.
+// The readiness verdict per bubblewrap, once per process: a probe runs
+// once and every caller waits for its verdict (or for its own context).
 var (
 	probeMu    sync.Mutex
-	probeCache = map[string]string{}
+	probeCache = map[string]*probeRun{}
 )
 
+type probeRun struct {
+	done  chan struct{}
+	cause string
+}
+
 // nativeProbe is "" when the native boundary works on this machine, else
-// the reason it does not (Python's NativeBashSandbox.probe).
-func nativeProbe(workspace string) string {
+// the reason it does not (Python's NativeBashSandbox.probe); ctx.Err() when
+// ctx ends first (the probe goes on and its verdict is kept).
+func nativeProbe(ctx context.Context, workspace string) (string, error) {
 	if runtime.GOOS != "linux" {
-		return fmt.Sprintf("the native sandbox is not supported on this platform (%s)", runtime.GOOS)
+		return fmt.Sprintf("the native sandbox is not supported on this platform (%s)", runtime.GOOS), nil
 	}
 	bwrap := findBwrap(workspace)
 	if bwrap == "" {
 		return "bubblewrap (bwrap) is not installed as a root-owned system program: " +
-			"apt-get install bubblewrap"
+			"apt-get install bubblewrap", nil
 	}
 	probeMu.Lock()
-	defer probeMu.Unlock()
-	cause, done := probeCache[bwrap]
-	if !done {
-		cause = runProbe(bwrap)
-		probeCache[bwrap] = cause
+	run, started := probeCache[bwrap]
+	if !started {
+		run = &probeRun{done: make(chan struct{})}
+		probeCache[bwrap] = run
+		go func() {
+			run.cause = runProbe(bwrap)
+			close(run.done)
+		}()
 	}
-	return cause
+	probeMu.Unlock()
+	select {
+	case <-run.done:
+		return run.cause, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 func runProbe(bwrap string) string {

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 // says "ready <sandbox pid>" once a command of it runs, and then either
 // waits to be killed ("kill") or returns without closing ("exit").
 func helper(mode, workspace string) int {
-	sb, err := SelectSandbox(workspace, SandboxOptions{})
+	sb, err := SelectSandbox(context.Background(), workspace, SandboxOptions{})
 	if err != nil || sb.Backend() != "bwrap" {
 		fmt.Println("no sandbox:", err)
 		return 1
@@ -75,7 +75,7 @@ func helper(mode, workspace string) int {
 
 func nativeSandbox(t *testing.T, opts SandboxOptions) Sandbox {
 	t.Helper()
-	sb, err := SelectSandbox(t.TempDir(), opts)
+	sb, err := SelectSandbox(context.Background(), t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +104,13 @@ func waitNoSurvivors(t *testing.T, marker string) {
 func TestContextCancelKillsTheTree(t *testing.T) {
 	for _, reuse := range []bool{true, false} {
 		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) {
-			sb := nativeSandbox(t, SandboxOptions{Reuse: &reuse})
+			sb := nativeSandbox(t, SandboxOptions{OneShot: !reuse})
 			m := newMarker(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(300*time.Millisecond, cancel)
 			start := time.Now()
 			out, err := sb.Exec(ctx, "setsid bash -c '(exec -a "+m+" sleep 60) &'; exec -a "+m+
-				" sleep 60", ExecOptions{KillGraceMs: 200})
+				" sleep 60", ExecOptions{KillGrace: 200 * time.Millisecond})
 			if !errors.Is(err, context.Canceled) || !out.Cancelled || out.ExitCode != 124 {
 				t.Fatalf("err %v, output %+v", err, out)
 			}
@@ -133,7 +133,7 @@ func TestContextDeadlineKillsTheTree(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	out, err := sb.Exec(ctx, "(exec -a "+m+" sleep 60) & exec -a "+m+" sleep 60",
-		ExecOptions{KillGraceMs: 200})
+		ExecOptions{KillGrace: 200 * time.Millisecond})
 	if !errors.Is(err, context.DeadlineExceeded) || !out.Cancelled || out.ExitCode != 124 {
 		t.Fatalf("err %v, output %+v", err, out)
 	}
@@ -181,7 +181,7 @@ func TestCloseCancelsRunningCommandsAndIsFinal(t *testing.T) {
 		go func(i int) {
 			var err error
 			outs[i], err = sb.Exec(context.Background(), "touch started"+strconv.Itoa(i)+
-				"; exec -a "+m+" sleep 60", ExecOptions{KillGraceMs: 200})
+				"; exec -a "+m+" sleep 60", ExecOptions{KillGrace: 200 * time.Millisecond})
 			done <- err
 		}(i)
 	}
@@ -363,7 +363,7 @@ func TestAProgramThatExitsWithoutCloseLeavesNothing(t *testing.T) {
 	// what it left in the workspace (placeholders of missing protected
 	// names) goes with its janitor, and a next sandbox finds nothing
 	waitListing(t, ws)
-	sb, err := SelectSandbox(ws, SandboxOptions{})
+	sb, err := SelectSandbox(context.Background(), ws, SandboxOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,5 +373,134 @@ func TestAProgramThatExitsWithoutCloseLeavesNothing(t *testing.T) {
 	sb.Close()
 	if _, err := os.Lstat(filepath.Join(ws, ".bashrc")); err == nil {
 		t.Fatal("a placeholder of the dead program's sandbox is still in the workspace")
+	}
+}
+
+// A host that checks OK and forgets the error still stops: the output of
+// an Exec that did not run the command is never OK.
+func TestOutputOfARefusedExecIsNotOK(t *testing.T) {
+	if (CommandOutput{}).OK() {
+		t.Fatal("the zero CommandOutput is OK")
+	}
+	sb := nativeSandbox(t, SandboxOptions{})
+	out, err := sb.Exec(context.Background(), "true", ExecOptions{Env: map[string]string{"LD_PRELOAD": "/x.so"}})
+	if !errors.Is(err, ErrInvalidArgument) || out.OK() || out.Ran {
+		t.Fatalf("refused LD_PRELOAD: err %v, output %+v", err, out)
+	}
+	var arg *SandboxArgumentError
+	if !errors.As(err, &arg) || !strings.Contains(arg.Message, "LD_PRELOAD") {
+		t.Fatalf("want a *SandboxArgumentError naming LD_PRELOAD, got %v", err)
+	}
+	if out, err := sb.Exec(context.Background(), "true", ExecOptions{}); err != nil || !out.OK() || !out.Ran {
+		t.Fatalf("true: %+v %v", out, err)
+	}
+	out, err = sb.Exec(context.Background(), "sleep 5", ExecOptions{Timeout: time.Millisecond})
+	if err != nil || out.OK() || !out.TimedOut || !out.Ran {
+		t.Fatalf("a timed-out command: %+v %v", out, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if out, err := sb.Exec(ctx, "true", ExecOptions{}); !errors.Is(err, context.Canceled) || out.OK() {
+		t.Fatalf("a cancelled context: %+v %v", out, err)
+	}
+	sb.Close()
+	if out, err := sb.Exec(context.Background(), "true", ExecOptions{}); !errors.Is(err, ErrClosed) || out.OK() {
+		t.Fatalf("a closed sandbox: %+v %v", out, err)
+	}
+}
+
+func TestSelectSandboxHonoursItsContext(t *testing.T) {
+	withoutBwrap(t) // the verdict is recomputed: nothing cached answers at once
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// without bubblewrap there is no probe to wait for: the verdict is immediate
+	if _, err := SelectSandbox(ctx, t.TempDir(), SandboxOptions{Strict: true}); !errors.Is(err, ErrSandboxUnavailable) {
+		t.Fatalf("strict without bubblewrap: %v", err)
+	}
+	var u *SandboxUnavailableError
+	_, err := SelectSandbox(context.Background(), t.TempDir(), SandboxOptions{Strict: true})
+	if !errors.As(err, &u) || u.Cause == "" {
+		t.Fatalf("want a *SandboxUnavailableError with a cause, got %v", err)
+	}
+}
+
+func TestSelectSandboxWaitsForTheProbeOnlyAsLongAsItsContext(t *testing.T) {
+	probeMu.Lock()
+	saved := probeCache
+	blocked := &probeRun{done: make(chan struct{})} // a probe that has not answered yet
+	probeCache = map[string]*probeRun{}
+	if bwrap := findBwrap(os.TempDir()); bwrap != "" {
+		probeCache[bwrap] = blocked
+	}
+	probeMu.Unlock()
+	t.Cleanup(func() {
+		probeMu.Lock()
+		probeCache = saved
+		probeMu.Unlock()
+	})
+	if len(probeCache) == 0 {
+		t.Fatal("no bubblewrap here")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if sb, err := SelectSandbox(ctx, t.TempDir(), SandboxOptions{}); !errors.Is(err, context.Canceled) || sb != nil {
+		t.Fatalf("got %v, %v; want context.Canceled", sb, err)
+	}
+}
+
+func TestDurationsRoundUpToWholeMilliseconds(t *testing.T) {
+	for d, want := range map[time.Duration]uint64{0: 0, 1: 1, time.Millisecond: 1,
+		time.Millisecond + 1: 2, 2 * time.Second: 2000} {
+		if got := millis(d); got != want {
+			t.Errorf("millis(%v) = %d, want %d", d, got, want)
+		}
+	}
+	if idleStopMs(-1) != Unlimited {
+		t.Error("a negative IdleStop is not 'never'")
+	}
+	sb := nativeSandbox(t, SandboxOptions{})
+	for _, o := range []ExecOptions{{Timeout: -1}, {Timeout: MaxTimeout + 1}, {KillGrace: MaxKillGrace + 1}} {
+		if _, err := sb.Exec(context.Background(), "true", o); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+func TestEveryErrorTypeMatchesItsSentinel(t *testing.T) {
+	for _, c := range []struct {
+		err      error
+		sentinel error
+	}{
+		{&SandboxArgumentError{}, ErrInvalidArgument},
+		{&SandboxUnavailableError{}, ErrSandboxUnavailable},
+		{&PolicyError{}, ErrPolicy},
+		{&CoreError{}, ErrCore},
+	} {
+		if !errors.Is(fmt.Errorf("wrapped: %w", c.err), c.sentinel) {
+			t.Errorf("%T does not match %v", c.err, c.sentinel)
+		}
+	}
+	if _, err := NewPermissionPolicy(PolicyOptions{Deny: []string{"Bash("}}); !errors.Is(err, ErrPolicy) {
+		t.Errorf("a malformed rule: %v", err)
+	}
+}
+
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// A writer's error reaches the caller (errors.Is finds it) once the command
+// is over; the other stream's writer goes on.
+func TestAWritersErrorIsReturnedWithTheOutput(t *testing.T) {
+	sb := nativeSandbox(t, SandboxOptions{})
+	full := errors.New("disk full")
+	var stderr strings.Builder
+	out, err := sb.Exec(context.Background(), "echo out; echo err >&2; echo done > done",
+		ExecOptions{Stdout: failingWriter{full}, Stderr: &stderr})
+	if !errors.Is(err, full) || !out.Ran || out.Stdout != "out\n" || stderr.String() != "err\n" {
+		t.Fatalf("err %v, output %+v, stderr %q", err, out, stderr.String())
+	}
+	if _, statErr := os.Stat(filepath.Join(sb.Workspace(), "done")); statErr != nil {
+		t.Fatal("the command did not run to its end")
 	}
 }

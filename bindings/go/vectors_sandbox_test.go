@@ -39,6 +39,7 @@ type sandboxCase struct {
 	Workspace    string            `json:"workspace"`
 	Select       struct {
 		AllowProcessHostSandbox bool  `json:"allow_process_host_sandbox"`
+		Strict                  bool  `json:"strict"`
 		Reuse                   *bool `json:"reuse"`
 		NoLandlock              bool  `json:"no_landlock"`
 		Limits                  struct {
@@ -55,6 +56,8 @@ type sandboxCase struct {
 		KillGraceMs    uint64            `json:"kill_grace_ms"`
 		MaxOutputBytes uint64            `json:"max_output_bytes"`
 		Env            map[string]string `json:"env"`
+		Stream         bool              `json:"stream"`
+		Cwd            string            `json:"cwd"`
 	} `json:"exec"`
 	Expect sandboxExpect `json:"expect"`
 }
@@ -84,6 +87,9 @@ type sandboxExpect struct {
 	Files               map[string]*string `json:"files"`
 	NoSurvivors         bool               `json:"no_survivors"`
 	NeutralizedContains *string            `json:"neutralized_contains"`
+	StreamedStdoutBytes *int               `json:"streamed_stdout_bytes"`
+	StreamedStdoutStart *string            `json:"streamed_stdout_starts"`
+	StreamedStderr      *string            `json:"streamed_stderr"`
 }
 
 // orderedFiles keeps the order of the "files" object: a hard link comes
@@ -136,7 +142,7 @@ func withoutBwrap(t *testing.T) {
 	savedSystem, savedLook := systemBwrap, lookPath
 	probeMu.Lock()
 	savedCache := probeCache
-	probeCache = map[string]string{}
+	probeCache = map[string]*probeRun{}
 	probeMu.Unlock()
 	systemBwrap = nil
 	lookPath = func(name string) (string, error) {
@@ -181,7 +187,7 @@ func forceRemove(root string) {
 }
 
 func TestSandboxVectors(t *testing.T) {
-	if cause := nativeProbe(os.TempDir()); cause != "" {
+	if cause, _ := nativeProbe(context.Background(), os.TempDir()); cause != "" {
 		t.Fatalf("the native sandbox cannot run on this machine: %s", cause) // fail, not skip
 	}
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
@@ -241,11 +247,18 @@ func runSandboxCase(t *testing.T, c sandboxCase, port string) {
 	}
 	opts := SandboxOptions{
 		AllowProcessHostSandbox: c.Select.AllowProcessHostSandbox,
-		Reuse:                   c.Select.Reuse,
+		Strict:                  c.Select.Strict,
+		OneShot:                 c.Select.Reuse != nil && !*c.Select.Reuse,
 		NoLandlock:              c.Select.NoLandlock,
-		Limits:                  Limits(c.Select.Limits),
+		Limits: Limits{
+			MemoryMaxBytes:     c.Select.Limits.MemoryMaxBytes,
+			MaxProcesses:       c.Select.Limits.MaxProcesses,
+			TmpfsMaxBytes:      c.Select.Limits.TmpfsMaxBytes,
+			InotifyWatchBudget: c.Select.Limits.InotifyWatchBudget,
+			IdleStop:           msDuration(c.Select.Limits.IdleStopMs),
+		},
 	}
-	sb, err := SelectSandbox(workspace, opts)
+	sb, err := SelectSandbox(context.Background(), workspace, opts)
 	var out CommandOutput
 	if err == nil {
 		if e.Backend != nil && sb.Backend() != *e.Backend {
@@ -258,18 +271,38 @@ func runSandboxCase(t *testing.T, c sandboxCase, port string) {
 		for k, v := range c.Exec.Env {
 			env[sub(k)] = sub(v)
 		}
-		out, err = sb.Exec(context.Background(), sub(c.Exec.Command), ExecOptions{
-			TimeoutMs:      c.Exec.TimeoutMs,
-			KillGraceMs:    c.Exec.KillGraceMs,
+		opts := ExecOptions{
+			Timeout:        msDuration(c.Exec.TimeoutMs),
+			KillGrace:      msDuration(c.Exec.KillGraceMs),
 			MaxOutputBytes: c.Exec.MaxOutputBytes,
 			Env:            env,
-		})
+			Dir:            sub(c.Exec.Cwd),
+		}
+		var streamed [2]bytes.Buffer
+		if c.Exec.Stream {
+			opts.Stdout, opts.Stderr = &streamed[0], &streamed[1]
+		}
+		out, err = sb.Exec(context.Background(), sub(c.Exec.Command), opts)
 		sb.Close()
+		if c.Exec.Stream && err == nil {
+			if n := e.StreamedStdoutBytes; n != nil && streamed[0].Len() != *n {
+				t.Errorf("streamed %d bytes of stdout, want %d", streamed[0].Len(), *n)
+			}
+			if p := e.StreamedStdoutStart; p != nil && !strings.HasPrefix(streamed[0].String(), sub(*p)) {
+				t.Errorf("streamed stdout %.40q does not start with %q", streamed[0].String(), sub(*p))
+			}
+			if want := e.StreamedStderr; want != nil && streamed[1].String() != sub(*want) {
+				t.Errorf("streamed stderr %q, want %q", streamed[1].String(), sub(*want))
+			}
+		}
 	} else if e.Error == nil || e.Error.At != "select" {
 		t.Fatalf("SelectSandbox: %v", err)
 	}
 	if e.Error != nil {
 		checkVectorError(t, err, e, sub)
+		if out.Ran || out.OK() { // fail closed: an error's output never says the command ran
+			t.Errorf("with error %v the output says ran=%v ok=%v", err, out.Ran, out.OK())
+		}
 	} else if err != nil {
 		t.Fatalf("Exec: %v", err)
 	} else {
@@ -345,6 +378,15 @@ func makeFile(t *testing.T, ws, rel string, raw json.RawMessage, outside string,
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// msDuration is a vector's milliseconds as a Duration; the C ABI's
+// A3S_NO_LIMIT (never) is a negative one.
+func msDuration(ms uint64) time.Duration {
+	if ms == Unlimited {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 func checkVectorError(t *testing.T, err error, e sandboxExpect, sub func(string) string) {

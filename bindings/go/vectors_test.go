@@ -342,7 +342,7 @@ func policyFromJSON(raw json.RawMessage) (*PermissionPolicy, error) {
 			if !ok {
 				err = &PolicyError{Message: fmt.Sprintf("enabled must be true or false, not %v", value)}
 			}
-			opts.Enabled = &b
+			opts.Disabled = !b
 		default:
 			err = &PolicyError{Message: fmt.Sprintf("unknown key %q", key)}
 		}

@@ -37,16 +37,16 @@ void throw_napi_failure(napi_env env, const char *what) {
     char msg[256];
     snprintf(msg, sizeof msg, "codeward addon: %s failed (%s)", what,
              info && info->error_message ? info->error_message : "unknown N-API error");
-    napi_throw_error(env, NULL, msg);
+    napi_throw_error(env, "ERR_CODEWARD_CORE", msg);
 }
 
 napi_value throw_type_error(napi_env env, const char *msg) {
-    napi_throw_type_error(env, NULL, msg);
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", msg);
     return NULL;
 }
 
 napi_value throw_nomem(napi_env env) {
-    napi_throw_error(env, NULL, "codeward addon: out of memory");
+    napi_throw_error(env, "ERR_CODEWARD_CORE", "codeward addon: out of memory");
     return NULL;
 }
 
@@ -584,7 +584,7 @@ bool define_class(napi_env env, napi_value exports, const char *name, napi_callb
 
 NAPI_MODULE_INIT() {
     if (a3s_abi_version() != A3S_ABI_VERSION) {
-        napi_throw_error(env, NULL, "codeward addon: C library ABI mismatch");
+        napi_throw_error(env, "ERR_CODEWARD_CORE", "codeward addon: C library ABI mismatch");
         return NULL;
     }
     static const napi_property_descriptor glob_methods[] = {METHOD("match", glob_match)};

@@ -117,15 +117,38 @@ export class Glob {
   match(subject: string): boolean;
 }
 
+// ---- errors -----------------------------------------------------------------------
+// Every error the package throws is one of the classes below and has a stable
+// `code`: branch on `code` or `instanceof`, never on the message.
+
+/** The stable codes of the package's errors. */
+export type ErrorCode =
+  | 'ERR_INVALID_ARG_TYPE'
+  | 'ERR_CODEWARD_POLICY'
+  | 'ERR_CODEWARD_CORE'
+  | 'ERR_CODEWARD_SANDBOX_ARGUMENT'
+  | 'ERR_CODEWARD_SANDBOX_UNAVAILABLE'
+  | 'ERR_SANDBOX_CLOSED'
+  | 'ABORT_ERR';
+
+/** The type of an argument or option is wrong (an unknown key, a number where a string belongs). */
+export class ArgumentTypeError extends TypeError {
+  readonly code: 'ERR_INVALID_ARG_TYPE';
+}
+
 /** A rule or policy is malformed; `rule` is the offending rule text, or null. */
 export class PolicyError extends Error {
   constructor(message: string, options?: { rule?: string | null });
+  readonly name: 'PolicyError';
+  readonly code: 'ERR_CODEWARD_POLICY';
   readonly rule: string | null;
 }
 
 /** The C core failed for a reason outside the caller's input (out of memory, a system call). */
 export class NativeCoreError extends Error {
   constructor(message: string, options: { status: string; errno?: number });
+  readonly name: 'NativeCoreError';
+  readonly code: 'ERR_CODEWARD_CORE';
   /** The stable status name, e.g. "nomem". */
   readonly status: string;
   readonly errno: number;
@@ -185,6 +208,13 @@ export interface SandboxOptions {
   sandboxHandle?: { exec(command: string, options?: object): Promise<unknown> } | null;
   /** Resource bounds of the native sandbox. */
   limits?: SandboxLimits | null;
+  /**
+   * Reject with a SandboxUnavailableError when no enforcing sandbox can run,
+   * instead of resolving with the error-only sandbox or the process host.
+   * Default false; true with allowProcessHostSandbox is a SandboxArgumentError,
+   * and the environment's opt-in is ignored.
+   */
+  strict?: boolean;
   /** One long-lived sandbox per handle (default true); false: one bubblewrap per command. */
   reuse?: boolean;
   /** Leave out the Landlock layer (tests of the other layers; never a default). */
@@ -203,6 +233,13 @@ export interface ExecOptions {
   env?: { [name: string]: string } | null;
   /** Aborting stops the command with every process it started; exec then rejects with an AbortError. */
   signal?: AbortSignal | null;
+  /** The directory the command starts in: absolute, or relative to the workspace (default); a missing one is exit 125 with setupError. */
+  cwd?: string | null;
+  /**
+   * Gets every piece of the output as it arrives (also past maxOutputBytes), each before the
+   * next and all before exec settles; what it throws rejects the exec once the command is over.
+   */
+  onOutput?: ((chunk: Buffer, stream: 'stdout' | 'stderr') => void) | null;
 }
 
 /** What one command produced (Python's CommandOutput, in camelCase). Frozen. */
@@ -230,15 +267,27 @@ export class CommandOutput {
   readonly oomKilled: boolean;
   /** What the sandbox found hostile in the workspace and did not follow or mount, one line each. */
   readonly neutralized: readonly string[];
-  /** The command ran and exited 0. */
+  /** The command ran and exited 0 (false for a refusal, a timeout, a cancellation). */
   readonly ok: boolean;
 }
 
-/** An AbortSignal stopped the command: `output` is what it did (null if it never started). */
-export interface SandboxAbortError extends Error {
-  name: 'AbortError';
-  code: 'ABORT_ERR';
-  output: CommandOutput | null;
+/**
+ * An AbortSignal stopped the command, once its whole process tree is gone:
+ * `output` is what it did (null if it never started), `cause` the signal's reason.
+ */
+export class AbortError extends Error {
+  readonly name: 'AbortError';
+  readonly code: 'ABORT_ERR';
+  readonly output: CommandOutput | null;
+}
+/** The former name of AbortError's type. */
+export type SandboxAbortError = AbortError;
+
+/** The sandbox is closed: before the call, or while the command ran (`output`: what it did). */
+export class SandboxClosedError extends Error {
+  readonly name: 'SandboxClosedError';
+  readonly code: 'ERR_SANDBOX_CLOSED';
+  readonly output: CommandOutput | null;
 }
 
 /**
@@ -254,18 +303,22 @@ export class Sandbox {
   readonly workspace: string;
   /**
    * Runs `bash -c command`: a timeout, a refusal (exit 125) or a failing
-   * command resolves as an output. Rejects with a TypeError or a
-   * SandboxArgumentError for arguments the sandbox refuses, an Error with code
-   * 'ERR_SANDBOX_CLOSED' (and `output`) once closed, a SandboxAbortError when
+   * command resolves as an output. Rejects with an ArgumentTypeError or a
+   * SandboxArgumentError for arguments the sandbox refuses, a
+   * SandboxClosedError (with `output`) once closed, an AbortError when
    * `signal` aborts, a NativeCoreError for failures of this process.
    */
   exec(command: string, options?: ExecOptions): Promise<CommandOutput>;
   /**
    * Cancels running commands, stops the long-lived sandbox (its placeholders
    * leave the workspace) and resolves once that is done. Final; may be
-   * repeated. A worker's or the process's exit does the same.
+   * repeated. A worker's or the process's exit does the same. The commands it
+   * cancels reject with a SandboxClosedError that is never reported as an
+   * unhandled rejection (a handler attached later still sees it).
    */
   close(): Promise<void>;
+  /** `await using sb = await selectSandbox(...)`: close() at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** The error-only sandbox: every exec rejects with a SandboxUnavailableError naming the cause. */
@@ -275,18 +328,21 @@ export class UnavailableSandbox {
   readonly sandboxed: false;
   readonly workspace: string;
   /** Why no boundary can run. */
-  readonly cause: string;
+  readonly reason: string;
   exec(command: string, options?: ExecOptions): Promise<never>;
   close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
  * The boundary for a session over `workspace`, failing closed: a host-supplied
  * `sandboxHandle` as it is; else the native boundary when its self-test passes
- * (once per thread); else the process host when the host opted in; else the
- * error-only sandbox. Rejects with a TypeError for an unknown option key and a
+ * (once per thread); else, with `strict`, a SandboxUnavailableError; else the
+ * process host when the host opted in; else the error-only sandbox. Rejects
+ * with an ArgumentTypeError for an unknown option key and a
  * SandboxArgumentError for a workspace that is not an existing directory (or is
- * a symlink) or limits below what a sandbox runs with.
+ * a symlink), limits below what a sandbox runs with, or strict with
+ * allowProcessHostSandbox.
  */
 export function selectSandbox(
   workspace: string,
@@ -299,13 +355,37 @@ export function processHostOptedIn(env?: { [name: string]: string | undefined })
 /** A command, environment variable, workspace or option given to the sandbox is invalid. */
 export class SandboxArgumentError extends Error {
   readonly name: 'SandboxArgumentError';
+  readonly code: 'ERR_CODEWARD_SANDBOX_ARGUMENT';
 }
 
-/** No boundary can run and the host did not opt in to the process host. */
+/** No boundary can run and the host did not opt in to the process host (or selected strictly). */
 export class SandboxUnavailableError extends Error {
   readonly name: 'SandboxUnavailableError';
+  readonly code: 'ERR_CODEWARD_SANDBOX_UNAVAILABLE';
   /** The workspace the sandbox was selected for. */
   readonly workspace: string;
   /** What the probe found (bubblewrap missing, user namespaces disabled ...). */
-  readonly cause: string;
+  readonly reason: string;
+  /** As ES2022 means it: the Error that led to this one (the C core's), or absent. */
+  readonly cause?: Error;
 }
+
+/** One check of doctor() (one line of `codeward doctor`). */
+export interface DoctorCheck {
+  readonly name: string;
+  readonly ok: boolean;
+  /** The native sandbox cannot run without it. */
+  readonly required: boolean;
+  /** What was found. */
+  readonly detail: string;
+  /** What to do when ok is false ('' when there is nothing to say). */
+  readonly fix: string;
+}
+
+/**
+ * What `codeward doctor --json` prints: the checks (bubblewrap, user and pid
+ * namespaces, seccomp, Landlock, pidfd, cgroup kill) and, when every required
+ * one passed, a fresh self-test through the real boundary. `ready`: every
+ * required check passed.
+ */
+export function doctor(): Promise<{ readonly ready: boolean; readonly checks: readonly DoctorCheck[] }>;

@@ -6,11 +6,15 @@
 
 const native = require('./lib/native');
 const {
+  AbortError,
+  ArgumentTypeError,
   PolicyError,
   NativeCoreError,
   SandboxArgumentError,
+  SandboxClosedError,
   SandboxUnavailableError,
 } = require('./lib/errors');
+const { doctor } = require('./lib/doctor');
 const { canonicalJson } = require('./lib/canonical-json');
 const { argumentString, canonicalTool, normalizePath } = require('./lib/subject');
 const { Glob } = require('./lib/glob');
@@ -45,8 +49,12 @@ module.exports = {
   CommandOutput,
   ENV_OPT_IN,
   UNLIMITED,
+  doctor,
   SandboxArgumentError,
   SandboxUnavailableError,
+  SandboxClosedError,
+  AbortError,
+  ArgumentTypeError,
   PermissionPolicy,
   Glob,
   PolicyError,

@@ -57,7 +57,7 @@ bool register_sandbox(napi_env env, napi_value exports) {
 }
 #else
 
-enum job_kind { JOB_EXEC, JOB_PROBE, JOB_CLOSE };
+enum job_kind { JOB_EXEC, JOB_PROBE, JOB_CLOSE, JOB_CHUNK };
 
 struct handle;
 
@@ -70,11 +70,13 @@ struct job {
     bool by_close;    /* exec: close() cancelled it */
     char *command;
     size_t command_len;
+    char *cwd; /* exec: NULL, or where the command starts */
     char **env;
     size_t envc;
     uint64_t timeout_ms, grace_ms, max_output;
     napi_deferred deferred;
-    napi_threadsafe_function tsfn;
+    napi_ref on_output;  /* exec: the function given each piece of output, or NULL */
+    napi_threadsafe_function tsfn; /* the output's pieces, then the result, in order */
     int rc;
     a3s_error err;
     a3s_process_result *result;
@@ -188,6 +190,7 @@ static void job_free(struct job *j) {
         free(j->env[i]);
     free(j->env);
     free(j->command);
+    free(j->cwd);
     a3s_process_result_free(j->result);
     free(j);
 }
@@ -200,12 +203,25 @@ static void job_unref(struct job *j) {
         job_free(j);
 }
 
+/* A piece of an exec's output on its way to the loop: queued on the job's
+ * thread-safe function ahead of the result, so every piece is delivered
+ * before the promise settles. */
+struct chunk {
+    enum job_kind kind; /* JOB_CHUNK: told apart from a job in job_done */
+    struct job *job;
+    int stream;
+    size_t len;
+    char data[];
+};
+
 /* The thread-safe function is destroyed (after its release, or by the
  * environment's teardown, even while the thread still holds it). */
 static void tsfn_finalize(napi_env env, void *data, void *hint) {
-    (void)env;
     (void)hint;
     struct job *j = data;
+    if (j->on_output && env)
+        napi_delete_reference(env, j->on_output);
+    j->on_output = NULL;
     pthread_mutex_lock(&j->gate);
     j->tsfn_gone = true;
     pthread_mutex_unlock(&j->gate);
@@ -275,9 +291,53 @@ static napi_value make_result(napi_env env, const struct job *j) {
 
 /* The thread-safe function's callback: settles the job's promise. env is
  * NULL when the environment is being torn down: nobody waits any more. */
+/* On the loop: on_output(stream, Buffer). lib/sandbox.js's wrapper catches
+ * what the caller's callback throws, so nothing is pending afterwards. */
+static void deliver_chunk(napi_env env, struct chunk *c) {
+    napi_value fn, global, args[2];
+    if (env && c->job->on_output &&
+        napi_get_reference_value(env, c->job->on_output, &fn) == napi_ok && fn &&
+        napi_get_global(env, &global) == napi_ok &&
+        napi_create_int32(env, c->stream, &args[0]) == napi_ok &&
+        napi_create_buffer_copy(env, c->len, c->data, NULL, &args[1]) == napi_ok) {
+        napi_value ignored;
+        if (napi_call_function(env, global, fn, 2, args, &ignored) != napi_ok) {
+            bool pending = false;
+            napi_is_exception_pending(env, &pending);
+            if (pending)
+                napi_get_and_clear_last_exception(env, &ignored);
+        }
+    }
+    free(c);
+}
+
+/* On the exec's thread (a3s_exec_options.on_output): queues a copy of the
+ * piece; waits while the queue is full, so a slow loop holds the command
+ * back as a full pipe would. */
+static void queue_chunk(void *ctx, int stream, const char *data, size_t len) {
+    struct job *j = ctx;
+    struct chunk *c = malloc(sizeof *c + len);
+    if (!c)
+        return; /* the result still has the output's head and tail */
+    c->kind = JOB_CHUNK;
+    c->job = j;
+    c->stream = stream;
+    c->len = len;
+    memcpy(c->data, data, len);
+    pthread_mutex_lock(&j->gate);
+    bool gone = j->tsfn_gone;
+    pthread_mutex_unlock(&j->gate);
+    if (gone || napi_call_threadsafe_function(j->tsfn, c, napi_tsfn_blocking) != napi_ok)
+        free(c);
+}
+
 static void job_done(napi_env env, napi_value js_cb, void *context, void *data) {
     (void)js_cb;
     (void)context;
+    if (*(enum job_kind *)data == JOB_CHUNK) {
+        deliver_chunk(env, data);
+        return;
+    }
     struct job *j = data;
     if (env) {
         napi_value value = NULL;
@@ -338,6 +398,9 @@ static void *job_thread(void *arg) {
             .kill_grace_ms = j->grace_ms,
             .max_output_bytes = j->max_output,
             .cancel_fd = j->cancel[0],
+            .on_output = j->on_output ? queue_chunk : NULL,
+            .on_output_ctx = j,
+            .cwd = j->cwd,
         };
         j->rc = a3s_sandbox_exec(h->sb, &o, &j->result, &j->err);
     } else if (j->kind == JOB_PROBE) {
@@ -382,12 +445,17 @@ static napi_value start_job(napi_env env, struct handle *h, struct job *j) {
     if (napi_create_promise(env, &j->deferred, &promise) != napi_ok ||
         napi_create_string_utf8(env, "codeward.sandbox", NAPI_AUTO_LENGTH, &name) != napi_ok) {
         throw_napi_failure(env, "starting a sandbox call");
+        if (j->on_output)
+            napi_delete_reference(env, j->on_output);
         job_free(j); /* a created deferred is dropped with the pending exception */
         return NULL;
     }
-    if (napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, j, tsfn_finalize, j,
+    /* at most 64 pieces of output wait for the loop (then the exec's thread waits) */
+    if (napi_create_threadsafe_function(env, NULL, NULL, name, 64, 1, j, tsfn_finalize, j,
                                         job_done, &j->tsfn) != napi_ok) {
         throw_napi_failure(env, "starting a sandbox call");
+        if (j->on_output)
+            napi_delete_reference(env, j->on_output);
         job_free(j);
         return NULL;
     }
@@ -622,8 +690,8 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
 
 /* exec(id, command, env[], timeoutMs, graceMs, maxOutputBytes) -> Promise<raw result> */
 static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
-    napi_value argv[6], this_arg;
-    if (!get_args(env, info, 6, argv, &this_arg))
+    napi_value argv[8], this_arg;
+    if (!get_args(env, info, 8, argv, &this_arg))
         return NULL;
     struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
     if (!h)
@@ -658,7 +726,30 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
         job_free(j);
         return throw_core(env, &err);
     }
+    napi_valuetype cwd_type = napi_undefined;
+    if (ok && napi_typeof(env, argv[7], &cwd_type) == napi_ok && cwd_type == napi_string) {
+        bytes_buf dir = {0};
+        ok = get_bytes(env, argv[7], "cwd", &dir);
+        if (ok) {
+            j->cwd = malloc(dir.len + 1);
+            if (j->cwd) {
+                memcpy(j->cwd, dir.data, dir.len);
+                j->cwd[dir.len] = '\0';
+            }
+            bytes_release(&dir);
+            if (!j->cwd) {
+                job_free(j);
+                return throw_nomem(env);
+            }
+        }
+    }
+    napi_valuetype sink_type = napi_undefined;
+    if (ok && napi_typeof(env, argv[6], &sink_type) == napi_ok && sink_type == napi_function &&
+        napi_create_reference(env, argv[6], 1, &j->on_output) != napi_ok)
+        ok = false;
     if (!ok) {
+        if (j->on_output)
+            napi_delete_reference(env, j->on_output);
         job_free(j);
         return NULL;
     }

@@ -5,10 +5,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	codeward "github.com/codeward/codeward/bindings/go"
 )
@@ -66,17 +69,52 @@ func sandboxed() error {
 		return err
 	}
 	defer os.RemoveAll(ws)
-	sb, err := codeward.SelectSandbox(ws, codeward.SandboxOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb, err := codeward.SelectSandbox(ctx, ws, codeward.SandboxOptions{Strict: true})
 	if err != nil {
 		return err
 	}
 	defer sb.Close()
-	out, err := sb.Exec(context.Background(),
+	out, err := sb.Exec(ctx,
 		"echo sandboxed; tr '\\0' '\\n' < /proc/1/cmdline | head -1; touch /usr/cw 2>/dev/null || echo refused",
-		codeward.ExecOptions{})
+		codeward.ExecOptions{Timeout: 30 * time.Second})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("sandbox %s %v: %q exit %d\n", sb.Backend(), sb.Sandboxed(), out.Stdout, out.ExitCode)
+	// output as it arrives, to an io.Writer
+	var streamed strings.Builder
+	if _, err := sb.Exec(ctx, "echo streamed", codeward.ExecOptions{Stdout: &streamed}); err != nil {
+		return err
+	}
+	fmt.Printf("streamed %q\n", streamed.String())
+	// an owned process (an MCP server would be one): its pipes, then Close ends it
+	proc, err := codeward.StartProcess(ctx, sb, "/bin/cat", codeward.ProcessOptions{})
+	if err != nil {
+		return err
+	}
+	proc.Stdin.WriteString("ping\n")
+	reply, err := bufio.NewReader(proc.Stdout).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	fmt.Printf("process: %q\n", reply)
+	if err := proc.Close(); err != nil {
+		return err
+	}
+	report, err := codeward.Doctor(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("doctor ready %v, %d checks\n", report.Ready, len(report.Checks))
+	// fail closed: a refused exec's output is never OK, and the error is idiomatic
+	out, err = sb.Exec(ctx, "true", codeward.ExecOptions{Env: map[string]string{"LD_PRELOAD": "/x.so"}})
+	fmt.Printf("LD_PRELOAD: invalid argument %v, ok %v\n", errors.Is(err, codeward.ErrInvalidArgument), out.OK())
+	if err := sb.Close(); err != nil {
+		return err
+	}
+	_, err = sb.Exec(ctx, "true", codeward.ExecOptions{})
+	fmt.Printf("after Close: closed %v\n", errors.Is(err, codeward.ErrClosed))
 	return nil
 }

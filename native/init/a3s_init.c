@@ -432,6 +432,9 @@ _Noreturn void run_child(const struct child_spec *c) {
                (c->err >= 0 && dup2(c->err, 2) < 0)) {
         f.err = errno;
         memcpy(f.step, "dup2", 5);
+    } else if (c->cwd && chdir(c->cwd) < 0) {
+        f.err = errno;
+        memcpy(f.step, "chdir", 6);
     } else if (c->nproc &&
                setrlimit(RLIMIT_NPROC, &(struct rlimit){c->nproc, c->nproc}) < 0) {
         f.err = errno;

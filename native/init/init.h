@@ -73,6 +73,7 @@ struct child_spec {
     char *const *argv;
     char *const *envp;
     int in, out, err;
+    const char *cwd; /* NULL: stay where the init is */
     const struct a3s_landlock *ll;
     const struct a3s_seccomp_program *filter;
     uint64_t nproc; /* RLIMIT_NPROC to set (0: leave it) */

@@ -655,6 +655,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             .in = devnull,
             .out = out,
             .err = err,
+            .cwd = m->cwd,
             .ll = listener >= 0 ? &cfg->grant_ll : ll,
             .filter = filter,
             .nproc = command_nproc(cfg),
@@ -679,8 +680,9 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         while (n < 0 && errno == EINTR);
         if (n == (ssize_t)sizeof f) {
             f.step[sizeof f.step - 1] = '\0';
-            char what[64];
-            snprintf(what, sizeof what, "%s %s", f.step, cfg->argv[0]);
+            char what[384];
+            bool in_cwd = m->cwd && strcmp(f.step, "chdir") == 0;
+            snprintf(what, sizeof what, "%.16s %.360s", f.step, in_cwd ? m->cwd : cfg->argv[0]);
             fail_setup(d, "%s: %s", what, f.err);
         }
     }

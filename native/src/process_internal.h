@@ -22,7 +22,19 @@ struct a3s_capture {
     size_t tail_start, tail_len, tail_alloc;
     uint64_t total;
     bool oom; /* storing stopped; reading and counting go on */
+    a3s_output_fn sink; /* NULL, or given every chunk read (a3s_exec_options.on_output) */
+    void *sink_ctx;
+    int stream; /* 1 stdout, 2 stderr: what sink is told */
 };
+
+/* Where a run's output goes as it is read, besides its capture. */
+struct a3s_output_sink {
+    a3s_output_fn fn; /* NULL: nowhere */
+    void *ctx;
+};
+
+/* Makes c pass every chunk it reads to sink (may be NULL) as `stream`. */
+void a3s_capture_sink(struct a3s_capture *c, const struct a3s_output_sink *sink, int stream);
 
 /* Takes ownership of fd; max_output_bytes 0 means the default. */
 void a3s_capture_init(struct a3s_capture *c, int fd, uint64_t max_output_bytes);
@@ -53,13 +65,14 @@ a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t fla
  * the cgroup. cg may be NULL. */
 struct a3s_cgroup;
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
-                              a3s_process_result **out, bool *join_refused, a3s_error *err);
+                              const struct a3s_output_sink *sink, a3s_process_result **out,
+                              bool *join_refused, a3s_error *err);
 
 /* a3s_process_run_in_cgroup, running the file exec_fd is open on (a sealed
  * memfd of the init) instead of opts->path, which names it in messages. */
 int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
-                                 const struct a3s_cgroup *cg, a3s_process_result **out,
-                                 bool *join_refused, a3s_error *err);
+                                 const struct a3s_cgroup *cg, const struct a3s_output_sink *sink,
+                                 a3s_process_result **out, bool *join_refused, a3s_error *err);
 
 /* Sets exit_code and term_signal, adds `flags`, and replaces setup_error
  * when it is non-NULL (copied). */

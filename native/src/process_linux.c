@@ -317,6 +317,12 @@ void a3s_capture_init(struct a3s_capture *c, int fd, uint64_t max_output_bytes) 
     c->tail_cap = (size_t)(max - max / 2);
 }
 
+void a3s_capture_sink(struct a3s_capture *c, const struct a3s_output_sink *sink, int stream) {
+    c->sink = sink ? sink->fn : NULL;
+    c->sink_ctx = sink ? sink->ctx : NULL;
+    c->stream = stream;
+}
+
 /* Reads what is available once; closes the fd at EOF or on a hard error. */
 void a3s_capture_read(struct a3s_capture *c, char *buf) {
     ssize_t n;
@@ -324,6 +330,8 @@ void a3s_capture_read(struct a3s_capture *c, char *buf) {
         n = read(c->fd, buf, READ_CHUNK);
     while (n < 0 && errno == EINTR);
     if (n > 0) {
+        if (c->sink)
+            c->sink(c->sink_ctx, c->stream, buf, (size_t)n);
         capture_add(c, buf, (size_t)n);
     } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
         close(c->fd);
@@ -789,26 +797,29 @@ static int spawn(struct run *r, a3s_error *err) {
 }
 
 static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
-                       a3s_process_result **out, bool *join_refused, a3s_error *err);
+                       const struct a3s_output_sink *sink, a3s_process_result **out,
+                       bool *join_refused, a3s_error *err);
 
 A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
                             a3s_error *err) {
-    return run_process(opts, -1, NULL, out, NULL, err);
+    return run_process(opts, -1, NULL, NULL, out, NULL, err);
 }
 
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
-                              a3s_process_result **out, bool *join_refused, a3s_error *err) {
-    return run_process(opts, -1, cg, out, join_refused, err);
+                              const struct a3s_output_sink *sink, a3s_process_result **out,
+                              bool *join_refused, a3s_error *err) {
+    return run_process(opts, -1, cg, sink, out, join_refused, err);
 }
 
 int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
-                                 const struct a3s_cgroup *cg, a3s_process_result **out,
-                                 bool *join_refused, a3s_error *err) {
-    return run_process(opts, exec_fd, cg, out, join_refused, err);
+                                 const struct a3s_cgroup *cg, const struct a3s_output_sink *sink,
+                                 a3s_process_result **out, bool *join_refused, a3s_error *err) {
+    return run_process(opts, exec_fd, cg, sink, out, join_refused, err);
 }
 
 static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
-                       a3s_process_result **out, bool *join_refused, a3s_error *err) {
+                       const struct a3s_output_sink *sink, a3s_process_result **out,
+                       bool *join_refused, a3s_error *err) {
     if (out)
         *out = NULL;
     if (join_refused)
@@ -831,6 +842,10 @@ static int run_process(const a3s_process_options *opts, int exec_fd, const struc
     r.plan.by_fd = exec_fd >= 0;
     r.plan.exec_fd = exec_fd;
     rc = prepare(&r, err);
+    if (rc == A3S_OK) {
+        a3s_capture_sink(&r.out, sink, 1);
+        a3s_capture_sink(&r.err, sink, 2);
+    }
     uint64_t start = a3s_now_ns();
     if (rc == A3S_OK)
         rc = spawn(&r, err);

@@ -2303,7 +2303,9 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
         a3s_strvec_push(a, INIT_INSIDE);
     }
     a3s_strvec_push(a, "--chdir");
-    a3s_strvec_push(a, p->spawn && p->spawn->cwd ? p->spawn->cwd : sb->workspace);
+    a3s_strvec_push(a, p->spawn && p->spawn->cwd ? p->spawn->cwd
+                       : o && o->cwd              ? o->cwd
+                                                  : sb->workspace);
     a3s_strvec_push(a, "--");
     push_init(sb, p, o, a, true, fds);
     if (p->server && (rc = record_watch(sb, p, err)) != A3S_OK)
@@ -2485,6 +2487,30 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *given,
     if ((o->flags & A3S_EXEC_CANCEL_FD) && fcntl(o->cancel_fd, F_GETFD) < 0)
         return a3s_fail(err, A3S_E_INVALID, 0, o->cancel_fd,
                         "a3s_sandbox_exec: cancel_fd %d is not open", o->cancel_fd);
+    /* a working directory relative to the workspace becomes absolute (the workspace has the
+     * same path inside the sandbox) */
+    char cwd[PATH_MAX];
+    if (copy.cwd) {
+        size_t n = strlen(copy.cwd);
+        int w = copy.cwd[0] == '/' ? snprintf(cwd, sizeof cwd, "%s", copy.cwd)
+                                   : snprintf(cwd, sizeof cwd, "%s/%s", sb->workspace, copy.cwd);
+        if (n == 0 || w < 0 || (size_t)w >= sizeof cwd)
+            return a3s_fail(err, A3S_E_INVALID, 0, 0,
+                            "the working directory must be a non-empty path of at most %d bytes",
+                            PATH_MAX - 1);
+        copy.cwd = cwd;
+        if (sb->flags & A3S_SANDBOX_PROCESS_HOST) {
+            /* the host's view is the command's: a missing directory is the run's outcome */
+            struct stat st;
+            int e = stat(cwd, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+            if (e) {
+                char why[PATH_MAX + 64], eb[128];
+                snprintf(why, sizeof why, "chdir %s: %s", cwd, a3s_errstr(e, eb, sizeof eb));
+                *out = a3s_process_result_synthetic(125, A3S_RESULT_SETUP_FAILED, why);
+                return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
+            }
+        }
+    }
     /* The long-lived sandbox runs one command at a time; a caller that
      * finds it busy runs its command in a sandbox of its own instead of
      * waiting behind a long command. */
@@ -2583,7 +2609,7 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
             .argc = p.argv.len,
             .envp = (const char *const *)p.env.items,
             .envc = p.env.len,
-            .cwd = sb->workspace,
+            .cwd = host && o->cwd ? o->cwd : sb->workspace,
             /* the init enforces the timeout; this is the backstop behind it */
             .timeout_ms = (o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS) +
                           (o->kill_grace_ms ? o->kill_grace_ms : 2000) + 3000,
@@ -2596,11 +2622,12 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
             .cancel_fd = o->cancel_fd,
         };
         /* the process host runs the init's pinned copy (an embedded init: this program) */
+        struct a3s_output_sink sink = {o->on_output, o->on_output_ctx};
         rc = host && sb->init_image >= 0
                  ? a3s_process_run_fd_in_cgroup(&po, sb->init_image, cg.ndirs ? &cg : NULL,
-                                                &result, join_refused, err)
-                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &result, join_refused,
-                                             err);
+                                                &sink, &result, join_refused, err)
+                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &sink, &result,
+                                             join_refused, err);
         launched = rc == A3S_OK;
     } else if (plan_err.code == A3S_E_SYSTEM &&
                (plan_err.sys_errno == ETIMEDOUT || plan_err.sys_errno == ECANCELED)) {

@@ -678,6 +678,8 @@ static int send_request(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_o
     a3s_strvec_free(&env);
     if (rc == A3S_OK && grant)
         a3s_msg_exec_set_flags(msg, A3S_MSG_EXEC_GRANT);
+    if (rc == A3S_OK && o->cwd)
+        rc = a3s_msg_exec_append_cwd(&msg, &len, o->cwd, err);
     if (rc == A3S_OK) {
         int fds[3] = {out_w, err_w, grant ? o->grant_fd : -1};
         int sent = a3s_msg_send(s->ctl, msg, len, fds, grant ? 3 : 2, MSG_TIMEOUT_MS);
@@ -828,6 +830,9 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
     memset(&x, 0, sizeof x);
     a3s_capture_init(&x.out, po[0], o->max_output_bytes);
     a3s_capture_init(&x.err, pe[0], o->max_output_bytes);
+    struct a3s_output_sink sink = {o->on_output, o->on_output_ctx};
+    a3s_capture_sink(&x.out, &sink, 1);
+    a3s_capture_sink(&x.err, &sink, 2);
     x.start = a3s_now_ns();
     uint64_t oom_kills = a3s_cgroup_oom_kills(&s->cg);
     a3s_error serr = {0};

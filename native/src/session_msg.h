@@ -60,6 +60,8 @@ enum a3s_msg_type {
 
 /* Flags of an EXEC message. */
 #define A3S_MSG_EXEC_GRANT (1u << 0) /* a network grant: the third fd is the grant socket */
+/* one more string after the environment: the absolute directory the command starts in */
+#define A3S_MSG_EXEC_CWD (1u << 1)
 
 /* Flags of a DONE message. */
 #define A3S_DONE_TIMED_OUT (1u << 0)    /* the timeout fired; the tree was stopped */
@@ -85,6 +87,7 @@ struct a3s_msg_exec {
     char *scratch;
     char **env; /* envc entries and a NULL */
     size_t envc;
+    char *cwd; /* A3S_MSG_EXEC_CWD: where the command starts; NULL: the init's own */
     void *block;
 };
 
@@ -112,6 +115,9 @@ int a3s_msg_encode_exec(uint64_t timeout_ms, uint64_t grace_ms, const char *comm
 
 /* Sets the flags word of an encoded EXEC (A3S_MSG_EXEC_*). */
 void a3s_msg_exec_set_flags(uint8_t *buf, uint32_t flags);
+/* Appends cwd (absolute, NUL-free, at most PATH_MAX bytes) to an encoded EXEC in *buf
+ * (reallocated; *len grows) and sets A3S_MSG_EXEC_CWD, keeping the other flags. */
+int a3s_msg_exec_append_cwd(uint8_t **buf, size_t *len, const char *cwd, a3s_error *err);
 
 /* Decodes a whole EXEC message (header included). */
 int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out, a3s_error *err);

@@ -11,6 +11,7 @@
 #if defined(__linux__)
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,24 @@ void a3s_msg_exec_set_flags(uint8_t *buf, uint32_t flags) {
     put32(buf + A3S_MSG_HEADER + 16, flags);
 }
 
+int a3s_msg_exec_append_cwd(uint8_t **buf, size_t *len, const char *cwd, a3s_error *err) {
+    size_t n = cwd ? strlen(cwd) : 0;
+    if (!cwd || cwd[0] != '/' || n > PATH_MAX)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "the working directory must be absolute");
+    if (*len + 4 + n > A3S_MSG_MAX)
+        return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "the command and its directory are too large");
+    uint8_t *b = realloc(*buf, *len + 4 + n);
+    if (!b)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory encoding a command");
+    put32(b + *len, (uint32_t)n);
+    memcpy(b + *len + 4, cwd, n);
+    *buf = b;
+    *len += 4 + n;
+    put_header(b, A3S_MSG_EXEC, (uint32_t)*len);
+    a3s_msg_exec_set_flags(b, get32(b + A3S_MSG_HEADER + 16) | A3S_MSG_EXEC_CWD);
+    return A3S_OK;
+}
+
 /* A cursor over the body: each read checks what is left. */
 struct reader {
     const uint8_t *p;
@@ -202,7 +221,7 @@ int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "exec message truncated");
     uint64_t envc = get32(fixed + 20);
     uint32_t flags = get32(fixed + 16);
-    if (flags & ~(uint32_t)A3S_MSG_EXEC_GRANT)
+    if (flags & ~(uint32_t)(A3S_MSG_EXEC_GRANT | A3S_MSG_EXEC_CWD))
         return a3s_fail(err, A3S_E_INVALID, 0, flags, "unknown exec flags 0x%x", (unsigned)flags);
     if (envc > A3S_MSG_MAX_ENV)
         return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)envc, "too many environment entries");
@@ -213,7 +232,7 @@ int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out
     /* one block: the pointer array, then every string with its NUL; the
      * strings take at most len bytes plus one NUL each */
     size_t ptrs = ((size_t)envc + 1) * sizeof(char *);
-    size_t cap = ptrs + len + (size_t)envc + 2;
+    size_t cap = ptrs + len + (size_t)envc + 3;
     char *block = malloc(cap);
     if (!block)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory decoding a command");
@@ -253,6 +272,19 @@ int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out
     env[envc] = NULL;
     out->env = env;
     out->envc = (size_t)envc;
+    if (flags & A3S_MSG_EXEC_CWD) {
+        const uint8_t *s;
+        size_t n;
+        if (!take_string(&r, &s, &n) || n == 0 || s[0] != '/' || n > PATH_MAX ||
+            memchr(s, '\0', n)) {
+            a3s_msg_exec_free(out);
+            return a3s_fail(err, A3S_E_INVALID, 0, 0, "bad working directory in an exec message");
+        }
+        out->cwd = w;
+        memcpy(w, s, n);
+        w[n] = '\0';
+        w += n + 1;
+    }
     if (r.left != 0) {
         a3s_msg_exec_free(out);
         return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)r.left,

@@ -126,7 +126,11 @@ static const struct exec_case {
     {"no scratch", M, E, V, AUTO, "q:1 q:1 l:0 l:0 s:true", "truncated"},
     {"NUL in the command", M, E, V, AUTO, "q:1 q:1 l:0 l:0 s:ec\\0ho s:c1", "NUL"},
     {"a network grant", M, E, V, AUTO, "q:1 q:1 l:1 l:0 s:x s:c1", NULL},
-    {"unknown flags", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1", "unknown exec flags"},
+    {"unknown flags", M, E, V, AUTO, "q:1 q:1 l:4 l:0 s:x s:c1", "unknown exec flags"},
+    {"a working directory", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1 s:/w", NULL},
+    {"the cwd flag without its string", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1", "working"},
+    {"a relative working directory", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1 s:w", "working"},
+    {"an empty working directory", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1 s:", "working"},
     {"a grant and unknown flags", M, E, V, AUTO, "q:1 q:1 l:0x80000001 l:0 s:x s:c1",
      "unknown exec flags"},
     {"too many env entries", M, E, V, AUTO, "q:1 q:1 l:0 l:9000 s:x s:c1", "too many"},
@@ -200,7 +204,27 @@ static void test_decode_fields(void) {
     a3s_msg_exec_set_flags(enc, A3S_MSG_EXEC_GRANT);
     CHECK(a3s_msg_decode_exec(enc, len, &m, NULL) == A3S_OK && m.flags == A3S_MSG_EXEC_GRANT,
           "grant flag round trip");
+    CHECK(m.cwd == NULL, "no working directory unless one was appended");
     a3s_msg_exec_free(&m);
+    /* a working directory appended after the flags keeps them, and travels after the env */
+    CHECK(a3s_msg_exec_append_cwd(&enc, &len, "/work/sub dir", NULL) == A3S_OK, "append cwd");
+    CHECK(a3s_msg_decode_exec(enc, len, &m, NULL) == A3S_OK &&
+              m.flags == (A3S_MSG_EXEC_GRANT | A3S_MSG_EXEC_CWD) && m.cwd &&
+              strcmp(m.cwd, "/work/sub dir") == 0 && m.envc == 1 && strcmp(m.env[0], "A=1") == 0,
+          "cwd round trip");
+    a3s_msg_exec_free(&m);
+    /* every truncation of it is refused */
+    for (size_t cut = len - 14; cut < len; cut++) {
+        uint8_t *copy = malloc(len);
+        memcpy(copy, enc, len);
+        copy[8] = (uint8_t)cut; /* the header's length, little-endian, as the bytes that came */
+        copy[9] = (uint8_t)(cut >> 8);
+        copy[10] = copy[11] = 0;
+        CHECK(a3s_msg_decode_exec(copy, cut, &m, NULL) != A3S_OK, "truncated cwd %zu", cut);
+        free(copy);
+    }
+    CHECK(a3s_msg_exec_append_cwd(&enc, &len, "relative", NULL) == A3S_E_INVALID,
+          "a relative cwd is refused");
     free(enc);
 }
 

@@ -596,18 +596,47 @@ static PyObject *result_dict(const a3s_process_result *r) {
     return d;
 }
 
+/* The on_output callable of one exec: called with (stream, bytes) under the GIL for
+ * each piece of output; its first exception is kept (and later pieces dropped) and
+ * raised once the command is over. */
+struct output_sink {
+    PyObject *fn;
+    PyObject *type, *value, *traceback; /* the exception it raised, if any */
+};
+
+static void call_output_sink(void *ctx, int stream, const char *data, size_t len) {
+    struct output_sink *s = ctx;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    if (!s->type) {
+        PyObject *chunk = PyBytes_FromStringAndSize(data, (Py_ssize_t)len);
+        PyObject *r = chunk ? PyObject_CallFunction(s->fn, "iO", stream, chunk) : NULL;
+        Py_XDECREF(chunk);
+        if (r)
+            Py_DECREF(r);
+        else
+            PyErr_Fetch(&s->type, &s->value, &s->traceback);
+    }
+    PyGILState_Release(gil);
+}
+
 /* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1,
- * policy_digest=None) -> dict. Runs without the GIL: other Python threads go on while the
- * command runs (a network grant's mediator must: it answers the sandbox meanwhile). */
+ * policy_digest=None, on_output=None, cwd=None) -> dict. Runs without the GIL: other Python threads
+ * go on while the command runs (a network grant's mediator must: it answers the sandbox
+ * meanwhile). on_output(stream, data) gets the output as it arrives (1 stdout, 2 stderr). */
 static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     SandboxObject *self = (SandboxObject *)obj;
-    PyObject *command, *env_list;
+    PyObject *command, *env_list, *on_output = Py_None;
     unsigned long long timeout_ms, grace_ms, max_output;
     int cancel_fd, grant_fd = -1;
-    const char *policy_digest = NULL;
-    if (!PyArg_ParseTuple(args, "OOKKKi|iz:exec", &command, &env_list, &timeout_ms, &grace_ms,
-                          &max_output, &cancel_fd, &grant_fd, &policy_digest))
+    const char *policy_digest = NULL, *cwd = NULL;
+    if (!PyArg_ParseTuple(args, "OOKKKi|izOz:exec", &command, &env_list, &timeout_ms, &grace_ms,
+                          &max_output, &cancel_fd, &grant_fd, &policy_digest, &on_output, &cwd))
         return NULL;
+    if (on_output != Py_None && !PyCallable_Check(on_output)) {
+        PyErr_SetString(PyExc_TypeError, "on_output must be callable or None");
+        return NULL;
+    }
+    struct output_sink sink = {.fn = on_output};
     const char *cmd;
     Py_ssize_t cmd_len;
     PyObject *owner;
@@ -633,6 +662,9 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
         .cancel_fd = cancel_fd,
         .grant_fd = grant_fd,
         .policy_digest = policy_digest,
+        .on_output = on_output != Py_None ? call_output_sink : NULL,
+        .on_output_ctx = &sink,
+        .cwd = cwd,
     };
     a3s_process_result *r = NULL;
     a3s_error err;
@@ -642,6 +674,11 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     Py_END_ALLOW_THREADS
     free_strings(env, envc);
     Py_XDECREF(owner);
+    if (sink.type) { /* the callback failed: its error, not the output */
+        a3s_process_result_free(r);
+        PyErr_Restore(sink.type, sink.value, sink.traceback);
+        return NULL;
+    }
     if (rc != A3S_OK)
         return raise_error(self->native_error, &err);
     PyObject *d = result_dict(r);

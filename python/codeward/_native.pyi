@@ -1,5 +1,6 @@
 """Type stubs of the C extension (python/codeward/_native.c)."""
 
+from collections.abc import Callable
 from typing import Any
 
 ABI_VERSION: int
@@ -71,6 +72,8 @@ class Sandbox:
         cancel_fd: int,
         grant_fd: int = -1,
         policy_digest: str | None = None,
+        on_output: Callable[[int, bytes], object] | None = None,
+        cwd: str | None = None,
     ) -> dict[str, Any]: ...
     def policy(self) -> tuple[str, str]: ...
     def probe(self, timeout_ms: int) -> None: ...

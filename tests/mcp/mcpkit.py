@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import shutil
+import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -41,16 +45,88 @@ def npm_server(name: str) -> str:
     return str(path)
 
 
-def sdk_config(name: str = "sdk", **kw: object) -> McpServerConfig:
+def sdk_config(
+    name: str = "sdk", *, workspace: Path | None = None, **kw: object
+) -> McpServerConfig:
+    """The SDK server; with ``workspace`` (a sandboxed server's) placed where its sandbox sees
+    it."""
     require_sdk()
-    return McpServerConfig(name, sys.executable, (str(SERVERS / "sdk_server.py"),), **kw)  # type: ignore[arg-type]
+    if workspace is None:
+        return McpServerConfig(name, sys.executable, (str(SERVERS / "sdk_server.py"),), **kw)  # type: ignore[arg-type]
+    python, script, env = boxed_program(workspace, "sdk_server.py", imports="mcp.server.mcpserver")
+    env.update(kw.pop("env", {}))  # type: ignore[call-overload]
+    return McpServerConfig(name, python, (script,), env=env, **kw)  # type: ignore[arg-type]
 
 
 def hostile_config(
-    mode: str, arg: str = "", name: str = "hostile", **kw: object
+    mode: str,
+    arg: str = "",
+    name: str = "hostile",
+    *,
+    workspace: Path | None = None,
+    **kw: object,
 ) -> McpServerConfig:
-    args = [str(SERVERS / "hostile.py"), mode] + ([arg] if arg else [])
-    return McpServerConfig(name, sys.executable, tuple(args), **kw)  # type: ignore[arg-type]
+    """The hostile server; with ``workspace`` (a sandboxed server's) placed where its sandbox sees
+    it."""
+    extra = [mode] + ([arg] if arg else [])
+    if workspace is None:
+        return McpServerConfig(name, sys.executable, (str(SERVERS / "hostile.py"), *extra), **kw)  # type: ignore[arg-type]
+    python, script, env = boxed_program(workspace, "hostile.py")
+    env.update(kw.pop("env", {}))  # type: ignore[call-overload]
+    return McpServerConfig(name, python, (script, *extra), env=env, **kw)  # type: ignore[arg-type]
+
+
+BOXED = ".mcp-test-servers"  # in the workspace: what a sandboxed test server runs from
+
+
+def boxed_program(
+    workspace: Path, server: str, imports: str = ""
+) -> tuple[str, str, dict[str, str]]:
+    """(interpreter, script, env) that a server's sandbox can run, wherever this checkout is.
+
+    A sandbox sees the read-only root and the workspace, but not /tmp or a home: a checkout or a
+    venv under either is hidden in it (``execve .../.nox/tests/bin/python: No such file``). So
+    the script is copied into the workspace, the interpreter is the one the venv was made from
+    (sys._base_executable; /usr/bin or a toolchain root the sandbox re-exposes), and what the
+    server imports from the venv (``imports``, with its dependencies) is copied next to it,
+    on PYTHONPATH.
+    """
+    base = Path(workspace) / BOXED
+    base.mkdir(exist_ok=True)
+    script = base / server
+    shutil.copy(SERVERS / server, script)
+    python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    env: dict[str, str] = {}
+    if imports:
+        site = base / "site-packages"
+        if not site.exists():
+            _copy_imports(imports, site)
+        env["PYTHONPATH"] = str(site)
+    return python, str(script), env
+
+
+def _copy_imports(module: str, dest: Path) -> None:
+    """Copies the top-level packages of the venv that importing ``module`` loads, and their
+    distribution metadata, into dest."""
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    probe = (
+        f"import sys, {module}\n"
+        "print(__import__('json').dumps(sorted({getattr(m, '__file__', None) or '' "
+        "for m in list(sys.modules.values())})))"
+    )
+    files = json.loads(subprocess.check_output([sys.executable, "-c", probe], text=True))
+    tops = {
+        Path(f).relative_to(purelib).parts[0]
+        for f in files
+        if f and Path(f).is_relative_to(purelib)
+    }
+    dest.mkdir(parents=True)
+    for top in sorted(tops) + sorted(p.name for p in purelib.glob("*.dist-info")):
+        src = purelib / top
+        if src.is_dir():
+            shutil.copytree(src, dest / top, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.is_file():
+            shutil.copy(src, dest / top)
 
 
 def new_marker() -> str:

@@ -31,7 +31,7 @@ def listener():  # type: ignore[no-untyped-def]
 
 
 def _probe(tmp_path, listener, sandbox: McpSandbox) -> dict:  # type: ignore[no-untyped-def]
-    config = hostile_config("probe", sandbox=sandbox, env={"GIVEN": "yes"})
+    config = hostile_config("probe", sandbox=sandbox, env={"GIVEN": "yes"}, workspace=tmp_path)
     with McpClient(config, workspace=tmp_path) as client:
         assert client.sandboxed
         result = client.call_tool("work", {"port": listener})
@@ -55,13 +55,15 @@ def test_granted_workspace_and_network(tmp_path, listener) -> None:  # type: ign
 
 
 def test_sdk_server_in_a_sandbox(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    with McpClient(sdk_config(sandbox=McpSandbox()), workspace=tmp_path) as client:
+    config = sdk_config(sandbox=McpSandbox(), workspace=tmp_path)
+    with McpClient(config, workspace=tmp_path) as client:
         assert client.call_tool("echo", {"text": "boxed"}).content[0]["text"] == "boxed"
 
 
 def test_a_sandboxed_daemon_is_gone_after_close(tmp_path) -> None:  # type: ignore[no-untyped-def]
     marker = new_marker()
-    client = McpClient(hostile_config("daemon", marker, sandbox=McpSandbox()), workspace=tmp_path)
+    config = hostile_config("daemon", marker, sandbox=McpSandbox(), workspace=tmp_path)
+    client = McpClient(config, workspace=tmp_path)
     assert wait_for(lambda: len(sleeping(marker)) == 1)
     client.close()
     assert wait_for(lambda: not sleeping(marker), 3)

@@ -27,7 +27,7 @@ func main() {
 }
 
 func run() error {
-	sb, err := codeward.SelectSandbox(os.Args[1], codeward.SandboxOptions{})
+	sb, err := codeward.SelectSandbox(context.Background(), os.Args[1], codeward.SandboxOptions{})
 	if err != nil {
 		return err
 	}

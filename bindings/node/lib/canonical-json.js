@@ -22,7 +22,7 @@
 // also stops a value that contains itself: Python fails near the same depth
 // (its recursion limit) and the Go binding at exactly this one.
 
-const { PolicyError, typeName } = require('./errors');
+const { ArgumentTypeError, PolicyError, typeName } = require('./errors');
 
 const MAX_DEPTH = 1000;
 
@@ -92,7 +92,7 @@ function isPlainObject(value) {
 function jsonKeys(obj) {
   for (const sym of Object.getOwnPropertySymbols(obj)) {
     if (Object.prototype.propertyIsEnumerable.call(obj, sym)) {
-      throw new TypeError('tool arguments are not representable as JSON: non-string key');
+      throw new ArgumentTypeError('tool arguments are not representable as JSON: non-string key');
     }
   }
   return Object.keys(obj).sort(compareCodePoints);
@@ -122,10 +122,10 @@ function encode(value, out, depth) {
       }
       break;
     default:
-      throw new TypeError(`tool arguments are not representable as JSON: ${typeof value} value`);
+      throw new ArgumentTypeError(`tool arguments are not representable as JSON: ${typeof value} value`);
   }
   if (!Array.isArray(value) && !isPlainObject(value)) {
-    throw new TypeError(`tool arguments are not representable as JSON: ${typeName(value)} value`);
+    throw new ArgumentTypeError(`tool arguments are not representable as JSON: ${typeName(value)} value`);
   }
   if (depth >= MAX_DEPTH) throw new PolicyError('tool arguments are nested too deeply');
   if (Array.isArray(value)) {

@@ -4,7 +4,7 @@
 // above a3s_glob_compile in native/include/a3s/a3s.h define the language.
 
 const native = require('./native');
-const { fromNative, typeName } = require('./errors');
+const { ArgumentTypeError, fromNative, typeName } = require('./errors');
 
 const GLOB_OPTIONS = new Set(['toolName']);
 
@@ -18,7 +18,7 @@ class Glob {
    */
   constructor(pattern, options = undefined) {
     if (typeof pattern !== 'string') {
-      throw new TypeError(`pattern must be a string, not ${typeName(pattern)}`);
+      throw new ArgumentTypeError(`pattern must be a string, not ${typeName(pattern)}`);
     }
     const { toolName = false } = checkOptions(options);
     try {
@@ -34,7 +34,7 @@ class Glob {
   /** Whether the whole subject matches. */
   match(subject) {
     if (typeof subject !== 'string') {
-      throw new TypeError(`subject must be a string, not ${typeName(subject)}`);
+      throw new ArgumentTypeError(`subject must be a string, not ${typeName(subject)}`);
     }
     return this.#native.match(subject);
   }
@@ -43,18 +43,18 @@ class Glob {
 function checkOptions(options) {
   if (options === undefined) return {};
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new TypeError(`Glob options must be an object, not ${typeName(options)}`);
+    throw new ArgumentTypeError(`Glob options must be an object, not ${typeName(options)}`);
   }
   for (const key of Object.keys(options)) {
     if (!GLOB_OPTIONS.has(key)) {
-      throw new TypeError(`unknown Glob option '${key}'; allowed: toolName`);
+      throw new ArgumentTypeError(`unknown Glob option '${key}'; allowed: toolName`);
     }
   }
   const toolName = Object.prototype.hasOwnProperty.call(options, 'toolName')
     ? options.toolName
     : undefined;
   if (toolName !== undefined && typeof toolName !== 'boolean') {
-    throw new TypeError(`toolName must be a boolean, not ${typeName(toolName)}`);
+    throw new ArgumentTypeError(`toolName must be a boolean, not ${typeName(toolName)}`);
   }
   return { toolName };
 }

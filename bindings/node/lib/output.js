@@ -32,9 +32,9 @@ class CommandOutput {
     Object.freeze(this);
   }
 
-  /** True when the command ran and exited 0. */
+  /** True when the command ran and exited 0 (not for a refusal, a timeout or a cancellation). */
   get ok() {
-    return this.exitCode === 0 && this.setupError === null;
+    return this.exitCode === 0 && this.setupError === null && !this.timedOut && !this.cancelled;
   }
 }
 

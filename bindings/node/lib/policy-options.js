@@ -9,7 +9,7 @@
 // python/codeward/policy/_policy.py, with camelCase keys.
 
 const { isPlainObject } = require('./canonical-json');
-const { typeName } = require('./errors');
+const { ArgumentTypeError, typeName } = require('./errors');
 
 const OPTION_KEYS = ['deny', 'allow', 'ask', 'defaultDecision', 'enabled'];
 const LISTS = ['deny', 'allow', 'ask'];
@@ -27,22 +27,22 @@ function ruleText(entry, listName, position) {
   if (isPlainObject(entry)) {
     const extra = Object.keys(entry).filter((k) => k !== 'rule');
     if (extra.length) {
-      throw new TypeError(
+      throw new ArgumentTypeError(
         `${listName}[${position}]: unknown key(s) ${extra.map((k) => `'${k}'`).join(', ')} ` +
           "in a rule object; only 'rule' is allowed",
       );
     }
     if (!Object.prototype.hasOwnProperty.call(entry, 'rule')) {
-      throw new TypeError(`${listName}[${position}]: a rule object needs a 'rule' key`);
+      throw new ArgumentTypeError(`${listName}[${position}]: a rule object needs a 'rule' key`);
     }
     if (typeof entry.rule !== 'string') {
-      throw new TypeError(
+      throw new ArgumentTypeError(
         `${listName}[${position}]: 'rule' must be a string, not ${typeName(entry.rule)}`,
       );
     }
     return entry.rule;
   }
-  throw new TypeError(
+  throw new ArgumentTypeError(
     `${listName}[${position}]: a rule is a string or {rule: ...}, not ${typeName(entry)}`,
   );
 }
@@ -52,7 +52,7 @@ function ruleList(value, listName) {
   if (!Array.isArray(value)) {
     const hint =
       typeof value === 'string' ? ` (write ${listName}: [${JSON.stringify(value)}] for one rule)` : '';
-    throw new TypeError(`${listName} must be an array of rules, not ${typeName(value)}${hint}`);
+    throw new ArgumentTypeError(`${listName} must be an array of rules, not ${typeName(value)}${hint}`);
   }
   return value.map((entry, i) => ruleText(entry, listName, i));
 }
@@ -64,12 +64,12 @@ function ruleList(value, listName) {
 function parseOptions(options) {
   if (options === undefined) options = {};
   if (!isPlainObject(options)) {
-    throw new TypeError(`PermissionPolicy options must be an object, not ${typeName(options)}`);
+    throw new ArgumentTypeError(`PermissionPolicy options must be an object, not ${typeName(options)}`);
   }
   for (const key of Object.keys(options)) {
     if (!OPTION_KEYS.includes(key)) {
       const hint = SNAKE_HINTS[key] ? ` (did you mean '${SNAKE_HINTS[key]}'?)` : '';
-      throw new TypeError(
+      throw new ArgumentTypeError(
         `unknown PermissionPolicy option '${key}'${hint}; allowed: ${OPTION_KEYS.join(', ')}`,
       );
     }
@@ -78,14 +78,14 @@ function parseOptions(options) {
   const enabled = own(options, 'enabled', true);
   const defaultDecision = own(options, 'defaultDecision', 'ask');
   if (typeof enabled !== 'boolean') {
-    throw new TypeError(`enabled must be true or false, not ${typeName(enabled)}`);
+    throw new ArgumentTypeError(`enabled must be true or false, not ${typeName(enabled)}`);
   }
   if (!DECISIONS.includes(defaultDecision)) {
     const shown =
       typeof defaultDecision === 'string'
         ? JSON.stringify(defaultDecision)
         : typeName(defaultDecision);
-    throw new TypeError(`defaultDecision must be 'allow', 'deny' or 'ask', not ${shown}`);
+    throw new ArgumentTypeError(`defaultDecision must be 'allow', 'deny' or 'ask', not ${shown}`);
   }
   const lists = {};
   for (const name of LISTS) lists[name] = ruleList(own(options, name, undefined), name);

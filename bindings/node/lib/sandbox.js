@@ -12,7 +12,10 @@ const path = require('node:path');
 
 const native = require('./native');
 const {
+  AbortError,
+  ArgumentTypeError,
   SandboxArgumentError,
+  SandboxClosedError,
   SandboxUnavailableError,
   fromNativeSandbox,
   typeName,
@@ -34,7 +37,14 @@ const MAX_OUTPUT_BYTES = 2 ** 30;
 const MAX_GRACE_MS = 600_000;
 const PROBE_TIMEOUT_MS = 10_000;
 
-const SELECT_KEYS = ['allowProcessHostSandbox', 'sandboxHandle', 'limits', 'reuse', 'noLandlock'];
+const SELECT_KEYS = [
+  'allowProcessHostSandbox',
+  'strict',
+  'sandboxHandle',
+  'limits',
+  'reuse',
+  'noLandlock',
+];
 const LIMIT_KEYS = [
   'memoryMaxBytes',
   'maxProcesses',
@@ -42,7 +52,15 @@ const LIMIT_KEYS = [
   'inotifyWatchBudget',
   'idleStopMs',
 ];
-const EXEC_KEYS = ['timeoutMs', 'killGraceMs', 'maxOutputBytes', 'env', 'signal'];
+const EXEC_KEYS = [
+  'timeoutMs',
+  'killGraceMs',
+  'maxOutputBytes',
+  'env',
+  'signal',
+  'onOutput',
+  'cwd',
+];
 
 // Python's str.isspace, which str.strip() removes (not JS's trim: \x1c-\x1f
 // are space to Python, U+FEFF is not).
@@ -65,13 +83,13 @@ function processHostOptedIn(env = process.env) {
 
 function checkKeys(options, allowed, what, hints = {}) {
   if (!isPlainObject(options)) {
-    throw new TypeError(`${what} must be an object, not ${typeName(options)}`);
+    throw new ArgumentTypeError(`${what} must be an object, not ${typeName(options)}`);
   }
   for (const key of Object.keys(options)) {
     if (!allowed.includes(key)) {
       const camel = key.replace(/_([a-z])/g, (_m, c) => c.toUpperCase());
       const hint = allowed.includes(camel) ? ` (did you mean '${camel}'?)` : hints[key] || '';
-      throw new TypeError(`unknown ${what} '${key}'${hint}; allowed: ${allowed.join(', ')}`);
+      throw new ArgumentTypeError(`unknown ${what} '${key}'${hint}; allowed: ${allowed.join(', ')}`);
     }
   }
 }
@@ -85,7 +103,7 @@ function own(options, key, fallback) {
 function bool(options, key, fallback) {
   const value = own(options, key, fallback);
   if (typeof value !== 'boolean') {
-    throw new TypeError(`${key} must be true or false, not ${typeName(value)}`);
+    throw new ArgumentTypeError(`${key} must be true or false, not ${typeName(value)}`);
   }
   return value;
 }
@@ -98,7 +116,7 @@ function parseLimits(limits) {
     const value = own(limits, key, null);
     if (value === null) return 0n;
     if (typeof value !== 'number' && typeof value !== 'bigint') {
-      throw new TypeError(`limits.${key} must be a number or a BigInt, not ${typeName(value)}`);
+      throw new ArgumentTypeError(`limits.${key} must be a number or a BigInt, not ${typeName(value)}`);
     }
     const ok =
       typeof value === 'bigint'
@@ -115,7 +133,7 @@ function parseLimits(limits) {
 
 function positive(name, value, upper) {
   if (typeof value !== 'number') {
-    throw new TypeError(`${name} must be a number, not ${typeName(value)}`);
+    throw new ArgumentTypeError(`${name} must be a number, not ${typeName(value)}`);
   }
   if (!Number.isInteger(value) || value < 1 || value > upper) {
     throw new SandboxArgumentError(`${name} must be an integer from 1 to ${upper}, not ${value}`);
@@ -125,10 +143,10 @@ function positive(name, value, upper) {
 
 function envEntries(env) {
   if (env === undefined || env === null) return [];
-  if (!isPlainObject(env)) throw new TypeError(`env must be an object, not ${typeName(env)}`);
+  if (!isPlainObject(env)) throw new ArgumentTypeError(`env must be an object, not ${typeName(env)}`);
   return Object.entries(env).map(([key, value]) => {
     if (typeof value !== 'string') {
-      throw new TypeError(`environment variable ${key} must be a string, not ${typeName(value)}`);
+      throw new ArgumentTypeError(`environment variable ${key} must be a string, not ${typeName(value)}`);
     }
     if (!key || key.includes('=') || key.includes('\0')) {
       throw new SandboxArgumentError(
@@ -145,14 +163,25 @@ function envEntries(env) {
 
 function parseExec(command, options) {
   if (typeof command !== 'string') {
-    throw new TypeError(`command must be a string, not ${typeName(command)}`);
+    throw new ArgumentTypeError(`command must be a string, not ${typeName(command)}`);
   }
   if (command.includes('\0')) throw new SandboxArgumentError('the command contains a NUL byte');
   if (options === undefined) options = {};
   checkKeys(options, EXEC_KEYS, 'exec option', { cancel: " (use 'signal': an AbortSignal)" });
   const signal = own(options, 'signal', null);
   if (signal !== null && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`signal must be an AbortSignal, not ${typeName(signal)}`);
+    throw new ArgumentTypeError(`signal must be an AbortSignal, not ${typeName(signal)}`);
+  }
+  const cwd = own(options, 'cwd', null);
+  if (cwd !== null && typeof cwd !== 'string') {
+    throw new ArgumentTypeError(`cwd must be a string, not ${typeName(cwd)}`);
+  }
+  if (cwd !== null && (cwd === '' || cwd.includes('\0'))) {
+    throw new SandboxArgumentError(`cwd must be a non-empty path without NUL, not ${JSON.stringify(cwd)}`);
+  }
+  const onOutput = own(options, 'onOutput', null);
+  if (onOutput !== null && typeof onOutput !== 'function') {
+    throw new ArgumentTypeError(`onOutput must be a function, not ${typeName(onOutput)}`);
   }
   return {
     timeoutMs: positive('timeoutMs', own(options, 'timeoutMs', DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS),
@@ -164,6 +193,8 @@ function parseExec(command, options) {
     ),
     env: envEntries(own(options, 'env', null)),
     signal,
+    onOutput,
+    cwd,
   };
 }
 
@@ -172,20 +203,21 @@ function hostEnv() {
   return Object.entries(process.env).map(([k, v]) => `${k}=${v}`);
 }
 
-/** The error a command stopped by its AbortSignal rejects with; `output` is what it did. */
-function abortError(signal, output) {
-  const err = new Error('codeward: the command was cancelled', { cause: signal.reason });
-  err.name = 'AbortError';
-  err.code = 'ABORT_ERR';
-  err.output = output;
-  return err;
-}
+/** Symbol.asyncDispose where the runtime has it (Node 18.18+, 20.4+), else Node's registered one. */
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 
-function closedError(output) {
-  const err = new Error('codeward: the sandbox is closed');
-  err.code = 'ERR_SANDBOX_CLOSED';
-  err.output = output;
-  return err;
+/** The error of a selection that found no boundary (or of the error-only sandbox's exec). */
+function unavailableError(workspace, reason) {
+  const fix =
+    process.platform === 'darwin'
+      ? 'Check that /usr/bin/sandbox-exec runs'
+      : 'Install bubblewrap and enable user namespaces';
+  return new SandboxUnavailableError(
+    `bash is unavailable for workspace ${workspace}: ${reason}. ${fix}, or, ` +
+      'only inside an outer container or VM, ' +
+      `opt in to the process host (${ENV_OPT_IN}=1)`,
+    { workspace, reason },
+  );
 }
 
 // The key of the method that reads the long-lived sandbox's state (for the tests).
@@ -202,11 +234,12 @@ class Sandbox {
   #backend;
   #sandboxed;
   #workspace;
+  #pending = new Set(); // the promises exec returned that have not settled
 
   /** @private Use selectSandbox. */
   constructor(handle, backend, sandboxed) {
     if (!(handle instanceof native.NativeSandbox)) {
-      throw new TypeError('use selectSandbox() to make a sandbox');
+      throw new ArgumentTypeError('use selectSandbox() to make a sandbox');
     }
     this.#native = handle;
     this.#backend = backend;
@@ -234,24 +267,56 @@ class Sandbox {
    * an AbortError (its `output`: the cancelled command's) once the whole
    * process tree is gone.
    */
-  async exec(command, options) {
+  exec(command, options) {
+    // No handler is attached to the promise here: a rejection nobody
+    // handles stays visible, except the ones close() causes (see close).
+    const entry = { promise: null };
+    this.#pending.add(entry);
+    entry.promise = this.#exec(command, options).finally(() => this.#pending.delete(entry));
+    return entry.promise;
+  }
+
+  async #exec(command, options) {
     const o = parseExec(command, options);
-    if (o.signal && o.signal.aborted) throw abortError(o.signal, null);
+    if (o.signal && o.signal.aborted) throw new AbortError(o.signal, null);
     const id = nextId++;
     const onAbort = () => this.#native.cancel(id);
     if (o.signal) o.signal.addEventListener('abort', onAbort, { once: true });
+    // The caller's onOutput gets (chunk, 'stdout' | 'stderr') as the bytes arrive, every
+    // piece before exec settles; what it throws rejects the exec once the command is over.
+    let sinkError = null;
+    const sink =
+      o.onOutput &&
+      ((stream, chunk) => {
+        if (sinkError !== null) return;
+        try {
+          o.onOutput(chunk, stream === 1 ? 'stdout' : 'stderr');
+        } catch (err) {
+          sinkError = { err };
+        }
+      });
     let raw;
     try {
-      raw = await this.#native.exec(id, command, o.env, o.timeoutMs, o.killGraceMs, o.maxOutputBytes);
+      raw = await this.#native.exec(
+        id,
+        command,
+        o.env,
+        o.timeoutMs,
+        o.killGraceMs,
+        o.maxOutputBytes,
+        sink || undefined,
+        o.cwd === null ? undefined : o.cwd,
+      );
     } catch (err) {
-      if (err && err.code === 'ERR_SANDBOX_CLOSED') throw closedError(null);
+      if (err && err.code === 'ERR_SANDBOX_CLOSED') throw new SandboxClosedError(null);
       throw fromNativeSandbox(err, this.#workspace);
     } finally {
       if (o.signal) o.signal.removeEventListener('abort', onAbort);
     }
+    if (sinkError !== null) throw sinkError.err;
     const output = fromRaw(raw, this.#backend, this.#sandboxed);
-    if (output.cancelled && raw.closed) throw closedError(output);
-    if (output.cancelled && o.signal && o.signal.aborted) throw abortError(o.signal, output);
+    if (output.cancelled && raw.closed) throw new SandboxClosedError(output);
+    if (output.cancelled && o.signal && o.signal.aborted) throw new AbortError(o.signal, output);
     return output;
   }
 
@@ -261,7 +326,17 @@ class Sandbox {
    * that is done. Final: a later exec rejects. Safe to call more than once.
    */
   async close() {
+    // The commands close() cancels reject with a SandboxClosedError; the
+    // caller asked for that, so it is not an unhandled rejection when the
+    // caller awaits close() before (or instead of) their promises. A
+    // handler attached later still sees the rejection.
+    for (const { promise } of this.#pending) promise.catch(() => {});
     await this.#native.close();
+  }
+
+  /** `await using sb = await selectSandbox(...)` closes the sandbox at the end of the scope. */
+  [asyncDispose]() {
+    return this.close();
   }
 
   [kInfo]() {
@@ -279,9 +354,9 @@ class Sandbox {
  * running unconfined.
  */
 class UnavailableSandbox {
-  constructor(workspace, cause) {
+  constructor(workspace, reason) {
     this.workspace = workspace;
-    this.cause = cause;
+    this.reason = reason;
     Object.freeze(this);
   }
 
@@ -294,22 +369,17 @@ class UnavailableSandbox {
   }
 
   async exec() {
-    const fix =
-      process.platform === 'darwin'
-        ? 'Check that /usr/bin/sandbox-exec runs'
-        : 'Install bubblewrap and enable user namespaces';
-    throw new SandboxUnavailableError(
-      `bash is unavailable for workspace ${this.workspace}: ${this.cause}. ${fix}, or, ` +
-        'only inside an outer container or VM, ' +
-        `opt in to the process host (${ENV_OPT_IN}=1)`,
-      { workspace: this.workspace, cause: this.cause },
-    );
+    throw unavailableError(this.workspace, this.reason);
   }
 
   async close() {}
 
+  [asyncDispose]() {
+    return this.close();
+  }
+
   toString() {
-    return `UnavailableSandbox(${JSON.stringify(this.workspace)}, cause=${JSON.stringify(this.cause)})`;
+    return `UnavailableSandbox(${JSON.stringify(this.workspace)}, reason=${JSON.stringify(this.reason)})`;
   }
 }
 
@@ -362,7 +432,7 @@ async function runProbe(bwrap, init) {
       await handle.close();
     }
   } catch (err) {
-    return err instanceof SandboxUnavailableError ? err.cause : String((err && err.message) || err);
+    return err instanceof SandboxUnavailableError ? err.reason : String((err && err.message) || err);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -396,10 +466,12 @@ function probe(workspace) {
  * 2. otherwise the native boundary is probed (once per thread: a self-test
  *    through the real boundary); if it works, every command runs inside it,
  *    within `limits`;
- * 3. if it does not, and the host opted in (`allowProcessHostSandbox`, or
+ * 3. if it does not and `strict` is true, rejects with a
+ *    SandboxUnavailableError naming the cause;
+ * 4. if the host opted in (`allowProcessHostSandbox`, or
  *    A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX), the process host runs commands
  *    unconfined (sandboxed false);
- * 4. otherwise the error-only sandbox: every exec rejects with a
+ * 5. otherwise the error-only sandbox: every exec rejects with a
  *    SandboxUnavailableError naming the cause.
  *
  * Unknown option keys are a TypeError. Rejects with a SandboxArgumentError
@@ -411,16 +483,22 @@ async function selectSandbox(workspace, options = {}) {
   const handle = own(options, 'sandboxHandle', null);
   if (handle !== null) {
     if (typeof handle.exec !== 'function') {
-      throw new TypeError('sandboxHandle must have an exec(command, options) method');
+      throw new ArgumentTypeError('sandboxHandle must have an exec(command, options) method');
     }
     return handle;
   }
   const allow = bool(options, 'allowProcessHostSandbox', false);
+  const strict = bool(options, 'strict', false);
+  if (strict && allow) {
+    throw new SandboxArgumentError(
+      'strict and allowProcessHostSandbox contradict each other: the process host enforces nothing',
+    );
+  }
   const reuse = bool(options, 'reuse', true);
   const noLandlock = bool(options, 'noLandlock', false);
   const limits = parseLimits(own(options, 'limits', null));
   if (typeof workspace !== 'string') {
-    throw new TypeError(`workspace must be a string, not ${typeName(workspace)}`);
+    throw new ArgumentTypeError(`workspace must be a string, not ${typeName(workspace)}`);
   }
   const ws = path.resolve(workspace);
   let st = null;
@@ -438,12 +516,13 @@ async function selectSandbox(workspace, options = {}) {
     if (bwrap === null) {
       throw new SandboxUnavailableError('bubblewrap (bwrap) is not installed', {
         workspace: ws,
-        cause: 'bwrap missing',
+        reason: 'bwrap missing',
       });
     }
     const flags = (reuse ? native.SANDBOX_REUSE : 0) | (noLandlock ? native.SANDBOX_NO_LANDLOCK : 0);
     return new Sandbox(newHandle(ws, initPath(), bwrap, flags, limits), 'bwrap', true);
   }
+  if (strict) throw unavailableError(ws, cause);
   if (allow || processHostOptedIn()) {
     const init = initPath();
     if (process.platform !== 'linux' || init === null) {
@@ -467,6 +546,7 @@ module.exports = {
   UNLIMITED,
   kInfo,
   probeCache,
+  runProbe,
   SELECT_KEYS,
   LIMIT_KEYS,
   EXEC_KEYS,

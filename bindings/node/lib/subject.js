@@ -12,7 +12,7 @@
 
 const native = require('./native');
 const { canonicalJson, isPlainObject } = require('./canonical-json');
-const { typeName } = require('./errors');
+const { ArgumentTypeError, typeName } = require('./errors');
 
 const FILE_PATH_TOOLS = new Set(['read', 'write', 'edit', 'download']);
 const SEARCH_MODE_TOOLS = new Set(['grep', 'glob', 'bm25']);
@@ -23,7 +23,7 @@ const SEPARATOR_STAND_IN = '\x1f';
 /** ASCII lower-case, the only case folding tool names get. */
 function canonicalTool(tool) {
   if (typeof tool !== 'string') {
-    throw new TypeError(`tool name must be a string, not ${typeName(tool)}`);
+    throw new ArgumentTypeError(`tool name must be a string, not ${typeName(tool)}`);
   }
   return /[A-Z]/.test(tool) ? tool.replace(/[A-Z]+/g, (s) => s.toLowerCase()) : tool;
 }
@@ -140,7 +140,7 @@ function searchParts(name, args) {
 function plainArgs(args) {
   if (isMissing(args)) return {};
   if (!isPlainObject(args)) {
-    throw new TypeError(`tool arguments must be a plain object, not ${typeName(args)}`);
+    throw new ArgumentTypeError(`tool arguments must be a plain object, not ${typeName(args)}`);
   }
   return args;
 }

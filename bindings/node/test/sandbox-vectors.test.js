@@ -31,6 +31,7 @@ const data = JSON.parse(fs.readFileSync(VECTORS, 'utf8'));
 
 const SELECT = {
   allow_process_host_sandbox: 'allowProcessHostSandbox',
+  strict: 'strict',
   reuse: 'reuse',
   no_landlock: 'noLandlock',
   limits: 'limits',
@@ -42,7 +43,14 @@ const LIMITS = {
   inotify_watch_budget: 'inotifyWatchBudget',
   idle_stop_ms: 'idleStopMs',
 };
-const EXEC = { timeout_ms: 'timeoutMs', kill_grace_ms: 'killGraceMs', max_output_bytes: 'maxOutputBytes', env: 'env' };
+const EXEC = {
+  timeout_ms: 'timeoutMs',
+  kill_grace_ms: 'killGraceMs',
+  max_output_bytes: 'maxOutputBytes',
+  env: 'env',
+  cwd: 'cwd',
+  stream: 'stream',
+};
 
 function camel(obj, names) {
   const out = {};
@@ -208,7 +216,20 @@ async function runCase(c, port) {
         return true;
       });
     } else {
+      const stream = execOptions.stream;
+      delete execOptions.stream;
+      const pieces = { stdout: [], stderr: [] };
+      if (stream) execOptions.onOutput = (chunk, name) => pieces[name].push(chunk);
       checkOutput(await sb.exec(sub(command), execOptions), e, sub);
+      if (stream) {
+        const out = Buffer.concat(pieces.stdout);
+        const err = Buffer.concat(pieces.stderr);
+        if ('streamed_stdout_bytes' in e) assert.equal(out.length, e.streamed_stdout_bytes);
+        if ('streamed_stdout_starts' in e) {
+          assert.ok(out.toString('utf8').startsWith(sub(e.streamed_stdout_starts)));
+        }
+        if ('streamed_stderr' in e) assert.equal(err.toString('utf8'), sub(e.streamed_stderr));
+      }
     }
   } finally {
     if (sb) await sb.close();

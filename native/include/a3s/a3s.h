@@ -811,6 +811,17 @@ typedef struct a3s_sandbox_config {
 /* A bound of a3s_sandbox_config that is not wanted. */
 #define A3S_NO_LIMIT UINT64_MAX
 
+/* Receives a command's output as it is read (a3s_exec_options.on_output):
+ * stream is 1 for stdout, 2 for stderr; data (len > 0 bytes) is valid only
+ * during the call. It is called on the thread that runs a3s_sandbox_exec,
+ * in order within each stream, with every byte the command writes (also
+ * past max_output_bytes; the result still keeps only a head and a tail),
+ * before a3s_sandbox_exec returns. It must not block for long (the command
+ * waits on a full pipe meanwhile, and its timeout runs on) and must not call
+ * into the same handle. In a one-shot sandbox a failure to start may write
+ * a line of bubblewrap's or the init's to stream 2 as well. */
+typedef void (*a3s_output_fn)(void *ctx, int stream, const char *data, size_t len);
+
 /* Flags for a3s_exec_options.flags. */
 #define A3S_EXEC_CANCEL_FD (1ull << 0) /* cancel_fd is valid (see a3s_process_options) */
 /* grant_fd is valid: this one command may reach the network through the
@@ -835,6 +846,15 @@ typedef struct a3s_exec_options {
     const char *policy_digest; /* NULL, or "sha256:<64 hex>" (a3s_policy_digest): the command runs
                                   only if the sandbox it would run in has this policy; otherwise
                                   exit 125 with A3S_RESULT_POLICY_CHANGED and nothing runs */
+    /* appended later: a caller built before passes the shorter struct (NULL) */
+    a3s_output_fn on_output;   /* NULL, or called with each piece of output as it arrives */
+    void *on_output_ctx;       /* passed to on_output as it is */
+    const char *cwd;           /* NULL: the workspace; else the directory the command starts in,
+                                  absolute or relative to the workspace (which has the same path
+                                  inside the sandbox); one that does not exist there (or is not
+                                  a directory) is a setup failure: exit 125, setup_error
+                                  "chdir DIR: ..." and nothing runs. The sandbox, not this
+                                  path, is the boundary: the command may cd anywhere it sees */
 } a3s_exec_options;
 
 /* Flag in a3s_process_result_view.flags: the sandbox refused to run or

@@ -182,13 +182,16 @@ def _parse_env(items: list[str]) -> dict[str, str]:
 def _run_interruptibly(run: Callable[[threading.Event], dict[str, Any]]) -> dict[str, Any]:
     """Runs in a worker thread so that Ctrl-C or SIGTERM cancels the command, never orphans it."""
     cancel = threading.Event()
-    box: dict[str, object] = {}
+    done = threading.Event()  # not Thread.is_alive: a join that Ctrl-C interrupts can leave
+    box: dict[str, object] = {}  # it false while the thread still runs
 
     def work() -> None:
         try:
             box["out"] = run(cancel)
         except BaseException as exc:  # re-raised in the main thread
             box["err"] = exc
+        finally:
+            done.set()
 
     def stop(signum: int, frame: FrameType | None) -> None:
         cancel.set()
@@ -197,9 +200,9 @@ def _run_interruptibly(run: Callable[[threading.Event], dict[str, Any]]) -> dict
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
     try:
-        while worker.is_alive():
+        while not done.is_set():
             try:
-                worker.join(0.1)
+                done.wait(0.1)
             except KeyboardInterrupt:
                 cancel.set()
     finally:

@@ -41,8 +41,14 @@ _HOME_FORMS = re.compile(
 _WINDOWS = re.compile(r"^([A-Za-z]:([\\/]|$)|\\\\|//)")
 
 
-def check_path(workspace: Workspace, path: str) -> GuardrailHit | None:
-    """A hit when ``path`` leaves ``workspace`` lexically or through a symlink, else None."""
+def check_path(workspace: Workspace | str | os.PathLike[str], path: str) -> GuardrailHit | None:
+    """A hit when ``path`` leaves ``workspace`` lexically or through a symlink, else None.
+
+    ``workspace`` is a :class:`~codeward.workspace.Workspace` or its directory (a path string
+    or path-like, made into one; WorkspaceError if it is not a directory).
+    """
+    if not isinstance(workspace, Workspace):
+        workspace = Workspace(workspace)
     if not isinstance(path, str):
         shown = repr(path)[:200]
         return GuardrailHit(
@@ -78,8 +84,12 @@ def check_path(workspace: Workspace, path: str) -> GuardrailHit | None:
     return None
 
 
-def check_paths(workspace: Workspace, paths: Iterable[str]) -> GuardrailHit | None:
+def check_paths(
+    workspace: Workspace | str | os.PathLike[str], paths: Iterable[str]
+) -> GuardrailHit | None:
     """The first hit of :func:`check_path` over ``paths``."""
+    if not isinstance(workspace, Workspace):
+        workspace = Workspace(workspace)
     for path in paths:
         hit = check_path(workspace, path)
         if hit is not None:

@@ -20,7 +20,7 @@ from ._probe_cache import forget_pass, probe_key, recall_pass, remember_pass
 # needed only for annotations, the output type or the probe is imported where it is used.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from types import TracebackType
     from typing import Any, ClassVar
 
@@ -48,6 +48,15 @@ def _env_entries(env: Mapping[str, str] | None) -> list[str]:
             raise SandboxArgumentError(f"environment variable {key} contains a NUL byte")
         entries.append(f"{key}={value}")
     return entries
+
+
+def _check_cwd(cwd: str | None) -> str | None:
+    """``cwd`` as the C core takes it: None, or a non-empty str without NUL."""
+    if cwd is None:
+        return None
+    if not isinstance(cwd, str) or not cwd or "\0" in cwd:
+        raise SandboxArgumentError(f"cwd must be a non-empty path without NUL, not {cwd!r}")
+    return cwd
 
 
 def _raise_native(exc: Any, workspace: str) -> None:
@@ -179,8 +188,15 @@ class _CoreSandbox(SandboxBase):
         cancel: Any = None,
         grant_fd: int | None = None,
         policy_digest: str | None = None,
+        on_output: Callable[[int, bytes], object] | None = None,
+        cwd: str | None = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` and returns its output (never raises for the command's fate).
+
+        ``on_output(stream, data)`` is called with each piece of output as it
+        arrives (stream 1: stdout, 2: stderr; ``data`` the raw bytes, every
+        byte, also past ``max_output_bytes``), on the thread that runs the
+        command; an exception it raises is raised once the command is over.
 
         ``grant_fd`` (with ``policy_digest``) is a network grant's socket from
         ``codeward.netgrant.Admission.fd``: this command alone reaches the
@@ -200,6 +216,8 @@ class _CoreSandbox(SandboxBase):
                 cancel=cancel,
                 grant_fd=grant_fd,
                 policy_digest=policy_digest,
+                on_output=on_output,
+                cwd=cwd,
             )
         )
 
@@ -214,6 +232,8 @@ class _CoreSandbox(SandboxBase):
         cancel: Any,
         grant_fd: int | None = None,
         policy_digest: str | None = None,
+        on_output: Callable[[int, bytes], object] | None = None,
+        cwd: str | None = None,
     ) -> dict[str, Any]:
         """``exec``, with the fields of its CommandOutput as a dict (the command line's path)."""
         check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
@@ -231,6 +251,8 @@ class _CoreSandbox(SandboxBase):
                 bridge.fd if bridge else -1,
                 -1 if grant_fd is None else grant_fd,
                 policy_digest,
+                on_output,
+                _check_cwd(cwd),
             )
         except _native.NativeError as exc:
             _raise_native(exc, self._workspace)

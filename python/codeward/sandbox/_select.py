@@ -45,21 +45,26 @@ class UnavailableBashSandbox:
         max_output_bytes: int = 102_400,
         cancel: Any = None,
     ) -> CommandOutput:
-        fix = (
-            "Check that /usr/bin/sandbox-exec runs"
-            if sys.platform == "darwin"
-            else "Install bubblewrap and enable user namespaces"
-        )
-        raise SandboxUnavailable(
-            f"bash is unavailable for workspace {self.workspace}: {self.cause}. {fix}, or, "
-            "only inside an outer container or VM, "
-            f"opt in to the process host ({ENV_OPT_IN}=1)",
-            workspace=self.workspace,
-            cause=self.cause,
-        )
+        raise unavailable_error(self.workspace, self.cause)
 
     def __repr__(self) -> str:
         return f"UnavailableBashSandbox({self.workspace!r}, cause={self.cause!r})"
+
+
+def unavailable_error(workspace: str, cause: str) -> SandboxUnavailable:
+    """The error that says no boundary can run for `workspace`, why, and the way out."""
+    fix = (
+        "Check that /usr/bin/sandbox-exec runs"
+        if sys.platform == "darwin"
+        else "Install bubblewrap and enable user namespaces"
+    )
+    return SandboxUnavailable(
+        f"bash is unavailable for workspace {workspace}: {cause}. {fix}, or, "
+        "only inside an outer container or VM, "
+        f"opt in to the process host ({ENV_OPT_IN}=1)",
+        workspace=workspace,
+        cause=cause,
+    )
 
 
 def process_host_opted_in(environ: Mapping[str, str] | None = None) -> bool:
@@ -75,6 +80,7 @@ def select_sandbox(
     limits: SandboxLimits | None = None,
     *,
     reuse: bool | None = None,
+    strict: bool = False,
 ) -> BashSandbox:
     """The boundary for a session over `workspace`.
 
@@ -88,6 +94,11 @@ def select_sandbox(
     3. If it does not, and the host opted in (the argument, or the
        environment variable), the process host runs commands unconfined.
     4. Otherwise the error-only handle: every exec raises SandboxUnavailable.
+
+    With ``strict=True`` step 3 and 4 are replaced by raising
+    SandboxUnavailable at once: the caller gets an enforcing boundary or an
+    error (the environment's opt-in is then ignored, and the argument
+    ``allow_process_host_sandbox=True`` is refused as a contradiction).
     """
     if sandbox_handle is not None:
         if not callable(getattr(sandbox_handle, "exec", None)):
@@ -95,6 +106,13 @@ def select_sandbox(
         return sandbox_handle
     if not isinstance(allow_process_host_sandbox, bool):
         raise SandboxArgumentError("allow_process_host_sandbox must be True or False")
+    if not isinstance(strict, bool):
+        raise SandboxArgumentError("strict must be True or False")
+    if strict and allow_process_host_sandbox:
+        raise SandboxArgumentError(
+            "strict and allow_process_host_sandbox contradict each other: "
+            "the process host enforces nothing"
+        )
     if limits is not None:
         from ._limits import SandboxLimits  # (not imported for the defaults)
 
@@ -117,6 +135,8 @@ def select_sandbox(
             return SeatbeltBashSandbox(path)
     else:
         cause = f"the native sandbox is not supported on this platform ({sys.platform})"
+    if strict:
+        raise unavailable_error(path, cause)
     if allow_process_host_sandbox or process_host_opted_in():
         if sys.platform == "darwin":
             from ._seatbelt import PythonProcessHostBashSandbox

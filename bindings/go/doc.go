@@ -1,0 +1,59 @@
+// Package codeward runs an AI agent's commands in an enforced boundary and
+// checks its tool calls against a permission policy: the Go binding of the
+// codeward security kernel, one C library (native/ in the repository) shared
+// with the Python and Node bindings and compiled into your program by cgo.
+//
+// # The sandbox
+//
+// [SelectSandbox] gives the boundary for a workspace and fails closed. On
+// Linux that is bubblewrap namespaces, a seccomp filter and Landlock around
+// every command, with the workspace as the only writable place and no
+// network; the sandbox's init (PID 1 inside) is this program itself, so
+// nothing but bubblewrap needs to be installed:
+//
+//	sb, err := codeward.SelectSandbox(ctx, dir, codeward.SandboxOptions{Strict: true})
+//	if err != nil {
+//		return err // errors.Is(err, codeward.ErrSandboxUnavailable): no boundary here
+//	}
+//	defer sb.Close()
+//	out, err := sb.Exec(ctx, "go test ./...", codeward.ExecOptions{
+//		Timeout: 10 * time.Minute,
+//		Stdout:  os.Stdout, // as the bytes arrive; out.Stdout keeps a head and a tail
+//	})
+//	if err != nil {
+//		return err // the command did not run (or ctx ended): out.OK() is false
+//	}
+//
+// A timeout, a refusal of the sandbox or a failing command is an output, not
+// an error; the zero [CommandOutput] means "not run", so OK is false unless
+// the command ran and exited 0. A cancelled ctx stops the command with every
+// process it started. [Doctor] says what this machine offers the sandbox,
+// as `codeward doctor` does.
+//
+// # The permission policy
+//
+// [NewPermissionPolicy] compiles deny, allow and ask rules of the form
+// "Tool(pattern)" that answer [Deny], [Allow] or [Ask] for one tool call.
+// A call is reduced to a canonical tool name and an argument string (see
+// [ArgumentString]) that is byte for byte the one the Python and Node
+// bindings build, so one policy gives the same answer in every language.
+//
+// # Errors
+//
+// Every error matches one sentinel with errors.Is ([ErrInvalidArgument],
+// [ErrSandboxUnavailable], [ErrClosed], [ErrPolicy], [ErrCore]) or is a
+// context's error, and carries its details in a typed error errors.As finds
+// (*[SandboxArgumentError], *[SandboxUnavailableError], *[PolicyError],
+// *[CoreError]).
+//
+// # Handles
+//
+// Every handle ([Sandbox], [PermissionPolicy], [Glob]) owns C resources and
+// is safe for concurrent use. Call Close when done (it returns an error, as
+// io.Closer does); a finalizer frees them otherwise.
+//
+// Building needs cgo and a C11 compiler (CGO_ENABLED=1); without cgo the
+// build stops with one line saying so. The policy works on every platform;
+// the sandbox calls are Linux-only, and elsewhere SelectSandbox gives the
+// error-only sandbox (or, with Strict, an error) naming the platform.
+package codeward
