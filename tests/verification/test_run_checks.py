@@ -54,10 +54,10 @@ def test_passing_and_failing_checks(workspace: Path, real_sandbox: Sandbox) -> N
 
 def test_a_timeout_fails_with_evidence(workspace: Path, real_sandbox: Sandbox) -> None:
     sandbox = real_sandbox(workspace)
-    spec = CheckSpec("slow", "command", "echo started; sleep 30", timeout_ms=300)
+    spec = CheckSpec("slow", "command", "echo started; sleep 30", timeout_ms=3000)
     (check, _) = run_checks(sandbox, [spec], "1" * 64, workspace_root=workspace).checks
     assert check.status == "failed"
-    assert "timed out after 300 ms" in check.evidence
+    assert "timed out after 3000 ms" in check.evidence
     assert "started" in check.evidence
 
 
