@@ -659,6 +659,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             .filter = filter,
             .nproc = command_nproc(cfg),
             .report_fd = report[1],
+            .trace_fd = {-1, -1},
         };
         run_child(&spec);
     }

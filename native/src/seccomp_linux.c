@@ -132,6 +132,7 @@
 #define NR_seccomp NR(317, 277)
 #define NR_link NR(86, NONE)
 #define NR_linkat NR(265, 37)
+#define NR_ptrace NR(101, 117)
 
 /* ------------------------------------------------------------------------ */
 /* Calls refused whatever their arguments                                    */
@@ -602,7 +603,7 @@ static void rule_seccomp_listener(struct prog *p) {
 /* The program                                                               */
 /* ------------------------------------------------------------------------ */
 
-static void generate(struct prog *p) {
+static void generate(struct prog *p, uint64_t flags) {
     /* The architecture first: system call numbers mean different calls in
      * each ABI, and a 64-bit process can still make 32-bit calls (int 0x80
      * on x86_64; AArch32 tasks on arm64) which would slip past every number
@@ -639,6 +640,8 @@ static void generate(struct prog *p) {
     for (size_t i = 0; i < NDENIES; i++) {
         if (denies[i].nr == NONE)
             continue;
+        if ((flags & A3S_SECCOMP_TRACER) && denies[i].nr == NR_ptrace)
+            continue; /* the tracing init's own filter: its commands stack the full one */
         rule_begin(p, (uint32_t)denies[i].nr);
         ret(p, RET_ERRNO(denies[i].err));
         rule_end(p);
@@ -663,14 +666,14 @@ int a3s_seccomp_build(uint64_t flags, struct a3s_seccomp_program *out, a3s_error
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_seccomp_build: NULL output");
     out->filter = NULL;
     out->len = 0;
-    if (flags != 0)
+    if (flags & ~(uint64_t)A3S_SECCOMP_TRACER)
         return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)flags,
                         "a3s_seccomp_build: unknown flags 0x%llx", (unsigned long long)flags);
 #if defined(NATIVE_ARCH)
     struct prog *p = calloc(1, sizeof *p);
     if (!p)
         return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build: out of memory");
-    generate(p);
+    generate(p, flags);
     if (p->broken || p->len == 0 || p->len > BPF_MAXINSNS) {
         size_t len = p->len;
         free(p);

@@ -565,8 +565,17 @@ static PyObject *result_dict(const a3s_process_result *r) {
     /* one line per item the sandbox neutralized; "" when none */
     const char *notes = v.neutralized ? v.neutralized : "";
     PyObject *neutralized = PyUnicode_DecodeUTF8(notes, (Py_ssize_t)strlen(notes), "replace");
+    /* the exec check: what it stopped, by which rule ("deny"/"ask"; None when nothing) */
+    PyObject *stop = NULL;
+    if (v.flags & A3S_RESULT_EXEC_STOPPED)
+        stop = Py_BuildValue("{s:s,s:s,s:s}", "decision",
+                             v.exec_stop_list == A3S_LIST_DENY ? "deny" : "ask", "rule",
+                             v.exec_stop_rule ? v.exec_stop_rule : "", "command",
+                             v.exec_stop_command ? v.exec_stop_command : "");
+    else
+        stop = (Py_INCREF(Py_None), Py_None);
     PyObject *d = NULL;
-    if (out && err && setup && neutralized)
+    if (out && err && setup && neutralized && stop)
         d = Py_BuildValue(
             "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O,s:O}", "exit_code",
             (int)v.exit_code, "term_signal", (int)v.term_signal, "timed_out",
@@ -581,6 +590,9 @@ static PyObject *result_dict(const a3s_process_result *r) {
             err, "stdout_total", (unsigned long long)v.stdout_total, "stderr_total",
             (unsigned long long)v.stderr_total, "duration_us", (unsigned long long)v.duration_us,
             "setup_error", setup, "neutralized", neutralized);
+    if (d && PyDict_SetItemString(d, "exec_stopped", stop) < 0)
+        Py_CLEAR(d);
+    Py_XDECREF(stop);
     Py_XDECREF(out);
     Py_XDECREF(err);
     Py_XDECREF(setup);
@@ -589,7 +601,8 @@ static PyObject *result_dict(const a3s_process_result *r) {
 }
 
 /* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1,
- * policy_digest=None) -> dict. Runs without the GIL: other Python threads go on while the
+ * policy_digest=None, exec_deny=None, exec_ask=None, exec_approved=None) -> dict
+ * (exec_*: lists of strings for the exec check, a3s_exec_options). Runs without the GIL: other Python threads go on while the
  * command runs (a network grant's mediator must: it answers the sandbox meanwhile). */
 static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     SandboxObject *self = (SandboxObject *)obj;
@@ -597,19 +610,32 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     unsigned long long timeout_ms, grace_ms, max_output;
     int cancel_fd, grant_fd = -1;
     const char *policy_digest = NULL;
-    if (!PyArg_ParseTuple(args, "OOKKKi|iz:exec", &command, &env_list, &timeout_ms, &grace_ms,
-                          &max_output, &cancel_fd, &grant_fd, &policy_digest))
+    PyObject *deny_list = NULL, *ask_list = NULL, *approved_list = NULL;
+    if (!PyArg_ParseTuple(args, "OOKKKi|izOOO:exec", &command, &env_list, &timeout_ms, &grace_ms,
+                          &max_output, &cancel_fd, &grant_fd, &policy_digest, &deny_list,
+                          &ask_list, &approved_list))
         return NULL;
+    /* the exec check: the policy's bash deny and ask patterns, the approved commands */
+    char **rules[3] = {NULL, NULL, NULL};
+    Py_ssize_t nrules[3] = {0, 0, 0};
+    PyObject *given[3] = {deny_list, ask_list, approved_list};
+    for (int i = 0; i < 3; i++) {
+        if (given[i] && given[i] != Py_None && string_array(given[i], &rules[i], &nrules[i]) < 0) {
+            for (int k = 0; k < i; k++)
+                free_strings(rules[k], nrules[k]);
+            return NULL;
+        }
+    }
     const char *cmd;
     Py_ssize_t cmd_len;
     PyObject *owner;
     if (as_bytes(command, &cmd, &cmd_len, &owner) < 0)
-        return NULL;
+        goto fail_rules;
     char **env = NULL;
     Py_ssize_t envc = 0;
     if (string_array(env_list, &env, &envc) < 0) {
         Py_XDECREF(owner);
-        return NULL;
+        goto fail_rules;
     }
     a3s_exec_options o = {
         .struct_size = sizeof o,
@@ -625,6 +651,12 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
         .cancel_fd = cancel_fd,
         .grant_fd = grant_fd,
         .policy_digest = policy_digest,
+        .exec_deny = (const char *const *)rules[0],
+        .exec_deny_count = (size_t)nrules[0],
+        .exec_ask = (const char *const *)rules[1],
+        .exec_ask_count = (size_t)nrules[1],
+        .exec_approved = (const char *const *)rules[2],
+        .exec_approved_count = (size_t)nrules[2],
     };
     a3s_process_result *r = NULL;
     a3s_error err;
@@ -634,11 +666,17 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     Py_END_ALLOW_THREADS
     free_strings(env, envc);
     Py_XDECREF(owner);
+    for (int i = 0; i < 3; i++)
+        free_strings(rules[i], nrules[i]);
     if (rc != A3S_OK)
         return raise_error(self->native_error, &err);
     PyObject *d = result_dict(r);
     a3s_process_result_free(r);
     return d;
+fail_rules:
+    for (int i = 0; i < 3; i++)
+        free_strings(rules[i], nrules[i]);
+    return NULL;
 }
 
 /* policy() -> (text, digest): the canonical text of the handle's policy and its digest. */
@@ -895,7 +933,7 @@ static PyType_Spec child_spec = {
 static PyMethodDef sandbox_methods[] = {
     {"exec", sandbox_exec, METH_VARARGS,
      "exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1, "
-     "policy_digest=None) -> dict"},
+     "policy_digest=None, exec_deny=None, exec_ask=None, exec_approved=None) -> dict"},
     {"policy", sandbox_policy, METH_NOARGS,
      "policy() -> (text, digest): the canonical text of the sandbox's policy, and its digest."},
     {"probe", sandbox_probe, METH_O, "probe(timeout_ms): self-test through the boundary."},

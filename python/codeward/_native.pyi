@@ -70,6 +70,9 @@ class Sandbox:
         cancel_fd: int,
         grant_fd: int = -1,
         policy_digest: str | None = None,
+        exec_deny: list[str] | None = None,
+        exec_ask: list[str] | None = None,
+        exec_approved: list[str] | None = None,
     ) -> dict[str, Any]: ...
     def policy(self) -> tuple[str, str]: ...
     def probe(self, timeout_ms: int) -> None: ...

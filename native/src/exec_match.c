@@ -1,0 +1,583 @@
+/* exec_match.c - decides one exec against the bash deny and ask rules.
+ *
+ * The line reader (bash_split.c) predicts what a line will run; this file
+ * judges what actually runs, one exec at a time (the sandbox's init calls it
+ * at each exec stop: init/exectrace.c). Its input is not bash but an argv,
+ * so it reads no quotes or expansions: only which program this is and
+ * which arguments it got. A program is read under every name it may be:
+ *  - the base name of the executable the kernel loaded, and of argv[0]
+ *    (busybox applets, and git, which runs `git-push` as `git push`);
+ *  - the name of the rule program it is a copy, a hard link or a renamed
+ *    file of (same device and inode, or same size and SHA-256 as the
+ *    executable found on PATH when the sandbox started);
+ *  - for a `#!` script, the script's own name (a script called git);
+ *  - for git, with its global options left out (git -C dir push).
+ * Each reading is "NAME ARG1 ARG2 ..." (one space between words), matched
+ * with the same globs as the line's simple commands. A git subcommand git
+ * does not know (an alias, or a typo help.autocorrect runs as the command
+ * it resembles) and an alias defined on the command line (-c alias.x=...,
+ * --config-env) can run any git command: such an exec matches every deny and
+ * ask rule whose program is git.
+ */
+#if !defined(_WIN32)
+
+#define _DEFAULT_SOURCE
+#include "exec_match.h"
+
+#include "bash_split.h"
+#include "sha256.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct exec_rule {
+    int list;
+    char *pattern;
+    a3s_glob *glob;     /* the whole pattern; NULL: "*", any command */
+    a3s_glob *program;  /* its first word (the program); NULL: any */
+    char *name;         /* the first word when it is a plain name (git), else NULL */
+};
+
+/* An executable a rule names, as found on PATH at start. */
+struct located {
+    const char *name; /* a rule's name */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    char *path;
+    bool hashed;
+    uint8_t sha[32];
+};
+
+struct a3s_exec_rules {
+    struct exec_rule *rules;
+    size_t n, cap;
+    char **approved;
+    size_t napproved, capapproved;
+    struct located *found;
+    size_t nfound;
+};
+
+a3s_exec_rules *a3s_exec_rules_new(void) { return calloc(1, sizeof(a3s_exec_rules)); }
+
+void a3s_exec_rules_free(a3s_exec_rules *r) {
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->rules[i].pattern);
+        free(r->rules[i].name);
+        a3s_glob_free(r->rules[i].glob);
+        a3s_glob_free(r->rules[i].program);
+    }
+    for (size_t i = 0; i < r->napproved; i++)
+        free(r->approved[i]);
+    for (size_t i = 0; i < r->nfound; i++)
+        free(r->found[i].path);
+    free(r->rules);
+    free(r->approved);
+    free(r->found);
+    free(r);
+}
+
+static bool is_plain_name(const char *s, size_t n) {
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '*' || s[i] == '/')
+            return false;
+    return true;
+}
+
+int a3s_exec_rules_add(a3s_exec_rules *r, int list, const char *pattern, a3s_error *err) {
+    if (!r || !pattern || (list != A3S_LIST_DENY && list != A3S_LIST_ASK))
+        return a3s_fail(err, A3S_E_INVALID, 0, list, "a3s_exec_rules_add: invalid argument");
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 8;
+        struct exec_rule *grown = realloc(r->rules, cap * sizeof *grown);
+        if (!grown)
+            return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory adding an exec rule");
+        r->rules = grown;
+        r->cap = cap;
+    }
+    struct exec_rule e = {.list = list};
+    size_t len = strlen(pattern);
+    size_t first = strcspn(pattern, " ");
+    e.pattern = strdup(pattern);
+    int rc = e.pattern ? A3S_OK : A3S_E_NOMEM;
+    bool any = len == 1 && pattern[0] == '*';
+    if (rc == A3S_OK && !any)
+        rc = a3s_glob_compile_internal(pattern, len, 0, &e.glob, err);
+    if (rc == A3S_OK && !any)
+        rc = a3s_glob_compile_internal(pattern, first, 0, &e.program, err);
+    if (rc == A3S_OK && first < len && is_plain_name(pattern, first) &&
+        !(e.name = strndup(pattern, first)))
+        rc = A3S_E_NOMEM;
+    if (rc != A3S_OK) {
+        free(e.pattern);
+        free(e.name);
+        a3s_glob_free(e.glob);
+        a3s_glob_free(e.program);
+        return rc == A3S_E_NOMEM ? a3s_fail(err, rc, 0, 0, "out of memory adding an exec rule")
+                                 : rc;
+    }
+    r->rules[r->n++] = e;
+    return a3s_ok(err);
+}
+
+int a3s_exec_rules_approve(a3s_exec_rules *r, const char *command) {
+    if (r->napproved == r->capapproved) {
+        size_t cap = r->capapproved ? 2 * r->capapproved : 8;
+        char **grown = realloc(r->approved, cap * sizeof *grown);
+        if (!grown)
+            return A3S_E_NOMEM;
+        r->approved = grown;
+        r->capapproved = cap;
+    }
+    if (!(r->approved[r->napproved] = strdup(command)))
+        return A3S_E_NOMEM;
+    r->napproved++;
+    return A3S_OK;
+}
+
+size_t a3s_exec_rules_count(const a3s_exec_rules *r) { return r ? r->n : 0; }
+
+const char *a3s_exec_rules_pattern(const a3s_exec_rules *r, size_t index, int *list) {
+    if (!r || index >= r->n)
+        return NULL;
+    if (list)
+        *list = r->rules[index].list;
+    return r->rules[index].pattern;
+}
+
+/* ---- identity: what a copy or link of a named program is ------------------- */
+
+void a3s_exec_rules_locate(a3s_exec_rules *r, const char *path) {
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (size_t i = 0; i < r->n; i++) {
+        const char *name = r->rules[i].name;
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = r->rules[k].name && !strcmp(r->rules[k].name, name ? name : "");
+        if (!name || seen)
+            continue;
+        for (const char *at = path; *at;) {
+            size_t dl = strcspn(at, ":");
+            char full[4096];
+            struct stat st;
+            if (dl && dl + 2 + strlen(name) < sizeof full) {
+                memcpy(full, at, dl);
+                full[dl] = '/';
+                strcpy(full + dl + 1, name);
+                struct located *grown = NULL;
+                if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+                    (grown = realloc(r->found, (r->nfound + 1) * sizeof *grown)) != NULL) {
+                    r->found = grown;
+                    r->found[r->nfound] = (struct located){
+                        .name = name, .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
+                        .path = strdup(full)};
+                    if (r->found[r->nfound].path)
+                        r->nfound++;
+                }
+            }
+            at += dl + (at[dl] == ':');
+        }
+    }
+}
+
+static bool hash_fd(int fd, uint8_t out[32]) {
+    struct a3s_sha256 s;
+    a3s_sha256_init(&s);
+    char buf[65536];
+    off_t at = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof buf, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return false;
+        if (n == 0)
+            break;
+        a3s_sha256_update(&s, buf, (size_t)n);
+        at += n;
+    }
+    a3s_sha256_final(&s, out);
+    return true;
+}
+
+/* The rule name the file exe_fd is open on is a copy or link of, or NULL. */
+static const char *identify(a3s_exec_rules *r, int exe_fd) {
+    struct stat st;
+    if (exe_fd < 0 || !r->nfound || fstat(exe_fd, &st) < 0)
+        return NULL;
+    for (size_t i = 0; i < r->nfound; i++)
+        if (r->found[i].dev == st.st_dev && r->found[i].ino == st.st_ino)
+            return r->found[i].name;
+    uint8_t mine[32];
+    bool hashed = false;
+    for (size_t i = 0; i < r->nfound; i++) {
+        struct located *l = &r->found[i];
+        if (l->size != st.st_size)
+            continue;
+        if (!hashed && !(hashed = hash_fd(exe_fd, mine)))
+            return NULL;
+        if (!l->hashed) {
+            int fd = open(l->path, O_RDONLY | O_CLOEXEC);
+            l->hashed = fd >= 0 && hash_fd(fd, l->sha);
+            if (fd >= 0)
+                close(fd);
+        }
+        if (l->hashed && memcmp(l->sha, mine, 32) == 0)
+            return l->name;
+    }
+    return NULL;
+}
+
+/* ---- readings ---------------------------------------------------------------- */
+
+struct readings {
+    char **items;
+    size_t n, cap;
+    bool any_git; /* git may run any of its commands */
+    bool oom;
+};
+
+static const char *base_name(const char *p) {
+    const char *slash = strrchr(p, '/');
+    return slash ? slash + 1 : p;
+}
+
+/* Appends "name argv[from] ... argv[argc-1]" (argv[skip0..skip1) left out). */
+static void add_reading(struct readings *rd, const char *name, size_t name_len,
+                        const char *const *argv, size_t argc, size_t from, size_t skip0,
+                        size_t skip1) {
+    size_t len = name_len + 1;
+    for (size_t i = from; i < argc; i++)
+        if (i < skip0 || i >= skip1)
+            len += strlen(argv[i]) + 1;
+    char *s = malloc(len);
+    if (!s) {
+        rd->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < name_len; i++) /* the program by its lower-case name */
+        s[i] = (char)a3s_lower((unsigned char)name[i]);
+    size_t at = name_len;
+    for (size_t i = from; i < argc; i++) {
+        if (i >= skip0 && i < skip1)
+            continue;
+        s[at++] = ' ';
+        size_t n = strlen(argv[i]);
+        memcpy(s + at, argv[i], n);
+        at += n;
+    }
+    s[at] = '\0';
+    for (size_t i = 0; i < rd->n; i++)
+        if (!strcmp(rd->items[i], s)) {
+            free(s);
+            return;
+        }
+    if (rd->n == rd->cap) {
+        size_t cap = rd->cap ? 2 * rd->cap : 8;
+        char **grown = realloc(rd->items, cap * sizeof *grown);
+        if (!grown) {
+            free(s);
+            rd->oom = true;
+            return;
+        }
+        rd->items = grown;
+        rd->cap = cap;
+    }
+    rd->items[rd->n++] = s;
+}
+
+/* git's own commands (`git help -a`, builtins and the ones git ships): any
+ * other subcommand is an alias, or a typo help.autocorrect may run as one
+ * of these. Sorted for bsearch. */
+static const char *const GIT_COMMANDS[] = {
+    "add", "am", "annotate", "apply", "archimport", "archive", "backfill", "bisect", "blame",
+    "branch", "bugreport", "bundle", "cat-file", "check-attr", "check-ignore", "check-mailmap",
+    "check-ref-format", "checkout", "checkout-index", "cherry", "cherry-pick", "citool", "clean",
+    "clone", "column", "commit", "commit-graph", "commit-tree", "config", "count-objects",
+    "credential", "credential-cache", "credential-store", "cvsexportcommit", "cvsimport",
+    "cvsserver", "daemon", "describe", "diagnose", "diff", "diff-files", "diff-index",
+    "diff-pairs", "diff-tree", "difftool", "fast-export", "fast-import", "fetch", "fetch-pack",
+    "filter-branch", "fmt-merge-msg", "for-each-ref", "for-each-repo", "format-patch", "fsck",
+    "fsck-objects", "fsmonitor--daemon", "gc", "get-tar-commit-id", "gitk", "gitweb", "grep",
+    "gui", "hash-object", "help", "hook", "http-backend", "http-fetch", "http-push",
+    "imap-send", "index-pack", "init", "init-db", "instaweb", "interpret-trailers", "last-modified",
+    "log", "ls-files", "ls-remote", "ls-tree", "mailinfo", "mailsplit", "maintenance", "merge",
+    "merge-base", "merge-file", "merge-index", "merge-octopus", "merge-one-file", "merge-ours",
+    "merge-recursive", "merge-resolve", "merge-subtree", "merge-tree", "mergetool", "mktag",
+    "mktree", "multi-pack-index", "mv", "name-rev", "notes", "p4", "pack-objects",
+    "pack-redundant", "pack-refs", "patch-id", "prune", "prune-packed", "pull", "push",
+    "quiltimport", "range-diff", "read-tree", "rebase", "receive-pack", "reflog", "refs",
+    "remote", "remote-ext", "remote-fd", "remote-ftp", "remote-ftps", "remote-http",
+    "remote-https", "repack", "replace", "replay", "repo", "request-pull", "rerere", "reset",
+    "restore", "rev-list", "rev-parse", "revert", "rm", "scalar", "send-email", "send-pack",
+    "sh-i18n--envsubst", "shell", "shortlog", "show", "show-branch", "show-index", "show-ref",
+    "sparse-checkout", "stage", "stash", "status", "stripspace", "submodule", "subtree", "svn",
+    "switch", "symbolic-ref", "tag", "unpack-file", "unpack-objects", "update-index",
+    "update-ref", "update-server-info", "upload-archive", "upload-pack", "var",
+    "verify-commit", "verify-pack", "verify-tag", "version", "whatchanged", "worktree",
+    "write-tree",
+};
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool git_knows(const char *sub) {
+    size_t n = sizeof GIT_COMMANDS / sizeof GIT_COMMANDS[0];
+    return bsearch(&sub, GIT_COMMANDS, n, sizeof *GIT_COMMANDS, by_name) != NULL;
+}
+
+static bool prefix_ci(const char *s, const char *prefix) {
+    for (; *prefix; s++, prefix++)
+        if (a3s_lower((unsigned char)*s) != (unsigned char)*prefix)
+            return false;
+    return true;
+}
+
+/* The readings of git run with argv[from..): as given, and with its global
+ * options left out; marks any_git for an alias or unknown subcommand. */
+static void read_git(struct readings *rd, const char *const *argv, size_t argc, size_t from) {
+    add_reading(rd, "git", 3, argv, argc, from, 0, 0);
+    size_t j = from;
+    while (j < argc && argv[j][0] == '-') {
+        const char *v = argv[j];
+        if (!strcmp(v, "--"))
+            break;
+        size_t vl = strcspn(v, "=");
+        bool takes = v[vl] == '\0' && a3s_git_option_takes_value(v, vl);
+        const char *value = takes ? (j + 1 < argc ? argv[j + 1] : "") : v + vl + (v[vl] == '=');
+        /* an alias defined here, or config taken from the environment, can be anything */
+        if ((!strncmp(v, "-c", 2) && prefix_ci(v[2] ? v + 2 : value, "alias.")) ||
+            !strncmp(v, "--config-env", 12))
+            rd->any_git = true;
+        j += takes ? 2 : 1;
+    }
+    if (j < argc && !strcmp(argv[j], "--"))
+        j++;
+    if (j > from)
+        add_reading(rd, "git", 3, argv, argc, j, 0, 0);
+    if (j < argc && !git_knows(argv[j]))
+        rd->any_git = true;
+}
+
+/* The readings of a program called `name` run with argv[from..). */
+static void read_named(struct readings *rd, const char *name, const char *const *argv,
+                       size_t argc, size_t from) {
+    size_t n = strlen(name);
+    if (n == 3 && prefix_ci(name, "git")) {
+        read_git(rd, argv, argc, from);
+        return;
+    }
+    if (n > 4 && prefix_ci(name, "git-")) { /* git's helpers: git-push is git push */
+        const char **with = malloc((argc - from + 2) * sizeof *with);
+        if (!with) {
+            rd->oom = true;
+            return;
+        }
+        with[0] = name + 4;
+        for (size_t i = from; i < argc; i++)
+            with[1 + i - from] = argv[i];
+        size_t wn = argc - from + 1;
+        add_reading(rd, "git", 3, with, wn, 0, 0, 0);
+        if (!git_knows(name + 4))
+            rd->any_git = true;
+        free(with);
+        return;
+    }
+    add_reading(rd, name, n, argv, argc, from, 0, 0);
+}
+
+/* Whether argv[k] names a `#!` script (the kernel runs a script as
+ * INTERPRETER [ARG] SCRIPT ARGS...). */
+static bool is_script(const char *path, int cwd_fd) {
+    int fd = path[0] == '/' || cwd_fd < 0 ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+                                          : openat(cwd_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+                                                                     O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    char head[2];
+    struct stat st;
+    bool yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, head, 2, 0) == 2 &&
+               head[0] == '#' && head[1] == '!';
+    close(fd);
+    return yes;
+}
+
+static void read_exec(a3s_exec_rules *r, const struct a3s_exec_call *c, struct readings *rd) {
+    if (c->argc == 0)
+        return;
+    const char *const *argv = c->argv;
+    if (c->exe)
+        read_named(rd, base_name(c->exe), argv, c->argc, 1);
+    read_named(rd, base_name(argv[0]), argv, c->argc, 1);
+    const char *same = identify(r, c->exe_fd);
+    if (same) {
+        read_named(rd, same, argv, c->argc, 1);
+        /* git reads its command from argv[0]'s name: a copy of git called
+         * git-push is git push */
+        if (!strcmp(same, "git") && prefix_ci(base_name(argv[0]), "git-"))
+            read_named(rd, base_name(argv[0]), argv, c->argc, 1);
+    }
+    for (size_t k = 1; k <= 2 && k < c->argc; k++)
+        if (argv[k][0] && is_script(argv[k], c->cwd_fd))
+            read_named(rd, base_name(argv[k]), argv, c->argc, k + 1);
+}
+
+static bool approved(const a3s_exec_rules *r, const char *reading) {
+    for (size_t i = 0; i < r->napproved; i++)
+        if (!strcmp(r->approved[i], reading))
+            return true;
+    return false;
+}
+
+static bool rule_matches(const struct exec_rule *e, const char *s) {
+    return !e->glob || a3s_glob_match(e->glob, s, strlen(s)) == 1;
+}
+
+/* Whether rule e may name some git command (its program matches git). */
+static bool rule_names_git(const struct exec_rule *e) {
+    return !e->program || a3s_glob_match(e->program, "git", 3) == 1;
+}
+
+int a3s_exec_decide(a3s_exec_rules *r, const struct a3s_exec_call *c,
+                    struct a3s_exec_decision *out) {
+    *out = (struct a3s_exec_decision){.list = A3S_LIST_NONE, .rule = SIZE_MAX};
+    struct readings rd = {0};
+    read_exec(r, c, &rd);
+    int found = A3S_LIST_NONE;
+    size_t rule = SIZE_MAX, which = SIZE_MAX;
+    for (int pass = A3S_LIST_DENY; pass <= A3S_LIST_ASK && found == A3S_LIST_NONE && !rd.oom;
+         pass += 2) {
+        for (size_t i = 0; i < r->n && found == A3S_LIST_NONE; i++) {
+            if (r->rules[i].list != pass)
+                continue;
+            for (size_t k = 0; k < rd.n; k++) {
+                if (!rule_matches(&r->rules[i], rd.items[k]))
+                    continue;
+                if (pass == A3S_LIST_ASK && approved(r, rd.items[k]))
+                    continue; /* the human approved this very command */
+                found = pass;
+                rule = i;
+                which = k;
+                break;
+            }
+            if (found == A3S_LIST_NONE && rd.any_git && rule_names_git(&r->rules[i])) {
+                bool ok = false;
+                for (size_t k = 0; pass == A3S_LIST_ASK && k < rd.n && !ok; k++)
+                    ok = approved(r, rd.items[k]);
+                if (!ok) {
+                    found = pass;
+                    rule = i;
+                    which = 0;
+                }
+            }
+        }
+    }
+    int rc = A3S_OK;
+    if (rd.oom) {
+        found = A3S_LIST_DENY; /* fail closed */
+        rc = A3S_E_NOMEM;
+    }
+    out->list = found;
+    out->rule = rule;
+    if (found != A3S_LIST_NONE) {
+        const char *text = which < rd.n ? rd.items[which] : c->argc ? c->argv[0] : "";
+        out->reading = strdup(text);
+    }
+    for (size_t k = 0; k < rd.n; k++)
+        free(rd.items[k]);
+    free(rd.items);
+    return rc;
+}
+
+/* ---- the options and the init's record ------------------------------------- */
+
+static int check_list(const char *const *v, size_t n, int list, a3s_error *err) {
+    if (!v && n)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "exec check: a NULL array with a count");
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i])
+            return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)i, "exec check: entry %zu is NULL", i);
+        size_t len = strlen(v[i]);
+        if (len > A3S_RULE_MAX_LENGTH)
+            return a3s_fail(err, A3S_E_TOO_LARGE, 0, (int64_t)len,
+                            "exec check: an entry of %zu bytes exceeds the limit of %d", len,
+                            A3S_RULE_MAX_LENGTH);
+        if (list == A3S_LIST_NONE)
+            continue;
+        a3s_exec_rules *r = a3s_exec_rules_new();
+        if (!r)
+            return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory checking an exec rule");
+        int rc = a3s_exec_rules_add(r, list, v[i], err);
+        a3s_exec_rules_free(r);
+        if (rc != A3S_OK)
+            return rc;
+    }
+    return A3S_OK;
+}
+
+int a3s_exec_options_check(const a3s_exec_options *o, a3s_error *err) {
+    int rc = check_list(o->exec_deny, o->exec_deny_count, A3S_LIST_DENY, err);
+    if (rc == A3S_OK)
+        rc = check_list(o->exec_ask, o->exec_ask_count, A3S_LIST_ASK, err);
+    if (rc == A3S_OK)
+        rc = check_list(o->exec_approved, o->exec_approved_count, A3S_LIST_NONE, err);
+    return rc;
+}
+
+bool a3s_exec_options_trace(const a3s_exec_options *o) {
+    return o && (o->exec_deny_count || o->exec_ask_count);
+}
+
+static int hex_value(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+bool a3s_exec_stop_decode(const char *status, int *list, char **rule, char **command) {
+    const char *x = status ? strchr(status, 'X') : NULL;
+    if (!x)
+        return false;
+    size_t n = 0;
+    while (hex_value(x[1 + n]) >= 0)
+        n++;
+    char *text = malloc(n / 2 + 1);
+    if (!text)
+        return false;
+    for (size_t i = 0; i + 1 < n; i += 2)
+        text[i / 2] = (char)(hex_value(x[1 + i]) << 4 | hex_value(x[2 + i]));
+    text[n / 2] = '\0';
+    char *tab1 = strchr(text, '\t'), *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
+    if (!tab2) {
+        free(text);
+        return false;
+    }
+    *tab1 = *tab2 = '\0';
+    *list = !strcmp(text, "deny") ? A3S_LIST_DENY : A3S_LIST_ASK;
+    size_t pl = strlen(tab1 + 1);
+    *rule = malloc(pl + 7);
+    *command = strdup(tab2 + 1);
+    if (*rule)
+        snprintf(*rule, pl + 7, "bash(%s)", tab1 + 1);
+    free(text);
+    if (!*rule || !*command) {
+        free(*rule);
+        free(*command);
+        return false;
+    }
+    return true;
+}
+
+#else
+typedef int a3s_exec_match_unused;
+#endif
