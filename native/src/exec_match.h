@@ -83,10 +83,13 @@ int a3s_exec_options_check(const a3s_exec_options *o, a3s_error *err);
 /* Whether the options carry any deny or ask pattern (the command is traced). */
 bool a3s_exec_options_trace(const a3s_exec_options *o);
 
-/* Reads the init's record of a stopped exec from its status text
- * ("X<hex of LIST TAB PATTERN TAB COMMAND>." anywhere in it; the other
- * status letters are never hex digits): true with *list, the rule as
- * "bash(PATTERN)" and the command (malloc'd; free them). */
-bool a3s_exec_stop_decode(const char *status, int *list, char **rule, char **command);
+/* The init's record of a stopped exec in its status text ("X" and the
+ * hex of "LIST TAB PATTERN TAB COMMAND", anywhere in it: the other status
+ * letters are never lower-case hex digits), decoded (malloc'd), or NULL. */
+char *a3s_exec_stop_unhex(const char *status);
+
+/* Marks r as stopped by the exec check (A3S_RESULT_EXEC_STOPPED) with what
+ * the record "deny|ask TAB PATTERN TAB COMMAND" says. */
+void a3s_exec_stop_apply(a3s_process_result *r, const char *record);
 
 #endif

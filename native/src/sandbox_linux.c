@@ -2450,14 +2450,10 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
         }
         if (st[0] == 'R' && strchr(st, 'L'))
             a3s_process_result_add_flags(result, A3S_RESULT_HARD_LINKED);
-        int xlist;
-        char *xrule, *xcommand;
-        if (st[0] == 'R' && a3s_exec_stop_decode(st, &xlist, &xrule, &xcommand)) {
-            a3s_process_result_set_exec_stop(result, xlist, xrule, xcommand);
-            a3s_process_result_add_flags(result, A3S_RESULT_EXEC_STOPPED);
-            free(xrule);
-            free(xcommand);
-        }
+        char *stopped = st[0] == 'R' ? a3s_exec_stop_unhex(st) : NULL;
+        if (stopped)
+            a3s_exec_stop_apply(result, stopped);
+        free(stopped);
     }
     if (rc != A3S_OK) {
         a3s_process_result_free(result);
