@@ -40,6 +40,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1282,6 +1283,32 @@ static int exec_probe(const char *fdarg) {
     _exit(write_all(fd, &r, sizeof r) ? 0 : 1);
 }
 
+#if defined(SUPPORTED)
+/* The filter of an init that traces execs (A3S_SECCOMP_TRACER) lets ptrace
+ * through and differs from the full one in nothing else: same answer for
+ * every other call the sweep tries. */
+static void test_tracer_variant(const struct a3s_seccomp_program *full) {
+    struct a3s_seccomp_program t = {NULL, 0};
+    a3s_error err;
+    CHECK(a3s_seccomp_build(A3S_SECCOMP_TRACER, &t, &err) == A3S_OK, "tracer: %s", err.message);
+    if (!t.filter)
+        return;
+    uint64_t args[6] = {PTRACE_SEIZE, 2, 0, 0, 0, 0};
+    CHECK(eval(&t, NATIVE, SYS_ptrace, args, NULL) == SECCOMP_RET_ALLOW, "tracer may ptrace");
+    CHECK(eval(full, NATIVE, SYS_ptrace, args, NULL) == (SECCOMP_RET_ERRNO | EPERM),
+          "a command may not");
+    int differ = 0;
+    for (uint32_t nr = 0; nr < 512; nr++) {
+        if (nr == SYS_ptrace)
+            continue;
+        uint64_t a[6] = {0, 1, 2, 3, 4, 5};
+        differ += eval(&t, NATIVE, nr, a, NULL) != eval(full, NATIVE, nr, a, NULL);
+    }
+    CHECK(differ == 0, "%d other calls answered differently", differ);
+    a3s_seccomp_program_free(&t);
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--exec-probe") == 0)
         return exec_probe(argv[2]);
@@ -1301,6 +1328,7 @@ int main(int argc, char **argv) {
         test_table(&prog);
         test_sweep(&prog);
         test_probes(&prog);
+        test_tracer_variant(&prog);
     }
     a3s_seccomp_program_free(&prog);
 #else
