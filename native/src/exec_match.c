@@ -479,6 +479,9 @@ int a3s_exec_decide(a3s_exec_rules *r, const struct a3s_exec_call *c,
                     found = pass;
                     rule = i;
                     which = 0;
+                    for (size_t k = rd.n; k-- > 0;) /* the first reading as git */
+                        if (!strncmp(rd.items[k], "git", 3) && strchr(" ", rd.items[k][3]))
+                            which = k;
                 }
             }
         }
