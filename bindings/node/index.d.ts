@@ -203,6 +203,24 @@ export interface ExecOptions {
   env?: { [name: string]: string } | null;
   /** Aborting stops the command with every process it started; exec then rejects with an AbortError. */
   signal?: AbortSignal | null;
+  /** The exec check (docs/policy.md): every program the command runs is checked at its exec against these bash rule patterns. */
+  execRules?: ExecRules | null;
+}
+
+/** The exec check's rules: patterns of the policy's bash deny and ask rules (the text inside bash(...)), and the simple commands approved for this call. */
+export interface ExecRules {
+  deny?: string[];
+  ask?: string[];
+  approved?: string[];
+}
+
+/** A program the exec check stopped before its first instruction. */
+export interface ExecStop {
+  readonly decision: 'deny' | 'ask';
+  /** The rule, e.g. 'bash(git push**)'. */
+  readonly rule: string;
+  /** The program as it would have run, e.g. 'git push origin'. */
+  readonly command: string;
 }
 
 /** What one command produced (Python's CommandOutput, in camelCase). Frozen. */
@@ -230,6 +248,8 @@ export class CommandOutput {
   readonly oomKilled: boolean;
   /** What the sandbox found hostile in the workspace and did not follow or mount, one line each. */
   readonly neutralized: readonly string[];
+  /** What the exec check stopped (exitCode is then 126), or null. */
+  readonly execStopped: ExecStop | null;
   /** The command ran and exited 0. */
   readonly ok: boolean;
 }

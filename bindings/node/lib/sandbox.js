@@ -42,7 +42,8 @@ const LIMIT_KEYS = [
   'inotifyWatchBudget',
   'idleStopMs',
 ];
-const EXEC_KEYS = ['timeoutMs', 'killGraceMs', 'maxOutputBytes', 'env', 'signal'];
+const EXEC_KEYS = ['timeoutMs', 'killGraceMs', 'maxOutputBytes', 'env', 'signal', 'execRules'];
+const EXEC_RULE_KEYS = ['deny', 'ask', 'approved'];
 
 // Python's str.isspace, which str.strip() removes (not JS's trim: \x1c-\x1f
 // are space to Python, U+FEFF is not).
@@ -123,6 +124,28 @@ function positive(name, value, upper) {
   return value;
 }
 
+/**
+ * The exec check's lists ({deny, ask, approved}: arrays of strings; see
+ * docs/policy.md, "The exec check") as [deny, ask, approved], or null.
+ */
+function execRules(rules) {
+  if (rules === undefined || rules === null) return null;
+  if (!isPlainObject(rules)) {
+    throw new TypeError(`execRules must be an object, not ${typeName(rules)}`);
+  }
+  checkKeys(rules, EXEC_RULE_KEYS, 'execRules key');
+  return EXEC_RULE_KEYS.map((key) => {
+    const list = own(rules, key, []);
+    if (!Array.isArray(list) || list.some((item) => typeof item !== 'string')) {
+      throw new TypeError(`execRules.${key} must be an array of strings`);
+    }
+    if (list.some((item) => item.includes('\0'))) {
+      throw new SandboxArgumentError(`execRules.${key} has an entry with a NUL byte`);
+    }
+    return [...list];
+  });
+}
+
 function envEntries(env) {
   if (env === undefined || env === null) return [];
   if (!isPlainObject(env)) throw new TypeError(`env must be an object, not ${typeName(env)}`);
@@ -164,6 +187,7 @@ function parseExec(command, options) {
     ),
     env: envEntries(own(options, 'env', null)),
     signal,
+    execRules: execRules(own(options, 'execRules', null)),
   };
 }
 
@@ -242,7 +266,15 @@ class Sandbox {
     if (o.signal) o.signal.addEventListener('abort', onAbort, { once: true });
     let raw;
     try {
-      raw = await this.#native.exec(id, command, o.env, o.timeoutMs, o.killGraceMs, o.maxOutputBytes);
+      raw = await this.#native.exec(
+        id,
+        command,
+        o.env,
+        o.timeoutMs,
+        o.killGraceMs,
+        o.maxOutputBytes,
+        o.execRules ?? undefined,
+      );
     } catch (err) {
       if (err && err.code === 'ERR_SANDBOX_CLOSED') throw closedError(null);
       throw fromNativeSandbox(err, this.#workspace);
