@@ -588,10 +588,13 @@ int main(int argc, char **argv) {
         if (a3s_seccomp_build(0, &filter, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
         /* The exec check (exectrace.c) traces commands: the init's own
-         * filter then lets it ptrace, and each command stacks the full
-         * filter. A server may get rules with any command. */
+         * filter then lets it ptrace, and each command stacks the rest
+         * (ptrace refused): together, the full filter. A server may get
+         * rules with any command. */
         if ((tracing || cfg.server) &&
-            a3s_seccomp_build(A3S_SECCOMP_TRACER, &own_filter, &err) != A3S_OK)
+            (a3s_seccomp_build(A3S_SECCOMP_TRACER, &own_filter, &err) != A3S_OK ||
+             (a3s_seccomp_program_free(&filter),
+              a3s_seccomp_build(A3S_SECCOMP_PTRACE_ONLY, &filter, &err) != A3S_OK)))
             die(&cfg, "%s", err.message);
         /* Before the deny-list, which refuses any later listener: every
          * link() and linkat() of a command is reported to us, because a

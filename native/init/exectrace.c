@@ -217,9 +217,13 @@ static void check_exec(struct exectrace *t, pid_t pid) {
     ssize_t el = readlink(path, exe, sizeof exe - 1);
     if (el >= 0)
         exe[el] = '\0';
-    int exe_fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* opened only when the decision may need them: each open costs every exec */
+    int exe_fd = a3s_exec_rules_located(t->rules) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    bool relative = false;
+    for (size_t k = 1; k <= 2 && argv && k < argc; k++)
+        relative |= argv[k][0] && argv[k][0] != '/' && argv[k][0] != '-';
     snprintf(path, sizeof path, "/proc/%d/cwd", (int)pid);
-    int cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int cwd_fd = relative ? open(path, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
     struct a3s_exec_decision d = {.list = A3S_LIST_DENY, .rule = SIZE_MAX};
     if (argv) {
         struct a3s_exec_call call = {.exe = el >= 0 ? exe : NULL,

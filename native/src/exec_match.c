@@ -190,6 +190,8 @@ void a3s_exec_rules_locate(a3s_exec_rules *r, const char *path) {
     }
 }
 
+size_t a3s_exec_rules_located(const a3s_exec_rules *r) { return r ? r->nfound : 0; }
+
 static bool hash_fd(int fd, uint8_t out[32]) {
     struct a3s_sha256 s;
     a3s_sha256_init(&s);
@@ -400,7 +402,9 @@ static void read_named(struct readings *rd, const char *name, const char *const 
 /* Whether argv[k] names a `#!` script (the kernel runs a script as
  * INTERPRETER [ARG] SCRIPT ARGS...). */
 static bool is_script(const char *path, int cwd_fd) {
-    int fd = path[0] == '/' || cwd_fd < 0 ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+    if (path[0] != '/' && cwd_fd < 0)
+        return false; /* relative to a directory we were not given */
+    int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
                                           : openat(cwd_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
                                                                      O_NONBLOCK);
     if (fd < 0)

@@ -47,6 +47,10 @@ const char *a3s_exec_rules_pattern(const a3s_exec_rules *r, size_t index, int *l
  * the sandbox, before the command starts. */
 void a3s_exec_rules_locate(a3s_exec_rules *r, const char *path);
 
+/* How many executables a3s_exec_rules_locate found (0: no identity to
+ * check, the executable need not be opened). */
+size_t a3s_exec_rules_located(const a3s_exec_rules *r);
+
 /* One exec, as the tracer saw it at the exec stop. */
 struct a3s_exec_call {
     const char *exe;         /* the executable's path (/proc/PID/exe), or NULL if unknown */

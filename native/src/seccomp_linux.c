@@ -666,10 +666,31 @@ int a3s_seccomp_build(uint64_t flags, struct a3s_seccomp_program *out, a3s_error
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_seccomp_build: NULL output");
     out->filter = NULL;
     out->len = 0;
-    if (flags & ~(uint64_t)A3S_SECCOMP_TRACER)
+    if ((flags & ~(uint64_t)(A3S_SECCOMP_TRACER | A3S_SECCOMP_PTRACE_ONLY)) ||
+        flags == (A3S_SECCOMP_TRACER | A3S_SECCOMP_PTRACE_ONLY))
         return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)flags,
                         "a3s_seccomp_build: unknown flags 0x%llx", (unsigned long long)flags);
 #if defined(NATIVE_ARCH)
+    if (flags & A3S_SECCOMP_PTRACE_ONLY) {
+        /* what a command of a tracing init stacks on the init's filter, which
+         * refuses everything else already: ptrace (and a foreign ABI, whose
+         * numbers mean other calls) */
+        static const struct sock_filter only[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_ptrace, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, RET_ERRNO(EPERM)),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        out->filter = malloc(sizeof only);
+        if (!out->filter)
+            return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build: out of memory");
+        memcpy(out->filter, only, sizeof only);
+        out->len = (unsigned short)(sizeof only / sizeof only[0]);
+        return a3s_ok(err);
+    }
     struct prog *p = calloc(1, sizeof *p);
     if (!p)
         return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build: out of memory");

@@ -1305,7 +1305,32 @@ static void test_tracer_variant(const struct a3s_seccomp_program *full) {
         differ += eval(&t, NATIVE, nr, a, NULL) != eval(full, NATIVE, nr, a, NULL);
     }
     CHECK(differ == 0, "%d other calls answered differently", differ);
-    a3s_seccomp_program_free(&t);
+    /* what each command stacks on it: with it, the full filter again */
+    struct a3s_seccomp_program only = {NULL, 0};
+    CHECK(a3s_seccomp_build(A3S_SECCOMP_PTRACE_ONLY, &only, &err) == A3S_OK, "ptrace-only");
+    CHECK(a3s_seccomp_build(A3S_SECCOMP_TRACER | A3S_SECCOMP_PTRACE_ONLY, &t, &err) ==
+                  A3S_E_INVALID ||
+              (a3s_seccomp_program_free(&t), 0),
+          "both flags refused");
+    if (only.filter) {
+        const char *why = "";
+        size_t where = 0;
+        CHECK(bpf_interp_check(only.filter, only.len, &why, &where) == 0, "%s at %zu", why, where);
+        int wrong = 0;
+        struct a3s_seccomp_program tr = {NULL, 0};
+        a3s_seccomp_build(A3S_SECCOMP_TRACER, &tr, &err);
+        for (uint32_t nr = 0; nr < 512 && tr.filter; nr++) {
+            uint64_t a[6] = {0, 1, 2, 3, 4, 5};
+            uint32_t x = eval(&tr, NATIVE, nr, a, NULL), y = eval(&only, NATIVE, nr, a, NULL);
+            uint32_t both = x != SECCOMP_RET_ALLOW ? x : y;
+            wrong += both != eval(full, NATIVE, nr, a, NULL);
+        }
+        CHECK(wrong == 0, "%d calls differ from the full filter when stacked", wrong);
+        uint64_t none[6] = {0};
+        CHECK(eval(&only, COMPAT, 1, none, NULL) == SECCOMP_RET_KILL_PROCESS, "foreign ABI");
+        a3s_seccomp_program_free(&tr);
+    }
+    a3s_seccomp_program_free(&only);
 }
 #endif
 
