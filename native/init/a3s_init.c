@@ -527,7 +527,7 @@ int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--probe") == 0)
         return run_probe();
     struct config cfg;
-    struct exectrace trace = {.root = -1};
+    struct exectrace trace = {.root = -1, .tell_fd = -1};
     parse_args(argc, argv, &cfg, &trace);
     bool tracing = exectrace_active(&trace);
     /* nothing we were given reaches a command: our own fds, and whatever
@@ -638,8 +638,10 @@ int main(int argc, char **argv) {
     if (pipe2(report, O_CLOEXEC) < 0 ||
         (tracing && (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0)))
         die(&cfg, "pipe2: %s", strerror(errno));
-    if (tracing)
+    if (tracing) {
         exectrace_locate(&trace, environ);
+        exectrace_tell_to(&trace, 2); /* the command's stderr is ours */
+    }
     if (cfg.sandbox)
         oom_adj_for_command(&cfg);
     pid_t child = fork();

@@ -34,6 +34,7 @@
 #define exectrace_active a3s_init_exectrace_active
 #define exectrace_reset a3s_init_exectrace_reset
 #define exectrace_locate a3s_init_exectrace_locate
+#define exectrace_tell_to a3s_init_exectrace_tell_to
 #define exectrace_await a3s_init_exectrace_await
 #define exectrace_seize a3s_init_exectrace_seize
 #define exectrace_wait a3s_init_exectrace_wait

@@ -76,7 +76,9 @@ bool exectrace_active(const struct exectrace *t) {
 
 void exectrace_reset(struct exectrace *t) {
     a3s_exec_rules_free(t->rules);
-    *t = (struct exectrace){.root = -1};
+    if (t->tell_fd >= 0)
+        close(t->tell_fd);
+    *t = (struct exectrace){.root = -1, .tell_fd = -1};
 }
 
 void exectrace_locate(struct exectrace *t, char *const *envp) {
@@ -182,17 +184,26 @@ static char **read_argv(pid_t pid, char **buf, size_t *argc) {
     return argv;
 }
 
-/* Tells the stopped program why, on its own stderr (appended: a file
- * there is not overwritten). */
-static void tell(pid_t pid, const char *msg) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd/2", (int)pid);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
+/* Tells the command why, on the stderr it was started with (the one the
+ * host reads). Never through the stopped program's own fd 2: that could be
+ * a file the command may only read (Landlock binds the command, not the
+ * init), and the init must not write where the command cannot. */
+static void tell(const struct exectrace *t, const char *msg) {
+    if (t->tell_fd < 0)
         return;
-    ssize_t ignored = write(fd, msg, strlen(msg));
+    ssize_t ignored = write(t->tell_fd, msg, strlen(msg)); /* non-blocking: never stalls us */
     (void)ignored;
-    close(fd);
+}
+
+int exectrace_tell_to(struct exectrace *t, int fd) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    /* a description of our own, so O_NONBLOCK is not the command's too */
+    int own = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (t->tell_fd >= 0)
+        close(t->tell_fd);
+    t->tell_fd = own;
+    return own;
 }
 
 static void record(struct exectrace *t, int list, const char *pattern, const char *reading) {
@@ -257,7 +268,7 @@ static void check_exec(struct exectrace *t, pid_t pid) {
                      "codeward: stopped exec of `%.600s`: bash(%.300s) asks, and it was not "
                      "approved for this call\n",
                      what, pattern);
-        tell(pid, msg);
+        tell(t, msg);
         kill(pid, SIGKILL); /* wakes it from the stop, and it never runs */
         record(t, list, pattern ? pattern : "", what);
     }

@@ -145,6 +145,8 @@ struct exectrace {
     pid_t root;            /* the command's own process, seized; -1: none yet */
     bool root_execd;       /* its first exec (bash -c LINE) went by unchecked */
     int stops;             /* execs stopped */
+    int tell_fd;           /* where the command is told what was stopped (its original
+                              stderr, a description of our own), or -1 */
     char first[2560];      /* the first: "deny|ask \t PATTERN \t COMMAND" */
 };
 
@@ -155,6 +157,9 @@ bool exectrace_add_rule(struct exectrace *t, const char *kind, const char *value
 bool exectrace_active(const struct exectrace *t);
 /* Frees the rules and resets t to "no rules, nothing traced". */
 void exectrace_reset(struct exectrace *t);
+/* Says what is stopped on fd (the command's stderr as the host gave it):
+ * opens a non-blocking description of its own; -1 if it cannot. */
+int exectrace_tell_to(struct exectrace *t, int fd);
 /* Records the identity of the executables the rules name, on envp's PATH. */
 void exectrace_locate(struct exectrace *t, char *const *envp);
 /* In the forked child, async-signal-safe: becomes traceable (dumpable),

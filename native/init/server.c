@@ -629,7 +629,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     int report[2] = {-1, -1}, go[2] = {-1, -1}, ready[2] = {-1, -1};
     pid_t child = -1;
     /* the exec check (exectrace.c) for this command's rules, if it has any */
-    struct exectrace trace = {.root = -1};
+    struct exectrace trace = {.root = -1, .tell_fd = -1};
     bool rules_ok = true;
     char rule_why[256] = "";
     static const char *const KINDS[3] = {"deny", "ask", "approve"};
@@ -638,8 +638,10 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             rules_ok = exectrace_add_rule(&trace, KINDS[l], m->rules[l][i], rule_why,
                                           sizeof rule_why);
     bool tracing = rules_ok && exectrace_active(&trace);
-    if (tracing)
+    if (tracing) {
         exectrace_locate(&trace, m->env);
+        exectrace_tell_to(&trace, err); /* the stderr the host reads */
+    }
     oom_adj_for_command(cfg);
     if (!argv) {
         fail_setup(d, "%s: %s", "out of memory", ENOMEM);

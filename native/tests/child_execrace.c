@@ -6,11 +6,15 @@
  * new image's argv after the exec (what runs) is immune; one that reads the
  * caller's memory before it is not.
  *
- * Usage: child_execrace PROGRAM ALLOWED DENIED (both of the same length)
+ * Usage: child_execrace PROGRAM ALLOWED DENIED [from-thread]
+ * (ALLOWED and DENIED of the same length; with from-thread the exec is made
+ * by a second thread while the main one flips: the kernel then ends every
+ * other thread and the execing one takes over the process.)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,16 +33,35 @@ static void *flipper(void *unused) {
     return NULL;
 }
 
+static const char *program;
+
+static void *execer(void *unused) {
+    (void)unused;
+    usleep(1000);
+    char *const args[] = {(char *)program, arg, NULL};
+    execv(program, args);
+    perror("execv");
+    _exit(127);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 4 || strlen(argv[2]) != strlen(argv[3]) || strlen(argv[2]) >= sizeof arg) {
-        fprintf(stderr, "usage: child_execrace PROGRAM ALLOWED DENIED (same length)\n");
+    bool from_thread = argc == 5 && strcmp(argv[4], "from-thread") == 0;
+    if ((argc != 4 && !from_thread) || strlen(argv[2]) != strlen(argv[3]) ||
+        strlen(argv[2]) >= sizeof arg) {
+        fprintf(stderr, "usage: child_execrace PROGRAM ALLOWED DENIED [from-thread]\n");
         return 2;
     }
+    program = argv[1];
     flip[0] = argv[2];
     flip[1] = argv[3];
     len = strlen(argv[2]);
     memcpy(arg, argv[2], len + 1);
     pthread_t t;
+    if (from_thread) {
+        if (pthread_create(&t, NULL, execer, NULL) != 0)
+            return 2;
+        flipper(NULL); /* until the exec ends this thread */
+    }
     if (pthread_create(&t, NULL, flipper, NULL) != 0)
         return 2;
     usleep(1000); /* let it run */

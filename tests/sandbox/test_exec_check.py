@@ -54,6 +54,11 @@ SPELLINGS = {
     "env-wrapper": 'env -i PATH="$PATH" MARK="$MARK" git push',
     "nice-wrapper": "nice -n 1 git push",
     "python-system": "python3 -c \"import os; os.system('git push')\"",
+    "python-subprocess": "python3 -c \"import subprocess; subprocess.run(['git', 'push'])\"",
+    "python-spawn": "python3 -c \"import os; os.posix_spawnp('git', ['git', 'push'], os.environ)\"",
+    "exec-a": "exec -a notgit git push",
+    "xargs": "echo push | xargs git",
+    "find-exec": "find . -maxdepth 0 -exec git push \\;",
     "alias": "git -c alias.p=push p",
     "git-dash-c": "git -C . push",
     "self-exe": "/proc/self/exe -c 'git push'",
@@ -125,6 +130,21 @@ def test_allowed_commands_keep_running(sandbox: NativeBashSandbox, fake_git: Pat
     assert out.exit_code == 0 and out.stdout == "ok\n", out
 
 
+def test_job_control_and_signals_pass_through_the_tracer(
+    sandbox: NativeBashSandbox, fake_git: Path
+):
+    # a stopped and continued process, a trapped signal, a program killed by a signal: the
+    # tracer passes each on as bash sees it without one
+    line = (
+        "sleep 5 & p=$!; kill -STOP $p; kill -CONT $p; kill -TERM $p; wait $p; echo status $?; "
+        "bash -c 'trap \"echo trapped\" USR1; kill -USR1 $$; echo after'; "
+        "python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'; echo segv $?"
+    )
+    out = run(sandbox, line, DENY)
+    assert out.stdout == "status 143\ntrapped\nafter\nsegv 139\n", out
+    assert out.exec_stopped is None and out.exit_code == 0, out
+
+
 def test_no_rules_no_check(sandbox: NativeBashSandbox, fake_git: Path):
     out = run(sandbox, "git push", None)
     assert out.exit_code == 0 and out.exec_stopped is None, out
@@ -170,11 +190,15 @@ def test_flipping_the_argv_from_another_thread_does_not_slip_through(
 ):
     # 60 execs whose argument another thread flips between "show" and "push": each runs with
     # what the kernel copied, and that is what is checked
-    loop = 'for i in $(seq 1 60); do ./execrace "$PWD/bin/git" show push; done; true'
+    loop = (
+        'for i in $(seq 1 40); do ./execrace "$PWD/bin/git" show push; '
+        './execrace "$PWD/bin/git" show push from-thread; done; true'
+    )
     out = run(sandbox, loop, DENY)
     ran = fake_git.read_text().split() if fake_git.exists() else []
     assert "push" not in ran, out
     assert set(ran) <= {"show"}, ran
+    assert ran or out.exec_stopped is not None, f"nothing was exec'd: {out}"
 
 
 @pytest.fixture
