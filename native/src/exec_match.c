@@ -404,6 +404,9 @@ static void read_named(struct readings *rd, const char *name, const char *const 
 static bool is_script(const char *path, int cwd_fd) {
     if (path[0] != '/' && cwd_fd < 0)
         return false; /* relative to a directory we were not given */
+    struct stat pre;
+    if (fstatat(path[0] == '/' ? AT_FDCWD : cwd_fd, path, &pre, 0) < 0 || !S_ISREG(pre.st_mode))
+        return false; /* only a regular file is opened: no device, no FIFO */
     int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
                                           : openat(cwd_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
                                                                      O_NONBLOCK);

@@ -1305,6 +1305,7 @@ static void test_tracer_variant(const struct a3s_seccomp_program *full) {
         differ += eval(&t, NATIVE, nr, a, NULL) != eval(full, NATIVE, nr, a, NULL);
     }
     CHECK(differ == 0, "%d other calls answered differently", differ);
+    a3s_seccomp_program_free(&t);
     /* what each command stacks on it: with it, the full filter again */
     struct a3s_seccomp_program only = {NULL, 0};
     CHECK(a3s_seccomp_build(A3S_SECCOMP_PTRACE_ONLY, &only, &err) == A3S_OK, "ptrace-only");
