@@ -86,6 +86,8 @@ export class PermissionPolicy {
   matchingRules(tool: string, args?: ToolArgs): MatchingRules;
   /** False only if every call of the tool is denied before its arguments are known. */
   exposesToModel(tool: string): boolean;
+  /** The bash deny and ask patterns for a sandbox's exec({execRules}) (the exec check); add `approved` after an approval. */
+  execRules(): { deny: string[]; ask: string[] };
   readonly enabled: boolean;
   readonly defaultDecision: Decision;
   readonly deny: string[];
