@@ -468,8 +468,15 @@ static void rule_deny_bits(struct prog *p, uint32_t nr, unsigned arg, uint32_t m
     deny_or_allow(p);
 }
 
+/* CLONE_UNTRACED, refused as well: a child made with it is not traced by
+ * the init's exec check (init/exectrace.c), whose tracing every process of
+ * a command inherits; nothing but the kernel's own threads needs it. */
+#ifndef CLONE_UNTRACED
+#  define CLONE_UNTRACED 0x00800000
+#endif
+
 static void rule_clone(struct prog *p) {
-    rule_deny_bits(p, NR_clone, 0, CLONE_NEW_ANY);
+    rule_deny_bits(p, NR_clone, 0, CLONE_NEW_ANY | (uint32_t)CLONE_UNTRACED);
 }
 
 /* ioctl(): TIOCSTI pushes bytes into a terminal's input queue. Given the

@@ -460,6 +460,8 @@ static const struct tcase cases[] = {
     C("clone(CLONE_NEWNET)", SYS_clone, ERR(EPERM), CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0),
     C("clone(CLONE_NEWCGROUP)", SYS_clone, ERR(EPERM), CLONE_NEWCGROUP | SIGCHLD, 0, 0, 0, 0),
     C("clone(CLONE_NEWTIME bit)", SYS_clone, ERR(EPERM), CLONE_NEWTIME, 0, 0, 0, 0),
+    /* a child out of the exec check's reach */
+    C("clone(CLONE_UNTRACED|SIGCHLD)", SYS_clone, ERR(EPERM), 0x00800000 | SIGCHLD, 0, 0, 0, 0),
     C("clone(thread flags + CLONE_NEWNET)", SYS_clone, ERR(EPERM), THREAD_FLAGS | CLONE_NEWNET,
       0, 0, 0, 0),
 #ifdef SYS_clone3
@@ -582,9 +584,10 @@ static void test_table(const struct a3s_seccomp_program *p) {
               action_name(r, got, sizeof got),
               action_name(ERR(plain_denied[i].err), want, sizeof want));
     }
-    /* each CLONE_NEW* flag alone, and every other single bit of the low word */
+    /* each CLONE_NEW* flag alone, CLONE_UNTRACED (the exec check's), and every other single
+     * bit of the low word */
     const uint32_t ns = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
-                        CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME;
+                        CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME | 0x00800000u;
     for (int bit = 0; bit < 64; bit++) {
         const uint64_t args[6] = {1ull << bit, 0, 0, 0, 0, 0};
         uint32_t w = (bit < 32 && (ns & (1u << bit))) ? ERR(EPERM) : ALLOW;

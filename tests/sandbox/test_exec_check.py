@@ -170,6 +170,24 @@ def test_the_command_cannot_ptrace_or_write_program_memory(sandbox: NativeBashSa
     assert "mem refused" in out.stdout, out
 
 
+def test_a_child_cannot_leave_the_trace(sandbox: NativeBashSandbox, fake_git: Path):
+    # clone(CLONE_UNTRACED) would make a child the tracer does not follow: refused
+    probe = (
+        "import ctypes, os, platform\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "nr = 56 if platform.machine() == 'x86_64' else 220\n"
+        "pid = libc.syscall(nr, 0x00800000 | 17, 0, 0, 0, 0)\n"
+        "if pid == 0:\n"
+        "    os.execvp('git', ['git', 'push'])\n"
+        "print('clone', pid, ctypes.get_errno())\n"
+        "if pid > 0:\n"
+        "    os.waitpid(pid, 0)\n"
+    )
+    out = run(sandbox, f"python3 -c {_quote(probe)}", DENY)
+    assert not fake_git.exists(), out
+    assert "clone -1 1" in out.stdout, out  # EPERM
+
+
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
