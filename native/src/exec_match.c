@@ -245,7 +245,8 @@ static const char *identify(a3s_exec_rules *r, int exe_fd) {
 struct readings {
     char **items;
     size_t n, cap;
-    bool any_git; /* git may run any of its commands */
+    bool any_git;   /* git may run any of its commands */
+    char *git_rest; /* then: the arguments after its subcommand (" a b", or ""), malloc'd */
     bool oom;
 };
 
@@ -346,11 +347,35 @@ static bool prefix_ci(const char *s, const char *prefix) {
     return true;
 }
 
+/* Marks that git may run any of its commands here, with argv[from..) after
+ * the command it runs (the arguments an alias is given). */
+static void mark_any_git(struct readings *rd, const char *const *argv, size_t argc,
+                         size_t from) {
+    rd->any_git = true;
+    if (rd->git_rest || rd->oom)
+        return;
+    size_t len = 1;
+    for (size_t i = from; i < argc; i++)
+        len += strlen(argv[i]) + 1;
+    if (!(rd->git_rest = malloc(len))) {
+        rd->oom = true;
+        return;
+    }
+    size_t at = 0;
+    for (size_t i = from; i < argc; i++) {
+        rd->git_rest[at++] = ' ';
+        memcpy(rd->git_rest + at, argv[i], strlen(argv[i]));
+        at += strlen(argv[i]);
+    }
+    rd->git_rest[at] = '\0';
+}
+
 /* The readings of git run with argv[from..): as given, and with its global
  * options left out; marks any_git for an alias or unknown subcommand. */
 static void read_git(struct readings *rd, const char *const *argv, size_t argc, size_t from) {
     add_reading(rd, "git", 3, argv, argc, from, 0, 0);
     size_t j = from;
+    bool defines = false;
     while (j < argc && argv[j][0] == '-') {
         const char *v = argv[j];
         if (!strcmp(v, "--"))
@@ -359,17 +384,16 @@ static void read_git(struct readings *rd, const char *const *argv, size_t argc, 
         bool takes = v[vl] == '\0' && a3s_git_option_takes_value(v, vl);
         const char *value = takes ? (j + 1 < argc ? argv[j + 1] : "") : v + vl + (v[vl] == '=');
         /* an alias defined here, or config taken from the environment, can be anything */
-        if ((!strncmp(v, "-c", 2) && prefix_ci(v[2] ? v + 2 : value, "alias.")) ||
-            !strncmp(v, "--config-env", 12))
-            rd->any_git = true;
+        defines |= (!strncmp(v, "-c", 2) && prefix_ci(v[2] ? v + 2 : value, "alias.")) ||
+                   !strncmp(v, "--config-env", 12);
         j += takes ? 2 : 1;
     }
     if (j < argc && !strcmp(argv[j], "--"))
         j++;
     if (j > from)
         add_reading(rd, "git", 3, argv, argc, j, 0, 0);
-    if (j < argc && !git_knows(argv[j]))
-        rd->any_git = true;
+    if (defines || (j < argc && !git_knows(argv[j])))
+        mark_any_git(rd, argv, argc, j < argc ? j + 1 : argc);
 }
 
 /* The readings of a program called `name` run with argv[from..). */
@@ -392,7 +416,7 @@ static void read_named(struct readings *rd, const char *name, const char *const 
         size_t wn = argc - from + 1;
         add_reading(rd, "git", 3, with, wn, 0, 0, 0);
         if (!git_knows(name + 4))
-            rd->any_git = true;
+            mark_any_git(rd, argv, argc, from);
         free(with);
         return;
     }
@@ -456,6 +480,30 @@ static bool rule_names_git(const struct exec_rule *e) {
     return !e->program || a3s_glob_match(e->program, "git", 3) == 1;
 }
 
+/* Whether rule e may match what git runs for an alias or an unknown
+ * subcommand: its program is git, or it matches "git CMD REST" for one of
+ * git's commands (an alias of `push` given the same arguments). -1: memory. */
+static int may_match_any_git(const struct exec_rule *e, const char *rest) {
+    if (rule_names_git(e))
+        return 1;
+    size_t rl = strlen(rest), n = sizeof GIT_COMMANDS / sizeof GIT_COMMANDS[0];
+    char *buf = malloc(4 + 32 + rl + 1);
+    if (!buf)
+        return -1;
+    int hit = 0;
+    for (size_t i = 0; i < n && !hit; i++) {
+        size_t cl = strlen(GIT_COMMANDS[i]);
+        if (cl > 32)
+            continue;
+        memcpy(buf, "git ", 4);
+        memcpy(buf + 4, GIT_COMMANDS[i], cl);
+        memcpy(buf + 4 + cl, rest, rl + 1);
+        hit = rule_matches(e, buf);
+    }
+    free(buf);
+    return hit;
+}
+
 int a3s_exec_decide(a3s_exec_rules *r, const struct a3s_exec_call *c,
                     struct a3s_exec_decision *out) {
     *out = (struct a3s_exec_decision){.list = A3S_LIST_NONE, .rule = SIZE_MAX};
@@ -478,7 +526,12 @@ int a3s_exec_decide(a3s_exec_rules *r, const struct a3s_exec_call *c,
                 which = k;
                 break;
             }
-            if (found == A3S_LIST_NONE && rd.any_git && rule_names_git(&r->rules[i])) {
+            int maybe = found == A3S_LIST_NONE && rd.any_git
+                            ? may_match_any_git(&r->rules[i], rd.git_rest ? rd.git_rest : "")
+                            : 0;
+            if (maybe < 0)
+                rd.oom = true;
+            if (maybe > 0) {
                 bool ok = false;
                 for (size_t k = 0; pass == A3S_LIST_ASK && k < rd.n && !ok; k++)
                     ok = approved(r, rd.items[k]);
@@ -507,6 +560,7 @@ int a3s_exec_decide(a3s_exec_rules *r, const struct a3s_exec_call *c,
     for (size_t k = 0; k < rd.n; k++)
         free(rd.items[k]);
     free(rd.items);
+    free(rd.git_rest);
     return rc;
 }
 

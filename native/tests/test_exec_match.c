@@ -149,6 +149,24 @@ static void test_ask_and_approvals(void) {
     a3s_exec_rules_free(r);
 }
 
+/* An alias may be any of git's commands with the arguments it is given: a
+ * rule that names git's command only through a glob still applies. */
+static void test_aliases_under_glob_rules(void) {
+    const char *deny[] = {"*push*", NULL};
+    a3s_exec_rules *r = rules(deny, NULL, NULL);
+    char got[256];
+    CHECK(decide(r, "/usr/bin/git", "git p origin", got, sizeof got) == A3S_LIST_DENY,
+          "an unknown subcommand under *push*");
+    CHECK(decide(r, "/usr/bin/git", "git status", got, sizeof got) == A3S_LIST_NONE,
+          "a known one that is not push");
+    a3s_exec_rules_free(r);
+    const char *deny2[] = {"git push --force**", NULL};
+    r = rules(deny2, NULL, NULL);
+    CHECK(decide(r, "/usr/bin/git", "git pf", got, sizeof got) == A3S_LIST_DENY,
+          "an alias may carry options of its own");
+    a3s_exec_rules_free(r);
+}
+
 static void write_file(const char *path, const char *text, mode_t mode) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     CHECK(fd >= 0, "create %s", path);
@@ -240,6 +258,7 @@ int main(void) {
     test_names();
     test_known_git_commands();
     test_ask_and_approvals();
+    test_aliases_under_glob_rules();
     test_identity();
     test_options_and_records();
     return check_report("test_exec_match");
