@@ -231,7 +231,7 @@ static void check_exec(struct exectrace *t, pid_t pid) {
     /* opened only when the decision may need them: each open costs every exec */
     int exe_fd = a3s_exec_rules_located(t->rules) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     bool relative = false;
-    for (size_t k = 1; k <= 2 && argv && k < argc; k++)
+    for (size_t k = 1; k <= 4 && argv && k < argc; k++) /* exec_match.c's ARG_PROGRAMS */
         relative |= argv[k][0] && argv[k][0] != '/' && argv[k][0] != '-';
     snprintf(path, sizeof path, "/proc/%d/cwd", (int)pid);
     int cwd_fd = relative ? open(path, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;

@@ -242,6 +242,10 @@ static const char *identify(a3s_exec_rules *r, int exe_fd) {
 
 /* ---- readings ---------------------------------------------------------------- */
 
+/* How many leading arguments may name the program that really runs (a
+ * script after its interpreter's option, a binary after a loader's options). */
+#define ARG_PROGRAMS 4
+
 struct readings {
     char **items;
     size_t n, cap;
@@ -444,6 +448,51 @@ static bool is_script(const char *path, int cwd_fd) {
     return yes;
 }
 
+/* Whether any located program has this size or is this very file: the
+ * only files worth opening to identify. */
+static bool may_be_located(const a3s_exec_rules *r, const struct stat *st) {
+    for (size_t i = 0; i < r->nfound; i++)
+        if (r->found[i].size == st->st_size ||
+            (r->found[i].dev == st->st_dev && r->found[i].ino == st->st_ino))
+            return true;
+    return false;
+}
+
+/* argv[k] may name the program that really runs: a `#!` script the kernel
+ * runs through its interpreter (INTERPRETER [ARG] SCRIPT ARGS...), or a
+ * binary run by a loader (`/lib64/ld-linux-x86-64.so.2 /usr/bin/git push`,
+ * with `--argv0 NAME` telling git which command it is): read it as that
+ * program with the arguments after it. */
+static void read_argument_program(a3s_exec_rules *r, const struct a3s_exec_call *c, size_t k,
+                                  struct readings *rd) {
+    const char *const *argv = c->argv;
+    const char *path = argv[k];
+    if (!path[0] || path[0] == '-' || (path[0] != '/' && c->cwd_fd < 0))
+        return;
+    struct stat st;
+    int at = path[0] == '/' ? AT_FDCWD : c->cwd_fd;
+    if (fstatat(at, path, &st, 0) < 0 || !S_ISREG(st.st_mode))
+        return; /* only a regular file is opened: no device, no FIFO */
+    if (is_script(path, c->cwd_fd))
+        read_named(rd, base_name(path), argv, c->argc, k + 1);
+    if (!may_be_located(r, &st))
+        return;
+    int fd = openat(at, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    const char *same = fd >= 0 ? identify(r, fd) : NULL;
+    if (fd >= 0)
+        close(fd);
+    if (!same)
+        return;
+    read_named(rd, same, argv, c->argc, k + 1);
+    if (strcmp(same, "git") != 0)
+        return;
+    if (prefix_ci(base_name(path), "git-"))
+        read_named(rd, base_name(path), argv, c->argc, k + 1);
+    for (size_t i = 1; i + 1 < k; i++) /* the loader's --argv0: git's own argv[0] */
+        if (!strcmp(argv[i], "--argv0") && prefix_ci(base_name(argv[i + 1]), "git-"))
+            read_named(rd, base_name(argv[i + 1]), argv, c->argc, k + 1);
+}
+
 static void read_exec(a3s_exec_rules *r, const struct a3s_exec_call *c, struct readings *rd) {
     if (c->argc == 0)
         return;
@@ -459,9 +508,8 @@ static void read_exec(a3s_exec_rules *r, const struct a3s_exec_call *c, struct r
         if (!strcmp(same, "git") && prefix_ci(base_name(argv[0]), "git-"))
             read_named(rd, base_name(argv[0]), argv, c->argc, 1);
     }
-    for (size_t k = 1; k <= 2 && k < c->argc; k++)
-        if (argv[k][0] && is_script(argv[k], c->cwd_fd))
-            read_named(rd, base_name(argv[k]), argv, c->argc, k + 1);
+    for (size_t k = 1; k <= ARG_PROGRAMS && k < c->argc; k++)
+        read_argument_program(r, c, k, rd);
 }
 
 static bool approved(const a3s_exec_rules *r, const char *reading) {

@@ -222,9 +222,20 @@ static void test_identity(void) {
     CHECK(decide_fd(r, "/bin/sh", -1, "/bin/sh -e ./git push", dfd, got, sizeof got) ==
               A3S_LIST_DENY,
           "a script after the interpreter's argument");
-    CHECK(decide_fd(r, "/bin/sh", -1, "/bin/sh ./renamed push", dfd, got, sizeof got) ==
+    /* a copy of git run by the dynamic loader, as itself or under another argv[0] */
+    CHECK(decide_fd(r, "/lib64/ld-linux-x86-64.so.2", -1,
+                    "/lib64/ld-linux-x86-64.so.2 ./renamed push", dfd, got,
+                    sizeof got) == A3S_LIST_DENY &&
+              !strcmp(got, "git push"),
+          "a loader running a copy of git: '%s'", got);
+    CHECK(decide_fd(r, "/lib64/ld-linux-x86-64.so.2", -1,
+                    "/lib64/ld-linux-x86-64.so.2 --argv0 git-push ./renamed origin", dfd, got,
+                    sizeof got) == A3S_LIST_DENY &&
+              !strcmp(got, "git push origin"),
+          "--argv0 git-push: '%s'", got);
+    CHECK(decide_fd(r, "/usr/bin/cat", -1, "cat ./other push", dfd, got, sizeof got) ==
               A3S_LIST_NONE,
-          "a file that is no script is no program name");
+          "a file of the same size and other bytes is another program");
     close(dfd);
     a3s_exec_rules_free(r);
     unlink(git);

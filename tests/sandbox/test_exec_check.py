@@ -255,6 +255,11 @@ REAL_GIT = {
     "symlinked-binary": 'ln -s "$(command -v git)" ./g; ./g push -q origin main',
     "helper": "/usr/lib/git-core/git-push -q origin main",
     "alias": "git -c alias.p=push p -q origin main",
+    "loader": '"$(ls /lib64/ld-linux-*.so.* /lib/ld-linux-*.so.* 2>/dev/null | head -1)" '
+    '"$(command -v git)" push -q origin main',
+    "loader-copy": 'cp "$(command -v git)" ./mygit; '
+    '"$(ls /lib64/ld-linux-*.so.* /lib/ld-linux-*.so.* 2>/dev/null | head -1)" ./mygit '
+    "push -q origin main",
 }
 
 
