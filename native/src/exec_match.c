@@ -27,6 +27,7 @@
 #include "bash_split.h"
 #include "sha256.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -61,6 +62,8 @@ struct a3s_exec_rules {
     size_t napproved, capapproved;
     struct located *found;
     size_t nfound;
+    char **helpers; /* git-<name> programs of git's exec path: names git runs, never aliases */
+    size_t nhelpers;
 };
 
 a3s_exec_rules *a3s_exec_rules_new(void) { return calloc(1, sizeof(a3s_exec_rules)); }
@@ -78,6 +81,9 @@ void a3s_exec_rules_free(a3s_exec_rules *r) {
         free(r->approved[i]);
     for (size_t i = 0; i < r->nfound; i++)
         free(r->found[i].path);
+    for (size_t i = 0; i < r->nhelpers; i++)
+        free(r->helpers[i]);
+    free(r->helpers);
     free(r->rules);
     free(r->approved);
     free(r->found);
@@ -156,7 +162,32 @@ const char *a3s_exec_rules_pattern(const a3s_exec_rules *r, size_t index, int *l
 
 /* ---- identity: what a copy or link of a named program is ------------------- */
 
+/* The git-<name> programs of git's exec paths (where git looks for its
+ * commands that are not builtins). */
+static void find_git_helpers(a3s_exec_rules *r) {
+    static const char *const DIRS[] = {"/usr/lib/git-core", "/usr/libexec/git-core",
+                                       "/usr/local/libexec/git-core", "/usr/local/lib/git-core"};
+    for (size_t d = 0; d < sizeof DIRS / sizeof DIRS[0]; d++) {
+        DIR *dir = opendir(DIRS[d]);
+        struct dirent *e;
+        while (dir && (e = readdir(dir)) != NULL) {
+            if (strncmp(e->d_name, "git-", 4) != 0 || !e->d_name[4])
+                continue;
+            char **grown = realloc(r->helpers, (r->nhelpers + 1) * sizeof *grown);
+            char *name = grown ? strdup(e->d_name + 4) : NULL;
+            if (grown)
+                r->helpers = grown;
+            if (!name)
+                break; /* out of memory: fewer names known, so stricter */
+            r->helpers[r->nhelpers++] = name;
+        }
+        if (dir)
+            closedir(dir);
+    }
+}
+
 void a3s_exec_rules_locate(a3s_exec_rules *r, const char *path) {
+    find_git_helpers(r);
     if (!path || !*path)
         path = "/usr/local/bin:/usr/bin:/bin";
     for (size_t i = 0; i < r->n; i++) {
@@ -247,6 +278,7 @@ static const char *identify(a3s_exec_rules *r, int exe_fd) {
 #define ARG_PROGRAMS 4
 
 struct readings {
+    const a3s_exec_rules *rules;
     char **items;
     size_t n, cap;
     bool any_git;   /* git may run any of its commands */
@@ -303,45 +335,48 @@ static void add_reading(struct readings *rd, const char *name, size_t name_len,
     rd->items[rd->n++] = s;
 }
 
-/* git's own commands (`git help -a`, builtins and the ones git ships): any
- * other subcommand is an alias, or a typo help.autocorrect may run as one
- * of these. Sorted for bsearch. */
+/* git's builtin commands: no alias can take their names. Any other
+ * subcommand is an alias, a typo help.autocorrect may run as one of these,
+ * or a program of git's exec path (git-svn, git-remote-https ...), which
+ * a3s_exec_rules_locate adds as it finds them there: a command git ships
+ * but this machine lacks can be an alias. Sorted for bsearch. */
 static const char *const GIT_COMMANDS[] = {
-    "add", "am", "annotate", "apply", "archimport", "archive", "backfill", "bisect", "blame",
-    "branch", "bugreport", "bundle", "cat-file", "check-attr", "check-ignore", "check-mailmap",
-    "check-ref-format", "checkout", "checkout-index", "cherry", "cherry-pick", "citool", "clean",
-    "clone", "column", "commit", "commit-graph", "commit-tree", "config", "count-objects",
-    "credential", "credential-cache", "credential-store", "cvsexportcommit", "cvsimport",
-    "cvsserver", "daemon", "describe", "diagnose", "diff", "diff-files", "diff-index",
-    "diff-pairs", "diff-tree", "difftool", "fast-export", "fast-import", "fetch", "fetch-pack",
-    "filter-branch", "fmt-merge-msg", "for-each-ref", "for-each-repo", "format-patch", "fsck",
-    "fsck-objects", "fsmonitor--daemon", "gc", "get-tar-commit-id", "gitk", "gitweb", "grep",
-    "gui", "hash-object", "help", "hook", "http-backend", "http-fetch", "http-push",
-    "imap-send", "index-pack", "init", "init-db", "instaweb", "interpret-trailers", "last-modified",
-    "log", "ls-files", "ls-remote", "ls-tree", "mailinfo", "mailsplit", "maintenance", "merge",
-    "merge-base", "merge-file", "merge-index", "merge-octopus", "merge-one-file", "merge-ours",
-    "merge-recursive", "merge-resolve", "merge-subtree", "merge-tree", "mergetool", "mktag",
-    "mktree", "multi-pack-index", "mv", "name-rev", "notes", "p4", "pack-objects",
-    "pack-redundant", "pack-refs", "patch-id", "prune", "prune-packed", "pull", "push",
-    "quiltimport", "range-diff", "read-tree", "rebase", "receive-pack", "reflog", "refs",
-    "remote", "remote-ext", "remote-fd", "remote-ftp", "remote-ftps", "remote-http",
-    "remote-https", "repack", "replace", "replay", "repo", "request-pull", "rerere", "reset",
-    "restore", "rev-list", "rev-parse", "revert", "rm", "scalar", "send-email", "send-pack",
-    "sh-i18n--envsubst", "shell", "shortlog", "show", "show-branch", "show-index", "show-ref",
-    "sparse-checkout", "stage", "stash", "status", "stripspace", "submodule", "subtree", "svn",
-    "switch", "symbolic-ref", "tag", "unpack-file", "unpack-objects", "update-index",
-    "update-ref", "update-server-info", "upload-archive", "upload-pack", "var",
-    "verify-commit", "verify-pack", "verify-tag", "version", "whatchanged", "worktree",
-    "write-tree",
+    "add", "am", "annotate", "apply", "archive", "backfill", "bisect", "blame", "branch",
+    "bugreport", "bundle", "cat-file", "check-attr", "check-ignore", "check-mailmap",
+    "check-ref-format", "checkout", "checkout-index", "cherry", "cherry-pick", "clean", "clone",
+    "column", "commit", "commit-graph", "commit-tree", "config", "count-objects", "credential",
+    "credential-cache", "credential-cache--daemon", "credential-store", "describe", "diagnose",
+    "diff", "diff-files", "diff-index", "diff-pairs", "diff-tree", "difftool", "fast-export",
+    "fast-import", "fetch", "fetch-pack", "fmt-merge-msg", "for-each-ref", "for-each-repo",
+    "format-patch", "fsck", "fsck-objects", "fsmonitor--daemon", "gc", "get-tar-commit-id", "grep",
+    "hash-object", "help", "hook", "index-pack", "init", "init-db", "interpret-trailers",
+    "last-modified", "log", "ls-files", "ls-remote", "ls-tree", "mailinfo", "mailsplit",
+    "maintenance", "merge", "merge-base", "merge-file", "merge-index", "merge-ours",
+    "merge-recursive", "merge-subtree", "merge-tree", "mktag", "mktree", "multi-pack-index", "mv",
+    "name-rev", "notes", "pack-objects", "pack-redundant", "pack-refs", "patch-id", "prune",
+    "prune-packed", "pull", "push", "range-diff", "read-tree", "rebase", "receive-pack", "reflog",
+    "refs", "remote", "remote-ext", "remote-fd", "repack", "replace", "replay", "repo",
+    "rerere", "reset", "restore", "rev-list", "rev-parse", "revert", "rm", "send-pack",
+    "shortlog", "show", "show-branch", "show-index", "show-ref", "sparse-checkout", "stage",
+    "stash", "status", "stripspace", "submodule", "switch", "symbolic-ref", "tag",
+    "unpack-file", "unpack-objects", "update-index", "update-ref", "update-server-info",
+    "upload-archive", "upload-pack", "var", "verify-commit", "verify-pack", "verify-tag",
+    "version", "whatchanged", "worktree", "write-tree",
 };
 
 static int by_name(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static bool git_knows(const char *sub) {
+static bool git_knows(const struct readings *rd, const char *sub) {
     size_t n = sizeof GIT_COMMANDS / sizeof GIT_COMMANDS[0];
-    return bsearch(&sub, GIT_COMMANDS, n, sizeof *GIT_COMMANDS, by_name) != NULL;
+    if (bsearch(&sub, GIT_COMMANDS, n, sizeof *GIT_COMMANDS, by_name))
+        return true;
+    const a3s_exec_rules *r = rd->rules;
+    for (size_t i = 0; r && i < r->nhelpers; i++)
+        if (!strcmp(r->helpers[i], sub))
+            return true;
+    return false;
 }
 
 static bool prefix_ci(const char *s, const char *prefix) {
@@ -396,7 +431,7 @@ static void read_git(struct readings *rd, const char *const *argv, size_t argc, 
         j++;
     if (j > from)
         add_reading(rd, "git", 3, argv, argc, j, 0, 0);
-    if (defines || (j < argc && !git_knows(argv[j])))
+    if (defines || (j < argc && !git_knows(rd, argv[j])))
         mark_any_git(rd, argv, argc, j < argc ? j + 1 : argc);
 }
 
@@ -419,7 +454,7 @@ static void read_named(struct readings *rd, const char *name, const char *const 
             with[1 + i - from] = argv[i];
         size_t wn = argc - from + 1;
         add_reading(rd, "git", 3, with, wn, 0, 0, 0);
-        if (!git_knows(name + 4))
+        if (!git_knows(rd, name + 4))
             mark_any_git(rd, argv, argc, from);
         free(with);
         return;
@@ -555,7 +590,7 @@ static int may_match_any_git(const struct exec_rule *e, const char *rest) {
 int a3s_exec_decide(a3s_exec_rules *r, const struct a3s_exec_call *c,
                     struct a3s_exec_decision *out) {
     *out = (struct a3s_exec_decision){.list = A3S_LIST_NONE, .rule = SIZE_MAX};
-    struct readings rd = {0};
+    struct readings rd = {.rules = r};
     read_exec(r, c, &rd);
     int found = A3S_LIST_NONE;
     size_t rule = SIZE_MAX, which = SIZE_MAX;

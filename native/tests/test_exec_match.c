@@ -107,13 +107,30 @@ static void test_known_git_commands(void) {
     a3s_exec_rules *r = rules(deny, NULL, NULL);
     const char *known[] = {"add", "am", "bisect", "blame", "branch", "checkout", "cherry-pick",
                            "clone", "commit", "config", "diff", "fetch", "grep", "init",
-                           "log", "merge", "mergetool", "pull", "rebase", "remote",
-                           "remote-https", "reset", "restore", "rev-parse", "show", "stash",
-                           "status", "switch", "tag", "upload-pack", "worktree", "write-tree"};
+                           "log", "merge", "pull", "rebase", "remote", "reset", "restore",
+                           "rev-parse", "show", "stash", "status", "switch", "tag",
+                           "upload-pack", "worktree", "write-tree"};
     char args[64], got[256];
     for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
         snprintf(args, sizeof args, "git %s", known[i]);
         CHECK(decide(r, "/usr/bin/git", args, got, sizeof got) == A3S_LIST_NONE, "%s", args);
+    }
+    /* a command git runs from its exec path is known where this machine has it, and is
+     * anything (an alias may take its name) where it does not */
+    const char *helpers[] = {"remote-https", "mergetool", "svn", "send-email"};
+    a3s_exec_rules_locate(r, "/nonexistent");
+    for (size_t i = 0; i < sizeof helpers / sizeof *helpers; i++) {
+        char path[128];
+        snprintf(args, sizeof args, "git %s", helpers[i]);
+        bool here = false;
+        const char *dirs[] = {"/usr/lib/git-core", "/usr/libexec/git-core"};
+        for (int d = 0; d < 2; d++) {
+            snprintf(path, sizeof path, "%s/git-%s", dirs[d], helpers[i]);
+            here |= access(path, F_OK) == 0;
+        }
+        int want = here ? A3S_LIST_NONE : A3S_LIST_DENY;
+        CHECK(decide(r, "/usr/bin/git", args, got, sizeof got) == want, "%s (installed: %d)",
+              args, here);
     }
     a3s_exec_rules_free(r);
 }
