@@ -90,3 +90,19 @@ def test_an_approved_line_approves_its_own_commands_only(
     assert outcome.executed and not scripted.exists()
     assert outcome.result is not None
     assert outcome.result.metadata["exec_stopped"]["decision"] == "ask"
+
+
+def test_an_ask_nobody_can_answer_stops_the_hidden_program(
+    make_session, workspace: Path, scripted: Path
+):
+    """No confirmation provider: every ask fails closed, the one a script hides too."""
+    policy = PermissionPolicy(ask=["bash(git push**)"], allow=["bash(*)"])
+    session = _session(make_session, workspace, policy)
+    outcome = session.invoke(ToolCall("c1", "bash", {"command": "./release.sh"}), Origin.MODEL)
+    assert outcome.executed and not scripted.exists()
+    assert outcome.result is not None
+    assert outcome.result.metadata["exec_stopped"] == {
+        "decision": "ask",
+        "rule": "bash(git push**)",
+        "command": "git push origin main",
+    }
