@@ -591,11 +591,12 @@ int main(int argc, char **argv) {
          * filter then lets it ptrace, and each command stacks the rest
          * (ptrace refused): together, the full filter. A server may get
          * rules with any command. */
-        if ((tracing || cfg.server) &&
-            (a3s_seccomp_build(A3S_SECCOMP_TRACER, &own_filter, &err) != A3S_OK ||
-             (a3s_seccomp_program_free(&filter),
-              a3s_seccomp_build(A3S_SECCOMP_PTRACE_ONLY, &filter, &err) != A3S_OK)))
-            die(&cfg, "%s", err.message);
+        if (tracing || cfg.server) {
+            a3s_seccomp_program_free(&filter);
+            if (a3s_seccomp_build(A3S_SECCOMP_TRACER, &own_filter, &err) != A3S_OK ||
+                a3s_seccomp_build(A3S_SECCOMP_PTRACE_ONLY, &filter, &err) != A3S_OK)
+                die(&cfg, "%s", err.message);
+        }
         /* Before the deny-list, which refuses any later listener: every
          * link() and linkat() of a command is reported to us, because a
          * hard link made and removed again can change a file where no
@@ -605,7 +606,8 @@ int main(int argc, char **argv) {
         /* The init runs under the command's filter too, installed once here
          * with everything prepared (nothing it does later is refused by
          * it): a process of ours in the sandbox without a filter would be
-         * the one a command tries to reach. Every command inherits it. */
+         * the one a command tries to reach. Every command inherits it (and,
+         * under the tracer's, stacks the ptrace rule). */
         int rc = a3s_seccomp_install(own_filter.filter ? &own_filter : &filter);
         if (rc != 0)
             die(&cfg, "cannot install the seccomp filter on the init: %s", strerror(-rc));
