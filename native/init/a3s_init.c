@@ -760,6 +760,7 @@ int main(int argc, char **argv) {
         }
         if (fds[0].revents & POLLIN) {
             struct signalfd_siginfo si;
+            bool reap = false;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 if (si.ssi_signo != SIGCHLD && cfg.sandbox) {
                     /* In a sandbox nothing outside sends these to PID 1: the
@@ -782,21 +783,24 @@ int main(int argc, char **argv) {
                     }
                     continue;
                 }
-                int st;
-                pid_t p;
-                while ((p = exectrace_wait(&trace, &st, WNOHANG)) > 0) {
-                    if (p != child)
-                        continue;
-                    /* reaped: its pid is no longer ours to signal */
-                    char rec[sizeof trace.first * 2 + 3];
-                    size_t rl = exectrace_report(&trace, rec, sizeof rec);
-                    if (rl)
-                        status_write(cfg.status_fd, rec, rl);
-                    finish(&cfg, -1,
-                           timed_out    ? EXIT_TIMEOUT
-                           : trace.stops ? EXIT_EXEC_STOPPED
-                                         : status_of(st));
-                }
+                reap = true;
+            }
+            /* once per wake-up: with a tracer busy past its bound, the next
+             * SIGCHLD (exectrace_wait raises one) comes back through poll */
+            int st;
+            pid_t p;
+            while (reap && (p = exectrace_wait(&trace, &st, WNOHANG)) > 0) {
+                if (p != child)
+                    continue;
+                /* reaped: its pid is no longer ours to signal */
+                char rec[sizeof trace.first * 2 + 3];
+                size_t rl = exectrace_report(&trace, rec, sizeof rec);
+                if (rl)
+                    status_write(cfg.status_fd, rec, rl);
+                finish(&cfg, -1,
+                       timed_out    ? EXIT_TIMEOUT
+                       : trace.stops ? EXIT_EXEC_STOPPED
+                                     : status_of(st));
             }
         }
     }

@@ -294,8 +294,16 @@ static void handle_stop(struct exectrace *t, pid_t pid, int status) {
     }
 }
 
+/* Stops handled in one call: a command that makes them as fast as we take
+ * them must not keep the init from its timeout, lifeline and cancel. */
+#define STOPS_PER_CALL 256
+
 pid_t exectrace_wait(struct exectrace *t, int *status, int flags) {
-    for (;;) {
+    for (int handled = 0;; handled++) {
+        if (handled == STOPS_PER_CALL) {
+            raise(SIGCHLD); /* blocked, so it waits in the signalfd: the caller comes back */
+            return 0;
+        }
         pid_t p = waitpid(-1, status, flags | (t && t->rules ? __WALL : 0));
         if (p <= 0 || !t || !t->rules || !WIFSTOPPED(*status))
             return p;

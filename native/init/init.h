@@ -173,7 +173,10 @@ bool exectrace_await(int ready_fd, int go_fd);
 int exectrace_seize(struct exectrace *t, pid_t child, int ready_fd, int go_fd);
 /* waitpid(-1, status, flags), with every ptrace stop of the traced tree
  * handled (an exec checked, and let go on or killed) on the way: returns
- * only an exit (or 0 / -1 as waitpid does). t may be NULL. */
+ * only an exit (or 0 / -1 as waitpid does). After 256 stops in one call it
+ * returns 0 and raises SIGCHLD (blocked: the signalfd holds it), so that a
+ * caller polling its signalfd comes back for the rest after its other
+ * duties. t may be NULL. */
 pid_t exectrace_wait(struct exectrace *t, int *status, int flags);
 /* The status-fd record of the first stop, "X<hex of first>.", in out; its
  * length (0: nothing was stopped). */

@@ -581,16 +581,17 @@ static void kill_and_reap(struct exectrace *t, pid_t child, int *status, bool *r
  * where Landlock does not scope signals. */
 static void drain_signals(struct exectrace *t, int sfd, pid_t child, int *status, bool *reaped) {
     struct signalfd_siginfo si;
-    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        if (si.ssi_signo != SIGCHLD)
-            continue;
-        int st;
-        pid_t p;
-        while ((p = exectrace_wait(t, &st, WNOHANG)) > 0) {
-            if (p == child && !*reaped) {
-                *status = st;
-                *reaped = true;
-            }
+    bool reap = false;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+        reap |= si.ssi_signo == SIGCHLD;
+    /* once per wake-up: with a tracer busy past its bound, the next SIGCHLD
+     * (exectrace_wait raises one) comes back through poll */
+    int st;
+    pid_t p;
+    while (reap && (p = exectrace_wait(t, &st, WNOHANG)) > 0) {
+        if (p == child && !*reaped) {
+            *status = st;
+            *reaped = true;
         }
     }
 }

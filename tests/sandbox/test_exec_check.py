@@ -145,6 +145,15 @@ def test_job_control_and_signals_pass_through_the_tracer(
     assert out.exec_stopped is None and out.exit_code == 0, out
 
 
+def test_an_exec_storm_still_times_out(sandbox: NativeBashSandbox):
+    # eight loops of execs keep the tracer busy: the timeout still stops everything
+    storm = "for i in $(seq 8); do (while :; do /bin/true; done) & done; wait"
+    out = sandbox.exec(storm, timeout_ms=3000, kill_grace_ms=500, exec_rules=DENY)
+    assert out.timed_out and out.exit_code == 124, out
+    after = sandbox.exec("echo next", exec_rules=DENY)  # and the sandbox goes on
+    assert after.stdout == "next\n", after
+
+
 def test_no_rules_no_check(sandbox: NativeBashSandbox, fake_git: Path):
     out = run(sandbox, "git push", None)
     assert out.exit_code == 0 and out.exec_stopped is None, out
