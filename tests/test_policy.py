@@ -199,3 +199,14 @@ def test_concurrent_checks_share_one_policy() -> None:
 def test_huge_rule_is_rejected_cleanly() -> None:
     with pytest.raises(PolicyError, match="exceeds the limit"):
         PermissionPolicy(deny=["bash(" + "a" * 70_000 + ")"])
+
+
+def test_exec_patterns_are_the_bash_deny_and_ask_patterns() -> None:
+    """What the exec check holds bash commands to (docs/policy.md, "The exec check")."""
+    policy = PermissionPolicy(
+        deny=["bash(git push**)", "Read(**/.env)", "Bash"],
+        ask=["bash(npm publish:*)", "bash"],
+        allow=["bash(*)"],
+    )
+    assert policy.exec_patterns() == (("git push**", "*"), ("npm publish:*",))
+    assert PermissionPolicy(deny=["bash(x)"], enabled=False).exec_patterns() == ((), ())

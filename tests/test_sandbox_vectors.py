@@ -25,7 +25,7 @@ import pytest
 
 from codeward import _native
 from codeward._errors import SandboxArgumentError, SandboxUnavailable
-from codeward.sandbox import NativeBashSandbox, SandboxLimits, _locate, select_sandbox
+from codeward.sandbox import ExecRules, NativeBashSandbox, SandboxLimits, _locate, select_sandbox
 from codeward.sandbox._native_runner import _CoreSandbox
 
 VECTORS = Path(__file__).parent / "vectors" / "sandbox.json"
@@ -140,6 +140,18 @@ def _check_output(out: Any, expect: dict[str, Any], sub) -> None:  # type: ignor
     if "neutralized_contains" in expect:
         part = sub(expect["neutralized_contains"])
         assert any(part in line for line in out.neutralized), out
+    if "exec_stopped" in expect:
+        want = expect["exec_stopped"]
+        got = out.exec_stopped
+        if want is None:
+            assert got is None, out
+        else:
+            assert got is not None, out
+            assert (got.decision, got.rule, got.command) == (
+                want["decision"],
+                sub(want["rule"]),
+                sub(want["command"]),
+            ), out
     if "setup_error_contains" in expect:
         assert out.setup_error and sub(expect["setup_error_contains"]) in out.setup_error, out
     else:
@@ -182,6 +194,8 @@ def test_vector(case: dict[str, Any], monkeypatch, listener) -> None:  # type: i
             return sub(value)
         if isinstance(value, dict):
             return {sub(k): sub_all(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [sub_all(v) for v in value]
         return value
 
     expect = case["expect"]
@@ -216,6 +230,8 @@ def test_vector(case: dict[str, Any], monkeypatch, listener) -> None:  # type: i
                 assert getattr(sb, key) == expect[key], sb
         run = sub_all(case["exec"])
         command = run.pop("command")
+        if "exec_rules" in run:  # the exec check's lists, as the sandbox takes them
+            run["exec_rules"] = ExecRules(**{k: tuple(v) for k, v in run["exec_rules"].items()})
         if error:
             with pytest.raises(ERRORS[error["kind"]]) as info:
                 sb.exec(command, **run)

@@ -54,6 +54,16 @@ type CommandOutput struct {
 	// Neutralized lists what the sandbox found hostile in the workspace and
 	// did not follow or mount for this run, one line each (nil when nothing).
 	Neutralized []string
+	// ExecStopped is what the exec check stopped ([ExecRules]; ExitCode is
+	// then 126), nil when it stopped nothing.
+	ExecStopped *ExecStop
+}
+
+// ExecStop is a program the exec check stopped before its first
+// instruction: Decision "deny" or "ask", the Rule ("bash(git push**)") and
+// the Command as it would have run ("git push origin").
+type ExecStop struct {
+	Decision, Rule, Command string
 }
 
 // OK reports whether the command ran and exited 0: false for the zero

@@ -439,6 +439,50 @@ func (p *PermissionPolicy) ExposesToModel(tool string) bool {
 	return false
 }
 
+// ExecRules returns what the exec check holds bash commands to
+// (docs/policy.md, "The exec check"), for [ExecOptions].ExecRules: the
+// patterns of every deny and ask rule that covers bash. A bare deny of bash
+// is "*"; a bare ask is left out (it asks for the line, which is what the
+// human approves). Set Approved (the line's simple commands) after an
+// approval. A closed policy fails closed: a deny of every program.
+func (p *PermissionPolicy) ExecRules() *ExecRules {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	rules := &ExecRules{}
+	if p.rs == nil {
+		rules.Deny = []string{"*"}
+		return rules
+	}
+	if !p.enabled {
+		return rules
+	}
+	for _, r := range p.rules {
+		if r.List != "deny" && r.List != "ask" {
+			continue
+		}
+		covered, err := r.coversTool("bash")
+		if err != nil {
+			return &ExecRules{Deny: []string{"*"}}
+		}
+		if !covered {
+			continue
+		}
+		pattern := r.Pattern
+		if r.Flags&RuleAnyArgs != 0 {
+			if r.List != "deny" {
+				continue
+			}
+			pattern = "*"
+		}
+		if r.List == "deny" {
+			rules.Deny = append(rules.Deny, pattern)
+		} else {
+			rules.Ask = append(rules.Ask, pattern)
+		}
+	}
+	return rules
+}
+
 // Rules returns every rule in evaluation order with its canonical form.
 func (p *PermissionPolicy) Rules() []RuleView {
 	p.mu.RLock()

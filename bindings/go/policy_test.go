@@ -417,3 +417,19 @@ func TestPolicyMultiFileRead(t *testing.T) {
 		t.Error("MatchingRules with an unrepresentable entry succeeded")
 	}
 }
+
+func TestExecRulesAreTheBashDenyAndAskPatterns(t *testing.T) {
+	p, err := NewPermissionPolicy(PolicyOptions{
+		Deny:  []string{"bash(git push**)", "Read(**/.env)", "Bash"},
+		Ask:   []string{"bash(npm publish:*)", "bash"},
+		Allow: []string{"bash(*)"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	got := p.ExecRules()
+	if strings.Join(got.Deny, "|") != "git push**|*" || strings.Join(got.Ask, "|") != "npm publish:*" {
+		t.Fatalf("exec rules %+v", got)
+	}
+}

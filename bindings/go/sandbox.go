@@ -138,6 +138,21 @@ type ExecOptions struct {
 	// variable (LD_PRELOAD, BASH_ENV, NODE_OPTIONS ...) or a secret-looking
 	// one is refused with a *[SandboxArgumentError], never dropped.
 	Env map[string]string
+	// ExecRules turns on the exec check (docs/policy.md, "The exec
+	// check"): every program the command runs is checked at its exec, with
+	// the arguments it really runs, before its first instruction. nil: no
+	// check.
+	ExecRules *ExecRules
+}
+
+// ExecRules are what the exec check holds a command to: the patterns of
+// the policy's bash deny and ask rules (the text inside bash(...)) and the
+// simple commands the human approved for this call (an ask rule lets them
+// run). A program a deny pattern matches, or an ask pattern unless it is
+// approved, is stopped: the output's ExecStopped says what and why, and
+// the exit code is 126.
+type ExecRules struct {
+	Deny, Ask, Approved []string
 }
 
 // Sandbox runs agent commands (`bash -c command`) in a workspace. Every

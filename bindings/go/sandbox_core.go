@@ -257,6 +257,15 @@ func checkExec(command string, o ExecOptions) ([]string, error) {
 		}
 		env = append(env, k+"="+v)
 	}
+	if r := o.ExecRules; r != nil {
+		for _, list := range [][]string{r.Deny, r.Ask, r.Approved} {
+			for _, item := range list {
+				if strings.IndexByte(item, 0) >= 0 {
+					return nil, &SandboxArgumentError{Message: "an exec rule contains a NUL byte"}
+				}
+			}
+		}
+	}
 	return env, nil
 }
 
@@ -318,6 +327,15 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 		kill_grace_ms:    C.uint64_t(millis(o.KillGrace)),
 		max_output_bytes: C.uint64_t(o.MaxOutputBytes),
 		cancel_fd:        C.int(cancelR.Fd()),
+	}
+	if rules := o.ExecRules; rules != nil { // the exec check's lists
+		deny, ask, approved := cStrings(rules.Deny), cStrings(rules.Ask), cStrings(rules.Approved)
+		defer freeCStrings(deny, len(rules.Deny))
+		defer freeCStrings(ask, len(rules.Ask))
+		defer freeCStrings(approved, len(rules.Approved))
+		opts.exec_deny, opts.exec_deny_count = deny, C.size_t(len(rules.Deny))
+		opts.exec_ask, opts.exec_ask_count = ask, C.size_t(len(rules.Ask))
+		opts.exec_approved, opts.exec_approved_count = approved, C.size_t(len(rules.Approved))
 	}
 	if o.Dir != "" {
 		cdir := C.CString(o.Dir)
@@ -381,6 +399,14 @@ func (s *coreSandbox) output(r *C.a3s_process_result) CommandOutput {
 	}
 	if v.neutralized != nil && *v.neutralized != 0 { // one line each ('\n' never in a line)
 		out.Neutralized = strings.Split(decodeUTF8([]byte(C.GoString(v.neutralized))), "\n")
+	}
+	if flag(C.A3S_RESULT_EXEC_STOPPED) {
+		stop := &ExecStop{Decision: "ask", Rule: C.GoString(v.exec_stop_rule),
+			Command: decodeUTF8([]byte(C.GoString(v.exec_stop_command)))}
+		if v.exec_stop_list == C.A3S_LIST_DENY {
+			stop.Decision = "deny"
+		}
+		out.ExecStopped = stop
 	}
 	return out
 }

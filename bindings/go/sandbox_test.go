@@ -504,3 +504,36 @@ func TestAWritersErrorIsReturnedWithTheOutput(t *testing.T) {
 		t.Fatal("the command did not run to its end")
 	}
 }
+
+func TestTheExecCheckStopsADeniedProgram(t *testing.T) {
+	for _, reuse := range []bool{true, false} {
+		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) {
+			sb := nativeSandbox(t, SandboxOptions{OneShot: !reuse})
+			setup := `mkdir -p bin && printf '#!/bin/sh\ntouch ran\n' > bin/git && chmod +x bin/git`
+			if out, err := sb.Exec(context.Background(), setup, ExecOptions{}); err != nil || !out.OK() {
+				t.Fatalf("setup: %+v %v", out, err)
+			}
+			rules := &ExecRules{Deny: []string{"git push**"}}
+			out, err := sb.Exec(context.Background(), `PATH="$PWD/bin:$PATH"; x="git push"; $x`,
+				ExecOptions{ExecRules: rules})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ExecStop{Decision: "deny", Rule: "bash(git push**)", Command: "git push"}
+			if out.ExitCode != 126 || out.ExecStopped == nil || *out.ExecStopped != want {
+				t.Fatalf("output %+v, stopped %+v", out, out.ExecStopped)
+			}
+			check, _ := sb.Exec(context.Background(), "test -e ran && echo ran || echo never",
+				ExecOptions{})
+			if check.Stdout != "never\n" || check.ExecStopped != nil {
+				t.Fatalf("the denied program ran: %+v", check)
+			}
+			approved := &ExecRules{Ask: []string{"git push**"}, Approved: []string{"git push"}}
+			out, err = sb.Exec(context.Background(), `PATH="$PWD/bin:$PATH" bash -c "git push"`,
+				ExecOptions{ExecRules: approved})
+			if err != nil || out.ExitCode != 0 || out.ExecStopped != nil {
+				t.Fatalf("the approved push: %+v %v", out, err)
+			}
+		})
+	}
+}

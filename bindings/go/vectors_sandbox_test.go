@@ -58,6 +58,11 @@ type sandboxCase struct {
 		Env            map[string]string `json:"env"`
 		Stream         bool              `json:"stream"`
 		Cwd            string            `json:"cwd"`
+		ExecRules      *struct {
+			Deny     []string `json:"deny"`
+			Ask      []string `json:"ask"`
+			Approved []string `json:"approved"`
+		} `json:"exec_rules"`
 	} `json:"exec"`
 	Expect sandboxExpect `json:"expect"`
 }
@@ -79,6 +84,7 @@ type sandboxExpect struct {
 	Stdout              *string            `json:"stdout"`
 	Stderr              *string            `json:"stderr"`
 	StdoutContains      []string           `json:"stdout_contains"`
+	StderrContains      []string           `json:"stderr_contains"`
 	StdoutLacks         []string           `json:"stdout_lacks"`
 	StdoutStarts        *string            `json:"stdout_starts"`
 	StdoutEnds          *string            `json:"stdout_ends"`
@@ -90,6 +96,8 @@ type sandboxExpect struct {
 	StreamedStdoutBytes *int               `json:"streamed_stdout_bytes"`
 	StreamedStdoutStart *string            `json:"streamed_stdout_starts"`
 	StreamedStderr      *string            `json:"streamed_stderr"`
+	// ExecStopped: set (to null or a stop) when the case names it
+	ExecStopped json.RawMessage `json:"exec_stopped"`
 }
 
 // orderedFiles keeps the order of the "files" object: a hard link comes
@@ -271,12 +279,24 @@ func runSandboxCase(t *testing.T, c sandboxCase, port string) {
 		for k, v := range c.Exec.Env {
 			env[sub(k)] = sub(v)
 		}
+		var rules *ExecRules
+		if r := c.Exec.ExecRules; r != nil { // the exec check's lists, placeholders filled
+			subs := func(list []string) []string {
+				out := make([]string, len(list))
+				for i, v := range list {
+					out[i] = sub(v)
+				}
+				return out
+			}
+			rules = &ExecRules{Deny: subs(r.Deny), Ask: subs(r.Ask), Approved: subs(r.Approved)}
+		}
 		opts := ExecOptions{
 			Timeout:        msDuration(c.Exec.TimeoutMs),
 			KillGrace:      msDuration(c.Exec.KillGraceMs),
 			MaxOutputBytes: c.Exec.MaxOutputBytes,
 			Env:            env,
 			Dir:            sub(c.Exec.Cwd),
+			ExecRules:      rules,
 		}
 		var streamed [2]bytes.Buffer
 		if c.Exec.Stream {
@@ -428,6 +448,18 @@ func checkVectorOutput(t *testing.T, out CommandOutput, e sandboxExpect, sub fun
 			fail(b.name, *b.got, *b.want)
 		}
 	}
+	if len(e.ExecStopped) > 0 {
+		var want *ExecStop
+		if err := json.Unmarshal(e.ExecStopped, &want); err != nil {
+			t.Fatalf("exec_stopped: %v", err)
+		}
+		if want != nil {
+			want.Rule, want.Command = sub(want.Rule), sub(want.Command)
+		}
+		if (want == nil) != (out.ExecStopped == nil) || (want != nil && *want != *out.ExecStopped) {
+			fail("exec stopped", out.ExecStopped, want)
+		}
+	}
 	if e.NeutralizedContains != nil {
 		found := false
 		for _, line := range out.Neutralized {
@@ -459,6 +491,11 @@ func checkVectorOutput(t *testing.T, out CommandOutput, e sandboxExpect, sub fun
 	for _, part := range e.StdoutContains {
 		if !strings.Contains(out.Stdout, sub(part)) {
 			fail("stdout contains", out.Stdout, sub(part))
+		}
+	}
+	for _, part := range e.StderrContains {
+		if !strings.Contains(out.Stderr, sub(part)) {
+			fail("stderr contains", out.Stderr, sub(part))
 		}
 	}
 	for _, part := range e.StdoutLacks {

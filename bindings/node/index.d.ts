@@ -86,6 +86,8 @@ export class PermissionPolicy {
   matchingRules(tool: string, args?: ToolArgs): MatchingRules;
   /** False only if every call of the tool is denied before its arguments are known. */
   exposesToModel(tool: string): boolean;
+  /** The bash deny and ask patterns for a sandbox's exec({execRules}) (the exec check); add `approved` after an approval. */
+  execRules(): { deny: string[]; ask: string[] };
   readonly enabled: boolean;
   readonly defaultDecision: Decision;
   readonly deny: string[];
@@ -240,6 +242,24 @@ export interface ExecOptions {
    * next and all before exec settles; what it throws rejects the exec once the command is over.
    */
   onOutput?: ((chunk: Buffer, stream: 'stdout' | 'stderr') => void) | null;
+  /** The exec check (docs/policy.md): every program the command runs is checked at its exec against these bash rule patterns. */
+  execRules?: ExecRules | null;
+}
+
+/** The exec check's rules: patterns of the policy's bash deny and ask rules (the text inside bash(...)), and the simple commands approved for this call. */
+export interface ExecRules {
+  deny?: string[];
+  ask?: string[];
+  approved?: string[];
+}
+
+/** A program the exec check stopped before its first instruction. */
+export interface ExecStop {
+  readonly decision: 'deny' | 'ask';
+  /** The rule, e.g. 'bash(git push**)'. */
+  readonly rule: string;
+  /** The program as it would have run, e.g. 'git push origin'. */
+  readonly command: string;
 }
 
 /** What one command produced (Python's CommandOutput, in camelCase). Frozen. */
@@ -267,6 +287,8 @@ export class CommandOutput {
   readonly oomKilled: boolean;
   /** What the sandbox found hostile in the workspace and did not follow or mount, one line each. */
   readonly neutralized: readonly string[];
+  /** What the exec check stopped (exitCode is then 126), or null. */
+  readonly execStopped: ExecStop | null;
   /** The command ran and exited 0 (false for a refusal, a timeout, a cancellation). */
   readonly ok: boolean;
 }

@@ -74,6 +74,8 @@ struct job {
     char **env;
     size_t envc;
     uint64_t timeout_ms, grace_ms, max_output;
+    char **rules[3]; /* exec: the exec check's deny and ask patterns, approved commands */
+    size_t nrules[3];
     napi_deferred deferred;
     napi_ref on_output;  /* exec: the function given each piece of output, or NULL */
     napi_threadsafe_function tsfn; /* the output's pieces, then the result, in order */
@@ -189,6 +191,11 @@ static void job_free(struct job *j) {
     for (size_t i = 0; i < j->envc; i++)
         free(j->env[i]);
     free(j->env);
+    for (int l = 0; l < 3; l++) {
+        for (size_t i = 0; i < j->nrules[l]; i++)
+            free(j->rules[l][i]);
+        free(j->rules[l]);
+    }
     free(j->command);
     free(j->cwd);
     a3s_process_result_free(j->result);
@@ -262,14 +269,31 @@ static bool optional_string(napi_env env, const char *text, napi_value *out) {
                 : napi_get_null(env, out) == napi_ok;
 }
 
-/* {stdout, stderr (Buffers), exitCode, termSignal, flags ..., setupError, neutralized}. */
+/* What the exec check stopped: {decision, rule, command}, or null. */
+static bool exec_stopped(napi_env env, const a3s_process_result_view *v, napi_value *out) {
+    if (!(v->flags & A3S_RESULT_EXEC_STOPPED))
+        return napi_get_null(env, out) == napi_ok;
+    napi_value decision, rule, command;
+    return napi_create_object(env, out) == napi_ok &&
+           napi_create_string_utf8(env, v->exec_stop_list == A3S_LIST_DENY ? "deny" : "ask",
+                                   NAPI_AUTO_LENGTH, &decision) == napi_ok &&
+           napi_create_string_utf8(env, v->exec_stop_rule ? v->exec_stop_rule : "",
+                                   NAPI_AUTO_LENGTH, &rule) == napi_ok &&
+           napi_create_string_utf8(env, v->exec_stop_command ? v->exec_stop_command : "",
+                                   NAPI_AUTO_LENGTH, &command) == napi_ok &&
+           set_named(env, *out, "decision", decision) && set_named(env, *out, "rule", rule) &&
+           set_named(env, *out, "command", command);
+}
+
+/* {stdout, stderr (Buffers), exitCode, termSignal, flags ..., setupError, neutralized,
+ * execStopped}. */
 static napi_value make_result(napi_env env, const struct job *j) {
     a3s_process_result_view v = {.struct_size = sizeof v};
     a3s_process_result_get(j->result, &v, NULL);
-    napi_value obj, setup, neutralized;
+    napi_value obj, setup, neutralized, stopped;
     if (napi_create_object(env, &obj) != napi_ok ||
         !optional_string(env, v.setup_error, &setup) ||
-        !optional_string(env, v.neutralized, &neutralized))
+        !optional_string(env, v.neutralized, &neutralized) || !exec_stopped(env, &v, &stopped))
         return NULL;
     bool ok = set_buffer(env, obj, "stdout", v.stdout_data, v.stdout_len) &&
               set_buffer(env, obj, "stderr", v.stderr_data, v.stderr_len) &&
@@ -285,7 +309,8 @@ static napi_value make_result(napi_env env, const struct job *j) {
               set_number(env, obj, "stderrTotal", (double)v.stderr_total) &&
               set_number(env, obj, "durationUs", (double)v.duration_us) &&
               set_named(env, obj, "setupError", setup) &&
-              set_named(env, obj, "neutralized", neutralized);
+              set_named(env, obj, "neutralized", neutralized) &&
+              set_named(env, obj, "execStopped", stopped);
     return ok ? obj : NULL;
 }
 
@@ -401,6 +426,12 @@ static void *job_thread(void *arg) {
             .on_output = j->on_output ? queue_chunk : NULL,
             .on_output_ctx = j,
             .cwd = j->cwd,
+            .exec_deny = (const char *const *)j->rules[0],
+            .exec_deny_count = j->nrules[0],
+            .exec_ask = (const char *const *)j->rules[1],
+            .exec_ask_count = j->nrules[1],
+            .exec_approved = (const char *const *)j->rules[2],
+            .exec_approved_count = j->nrules[2],
         };
         j->rc = a3s_sandbox_exec(h->sb, &o, &j->result, &j->err);
     } else if (j->kind == JOB_PROBE) {
@@ -688,10 +719,11 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
     return this_arg;
 }
 
-/* exec(id, command, env[], timeoutMs, graceMs, maxOutputBytes) -> Promise<raw result> */
+/* exec(id, command, env[], timeoutMs, graceMs, maxOutputBytes[, onOutput[, cwd[, [deny[], ask[],
+ * approved[]]]]]) -> Promise<raw result>; the last: the exec check's lists (a3s_exec_options) */
 static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
-    napi_value argv[8], this_arg;
-    if (!get_args(env, info, 8, argv, &this_arg))
+    napi_value argv[9], this_arg;
+    if (!get_args(env, info, 9, argv, &this_arg))
         return NULL;
     struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
     if (!h)
@@ -719,6 +751,16 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
          get_u64_number(env, argv[3], "timeoutMs", &j->timeout_ms) &&
          get_u64_number(env, argv[4], "killGraceMs", &j->grace_ms) &&
          get_u64_number(env, argv[5], "maxOutputBytes", &j->max_output);
+    napi_valuetype rules_type = napi_undefined;
+    if (ok && napi_typeof(env, argv[8], &rules_type) == napi_ok && rules_type != napi_undefined) {
+        static const char *const WHAT[3] = {"execRules.deny", "execRules.ask",
+                                            "execRules.approved"};
+        for (uint32_t l = 0; ok && l < 3; l++) {
+            napi_value list;
+            ok = napi_get_element(env, argv[8], l, &list) == napi_ok &&
+                 get_string_array(env, list, WHAT[l], &j->rules[l], &j->nrules[l]);
+        }
+    }
     if (ok && (pipe(j->cancel) < 0 || fcntl(j->cancel[0], F_SETFD, FD_CLOEXEC) < 0 ||
                fcntl(j->cancel[1], F_SETFD, FD_CLOEXEC) < 0)) {
         a3s_error err = {.code = A3S_E_SYSTEM, .sys_errno = errno};

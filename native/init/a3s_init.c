@@ -30,6 +30,11 @@
  * command's RLIMIT_NPROC), --memory-max N (the memory watchdog's bound, for
  * a sandbox without a memory cgroup) and --watch-tmpfs PATH... (the tmpfs
  * mounts whose contents it counts).
+ * --exec-deny PATTERN, --exec-ask PATTERN and --exec-approve COMMAND (sandbox
+ * and host modes; repeated): the exec check (exectrace.c) against the
+ * patterns of the policy's bash deny and ask rules, with the simple commands
+ * approved for this call; a stopped exec makes the exit status 126 and the
+ * status fd receives "X<hex of ask|deny TAB PATTERN TAB COMMAND>.".
  * Sandbox and server modes also need --host-ns user:N,mnt:N[,net:N],pid:N,
  * the caller's namespaces, none of which may be the init's (net is left
  * out only with --allow-connect, when the host shares its network).
@@ -270,8 +275,9 @@ static void prove_own_pidns(struct config *cfg) {
         die(cfg, "cannot give the program a session keyring of its own: %s", strerror(errno));
 }
 
-static void parse_args(int argc, char **argv, struct config *cfg) {
-    *cfg = (struct config){.status_fd = -1,
+static void parse_args(int argc, char **argv, struct config *cfg, struct exectrace *trace) {
+    *cfg = (struct config){.trace = trace,
+                           .status_fd = -1,
                            .links_fd = -1,
                            .lifeline_fd = -1,
                            .control_fd = -1,
@@ -343,6 +349,11 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             cfg->grant_port = (uint16_t)port;
         } else if (strcmp(a, "--grant-fd") == 0) {
             cfg->grant_fd = parse_fd(v, a);
+        } else if (strncmp(a, "--exec-", 7) == 0 &&
+                   (!strcmp(a + 7, "deny") || !strcmp(a + 7, "ask") || !strcmp(a + 7, "approve"))) {
+            char why[256];
+            if (!exectrace_add_rule(cfg->trace, a + 7, v, why, sizeof why))
+                die(NULL, "%s", why);
         } else if (strcmp(a, "--watch-tmpfs") == 0) {
             if (cfg->nwatch_tmpfs == MAX_CLEAN)
                 die(NULL, "too many --watch-tmpfs paths (limit %d)", MAX_CLEAN);
@@ -358,6 +369,8 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
         die(NULL, "server mode needs --control-fd and --lifeline-fd");
     if (cfg->own_pidns && cfg->sandbox)
         die(NULL, "--own-pidns is for host mode");
+    if (cfg->server && exectrace_active(cfg->trace))
+        die(NULL, "--exec-* options are for one-shot runs: a server's come with each command");
     if (cfg->grant_fd >= 0 && (cfg->server || !cfg->sandbox || !cfg->grant_port))
         die(NULL, "--grant-fd is for a one-shot sandbox with --grant-port");
     if (i >= argc)
@@ -425,7 +438,10 @@ _Noreturn void run_child(const struct child_spec *c) {
     sigprocmask(SIG_SETMASK, &none, NULL);
     const struct a3s_landlock *ll = c->ll;
     const struct a3s_seccomp_program *filter = c->filter;
-    if (setsid() < 0) {
+    if (c->trace_fd[0] >= 0 && !exectrace_await(c->trace_fd[1], c->trace_fd[0])) {
+        f.err = EPERM; /* never run untraced */
+        memcpy(f.step, "exec trace", 11);
+    } else if (setsid() < 0) {
         f.err = errno;
         memcpy(f.step, "setsid", 7);
     } else if ((c->in >= 0 && dup2(c->in, 0) < 0) || (c->out >= 0 && dup2(c->out, 1) < 0) ||
@@ -488,7 +504,7 @@ static void reap_everything(const struct config *cfg, pid_t child) {
         signal_all(cfg, child, SIGKILL);
         pid_t p;
         int st;
-        while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        while ((p = exectrace_wait(cfg->trace, &st, WNOHANG)) > 0) {
             if (p == child)
                 child = -1;
         }
@@ -607,7 +623,9 @@ int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--mode") == 0 && strcmp(argv[2], "janitor") == 0)
         return janitor_main(argc, argv); /* on the host, outside any sandbox (janitor.c) */
     struct config cfg;
-    parse_args(argc, argv, &cfg);
+    struct exectrace trace = {.root = -1, .tell_fd = -1};
+    parse_args(argc, argv, &cfg, &trace);
+    bool tracing = exectrace_active(&trace);
     /* nothing we were given reaches a command: our own fds, and whatever
      * bubblewrap passed on (the host's O_PATH fds it bound from) */
     if (syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) < 0)
@@ -657,7 +675,7 @@ int main(int argc, char **argv) {
     if (!resolve_program(cfg.argv[0], program))
         die(&cfg, "%s: command not found", cfg.argv[0]);
     struct a3s_landlock ll = {.ruleset_fd = -1};
-    struct a3s_seccomp_program filter = {0};
+    struct a3s_seccomp_program filter = {0}, own_filter = {0};
     a3s_error err;
     if (cfg.sandbox) {
         if (cfg.landlock &&
@@ -670,6 +688,16 @@ int main(int argc, char **argv) {
             die(&cfg, "%s", err.message);
         if (a3s_seccomp_build(0, &filter, &err) != A3S_OK)
             die(&cfg, "%s", err.message);
+        /* The exec check (exectrace.c) traces commands: the init's own
+         * filter then lets it ptrace, and each command stacks the rest
+         * (ptrace refused): together, the full filter. A server may get
+         * rules with any command. */
+        if (tracing || cfg.server) {
+            a3s_seccomp_program_free(&filter);
+            if (a3s_seccomp_build(A3S_SECCOMP_TRACER, &own_filter, &err) != A3S_OK ||
+                a3s_seccomp_build(A3S_SECCOMP_PTRACE_ONLY, &filter, &err) != A3S_OK)
+                die(&cfg, "%s", err.message);
+        }
         /* Before the deny-list, which refuses any later listener: every
          * link() and linkat() of a command is reported to us, because a
          * hard link made and removed again can change a file where no
@@ -679,8 +707,9 @@ int main(int argc, char **argv) {
         /* The init runs under the command's filter too, installed once here
          * with everything prepared (nothing it does later is refused by
          * it): a process of ours in the sandbox without a filter would be
-         * the one a command tries to reach. Every command inherits it. */
-        int rc = a3s_seccomp_install(&filter);
+         * the one a command tries to reach. Every command inherits it (and,
+         * under the tracer's, stacks the ptrace rule). */
+        int rc = a3s_seccomp_install(own_filter.filter ? &own_filter : &filter);
         if (rc != 0)
             die(&cfg, "cannot install the seccomp filter on the init: %s", strerror(-rc));
     }
@@ -698,7 +727,7 @@ int main(int argc, char **argv) {
     if (sfd < 0)
         die(&cfg, "signalfd: %s", strerror(errno));
     if (cfg.server)
-        serve(&cfg, program, &ll, NULL, sfd); /* never returns; commands inherit the filter */
+        serve(&cfg, program, &ll, &filter, sfd); /* never returns; commands stack the filter */
 
     if (cfg.grant_fd >= 0) {
         char why[256];
@@ -708,9 +737,14 @@ int main(int argc, char **argv) {
         close(cfg.grant_fd);
         cfg.grant_fd = -1;
     }
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) < 0)
+    int report[2], go[2] = {-1, -1}, ready[2] = {-1, -1};
+    if (pipe2(report, O_CLOEXEC) < 0 ||
+        (tracing && (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0)))
         die(&cfg, "pipe2: %s", strerror(errno));
+    if (tracing) {
+        exectrace_locate(&trace, environ);
+        exectrace_tell_to(&trace, 2); /* the command's stderr is ours */
+    }
     if (cfg.sandbox)
         oom_adj_for_command(&cfg);
     pid_t child = fork();
@@ -720,6 +754,10 @@ int main(int argc, char **argv) {
         die(&cfg, "fork: %s", strerror(errno));
     if (child == 0) {
         close(report[0]);
+        if (tracing) {
+            close(go[1]);
+            close(ready[0]);
+        }
         struct child_spec spec = {
             .program = program,
             .argv = cfg.argv,
@@ -728,13 +766,27 @@ int main(int argc, char **argv) {
             .out = -1,
             .err = -1,
             .ll = !cfg.sandbox ? NULL : cfg.grant_listener >= 0 ? &cfg.grant_ll : &ll,
-            .filter = NULL, /* inherited from the init (sandbox mode) */
+            /* inherited from the init (sandbox mode), or stacked on the tracer's */
+            .filter = own_filter.filter ? &filter : NULL,
             .nproc = cfg.sandbox ? command_nproc(&cfg) : 0,
             .report_fd = report[1],
+            .trace_fd = {go[0], ready[1]},
         };
         run_child(&spec);
     }
     close(report[1]);
+    if (tracing) {
+        close(go[0]);
+        close(ready[1]);
+        int terr = exectrace_seize(&trace, child, ready[0], go[1]);
+        if (terr) {
+            kill(child, SIGKILL); /* it must not run untraced */
+            int st;
+            waitpid(child, &st, __WALL);
+            die(&cfg, "cannot trace the command's execs for the exec check (ptrace: %s)",
+                strerror(terr));
+        }
+    }
     struct exec_failure f;
     ssize_t n;
     do
@@ -744,10 +796,11 @@ int main(int argc, char **argv) {
     a3s_landlock_close(&ll);
     a3s_landlock_close(&cfg.grant_ll);
     a3s_seccomp_program_free(&filter);
+    a3s_seccomp_program_free(&own_filter);
     if (n == (ssize_t)sizeof f) {
         f.step[sizeof f.step - 1] = '\0';
         int st;
-        waitpid(child, &st, 0);
+        waitpid(child, &st, __WALL);
         die(&cfg, "%s %s: %s", f.step, cfg.argv[0], strerror(f.err));
     }
     status_write(cfg.status_fd, "R", 1);
@@ -808,6 +861,7 @@ int main(int argc, char **argv) {
         }
         if (fds[0].revents & POLLIN) {
             struct signalfd_siginfo si;
+            bool reap = false;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 if (si.ssi_signo != SIGCHLD && cfg.sandbox) {
                     /* In a sandbox nothing outside sends these to PID 1: the
@@ -839,12 +893,24 @@ int main(int argc, char **argv) {
                     }
                     continue;
                 }
-                int st;
-                pid_t p;
-                while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-                    if (p == child) /* reaped: its pid is no longer ours to signal */
-                        finish(&cfg, -1, timed_out ? EXIT_TIMEOUT : status_of(st));
-                }
+                reap = true;
+            }
+            /* once per wake-up: with a tracer busy past its bound, the next
+             * SIGCHLD (exectrace_wait raises one) comes back through poll */
+            int st;
+            pid_t p;
+            while (reap && (p = exectrace_wait(&trace, &st, WNOHANG)) > 0) {
+                if (p != child)
+                    continue;
+                /* reaped: its pid is no longer ours to signal */
+                char rec[sizeof trace.first * 2 + 3];
+                size_t rl = exectrace_report(&trace, rec, sizeof rec);
+                if (rl)
+                    status_write(cfg.status_fd, rec, rl);
+                finish(&cfg, -1,
+                       timed_out    ? EXIT_TIMEOUT
+                       : trace.stops ? EXIT_EXEC_STOPPED
+                                     : status_of(st));
             }
         }
     }

@@ -31,5 +31,14 @@
 #define grant_open a3s_init_grant_open
 #define grant_close a3s_init_grant_close
 #define janitor_main a3s_init_janitor_main
+#define exectrace_add_rule a3s_init_exectrace_add_rule
+#define exectrace_active a3s_init_exectrace_active
+#define exectrace_reset a3s_init_exectrace_reset
+#define exectrace_locate a3s_init_exectrace_locate
+#define exectrace_tell_to a3s_init_exectrace_tell_to
+#define exectrace_await a3s_init_exectrace_await
+#define exectrace_seize a3s_init_exectrace_seize
+#define exectrace_wait a3s_init_exectrace_wait
+#define exectrace_report a3s_init_exectrace_report
 
 #endif

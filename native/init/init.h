@@ -2,6 +2,7 @@
 #ifndef A3S_INIT_H
 #define A3S_INIT_H
 
+#include "../src/exec_match.h"
 #include "../src/landlock_linux.h"
 #include "../src/seccomp_linux.h"
 
@@ -9,11 +10,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define EXIT_SETUP 125
 #define EXIT_TIMEOUT 124
+#define EXIT_EXEC_STOPPED 126 /* the exec check stopped a program of the command */
 #define MAX_RW 64
 #define MAX_CLEAN 16
+
+struct exectrace;
 
 struct config {
     bool sandbox; /* false: host mode */
@@ -56,6 +61,9 @@ struct config {
     int grant_fd;                  /* --grant-fd (one-shot): the caller's grant socket */
     struct a3s_landlock grant_ll;  /* Landlock for a granted command: connect to grant_port */
     int grant_listener;            /* the running command's proxy socket, -1 if none */
+    /* the exec check (exectrace.c): --exec-deny, --exec-ask and --exec-approve of a
+     * one-shot run (server mode: each EXEC brings its own) */
+    struct exectrace *trace;
 };
 
 /* What a child reports through its close-on-exec pipe when it cannot exec. */
@@ -78,6 +86,9 @@ struct child_spec {
     const struct a3s_seccomp_program *filter;
     uint64_t nproc; /* RLIMIT_NPROC to set (0: leave it) */
     int report_fd;
+    int trace_fd[2]; /* the exec check (exectrace.c): the child becomes traceable, writes a
+                        byte to trace_fd[1] and waits for one on trace_fd[0] before anything
+                        else; -1: not traced */
 };
 
 _Noreturn void die(const struct config *cfg, const char *fmt, ...)
@@ -135,6 +146,50 @@ int janitor_main(int argc, char **argv);
  * were not refused as the table says; `detail` names the calls checked, or
  * the failures. */
 int probe_denials(char *detail, size_t cap);
+
+/* The exec check (exectrace.c): one command's tracer. Zero rules: no
+ * tracing at all (exectrace_wait is then waitpid). */
+struct exectrace {
+    a3s_exec_rules *rules; /* the bash deny and ask rules, and the approved commands */
+    pid_t root;            /* the command's own process, seized; -1: none yet */
+    bool root_execd;       /* its first exec (bash -c LINE) went by unchecked */
+    int stops;             /* execs stopped */
+    int tell_fd;           /* where the command is told what was stopped (its original
+                              stderr, a description of our own), or -1 */
+    char first[2560];      /* the first: "deny|ask \t PATTERN \t COMMAND" */
+};
+
+/* Adds --exec-<kind> (deny, ask or approve) VALUE; false with `why` on a bad one. */
+bool exectrace_add_rule(struct exectrace *t, const char *kind, const char *value, char *why,
+                        size_t cap);
+/* Whether there are rules to trace for. */
+bool exectrace_active(const struct exectrace *t);
+/* Frees the rules and resets t to "no rules, nothing traced". */
+void exectrace_reset(struct exectrace *t);
+/* Says what is stopped on fd (the command's stderr as the host gave it):
+ * opens a non-blocking description of its own; -1 if it cannot. */
+int exectrace_tell_to(struct exectrace *t, int fd);
+/* Records the identity of the executables the rules name, on envp's PATH. */
+void exectrace_locate(struct exectrace *t, char *const *envp);
+/* In the forked child, async-signal-safe: becomes traceable (dumpable),
+ * writes a byte to ready_fd and waits for the init's byte on go_fd; false
+ * if it did not come. */
+bool exectrace_await(int ready_fd, int go_fd);
+/* In the init, after fork: waits for the child's byte on ready_fd, seizes
+ * it with every option and lets it go on (a byte to go_fd); closes both.
+ * 0, or the errno of the failure (the caller then kills the child: it must
+ * not run untraced). */
+int exectrace_seize(struct exectrace *t, pid_t child, int ready_fd, int go_fd);
+/* waitpid(-1, status, flags), with every ptrace stop of the traced tree
+ * handled (an exec checked, and let go on or killed) on the way: returns
+ * only an exit (or 0 / -1 as waitpid does). After 256 stops in one call it
+ * returns 0 and raises SIGCHLD (blocked: the signalfd holds it), so that a
+ * caller polling its signalfd comes back for the rest after its other
+ * duties. t may be NULL. */
+pid_t exectrace_wait(struct exectrace *t, int *status, int flags);
+/* The status-fd record of the first stop, "X<hex of first>.", in out; its
+ * length (0: nothing was stopped). */
+size_t exectrace_report(const struct exectrace *t, char *out, size_t cap);
 
 /* Server mode (server.c): answers requests on cfg->control_fd until the
  * host shuts it down, hangs up, or the lifeline breaks; never returns. */

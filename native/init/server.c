@@ -557,11 +557,11 @@ static uint16_t receive(uint8_t **buf, size_t *len, int fds[3], size_t *nfds) {
 
 /* Kills every process but this one and reaps them all; records the
  * command's status if it was still to be reaped. */
-static void kill_and_reap(pid_t child, int *status, bool *reaped) {
+static void kill_and_reap(struct exectrace *t, pid_t child, int *status, bool *reaped) {
     for (;;) {
         signal_namespace(cfg_g, SIGKILL);
         int st;
-        pid_t p = waitpid(-1, &st, 0);
+        pid_t p = exectrace_wait(t, &st, 0);
         if (p < 0 && errno == EINTR)
             continue;
         if (p < 0)
@@ -579,18 +579,19 @@ static void kill_and_reap(pid_t child, int *status, bool *reaped) {
  * socket, the lifeline, the caller's pidfd, or SIGKILL), while a command
  * can queue a signal to PID 1 with any si_pid it likes (rt_sigqueueinfo)
  * where Landlock does not scope signals. */
-static void drain_signals(int sfd, pid_t child, int *status, bool *reaped) {
+static void drain_signals(struct exectrace *t, int sfd, pid_t child, int *status, bool *reaped) {
     struct signalfd_siginfo si;
-    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        if (si.ssi_signo != SIGCHLD)
-            continue;
-        int st;
-        pid_t p;
-        while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-            if (p == child && !*reaped) {
-                *status = st;
-                *reaped = true;
-            }
+    bool reap = false;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+        reap |= si.ssi_signo == SIGCHLD;
+    /* once per wake-up: with a tracer busy past its bound, the next SIGCHLD
+     * (exectrace_wait raises one) comes back through poll */
+    int st;
+    pid_t p;
+    while (reap && (p = exectrace_wait(t, &st, WNOHANG)) > 0) {
+        if (p == child && !*reaped) {
+            *status = st;
+            *reaped = true;
         }
     }
 }
@@ -626,8 +627,22 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     struct stat st;
     snprintf(scratch, sizeof scratch, "%s/%s", A3S_SCRATCH_PARENT, m->scratch);
     char **argv = command_argv(cfg, m->command);
-    int report[2] = {-1, -1};
+    int report[2] = {-1, -1}, go[2] = {-1, -1}, ready[2] = {-1, -1};
     pid_t child = -1;
+    /* the exec check (exectrace.c) for this command's rules, if it has any */
+    struct exectrace trace = {.root = -1, .tell_fd = -1};
+    bool rules_ok = true;
+    char rule_why[256] = "";
+    static const char *const KINDS[3] = {"deny", "ask", "approve"};
+    for (int l = 0; l < 3 && rules_ok; l++)
+        for (size_t i = 0; i < m->nrules[l] && rules_ok; i++)
+            rules_ok = exectrace_add_rule(&trace, KINDS[l], m->rules[l][i], rule_why,
+                                          sizeof rule_why);
+    bool tracing = rules_ok && exectrace_active(&trace);
+    if (tracing) {
+        exectrace_locate(&trace, m->env);
+        exectrace_tell_to(&trace, err); /* the stderr the host reads */
+    }
     oom_adj_for_command(cfg);
     if (!argv) {
         fail_setup(d, "%s: %s", "out of memory", ENOMEM);
@@ -642,12 +657,21 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         d->exit_code = EXIT_SETUP;
         d->flags = A3S_DONE_SETUP_FAILED;
         snprintf(d->message, sizeof d->message, "%s", why);
-    } else if (pipe2(report, O_CLOEXEC) < 0) {
+    } else if (!rules_ok) {
+        d->exit_code = EXIT_SETUP;
+        d->flags = A3S_DONE_SETUP_FAILED;
+        snprintf(d->message, sizeof d->message, "%s", rule_why);
+    } else if (pipe2(report, O_CLOEXEC) < 0 ||
+               (tracing && (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0))) {
         fail_setup(d, "%s: %s", "pipe2", errno);
     } else if ((child = fork()) < 0) {
         fail_setup(d, "%s: %s", "fork", errno);
     } else if (child == 0) {
         close(report[0]);
+        if (tracing) {
+            close(go[1]);
+            close(ready[0]);
+        }
         struct child_spec spec = {
             .program = program,
             .argv = argv,
@@ -660,6 +684,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             .filter = filter,
             .nproc = command_nproc(cfg),
             .report_fd = report[1],
+            .trace_fd = {go[0], ready[1]},
         };
         run_child(&spec);
     }
@@ -672,7 +697,24 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         close(report[1]);
     int status = 0;
     bool reaped = false;
-    if (child > 0) {
+    if (tracing && child > 0) {
+        close(go[0]);
+        close(ready[1]);
+        int terr = exectrace_seize(&trace, child, ready[0], go[1]);
+        if (terr) { /* it must not run untraced: killed below with everything else */
+            signal_namespace(cfg, SIGKILL);
+            fail_setup(d, "cannot trace the command's execs for the exec check (%s): %s",
+                       "ptrace", terr);
+        }
+    } else {
+        for (int i = 0; i < 2; i++) {
+            if (go[i] >= 0)
+                close(go[i]);
+            if (ready[i] >= 0)
+                close(ready[i]);
+        }
+    }
+    if (child > 0 && !(d->flags & A3S_DONE_SETUP_FAILED)) {
         struct exec_failure f;
         ssize_t n;
         do
@@ -754,7 +796,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
                 signal_namespace(cfg, SIGKILL);
             }
             if (p[0].revents & POLLIN)
-                drain_signals(sfd, child, &status, &reaped);
+                drain_signals(&trace, sfd, child, &status, &reaped);
         }
     }
     if (tfd >= 0)
@@ -765,13 +807,18 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
      * anything it left behind is killed, so nothing left behind can still reach it */
     grant_close(&listener);
     if (child > 0)
-        kill_and_reap(child, &status, &reaped);
+        kill_and_reap(&trace, child, &status, &reaped);
     if (!(d->flags & A3S_DONE_SETUP_FAILED)) {
         if (timed_out || cancelled) {
             d->exit_code = EXIT_TIMEOUT;
             d->flags = timed_out ? A3S_DONE_TIMED_OUT : A3S_DONE_CANCELLED;
         } else {
-            d->exit_code = status_of(status);
+            d->exit_code = trace.stops ? EXIT_EXEC_STOPPED : status_of(status);
+        }
+        if (trace.stops) { /* what the exec check stopped first, for the result */
+            d->flags |= A3S_DONE_EXEC_STOPPED;
+            snprintf(d->message, sizeof d->message, "%.*s", (int)sizeof d->message - 1,
+                     trace.first);
         }
         if (oom_killed)
             d->flags |= A3S_DONE_OOM_KILLED;
@@ -779,6 +826,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             d->flags |= A3S_DONE_LINKED;
         d->pid = child;
     }
+    exectrace_reset(&trace);
     free(argv);
 }
 
@@ -851,7 +899,7 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         if (p[2].revents & POLLIN) {
             int st;
             bool reaped = false;
-            drain_signals(sfd, -1, &st, &reaped);
+            drain_signals(NULL, sfd, -1, &st, &reaped);
         }
         if (!(p[0].revents & POLLIN)) {
             if (p[0].revents)

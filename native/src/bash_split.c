@@ -1672,6 +1672,15 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
     return true;
 }
 
+bool a3s_git_option_takes_value(const char *opt, size_t n) {
+    static const char *const TAKES[] = {"-c",          "-C",          "--git-dir",
+                                        "--work-tree", "--namespace", "--config-env"};
+    for (size_t i = 0; i < sizeof TAKES / sizeof TAKES[0]; i++)
+        if (strlen(TAKES[i]) == n && memcmp(TAKES[i], opt, n) == 0)
+            return true;
+    return false;
+}
+
 /* git's options before its subcommand (-c x=y, -C dir, --no-pager ...): the
  * index of the subcommand's word. */
 static size_t git_subcommand(struct ctx *c, const struct rcmd *r, size_t j) {
@@ -1681,9 +1690,7 @@ static size_t git_subcommand(struct ctx *c, const struct rcmd *r, size_t j) {
             break;
         if (eq(v, "--"))
             return j + 1;
-        bool takes = eq(v, "-c") || eq(v, "-C") || eq(v, "--git-dir") || eq(v, "--work-tree") ||
-                     eq(v, "--namespace") || eq(v, "--config-env");
-        j += takes ? 2 : 1;
+        j += a3s_git_option_takes_value(v.p, v.n) ? 2 : 1;
     }
     return j < r->nw ? j : r->nw;
 }

@@ -45,4 +45,10 @@ void a3s_bash_split_free(a3s_bash_split *split);
  * such a line is exactly {line}, so the rule set matches it as one string. */
 bool a3s_bash_is_plain(const char *line, size_t len);
 
+/* Whether `opt` (n bytes), one of git's global options (before its
+ * subcommand), takes the next word as its value: -c x=y, -C dir,
+ * --git-dir dir ... The one table the line reader and the exec check
+ * (exec_match.c) share. */
+bool a3s_git_option_takes_value(const char *opt, size_t n);
+
 #endif

@@ -86,6 +86,11 @@ void a3s_process_result_set_duration(a3s_process_result *r, uint64_t duration_us
  * clears it): one line per item, see a3s_process_result_view.neutralized. */
 int a3s_process_result_set_neutralized(a3s_process_result *r, const char *text);
 
+/* Records what the exec check stopped (the first): its list, the rule as
+ * "bash(PATTERN)" and the command (both copied). */
+int a3s_process_result_set_exec_stop(a3s_process_result *r, int32_t list, const char *rule,
+                                     const char *command);
+
 /* ---- fork and exec, shared by the runner and owned processes (child_linux.c) ---- */
 
 /* Everything a forked child needs, prepared before fork. Every fd is >= 3. */

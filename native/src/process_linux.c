@@ -350,6 +350,8 @@ struct a3s_process_result {
     int32_t pid;
     char *setup_error;
     char *neutralized;
+    int32_t exec_stop_list;
+    char *exec_stop_rule, *exec_stop_command;
 };
 
 static bool fd_is_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
@@ -878,13 +880,15 @@ static int run_process(const a3s_process_options *opts, int exec_fd, const struc
  * caller built before `neutralized` existed passes the view up to it. Any
  * other size short of the current struct is no version's: refused. */
 #define VIEW_V1_SIZE offsetof(a3s_process_result_view, neutralized)
+#define VIEW_V2_SIZE offsetof(a3s_process_result_view, exec_stop_list)
 #define VIEW_HOLDS(v, field)                                                                   \
     ((v)->struct_size >= offsetof(a3s_process_result_view, field) + sizeof((v)->field))
 
 A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_result_view *out,
                                    a3s_error *err) {
     if (!r || !out ||
-        (out->struct_size < sizeof(a3s_process_result_view) && out->struct_size != VIEW_V1_SIZE))
+        (out->struct_size < sizeof(a3s_process_result_view) && out->struct_size != VIEW_V1_SIZE &&
+         out->struct_size != VIEW_V2_SIZE))
         return a3s_fail(err, A3S_E_INVALID, 0, 0,
                         "a3s_process_result_get: NULL argument or small view");
     out->exit_code = r->exit_code;
@@ -901,6 +905,11 @@ A3S_API int a3s_process_result_get(const a3s_process_result *r, a3s_process_resu
     out->setup_error = r->setup_error;
     if (VIEW_HOLDS(out, neutralized)) /* nothing past the caller's struct is written */
         out->neutralized = r->neutralized;
+    if (VIEW_HOLDS(out, exec_stop_command)) {
+        out->exec_stop_list = r->exec_stop_list;
+        out->exec_stop_rule = r->exec_stop_rule;
+        out->exec_stop_command = r->exec_stop_command;
+    }
     return a3s_ok(err);
 }
 
@@ -911,6 +920,8 @@ A3S_API void a3s_process_result_free(a3s_process_result *r) {
     free(r->errout);
     free(r->setup_error);
     free(r->neutralized);
+    free(r->exec_stop_rule);
+    free(r->exec_stop_command);
     free(r);
 }
 
@@ -970,6 +981,22 @@ int a3s_process_result_set_neutralized(a3s_process_result *r, const char *text) 
     }
     free(r->neutralized);
     r->neutralized = copy;
+    return A3S_OK;
+}
+
+int a3s_process_result_set_exec_stop(a3s_process_result *r, int32_t list, const char *rule,
+                                     const char *command) {
+    char *rc = rule ? strdup(rule) : NULL, *cc = command ? strdup(command) : NULL;
+    if (!r || (rule && !rc) || (command && !cc)) {
+        free(rc);
+        free(cc);
+        return r ? A3S_E_NOMEM : A3S_E_INVALID;
+    }
+    free(r->exec_stop_rule);
+    free(r->exec_stop_command);
+    r->exec_stop_list = list;
+    r->exec_stop_rule = rc;
+    r->exec_stop_command = cc;
     return A3S_OK;
 }
 

@@ -28,6 +28,7 @@
 #include "cgroup_linux.h"
 #include "credscan.h"
 #include "env.h"
+#include "exec_match.h"
 #include "init_image.h"
 #include "internal.h"
 #include "posix_util.h"
@@ -2061,6 +2062,15 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
         a3s_strvec_push(a, "--clean");
         a3s_strvec_push(a, "/dev");
     }
+    if (!p->server && !p->spawn && a3s_exec_options_trace(o)) {
+        /* the exec check (init/exectrace.c): server mode gets them with each command */
+        for (size_t i = 0; i < o->exec_deny_count; i++)
+            push2(a, "--exec-deny", o->exec_deny[i]);
+        for (size_t i = 0; i < o->exec_ask_count; i++)
+            push2(a, "--exec-ask", o->exec_ask[i]);
+        for (size_t i = 0; i < o->exec_approved_count; i++)
+            push2(a, "--exec-approve", o->exec_approved[i]);
+    }
     a3s_strvec_push(a, "--");
     if (p->spawn) {
         a3s_strvec_push(a, p->spawn->path);
@@ -2479,6 +2489,9 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *given,
         return grc;
     if (memchr(o->command, '\0', o->command_len))
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "the command contains a NUL byte");
+    int xrc = a3s_exec_options_check(o, err);
+    if (xrc != A3S_OK)
+        return xrc;
     for (size_t i = 0; i < o->envc; i++) {
         int rc = a3s_env_check_extra(o->env[i], err);
         if (rc)
@@ -2645,7 +2658,7 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
     }
     close(status[1]);
     close(lifeline[0]);
-    char st[640];
+    char st[640 + 2 * 2560 + 4]; /* the letters, a message, an exec check record */
     read_status(status[0], st, sizeof st);
     close(status[0]);
     close(lifeline[1]); /* only now: the run is over */
@@ -2673,6 +2686,10 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
         }
         if (st[0] == 'R' && strchr(st, 'L'))
             a3s_process_result_add_flags(result, A3S_RESULT_HARD_LINKED);
+        char *stopped = st[0] == 'R' ? a3s_exec_stop_unhex(st) : NULL;
+        if (stopped)
+            a3s_exec_stop_apply(result, stopped);
+        free(stopped);
     }
     if (rc != A3S_OK) {
         a3s_process_result_free(result);

@@ -132,6 +132,7 @@
 #define NR_seccomp NR(317, 277)
 #define NR_link NR(86, NONE)
 #define NR_linkat NR(265, 37)
+#define NR_ptrace NR(101, 117)
 
 /* ------------------------------------------------------------------------ */
 /* Calls refused whatever their arguments                                    */
@@ -467,8 +468,15 @@ static void rule_deny_bits(struct prog *p, uint32_t nr, unsigned arg, uint32_t m
     deny_or_allow(p);
 }
 
+/* CLONE_UNTRACED, refused as well: a child made with it is not traced by
+ * the init's exec check (init/exectrace.c), whose tracing every process of
+ * a command inherits; nothing but the kernel's own threads needs it. */
+#ifndef CLONE_UNTRACED
+#  define CLONE_UNTRACED 0x00800000
+#endif
+
 static void rule_clone(struct prog *p) {
-    rule_deny_bits(p, NR_clone, 0, CLONE_NEW_ANY);
+    rule_deny_bits(p, NR_clone, 0, CLONE_NEW_ANY | (uint32_t)CLONE_UNTRACED);
 }
 
 /* ioctl(): TIOCSTI pushes bytes into a terminal's input queue. Given the
@@ -602,7 +610,7 @@ static void rule_seccomp_listener(struct prog *p) {
 /* The program                                                               */
 /* ------------------------------------------------------------------------ */
 
-static void generate(struct prog *p) {
+static void generate(struct prog *p, uint64_t flags) {
     /* The architecture first: system call numbers mean different calls in
      * each ABI, and a 64-bit process can still make 32-bit calls (int 0x80
      * on x86_64; AArch32 tasks on arm64) which would slip past every number
@@ -639,6 +647,8 @@ static void generate(struct prog *p) {
     for (size_t i = 0; i < NDENIES; i++) {
         if (denies[i].nr == NONE)
             continue;
+        if ((flags & A3S_SECCOMP_TRACER) && denies[i].nr == NR_ptrace)
+            continue; /* the tracing init's own filter: its commands stack the full one */
         rule_begin(p, (uint32_t)denies[i].nr);
         ret(p, RET_ERRNO(denies[i].err));
         rule_end(p);
@@ -663,14 +673,35 @@ int a3s_seccomp_build(uint64_t flags, struct a3s_seccomp_program *out, a3s_error
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_seccomp_build: NULL output");
     out->filter = NULL;
     out->len = 0;
-    if (flags != 0)
+    if ((flags & ~(uint64_t)(A3S_SECCOMP_TRACER | A3S_SECCOMP_PTRACE_ONLY)) ||
+        flags == (A3S_SECCOMP_TRACER | A3S_SECCOMP_PTRACE_ONLY))
         return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)flags,
                         "a3s_seccomp_build: unknown flags 0x%llx", (unsigned long long)flags);
 #if defined(NATIVE_ARCH)
+    if (flags & A3S_SECCOMP_PTRACE_ONLY) {
+        /* what a command of a tracing init stacks on the init's filter, which
+         * refuses everything else already: ptrace (and a foreign ABI, whose
+         * numbers mean other calls) */
+        static const struct sock_filter only[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_ptrace, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, RET_ERRNO(EPERM)),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        out->filter = malloc(sizeof only);
+        if (!out->filter)
+            return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build: out of memory");
+        memcpy(out->filter, only, sizeof only);
+        out->len = (unsigned short)(sizeof only / sizeof only[0]);
+        return a3s_ok(err);
+    }
     struct prog *p = calloc(1, sizeof *p);
     if (!p)
         return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build: out of memory");
-    generate(p);
+    generate(p, flags);
     if (p->broken || p->len == 0 || p->len > BPF_MAXINSNS) {
         size_t len = p->len;
         free(p);

@@ -39,10 +39,22 @@ struct a3s_seccomp_denial {
  * For the self-test and the tests: the filter is built from this table. */
 const struct a3s_seccomp_denial *a3s_seccomp_denials(size_t *count);
 
+/* Flag of a3s_seccomp_build: the filter of an init that traces its
+ * commands' execs (init/exectrace.c): ptrace is not refused. Only the init
+ * installs it on itself; every command it starts stacks the full filter on
+ * top (both apply, the stricter answer wins), so commands still cannot
+ * ptrace. */
+#define A3S_SECCOMP_TRACER (1ull << 1)
+/* Flag of a3s_seccomp_build: only what A3S_SECCOMP_TRACER leaves out (ptrace,
+ * and a foreign ABI killed as in the full filter): what each command of a
+ * tracing init stacks on the init's filter, so that together they are the
+ * full filter at the cost of a few instructions more per call. */
+#define A3S_SECCOMP_PTRACE_ONLY (1ull << 2)
+
 /* Builds the deny-list filter for the architecture the library was compiled
  * for (x86_64 or little-endian aarch64) into *out; release it with
- * a3s_seccomp_program_free. `flags` is reserved and must be 0
- * (A3S_E_INVALID otherwise). A3S_E_UNSUPPORTED on any other architecture,
+ * a3s_seccomp_program_free. `flags` is 0, A3S_SECCOMP_TRACER or A3S_SECCOMP_PTRACE_ONLY
+ * (A3S_E_INVALID for any other bit). A3S_E_UNSUPPORTED on any other architecture,
  * A3S_E_NOMEM if the allocation fails. On failure *out is {NULL, 0}.
  * Build it before fork: it allocates. */
 int a3s_seccomp_build(uint64_t flags, struct a3s_seccomp_program *out, a3s_error *err);

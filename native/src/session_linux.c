@@ -51,6 +51,7 @@
 #include "cgroup_linux.h"
 #include "child_internal.h"
 #include "env.h"
+#include "exec_match.h"
 #include "internal.h"
 #include "posix_util.h"
 #include "process_internal.h"
@@ -680,6 +681,11 @@ static int send_request(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_o
         a3s_msg_exec_set_flags(msg, A3S_MSG_EXEC_GRANT);
     if (rc == A3S_OK && o->cwd)
         rc = a3s_msg_exec_append_cwd(&msg, &len, o->cwd, err);
+    if (rc == A3S_OK && a3s_exec_options_trace(o)) { /* the exec check (init/exectrace.c) */
+        const char *const *const lists[3] = {o->exec_deny, o->exec_ask, o->exec_approved};
+        const size_t counts[3] = {o->exec_deny_count, o->exec_ask_count, o->exec_approved_count};
+        rc = a3s_msg_exec_add_rules(&msg, &len, lists, counts, err);
+    }
     if (rc == A3S_OK) {
         int fds[3] = {out_w, err_w, grant ? o->grant_fd : -1};
         int sent = a3s_msg_send(s->ctl, msg, len, fds, grant ? 3 : 2, MSG_TIMEOUT_MS);
@@ -798,8 +804,11 @@ static a3s_process_result *outcome(struct exchange *x) {
                               ? A3S_RESULT_OOM_KILLED
                               : 0) |
                          ((x->d.flags & A3S_DONE_LINKED) ? A3S_RESULT_HARD_LINKED : 0);
-        return a3s_process_result_captured(&x->out, &x->err, x->d.exit_code, 0, flags, us,
-                                           x->d.pid, NULL);
+        a3s_process_result *r = a3s_process_result_captured(&x->out, &x->err, x->d.exit_code, 0,
+                                                            flags, us, x->d.pid, NULL);
+        if (r && (x->d.flags & A3S_DONE_EXEC_STOPPED))
+            a3s_exec_stop_apply(r, x->d.message);
+        return r;
     }
     if (x->done)
         return a3s_process_result_captured(&x->out, &x->err, 125, 0, A3S_RESULT_SETUP_FAILED,

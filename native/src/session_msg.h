@@ -14,7 +14,10 @@
  *             and with A3S_MSG_EXEC_GRANT a third: the caller's grant socket.
  *             u64 timeout_ms, u64 grace_ms, u32 flags (A3S_MSG_EXEC_*), u32 envc,
  *             string command, string scratch (the leaf name of the command's private
- *             directory under A3S_SCRATCH_PARENT), envc strings "NAME=VALUE".
+ *             directory under A3S_SCRATCH_PARENT), envc strings "NAME=VALUE"; with
+ *             A3S_MSG_EXEC_CWD then a string, the absolute directory it starts in; with
+ *             A3S_MSG_EXEC_RULES then, for the exec check, three lists (deny patterns,
+ *             ask patterns, approved commands), each a u32 count and that many strings.
  *   CANCEL    host -> init, empty: stop the running command (TERM, KILL after the grace).
  *   SHUTDOWN  host -> init, empty: kill everything and exit.
  *   READY     init -> host, empty: set up and waiting for commands.
@@ -22,7 +25,8 @@
  *             u16 port. The proxy's socket, bound, for the caller to listen on (a3s.h,
  *             "Network grants"); the caller answers with the one byte 'L'.
  *   DONE      init -> host: i32 exit_code, u32 flags (A3S_DONE_*), i32 pid (in the sandbox),
- *             string message (why the command could not start; empty otherwise).
+ *             string message (why the command could not start; with A3S_DONE_EXEC_STOPPED
+ *             the exec check's record "deny|ask TAB PATTERN TAB COMMAND"; empty otherwise).
  *
  * A message longer than A3S_MSG_CHUNK travels as several packets; the
  * first holds the header and any fds, the receiver reads packets until the
@@ -62,6 +66,8 @@ enum a3s_msg_type {
 #define A3S_MSG_EXEC_GRANT (1u << 0) /* a network grant: the third fd is the grant socket */
 /* one more string after the environment: the absolute directory the command starts in */
 #define A3S_MSG_EXEC_CWD (1u << 1)
+#define A3S_MSG_EXEC_RULES (1u << 2) /* the exec check's lists follow the environment */
+#define A3S_MSG_EXEC_MAX_RULES 4096u /* entries per list */
 
 /* Flags of a DONE message. */
 #define A3S_DONE_TIMED_OUT (1u << 0)    /* the timeout fired; the tree was stopped */
@@ -75,6 +81,8 @@ enum a3s_msg_type {
                                            sandbox used more than its memory bound */
 #define A3S_DONE_LINKED (1u << 6)       /* the command called link() or linkat() (or they
                                            cannot be watched): see A3S_RESULT_HARD_LINKED */
+#define A3S_DONE_EXEC_STOPPED (1u << 7) /* the exec check stopped a program; message holds
+                                           its record (see DONE) */
 
 /* A decoded EXEC. Every pointer is into one allocation owned by the
  * struct (release with a3s_msg_exec_free); strings are NUL-terminated. */
@@ -89,6 +97,10 @@ struct a3s_msg_exec {
     size_t envc;
     char *cwd; /* A3S_MSG_EXEC_CWD: where the command starts; NULL: the init's own */
     void *block;
+    /* A3S_MSG_EXEC_RULES: deny patterns, ask patterns, approved commands (into rules_block) */
+    char **rules[3];
+    size_t nrules[3];
+    void *rules_block;
 };
 
 struct a3s_msg_done {
@@ -118,6 +130,12 @@ void a3s_msg_exec_set_flags(uint8_t *buf, uint32_t flags);
 /* Appends cwd (absolute, NUL-free, at most PATH_MAX bytes) to an encoded EXEC in *buf
  * (reallocated; *len grows) and sets A3S_MSG_EXEC_CWD, keeping the other flags. */
 int a3s_msg_exec_append_cwd(uint8_t **buf, size_t *len, const char *cwd, a3s_error *err);
+
+/* Appends the exec check's lists (a3s_exec_options.exec_deny, exec_ask,
+ * exec_approved) to an encoded EXEC (reallocating *buf) and sets
+ * A3S_MSG_EXEC_RULES; call it last. A3S_E_TOO_LARGE, A3S_E_NOMEM. */
+int a3s_msg_exec_add_rules(uint8_t **buf, size_t *len, const char *const *const lists[3],
+                           const size_t counts[3], a3s_error *err);
 
 /* Decodes a whole EXEC message (header included). */
 int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out, a3s_error *err);

@@ -170,6 +170,44 @@ int a3s_msg_exec_append_cwd(uint8_t **buf, size_t *len, const char *cwd, a3s_err
     return A3S_OK;
 }
 
+int a3s_msg_exec_add_rules(uint8_t **buf, size_t *len, const char *const *const lists[3],
+                           const size_t counts[3], a3s_error *err) {
+    uint64_t more = 0;
+    for (int l = 0; l < 3; l++) {
+        if (counts[l] > A3S_MSG_EXEC_MAX_RULES)
+            return a3s_fail(err, A3S_E_TOO_LARGE, 0, (int64_t)counts[l],
+                            "too many exec check entries (%zu; the limit is %u)", counts[l],
+                            A3S_MSG_EXEC_MAX_RULES);
+        more += 4;
+        for (size_t i = 0; i < counts[l]; i++)
+            more += 4 + (uint64_t)strlen(lists[l][i]);
+    }
+    if (*len + more > A3S_MSG_MAX)
+        return a3s_fail(err, A3S_E_TOO_LARGE, 0, (int64_t)(*len + more),
+                        "the command, its environment and its exec rules take %llu bytes; the "
+                        "limit is %u",
+                        (unsigned long long)(*len + more), A3S_MSG_MAX);
+    uint8_t *b = realloc(*buf, *len + (size_t)more);
+    if (!b)
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory encoding a command");
+    uint8_t *p = b + *len;
+    for (int l = 0; l < 3; l++) {
+        put32(p, (uint32_t)counts[l]);
+        p += 4;
+        for (size_t i = 0; i < counts[l]; i++) {
+            size_t n = strlen(lists[l][i]);
+            put32(p, (uint32_t)n);
+            memcpy(p + 4, lists[l][i], n);
+            p += 4 + n;
+        }
+    }
+    *len += (size_t)more;
+    *buf = b;
+    put_header(b, A3S_MSG_EXEC, (uint32_t)*len);
+    put32(b + A3S_MSG_HEADER + 16, get32(b + A3S_MSG_HEADER + 16) | A3S_MSG_EXEC_RULES);
+    return A3S_OK;
+}
+
 /* A cursor over the body: each read checks what is left. */
 struct reader {
     const uint8_t *p;
@@ -193,10 +231,47 @@ static bool take_string(struct reader *r, const uint8_t **s, size_t *n) {
     return take(r, *n, s);
 }
 
+/* Reads the three lists of A3S_MSG_EXEC_RULES into out->rules (strings in
+ * out->rules_block, each list's pointers allocated on their own). */
+static bool take_rules(struct reader *r, struct a3s_msg_exec *out) {
+    size_t cap = 2 * r->left + 16; /* each string: at most its bytes and a NUL */
+    char *w = malloc(cap);
+    if (!w)
+        return false;
+    out->rules_block = w;
+    for (int l = 0; l < 3; l++) {
+        const uint8_t *cp;
+        if (!take(r, 4, &cp))
+            return false;
+        uint32_t count = get32(cp);
+        if (count > A3S_MSG_EXEC_MAX_RULES || (size_t)count * 4 > r->left)
+            return false;
+        char **v = calloc((size_t)count + 1, sizeof *v);
+        if (!v)
+            return false;
+        out->rules[l] = v;
+        for (uint32_t i = 0; i < count; i++) {
+            const uint8_t *sp;
+            size_t n;
+            if (!take_string(r, &sp, &n) || memchr(sp, '\0', n))
+                return false;
+            memcpy(w, sp, n);
+            w[n] = '\0';
+            v[i] = w;
+            w += n + 1;
+        }
+        out->nrules[l] = count;
+    }
+    return true;
+}
+
 void a3s_msg_exec_free(struct a3s_msg_exec *m) {
     if (!m)
         return;
     free(m->block);
+    free(m->rules_block);
+    for (int l = 0; l < 3; l++)
+        free(m->rules[l]);
     memset(m, 0, sizeof *m);
 }
 
@@ -221,7 +296,7 @@ int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "exec message truncated");
     uint64_t envc = get32(fixed + 20);
     uint32_t flags = get32(fixed + 16);
-    if (flags & ~(uint32_t)(A3S_MSG_EXEC_GRANT | A3S_MSG_EXEC_CWD))
+    if (flags & ~(uint32_t)(A3S_MSG_EXEC_GRANT | A3S_MSG_EXEC_CWD | A3S_MSG_EXEC_RULES))
         return a3s_fail(err, A3S_E_INVALID, 0, flags, "unknown exec flags 0x%x", (unsigned)flags);
     if (envc > A3S_MSG_MAX_ENV)
         return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)envc, "too many environment entries");
@@ -285,6 +360,10 @@ int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out
         w[n] = '\0';
         w += n + 1;
     }
+    if ((flags & A3S_MSG_EXEC_RULES) && !take_rules(&r, out)) {
+        a3s_msg_exec_free(out);
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "malformed exec rules in the exec message");
+    }
     if (r.left != 0) {
         a3s_msg_exec_free(out);
         return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)r.left,
@@ -330,7 +409,7 @@ int a3s_msg_decode_done(const uint8_t *buf, size_t len, struct a3s_msg_done *out
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "malformed done message");
     uint32_t known = A3S_DONE_TIMED_OUT | A3S_DONE_CANCELLED | A3S_DONE_SETUP_FAILED |
                      A3S_DONE_CLOSING | A3S_DONE_STALE | A3S_DONE_OOM_KILLED |
-                     A3S_DONE_LINKED;
+                     A3S_DONE_LINKED | A3S_DONE_EXEC_STOPPED;
     out->exit_code = (int32_t)get32(fixed);
     out->flags = get32(fixed + 4);
     out->pid = (int32_t)get32(fixed + 8);

@@ -40,6 +40,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -459,6 +460,8 @@ static const struct tcase cases[] = {
     C("clone(CLONE_NEWNET)", SYS_clone, ERR(EPERM), CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0),
     C("clone(CLONE_NEWCGROUP)", SYS_clone, ERR(EPERM), CLONE_NEWCGROUP | SIGCHLD, 0, 0, 0, 0),
     C("clone(CLONE_NEWTIME bit)", SYS_clone, ERR(EPERM), CLONE_NEWTIME, 0, 0, 0, 0),
+    /* a child out of the exec check's reach */
+    C("clone(CLONE_UNTRACED|SIGCHLD)", SYS_clone, ERR(EPERM), 0x00800000 | SIGCHLD, 0, 0, 0, 0),
     C("clone(thread flags + CLONE_NEWNET)", SYS_clone, ERR(EPERM), THREAD_FLAGS | CLONE_NEWNET,
       0, 0, 0, 0),
 #ifdef SYS_clone3
@@ -581,9 +584,10 @@ static void test_table(const struct a3s_seccomp_program *p) {
               action_name(r, got, sizeof got),
               action_name(ERR(plain_denied[i].err), want, sizeof want));
     }
-    /* each CLONE_NEW* flag alone, and every other single bit of the low word */
+    /* each CLONE_NEW* flag alone, CLONE_UNTRACED (the exec check's), and every other single
+     * bit of the low word */
     const uint32_t ns = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
-                        CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME;
+                        CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME | 0x00800000u;
     for (int bit = 0; bit < 64; bit++) {
         const uint64_t args[6] = {1ull << bit, 0, 0, 0, 0, 0};
         uint32_t w = (bit < 32 && (ns & (1u << bit))) ? ERR(EPERM) : ALLOW;
@@ -1282,6 +1286,58 @@ static int exec_probe(const char *fdarg) {
     _exit(write_all(fd, &r, sizeof r) ? 0 : 1);
 }
 
+#if defined(SUPPORTED)
+/* The filter of an init that traces execs (A3S_SECCOMP_TRACER) lets ptrace
+ * through and differs from the full one in nothing else: same answer for
+ * every other call the sweep tries. */
+static void test_tracer_variant(const struct a3s_seccomp_program *full) {
+    struct a3s_seccomp_program t = {NULL, 0};
+    a3s_error err;
+    CHECK(a3s_seccomp_build(A3S_SECCOMP_TRACER, &t, &err) == A3S_OK, "tracer: %s", err.message);
+    if (!t.filter)
+        return;
+    uint64_t args[6] = {PTRACE_SEIZE, 2, 0, 0, 0, 0};
+    CHECK(eval(&t, NATIVE, SYS_ptrace, args, NULL) == SECCOMP_RET_ALLOW, "tracer may ptrace");
+    CHECK(eval(full, NATIVE, SYS_ptrace, args, NULL) == (SECCOMP_RET_ERRNO | EPERM),
+          "a command may not");
+    int differ = 0;
+    for (uint32_t nr = 0; nr < 512; nr++) {
+        if (nr == SYS_ptrace)
+            continue;
+        uint64_t a[6] = {0, 1, 2, 3, 4, 5};
+        differ += eval(&t, NATIVE, nr, a, NULL) != eval(full, NATIVE, nr, a, NULL);
+    }
+    CHECK(differ == 0, "%d other calls answered differently", differ);
+    a3s_seccomp_program_free(&t);
+    /* what each command stacks on it: with it, the full filter again */
+    struct a3s_seccomp_program only = {NULL, 0};
+    CHECK(a3s_seccomp_build(A3S_SECCOMP_PTRACE_ONLY, &only, &err) == A3S_OK, "ptrace-only");
+    CHECK(a3s_seccomp_build(A3S_SECCOMP_TRACER | A3S_SECCOMP_PTRACE_ONLY, &t, &err) ==
+                  A3S_E_INVALID ||
+              (a3s_seccomp_program_free(&t), 0),
+          "both flags refused");
+    if (only.filter) {
+        const char *why = "";
+        size_t where = 0;
+        CHECK(bpf_interp_check(only.filter, only.len, &why, &where) == 0, "%s at %zu", why, where);
+        int wrong = 0;
+        struct a3s_seccomp_program tr = {NULL, 0};
+        a3s_seccomp_build(A3S_SECCOMP_TRACER, &tr, &err);
+        for (uint32_t nr = 0; nr < 512 && tr.filter; nr++) {
+            uint64_t a[6] = {0, 1, 2, 3, 4, 5};
+            uint32_t x = eval(&tr, NATIVE, nr, a, NULL), y = eval(&only, NATIVE, nr, a, NULL);
+            uint32_t both = x != SECCOMP_RET_ALLOW ? x : y;
+            wrong += both != eval(full, NATIVE, nr, a, NULL);
+        }
+        CHECK(wrong == 0, "%d calls differ from the full filter when stacked", wrong);
+        uint64_t none[6] = {0};
+        CHECK(eval(&only, COMPAT, 1, none, NULL) == SECCOMP_RET_KILL_PROCESS, "foreign ABI");
+        a3s_seccomp_program_free(&tr);
+    }
+    a3s_seccomp_program_free(&only);
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--exec-probe") == 0)
         return exec_probe(argv[2]);
@@ -1301,6 +1357,7 @@ int main(int argc, char **argv) {
         test_table(&prog);
         test_sweep(&prog);
         test_probes(&prog);
+        test_tracer_variant(&prog);
     }
     a3s_seccomp_program_free(&prog);
 #else

@@ -477,6 +477,84 @@ static void test_concurrent_starts(void) {
     alarm(0);
 }
 
+/* The exec check through the C API, long-lived and one-shot: a denied exec
+ * the line hides is stopped (the result's exec_stop_* and exit 126), an ask
+ * waived for its approved command, a malformed pattern refused, and an older
+ * caller's shorter result view still read. */
+static void test_exec_check(bool reuse) {
+    a3s_sandbox_config cfg = {
+        .struct_size = sizeof cfg,
+        .flags = reuse ? A3S_SANDBOX_REUSE : 0,
+        .workspace = workspace,
+        .bwrap_path = bwrap,
+        .init_path = init_path,
+    };
+    a3s_sandbox *sb = NULL;
+    a3s_error err;
+    CHECK(a3s_sandbox_new(&cfg, &sb, &err) == A3S_OK, "new: %s", err.message);
+    if (!sb)
+        return;
+    const char *deny[] = {"touch **"};
+    const char *cmd = "x=touch; $x stopped-marker; echo after";
+    a3s_exec_options o = {.struct_size = sizeof o,
+                          .command = cmd,
+                          .command_len = strlen(cmd),
+                          .timeout_ms = 30000,
+                          .exec_deny = deny,
+                          .exec_deny_count = 1};
+    a3s_process_result *res = NULL;
+    CHECK(a3s_sandbox_exec(sb, &o, &res, &err) == A3S_OK, "exec: %s", err.message);
+    a3s_process_result_view v = {.struct_size = sizeof v};
+    if (res && a3s_process_result_get(res, &v, &err) == A3S_OK) {
+        CHECK(v.exit_code == 126 && (v.flags & A3S_RESULT_EXEC_STOPPED), "reuse %d: exit %d",
+              reuse, v.exit_code);
+        CHECK(v.exec_stop_list == A3S_LIST_DENY, "list %d", v.exec_stop_list);
+        CHECK(v.exec_stop_rule && !strcmp(v.exec_stop_rule, "bash(touch **)"), "rule %s",
+              v.exec_stop_rule ? v.exec_stop_rule : "NULL");
+        CHECK(v.exec_stop_command && !strcmp(v.exec_stop_command, "touch stopped-marker"),
+              "command %s", v.exec_stop_command ? v.exec_stop_command : "NULL");
+        CHECK(strstr(v.stdout_data, "after") != NULL, "the line went on");
+        CHECK(strstr(v.stderr_data, "codeward: stopped exec of `touch stopped-marker`"),
+              "told: %s", v.stderr_data);
+        /* a caller built before the exec check fields: the older view size */
+        a3s_process_result_view old = {.struct_size =
+                                           offsetof(a3s_process_result_view, exec_stop_list)};
+        CHECK(a3s_process_result_get(res, &old, NULL) == A3S_OK, "the older view");
+    }
+    a3s_process_result_free(res);
+    char marker[PATH_MAX + 32];
+    snprintf(marker, sizeof marker, "%s/stopped-marker", workspace);
+    CHECK(access(marker, F_OK) != 0, "the denied touch ran");
+    /* an ask, approved for this very command */
+    const char *ask[] = {"touch **"}, *approved[] = {"touch approved-marker"};
+    const char *cmd2 = "x=touch; $x approved-marker";
+    a3s_exec_options o2 = {.struct_size = sizeof o2,
+                           .command = cmd2,
+                           .command_len = strlen(cmd2),
+                           .timeout_ms = 30000,
+                           .exec_ask = ask,
+                           .exec_ask_count = 1,
+                           .exec_approved = approved,
+                           .exec_approved_count = 1};
+    struct run r = run_options(sb, &o2);
+    CHECK(r.rc == A3S_OK && r.exit_code == 0 && !(r.flags & A3S_RESULT_EXEC_STOPPED),
+          "approved: exit %d %s", r.exit_code, r.err);
+    snprintf(marker, sizeof marker, "%s/approved-marker", workspace);
+    CHECK(access(marker, F_OK) == 0, "the approved touch did not run");
+    unlink(marker);
+    /* a pattern the glob compiler refuses is the caller's mistake */
+    const char *bad[] = {""};
+    char long_rule[A3S_RULE_MAX_LENGTH + 2];
+    memset(long_rule, 'a', sizeof long_rule - 1);
+    long_rule[sizeof long_rule - 1] = '\0';
+    bad[0] = long_rule;
+    o.exec_deny = bad;
+    CHECK(a3s_sandbox_exec(sb, &o, &res, &err) == A3S_E_TOO_LARGE, "a rule too long");
+    o.exec_deny = NULL;
+    CHECK(a3s_sandbox_exec(sb, &o, &res, &err) == A3S_E_INVALID, "a NULL list with a count");
+    a3s_sandbox_free(sb);
+}
+
 int main(void) {
     static const char *const candidates[] = {"/usr/bin/bwrap", "/bin/bwrap"};
     for (size_t i = 0; i < 2 && !bwrap; i++)
@@ -497,6 +575,8 @@ int main(void) {
     test_idle_stop();
     test_policy_and_grant(true);
     test_policy_and_grant(false);
+    test_exec_check(true);
+    test_exec_check(false);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", workspace);
     CHECK(system(cmd) == 0, "cleanup");

@@ -131,6 +131,10 @@ static const struct exec_case {
     {"the cwd flag without its string", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1", "working"},
     {"a relative working directory", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1 s:w", "working"},
     {"an empty working directory", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1 s:", "working"},
+    {"exec rules", M, E, V, AUTO, "q:1 q:1 l:4 l:0 s:x s:c1 l:1 s:git l:0 l:0", NULL},
+    {"exec rules missing", M, E, V, AUTO, "q:1 q:1 l:4 l:0 s:x s:c1", "malformed exec rules"},
+    {"too many exec rules", M, E, V, AUTO, "q:1 q:1 l:4 l:0 s:x s:c1 l:5000 l:0 l:0",
+     "malformed exec rules"},
     {"a grant and unknown flags", M, E, V, AUTO, "q:1 q:1 l:0x80000001 l:0 s:x s:c1",
      "unknown exec flags"},
     {"too many env entries", M, E, V, AUTO, "q:1 q:1 l:0 l:9000 s:x s:c1", "too many"},
@@ -314,7 +318,7 @@ static void test_done(void) {
         const char *name, *words;
         const char *error;
     } bad[] = {
-        {"unknown flags", "l:0 l:128 l:1 s:", "unknown done flags"},
+        {"unknown flags", "l:0 l:256 l:1 s:", "unknown done flags"},
         {"exit code 256", "l:256 l:0 l:1 s:", "out of range"},
         {"negative exit code", "l:0xffffffff l:0 l:1 s:", "out of range"},
         {"cut short", "l:0 l:0", "malformed"},
@@ -459,7 +463,63 @@ static void test_transport(void) {
     close(sp[1]);
 }
 
+/* The exec check's lists (A3S_MSG_EXEC_RULES) travel after the environment:
+ * they come back as sent, with a grant flag kept, and a list that claims
+ * more entries than arrived, or a NUL in one, is refused. */
+static void test_exec_rules(void) {
+    const char *env[] = {"A=1"};
+    const char *deny[] = {"git push**", "rm -rf /"};
+    const char *ask[] = {"curl **"};
+    const char *const *const lists[3] = {deny, ask, NULL};
+    const size_t counts[3] = {2, 1, 0};
+    uint8_t *msg = NULL;
+    size_t len = 0;
+    CHECK(a3s_msg_encode_exec(1, 2, "true", 4, "c1", env, 1, &msg, &len, NULL) == A3S_OK,
+          "encode");
+    a3s_msg_exec_set_flags(msg, A3S_MSG_EXEC_GRANT);
+    CHECK(a3s_msg_exec_add_rules(&msg, &len, lists, counts, NULL) == A3S_OK, "add rules");
+    struct a3s_msg_exec m;
+    a3s_error err;
+    CHECK(a3s_msg_decode_exec(msg, len, &m, &err) == A3S_OK, "decode: %s", err.message);
+    CHECK(m.flags == (A3S_MSG_EXEC_GRANT | A3S_MSG_EXEC_RULES), "flags %u", m.flags);
+    CHECK(m.nrules[0] == 2 && m.nrules[1] == 1 && m.nrules[2] == 0, "counts");
+    CHECK(m.nrules[0] == 2 && !strcmp(m.rules[0][0], "git push**") &&
+              !strcmp(m.rules[0][1], "rm -rf /") && m.rules[0][2] == NULL,
+          "deny list");
+    CHECK(m.nrules[1] == 1 && !strcmp(m.rules[1][0], "curl **"), "ask list");
+    CHECK(m.envc == 1 && !strcmp(m.env[0], "A=1"), "environment kept");
+    a3s_msg_exec_free(&m);
+    /* a count past what arrived */
+    uint8_t *bad = malloc(len);
+    memcpy(bad, msg, len);
+    size_t at = len - 4 - 4 - 7 - 4; /* the ask list's count: l:1 s:"curl **" then l:0 */
+    bad[at] = 9;
+    CHECK(a3s_msg_decode_exec(bad, len, &m, &err) == A3S_E_INVALID, "a count past the end");
+    /* a NUL inside an entry */
+    memcpy(bad, msg, len);
+    bad[len - 4 - 2] = '\0';
+    CHECK(a3s_msg_decode_exec(bad, len, &m, &err) == A3S_E_INVALID, "a NUL in an entry");
+    /* the lists cut short */
+    memcpy(bad, msg, len);
+    uint32_t shorter = (uint32_t)len - 4;
+    for (int i = 0; i < 4; i++)
+        bad[8 + i] = (uint8_t)(shorter >> (8 * i));
+    CHECK(a3s_msg_decode_exec(bad, len - 4, &m, &err) == A3S_E_INVALID, "truncated lists");
+    free(bad);
+    free(msg);
+    /* the DONE flag of a stopped exec is known */
+    struct a3s_msg_done d = {.exit_code = 126, .flags = A3S_DONE_EXEC_STOPPED};
+    snprintf(d.message, sizeof d.message, "deny\tgit push**\tgit push");
+    uint8_t buf[A3S_MSG_HEADER + 16 + A3S_MSG_TEXT_MAX];
+    size_t dl = a3s_msg_encode_done(&d, buf, sizeof buf);
+    struct a3s_msg_done back;
+    CHECK(a3s_msg_decode_done(buf, dl, &back, NULL) == A3S_OK &&
+              back.flags == A3S_DONE_EXEC_STOPPED && !strcmp(back.message, d.message),
+          "done with a stopped exec");
+}
+
 int main(void) {
+    test_exec_rules();
     test_decode_table();
     test_decode_fields();
     test_encode_round_trip();

@@ -573,8 +573,17 @@ static PyObject *result_dict(const a3s_process_result *r) {
     /* one line per item the sandbox neutralized; "" when none */
     const char *notes = v.neutralized ? v.neutralized : "";
     PyObject *neutralized = PyUnicode_DecodeUTF8(notes, (Py_ssize_t)strlen(notes), "replace");
+    /* the exec check: what it stopped, by which rule ("deny"/"ask"; None when nothing) */
+    PyObject *stop = NULL;
+    if (v.flags & A3S_RESULT_EXEC_STOPPED)
+        stop = Py_BuildValue("{s:s,s:s,s:s}", "decision",
+                             v.exec_stop_list == A3S_LIST_DENY ? "deny" : "ask", "rule",
+                             v.exec_stop_rule ? v.exec_stop_rule : "", "command",
+                             v.exec_stop_command ? v.exec_stop_command : "");
+    else
+        stop = (Py_INCREF(Py_None), Py_None);
     PyObject *d = NULL;
-    if (out && err && setup && neutralized)
+    if (out && err && setup && neutralized && stop)
         d = Py_BuildValue(
             "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O,s:O}", "exit_code",
             (int)v.exit_code, "term_signal", (int)v.term_signal, "timed_out",
@@ -589,6 +598,9 @@ static PyObject *result_dict(const a3s_process_result *r) {
             err, "stdout_total", (unsigned long long)v.stdout_total, "stderr_total",
             (unsigned long long)v.stderr_total, "duration_us", (unsigned long long)v.duration_us,
             "setup_error", setup, "neutralized", neutralized);
+    if (d && PyDict_SetItemString(d, "exec_stopped", stop) < 0)
+        Py_CLEAR(d);
+    Py_XDECREF(stop);
     Py_XDECREF(out);
     Py_XDECREF(err);
     Py_XDECREF(setup);
@@ -620,33 +632,48 @@ static void call_output_sink(void *ctx, int stream, const char *data, size_t len
 }
 
 /* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1,
- * policy_digest=None, on_output=None, cwd=None) -> dict. Runs without the GIL: other Python threads
- * go on while the command runs (a network grant's mediator must: it answers the sandbox
- * meanwhile). on_output(stream, data) gets the output as it arrives (1 stdout, 2 stderr). */
+ * policy_digest=None, on_output=None, cwd=None, exec_deny=None, exec_ask=None,
+ * exec_approved=None) -> dict (exec_*: lists of strings for the exec check, a3s_exec_options).
+ * Runs without the GIL: other Python threads go on while the command runs (a network
+ * grant's mediator must: it answers the sandbox meanwhile). on_output(stream, data) gets the
+ * output as it arrives (1 stdout, 2 stderr). */
 static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     SandboxObject *self = (SandboxObject *)obj;
     PyObject *command, *env_list, *on_output = Py_None;
     unsigned long long timeout_ms, grace_ms, max_output;
     int cancel_fd, grant_fd = -1;
     const char *policy_digest = NULL, *cwd = NULL;
-    if (!PyArg_ParseTuple(args, "OOKKKi|izOz:exec", &command, &env_list, &timeout_ms, &grace_ms,
-                          &max_output, &cancel_fd, &grant_fd, &policy_digest, &on_output, &cwd))
+    PyObject *deny_list = NULL, *ask_list = NULL, *approved_list = NULL;
+    if (!PyArg_ParseTuple(args, "OOKKKi|izOzOOO:exec", &command, &env_list, &timeout_ms,
+                          &grace_ms, &max_output, &cancel_fd, &grant_fd, &policy_digest,
+                          &on_output, &cwd, &deny_list, &ask_list, &approved_list))
         return NULL;
     if (on_output != Py_None && !PyCallable_Check(on_output)) {
         PyErr_SetString(PyExc_TypeError, "on_output must be callable or None");
         return NULL;
     }
     struct output_sink sink = {.fn = on_output};
+    /* the exec check: the policy's bash deny and ask patterns, the approved commands */
+    char **rules[3] = {NULL, NULL, NULL};
+    Py_ssize_t nrules[3] = {0, 0, 0};
+    PyObject *given[3] = {deny_list, ask_list, approved_list};
+    for (int i = 0; i < 3; i++) {
+        if (given[i] && given[i] != Py_None && string_array(given[i], &rules[i], &nrules[i]) < 0) {
+            for (int k = 0; k < i; k++)
+                free_strings(rules[k], nrules[k]);
+            return NULL;
+        }
+    }
     const char *cmd;
     Py_ssize_t cmd_len;
     PyObject *owner;
     if (as_bytes(command, &cmd, &cmd_len, &owner) < 0)
-        return NULL;
+        goto fail_rules;
     char **env = NULL;
     Py_ssize_t envc = 0;
     if (string_array(env_list, &env, &envc) < 0) {
         Py_XDECREF(owner);
-        return NULL;
+        goto fail_rules;
     }
     a3s_exec_options o = {
         .struct_size = sizeof o,
@@ -665,6 +692,12 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
         .on_output = on_output != Py_None ? call_output_sink : NULL,
         .on_output_ctx = &sink,
         .cwd = cwd,
+        .exec_deny = (const char *const *)rules[0],
+        .exec_deny_count = (size_t)nrules[0],
+        .exec_ask = (const char *const *)rules[1],
+        .exec_ask_count = (size_t)nrules[1],
+        .exec_approved = (const char *const *)rules[2],
+        .exec_approved_count = (size_t)nrules[2],
     };
     a3s_process_result *r = NULL;
     a3s_error err;
@@ -674,6 +707,8 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     Py_END_ALLOW_THREADS
     free_strings(env, envc);
     Py_XDECREF(owner);
+    for (int i = 0; i < 3; i++)
+        free_strings(rules[i], nrules[i]);
     if (sink.type) { /* the callback failed: its error, not the output */
         a3s_process_result_free(r);
         PyErr_Restore(sink.type, sink.value, sink.traceback);
@@ -684,6 +719,10 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     PyObject *d = result_dict(r);
     a3s_process_result_free(r);
     return d;
+fail_rules:
+    for (int i = 0; i < 3; i++)
+        free_strings(rules[i], nrules[i]);
+    return NULL;
 }
 
 /* policy() -> (text, digest): the canonical text of the handle's policy and its digest. */
@@ -948,7 +987,7 @@ static PyType_Spec child_spec = {
 static PyMethodDef sandbox_methods[] = {
     {"exec", sandbox_exec, METH_VARARGS,
      "exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1, "
-     "policy_digest=None) -> dict"},
+     "policy_digest=None, exec_deny=None, exec_ask=None, exec_approved=None) -> dict"},
     {"policy", sandbox_policy, METH_NOARGS,
      "policy() -> (text, digest): the canonical text of the sandbox's policy, and its digest."},
     {"probe", sandbox_probe, METH_O, "probe(timeout_ms): self-test through the boundary."},

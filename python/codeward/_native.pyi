@@ -74,6 +74,9 @@ class Sandbox:
         policy_digest: str | None = None,
         on_output: Callable[[int, bytes], object] | None = None,
         cwd: str | None = None,
+        exec_deny: list[str] | None = None,
+        exec_ask: list[str] | None = None,
+        exec_approved: list[str] | None = None,
     ) -> dict[str, Any]: ...
     def policy(self) -> tuple[str, str]: ...
     def probe(self, timeout_ms: int) -> None: ...

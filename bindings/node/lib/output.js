@@ -13,7 +13,9 @@ class CommandOutput {
    * (setupError says why). oomKilled: the sandbox reached its memory bound
    * and a process of the command was killed for it. sandboxed is false only
    * for the process host. neutralized lists what the sandbox found hostile
-   * in the workspace and did not follow or mount for this run.
+   * in the workspace and did not follow or mount for this run. execStopped
+   * says what the exec check stopped ({decision: 'deny' | 'ask', rule,
+   * command}; exitCode is then 126), or null.
    */
   constructor(fields) {
     this.stdout = fields.stdout;
@@ -29,6 +31,7 @@ class CommandOutput {
     this.durationMs = fields.durationMs ?? 0;
     this.oomKilled = fields.oomKilled ?? false;
     this.neutralized = Object.freeze([...(fields.neutralized ?? [])]);
+    this.execStopped = fields.execStopped ? Object.freeze({ ...fields.execStopped }) : null;
     Object.freeze(this);
   }
 
@@ -55,6 +58,7 @@ function fromRaw(raw, backend, sandboxed) {
     oomKilled: raw.oomKilled,
     // one line each (their control bytes are '?' already)
     neutralized: raw.neutralized ? raw.neutralized.replace(/\n$/, '').split('\n') : [],
+    execStopped: raw.execStopped ?? null,
   });
 }
 

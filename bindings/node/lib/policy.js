@@ -141,6 +141,28 @@ class PermissionPolicy {
     return true;
   }
 
+  /**
+   * What the exec check holds bash commands to (docs/policy.md, "The exec
+   * check"): {deny, ask} patterns of every deny and ask rule covering bash,
+   * for a sandbox's exec({execRules}). A bare deny of bash is '*'; a bare
+   * ask is left out (it asks for the line, which is what the human
+   * approves). Add `approved` (the line's simple commands) after an approval.
+   */
+  execRules() {
+    const deny = [];
+    const ask = [];
+    if (!this.#enabled) return { deny, ask };
+    for (const v of this.rules()) {
+      if ((v.list !== 'deny' && v.list !== 'ask') || !coversTool(v, 'bash')) continue;
+      if (v.anyArgs) {
+        if (v.list === 'deny') deny.push('*');
+        continue;
+      }
+      (v.list === 'deny' ? deny : ask).push(v.pattern);
+    }
+    return { deny, ask };
+  }
+
   // -- introspection -----------------------------------------------------------
 
   get enabled() {

@@ -60,7 +60,9 @@ const EXEC_KEYS = [
   'signal',
   'onOutput',
   'cwd',
+  'execRules',
 ];
+const EXEC_RULE_KEYS = ['deny', 'ask', 'approved'];
 
 // Python's str.isspace, which str.strip() removes (not JS's trim: \x1c-\x1f
 // are space to Python, U+FEFF is not).
@@ -141,6 +143,28 @@ function positive(name, value, upper) {
   return value;
 }
 
+/**
+ * The exec check's lists ({deny, ask, approved}: arrays of strings; see
+ * docs/policy.md, "The exec check") as [deny, ask, approved], or null.
+ */
+function execRules(rules) {
+  if (rules === undefined || rules === null) return null;
+  if (!isPlainObject(rules)) {
+    throw new TypeError(`execRules must be an object, not ${typeName(rules)}`);
+  }
+  checkKeys(rules, EXEC_RULE_KEYS, 'execRules key');
+  return EXEC_RULE_KEYS.map((key) => {
+    const list = own(rules, key, []);
+    if (!Array.isArray(list) || list.some((item) => typeof item !== 'string')) {
+      throw new TypeError(`execRules.${key} must be an array of strings`);
+    }
+    if (list.some((item) => item.includes('\0'))) {
+      throw new SandboxArgumentError(`execRules.${key} has an entry with a NUL byte`);
+    }
+    return [...list];
+  });
+}
+
 function envEntries(env) {
   if (env === undefined || env === null) return [];
   if (!isPlainObject(env)) throw new ArgumentTypeError(`env must be an object, not ${typeName(env)}`);
@@ -195,6 +219,7 @@ function parseExec(command, options) {
     signal,
     onOutput,
     cwd,
+    execRules: execRules(own(options, 'execRules', null)),
   };
 }
 
@@ -306,6 +331,7 @@ class Sandbox {
         o.maxOutputBytes,
         sink || undefined,
         o.cwd === null ? undefined : o.cwd,
+        o.execRules ?? undefined,
       );
     } catch (err) {
       if (err && err.code === 'ERR_SANDBOX_CLOSED') throw new SandboxClosedError(null);

@@ -26,10 +26,15 @@ const INIT_SOURCES = [
   'native/init/limits.c',
   'native/init/grant.c',
   'native/init/janitor.c',
+  'native/init/exectrace.c',
   'native/src/error.c',
   'native/src/landlock_linux.c',
   'native/src/seccomp_linux.c',
   'native/src/session_msg_linux.c',
+  'native/src/exec_match.c',
+  'native/src/glob.c',
+  'native/src/bash_split.c',
+  'native/src/sha256.c',
 ];
 
 /** Whether $CC (else cc) links a trivial program with -static. */

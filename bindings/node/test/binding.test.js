@@ -413,3 +413,18 @@ describe('worker threads', () => {
     await worker.terminate();
   });
 });
+
+describe('the exec check from a policy', () => {
+  test('execRules are the bash deny and ask patterns', () => {
+    const policy = new PermissionPolicy({
+      deny: ['bash(git push**)', 'Read(**/.env)', 'Bash'],
+      ask: ['bash(npm publish:*)', 'bash'],
+      allow: ['bash(*)'],
+    });
+    assert.deepEqual(policy.execRules(), { deny: ['git push**', '*'], ask: ['npm publish:*'] });
+    assert.deepEqual(new PermissionPolicy({ deny: ['bash(x)'], enabled: false }).execRules(), {
+      deny: [],
+      ask: [],
+    });
+  });
+});

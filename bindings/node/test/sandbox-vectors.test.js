@@ -50,6 +50,7 @@ const EXEC = {
   env: 'env',
   cwd: 'cwd',
   stream: 'stream',
+  exec_rules: 'execRules',
 };
 
 function camel(obj, names) {
@@ -144,6 +145,18 @@ function checkOutput(out, e, sub) {
   for (const [key, name] of Object.entries(fields)) {
     if (key in e) assert.equal(out[name], e[key], `${name}: ${show}`);
   }
+  if ('exec_stopped' in e) {
+    const want = e.exec_stopped;
+    if (want === null) {
+      assert.equal(out.execStopped, null, show);
+    } else {
+      assert.deepEqual(
+        out.execStopped,
+        { decision: want.decision, rule: sub(want.rule), command: sub(want.command) },
+        show,
+      );
+    }
+  }
   if ('neutralized_contains' in e) {
     assert.ok(out.neutralized.some((line) => line.includes(sub(e.neutralized_contains))), show);
   }
@@ -208,6 +221,11 @@ async function runCase(c, port) {
     if (execOptions.env) {
       execOptions.env = Object.fromEntries(
         Object.entries(execOptions.env).map(([k, v]) => [sub(k), sub(v)]),
+      );
+    }
+    if (execOptions.execRules) {
+      execOptions.execRules = Object.fromEntries(
+        Object.entries(execOptions.execRules).map(([k, v]) => [k, v.map(sub)]),
       );
     }
     if (e.error) {

@@ -170,6 +170,38 @@ describe('the sandbox from Node', linuxOnly, () => {
     }
   });
 
+  test('the exec check stops a denied program and says so in execStopped', async () => {
+    const sb = await nativeSandbox();
+    try {
+      const line =
+        "mkdir -p bin && printf '#!/bin/sh\\ntouch ran\\n' > bin/git && chmod +x bin/git && " +
+        'PATH="$PWD/bin:$PATH"; x="git push"; $x';
+      const out = await sb.exec(line, { execRules: { deny: ['git push**'] } });
+      assert.equal(out.exitCode, 126, out.stderr);
+      assert.deepEqual(out.execStopped, {
+        decision: 'deny',
+        rule: 'bash(git push**)',
+        command: 'git push',
+      });
+      assert.match(out.stderr, /codeward: stopped exec of `git push`/);
+      const ran = await sb.exec('test -e ran && echo ran || echo never');
+      assert.equal(ran.stdout, 'never\n');
+      assert.equal(ran.execStopped, null);
+      const asked = await sb.exec('PATH="$PWD/bin:$PATH" bash -c "git push"', {
+        execRules: { ask: ['git push**'], approved: ['git push'] },
+      });
+      assert.equal(asked.exitCode, 0, asked.stderr);
+      assert.equal(asked.execStopped, null);
+      await assert.rejects(
+        sb.exec('true', { execRules: { deny: 'git push**' } }),
+        TypeError,
+      );
+      await assert.rejects(sb.exec('true', { execRules: { nope: [] } }), TypeError);
+    } finally {
+      await sb.close();
+    }
+  });
+
   test('commands run side by side in one sandbox', async () => {
     const sb = await nativeSandbox();
     try {

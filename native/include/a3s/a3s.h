@@ -454,6 +454,13 @@ typedef struct a3s_process_result_view {
                                 did not follow or mount for this run, one line each (a
                                 credential name linked to the workspace itself, a .git
                                 pointer leading outside it ...); see docs/security.md */
+    /* appended later still: the exec check (a3s_exec_options.exec_deny; docs/policy.md) */
+    int32_t exec_stop_list;        /* A3S_LIST_NONE, or A3S_LIST_DENY / A3S_LIST_ASK: a program
+                                      of the command was stopped at its exec by such a rule
+                                      (the first one, with A3S_RESULT_EXEC_STOPPED) */
+    const char *exec_stop_rule;    /* NULL, or that rule, as "bash(PATTERN)" */
+    const char *exec_stop_command; /* NULL, or the program as it would have run, words joined by
+                                      one space, git's helpers read as git ("git push origin") */
 } a3s_process_result_view;
 
 /* Runs opts->path with the options above and waits for it to end. On
@@ -855,6 +862,21 @@ typedef struct a3s_exec_options {
                                   a directory) is a setup failure: exit 125, setup_error
                                   "chdir DIR: ..." and nothing runs. The sandbox, not this
                                   path, is the boundary: the command may cd anywhere it sees */
+    /* The exec check (docs/policy.md, "The exec check"). A caller compiled before these
+     * fields existed gets none: no check, and nothing traced. With at least one deny or ask
+     * pattern, every program the command runs (after bash -c COMMAND itself) is checked at
+     * its exec, with the argv it really runs, before its first instruction: one that a deny
+     * pattern matches, or an ask pattern unless it is one of exec_approved, is killed, the
+     * result says so (A3S_RESULT_EXEC_STOPPED, exec_stop_*) and the exit status is 126.
+     * Patterns are those of the policy's bash rules (the text inside bash(...); "*": any
+     * command), at most A3S_RULE_MAX_LENGTH bytes each; a malformed one is A3S_E_SYNTAX. */
+    const char *const *exec_deny;     /* exec_deny_count patterns of bash deny rules */
+    size_t exec_deny_count;
+    const char *const *exec_ask;      /* exec_ask_count patterns of bash ask rules */
+    size_t exec_ask_count;
+    const char *const *exec_approved; /* the simple commands (words joined by one space) the
+                                         human approved for this call: an ask rule lets them */
+    size_t exec_approved_count;
 } a3s_exec_options;
 
 /* Flag in a3s_process_result_view.flags: the sandbox refused to run or
@@ -877,6 +899,9 @@ typedef struct a3s_exec_options {
  * the sandbox's policy has another one now (it changed since the caller
  * read it); exit_code is 125, setup_error says so, and nothing ran. */
 #define A3S_RESULT_POLICY_CHANGED (1ull << 7)
+/* Flag in a3s_process_result_view.flags: the exec check stopped a program of
+ * the command (exec_stop_* say which and by which rule); exit_code is 126. */
+#define A3S_RESULT_EXEC_STOPPED (1ull << 8)
 
 /* Checks the configuration and binds a handle to the workspace. Nothing is
  * probed or run here: see a3s_sandbox_probe. The init (init_path) is read

@@ -18,8 +18,10 @@ earlier one (docs/kernel.md):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +41,7 @@ from ..hooks import HookContext, HookEvent, HookRegistry
 from ..netgrant import Admission, NetworkGrant, NetworkGrantError, NetworkMediator
 from ..policy import Decision, PermissionPolicy
 from ..policy._decision import strictest
-from ..sandbox import BashSandbox, UnavailableBashSandbox
+from ..sandbox import BashSandbox, ExecRules, UnavailableBashSandbox
 from ..tools import (
     ArgumentError,
     CancelToken,
@@ -100,6 +102,7 @@ class _Call:
     caller: object | None = None  # the session that made the call
     cancel: CancelToken | None = None  # set: the running tool stops and the call says so
     resolution: Resolution | None = None  # set by stage 1: what every later stage decides on
+    approved: bool = False  # the human approved this call's ask: its commands pass the exec check
 
     def note(self, stage: str, verdict: str, reason: str) -> None:
         self.trace.append(TraceEntry(stage, verdict, reason))
@@ -112,6 +115,33 @@ class _Call:
     def paths(self) -> list[str]:
         """Every workspace path the call touches: each as the tool opens it and where it leads."""
         return self.resolved.paths
+
+
+def _is_bash(s: _Call) -> bool:
+    return s.tool is not None and s.tool.kind is ToolKind.BASH
+
+
+def _exec_rules(s: _Call) -> ExecRules | None:
+    """What the exec check holds a bash call to: every scope's bash deny and ask patterns and,
+    when the human approved this call's ask, the simple commands of its line as approved."""
+    deny: list[str] = []
+    ask: list[str] = []
+    approved: list[str] = []
+    line = str(s.args.get("command", ""))
+    for scope in s.scopes:
+        if scope.policy is None or not scope.policy.enabled:
+            continue
+        d, a = scope.policy.exec_patterns()
+        deny += d
+        ask += a
+        if s.approved and a:
+            for verdict in scope.policy.bash_verdict(line).commands:
+                approved += [verdict.command, verdict.spelling]
+                with contextlib.suppress(ValueError):
+                    approved.append(" ".join(shlex.split(verdict.command)))
+    if not deny and not ask:
+        return None
+    return ExecRules(tuple(deny), tuple(ask), tuple(dict.fromkeys(approved)))
 
 
 class _Denied(Exception):
@@ -191,6 +221,7 @@ class InvocationKernel:
                 return self._outcome(
                     state, Decision.ASK, False, None, reason, ErrorKind.PERMISSION_DENIED
                 )
+            state.approved = True
             return self._outcome(state, Decision.ASK, True, self._execute(state), reason, None)
         return self._outcome(state, Decision.ALLOW, None, self._execute(state), "allowed", None)
 
@@ -600,6 +631,7 @@ class InvocationKernel:
             caller=s.caller,
             read_denied=self._read_denial(s),
             network=admission,
+            exec_rules=_exec_rules(s) if _is_bash(s) else None,
         )
         tool = s.tool
         if (
@@ -624,6 +656,15 @@ class InvocationKernel:
             result = ToolResult.failure(
                 tool.name, ErrorKind.TOOL_FAILED, f"{type(exc).__name__}: {exc}"
             )
+        stopped = result.metadata.get("exec_stopped") if result.metadata else None
+        if stopped:
+            s.note(
+                "exec_check",
+                stopped["decision"],
+                f"stopped exec of `{stopped['command']}` by {stopped['rule']}",
+            )
+        elif ctx.exec_rules:
+            s.note("exec_check", "allow", "every exec of the command passed the exec check")
         return result
 
     def _policy_changed(self, grant: NetworkGrant) -> ToolResult | None:

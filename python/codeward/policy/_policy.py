@@ -347,6 +347,28 @@ class PermissionPolicy:
             return BashVerdict(Decision.ALLOW, (), frozenset(), False)
         return verdict_from_native(self._ruleset.check_bash(command))
 
+    def exec_patterns(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The (deny, ask) patterns the exec check holds a bash command's programs to.
+
+        Those of every deny and ask rule that covers bash, as the rule set
+        canonicalised them (docs/policy.md, "The exec check"). A bare deny of
+        bash is "*" (every program); a bare ask is left out: it asks for the
+        line, and the line is what the human approves.
+        """
+        if not self._enabled:
+            return (), ()
+        deny: list[str] = []
+        ask: list[str] = []
+        for view in self.rules():
+            if view.list not in ("deny", "ask") or not view.covers_tool("bash"):
+                continue
+            if view.any_args:
+                if view.list == "deny":
+                    deny.append("*")
+                continue
+            (deny if view.list == "deny" else ask).append(view.pattern)
+        return tuple(deny), tuple(ask)
+
     def allowed_by_rule(self, tool: str, args: Mapping[str, Any] | None = None) -> bool:
         """Whether the call is allowed by allow rules, not by the default: for a bash line every
         simple command, for a multi-file read every file (see :meth:`evaluate`)."""

@@ -8,7 +8,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and readers
     from ._limits import UNLIMITED, SandboxLimits
     from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
-    from ._output import CommandOutput, SandboxPolicy
+    from ._output import CommandOutput, ExecRules, ExecStop, SandboxPolicy
     from ._protocol import BashSandbox
     from ._seatbelt import PythonProcessHostBashSandbox, SeatbeltBashSandbox, seatbelt_probe
     from ._select import ENV_OPT_IN, UnavailableBashSandbox, process_host_opted_in, select_sandbox
@@ -18,6 +18,8 @@ __all__ = [
     "UNLIMITED",
     "BashSandbox",
     "CommandOutput",
+    "ExecRules",
+    "ExecStop",
     "NativeBashSandbox",
     "ProcessHostBashSandbox",
     "PythonProcessHostBashSandbox",
@@ -40,6 +42,8 @@ _HOME = {
     "SandboxPolicy": "_output",
     "BashSandbox": "_protocol",
     "CommandOutput": "_output",
+    "ExecRules": "_output",
+    "ExecStop": "_output",
     "NativeBashSandbox": "_native_runner",
     "ProcessHostBashSandbox": "_native_runner",
     "PythonProcessHostBashSandbox": "_seatbelt",

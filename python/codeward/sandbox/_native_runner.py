@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar
 
     from ._limits import SandboxLimits
-    from ._output import CommandOutput, SandboxPolicy
+    from ._output import CommandOutput, ExecRules, SandboxPolicy
 
 DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_MAX_OUTPUT = 102_400
@@ -135,6 +135,8 @@ class _CoreSandbox(SandboxBase):
     _backend = "bwrap"
     _sandboxed = True
     supports_network_grants: ClassVar[bool] = False  # a boundary of its own to mediate through
+    # the init checks every exec against ExecRules (docs/policy.md, "The exec check")
+    supports_exec_check: ClassVar[bool] = True
 
     def __init__(self, workspace: str | os.PathLike[str], *, _handle: Any) -> None:
         self._handle = _handle
@@ -190,6 +192,7 @@ class _CoreSandbox(SandboxBase):
         policy_digest: str | None = None,
         on_output: Callable[[int, bytes], object] | None = None,
         cwd: str | None = None,
+        exec_rules: ExecRules | None = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` and returns its output (never raises for the command's fate).
 
@@ -202,24 +205,28 @@ class _CoreSandbox(SandboxBase):
         ``codeward.netgrant.Admission.fd``: this command alone reaches the
         network through the session's mediator. ``policy_digest`` alone pins
         the command to :meth:`policy`'s digest: if the policy changed, nothing
-        runs and the output says ``policy_changed``.
+        runs and the output says ``policy_changed``. ``exec_rules`` turns on the
+        exec check (:class:`ExecRules`): every program the command runs is
+        checked against them at its exec, and ``exec_stopped`` says what was
+        stopped.
         """
-        from ._output import CommandOutput
+        from ._output import CommandOutput, ExecStop
 
-        return CommandOutput(
-            **self._run(
-                command,
-                timeout_ms=timeout_ms,
-                env=env,
-                max_output_bytes=max_output_bytes,
-                kill_grace_ms=kill_grace_ms,
-                cancel=cancel,
-                grant_fd=grant_fd,
-                policy_digest=policy_digest,
-                on_output=on_output,
-                cwd=cwd,
-            )
+        fields = self._run(
+            command,
+            timeout_ms=timeout_ms,
+            env=env,
+            max_output_bytes=max_output_bytes,
+            kill_grace_ms=kill_grace_ms,
+            cancel=cancel,
+            grant_fd=grant_fd,
+            policy_digest=policy_digest,
+            exec_rules=exec_rules,
+            on_output=on_output,
+            cwd=cwd,
         )
+        stopped = fields.pop("exec_stopped")
+        return CommandOutput(**fields, exec_stopped=ExecStop(**stopped) if stopped else None)
 
     def _run(
         self,
@@ -234,8 +241,10 @@ class _CoreSandbox(SandboxBase):
         policy_digest: str | None = None,
         on_output: Callable[[int, bytes], object] | None = None,
         cwd: str | None = None,
+        exec_rules: ExecRules | None = None,
     ) -> dict[str, Any]:
-        """``exec``, with the fields of its CommandOutput as a dict (the command line's path)."""
+        """``exec``, with the fields of its CommandOutput as a dict (the command line's path;
+        ``exec_stopped`` a dict or None)."""
         check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
         entries = _env_entries(env)
         if grant_fd is not None and not self.supports_network_grants:
@@ -253,6 +262,9 @@ class _CoreSandbox(SandboxBase):
                 policy_digest,
                 on_output,
                 _check_cwd(cwd),
+                list(exec_rules.deny) if exec_rules else None,
+                list(exec_rules.ask) if exec_rules else None,
+                list(exec_rules.approved) if exec_rules else None,
             )
         except _native.NativeError as exc:
             _raise_native(exc, self._workspace)
@@ -277,6 +289,7 @@ class _CoreSandbox(SandboxBase):
             "oom_killed": raw["oom_killed"],
             "hard_linked": raw["hard_linked"],
             "policy_changed": raw["policy_changed"],
+            "exec_stopped": raw["exec_stopped"],
         }
 
 

@@ -6,6 +6,35 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class ExecRules:
+    """What the exec check holds a command to (docs/policy.md, "The exec check").
+
+    ``deny`` and ``ask`` are the patterns of the policy's bash deny and ask
+    rules (the text inside ``bash(...)``); ``approved`` the simple commands of
+    a line whose ask the human approved for this call. With any deny or ask
+    pattern, every program the command runs is checked at its exec, with the
+    arguments it really runs, before its first instruction.
+    """
+
+    deny: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    approved: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.deny or self.ask)
+
+
+@dataclass(frozen=True)
+class ExecStop:
+    """A program the exec check stopped: ``decision`` ("deny" or "ask"), the ``rule``
+    ("bash(git push**)") and the ``command`` as it would have run ("git push origin")."""
+
+    decision: str
+    rule: str
+    command: str
+
+
+@dataclass(frozen=True)
 class CommandOutput:
     """The outcome of one command.
 
@@ -29,6 +58,9 @@ class CommandOutput:
     the workspace and did not follow or mount for this run (a credential
     name linked to the workspace itself, a ``.git`` pointer leading out of
     it ...): the command still ran with every protection in place.
+    ``exec_stopped`` says what the exec check stopped (:class:`ExecStop`, the
+    first program a deny or unapproved ask rule named; ``exit_code`` is then
+    126), None when it stopped nothing or did not run.
     """
 
     stdout: str
@@ -46,6 +78,7 @@ class CommandOutput:
     oom_killed: bool = False
     hard_linked: bool = False
     policy_changed: bool = False
+    exec_stopped: ExecStop | None = None
 
     @property
     def ok(self) -> bool:

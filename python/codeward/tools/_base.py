@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from ..netgrant import Admission
-from ..sandbox import BashSandbox
+from ..sandbox import BashSandbox, ExecRules
 from ..workspace import Workspace
 
 __all__ = [
@@ -138,6 +138,9 @@ class ToolContext:
     name (search, git) leave such files out, as they leave out credentials.
     ``caller`` is the session that made the call, for the launch tools that
     start a delegated run of it (``task``); other tools never look at it.
+    ``exec_rules`` is what the bash tool's exec check holds the command to
+    (the policy's bash deny and ask patterns, the commands approved for this
+    call), for a sandbox that supports it.
     """
 
     workspace: Workspace
@@ -149,6 +152,7 @@ class ToolContext:
     caller: Any = None
     read_denied: ReadDenial | None = None
     network: Admission | None = None
+    exec_rules: ExecRules | None = None
 
 
 class Tool(ABC):

@@ -206,6 +206,8 @@ class BashTool(Tool):
                     sandboxed=getattr(sandbox, "sandboxed", False),
                 )
             grant = {"grant_fd": ctx.network.fd, "policy_digest": ctx.network.grant.policy_digest}
+        if ctx.exec_rules and getattr(sandbox, "supports_exec_check", False):
+            grant["exec_rules"] = ctx.exec_rules  # every exec checked as it happens
         try:
             out = sandbox.exec(
                 args["command"],
@@ -255,6 +257,10 @@ def format_output(out: CommandOutput, timeout_ms: int) -> str:
             "[killed: the sandbox reached its memory bound; use less memory (fewer parallel "
             "jobs, smaller inputs)]"
         )
+    if out.exec_stopped is not None:
+        stop = out.exec_stopped
+        why = "denied by" if stop.decision == "deny" else "not approved for this call under"
+        parts.append(f"[the exec check stopped `{stop.command}`: {why} {stop.rule}]")
     if out.truncated:
         parts.append(
             f"[output truncated: {out.total_bytes} bytes in total; the head and the tail of each "
@@ -280,6 +286,12 @@ def result_of(name: str, out: CommandOutput, timeout_ms: int, *, escalated: bool
     }
     if out.policy_changed:  # pinned to a policy digest that is no longer the sandbox's
         metadata["policy_changed"] = True
+    if out.exec_stopped is not None:  # what the exec check stopped, and by which rule
+        metadata["exec_stopped"] = {
+            "decision": out.exec_stopped.decision,
+            "rule": out.exec_stopped.rule,
+            "command": out.exec_stopped.command,
+        }
     text = format_output(out, timeout_ms)
     kind: ErrorKind | None = None
     if out.setup_error:

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Exec check benchmark: an exec-heavy command with and without rules, in one run.
+
+    python bench/execcheck/run.py [--quick] [--json OUT]
+
+The exec check (docs/policy.md, "The exec check") traces every process of a
+command whose call carries bash deny or ask patterns, and stops each exec for
+a decision. Its cost is per fork and exec, so the worst case is a command
+that does little else: a bash loop of ``/bin/true`` (N short execs; 3,000,
+or 300 with ``--quick``). The same command runs through
+``NativeBashSandbox.exec`` without rules (no tracing: today's cost) and with
+a realistic rule set (deny ``git push**``, ``rm -rf /**``, ``curl **``; ask
+``npm publish**``), in the long-lived sandbox and one-shot, interleaved in
+back-to-back pairs (in ABBA order) so a slow spell of a shared machine hits
+both alike. It prints the median time of each, the per-exec overhead and
+the median of the pairs' ratios with / without rules (target: at most
+1.15), plus the CPU time of this process's reaped children (one-shot only:
+a long-lived sandbox is not our child).
+
+Targets are printed as PASS/FAIL lines; they never fail the script, which
+exits 0 unless the benchmark itself breaks (SKIPPED where the native sandbox
+cannot run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))  # bench/report.py
+
+try:
+    import codeward  # noqa: F401
+except ImportError:  # a source tree with the extension built in place
+    sys.path.insert(0, str(ROOT / "python"))
+
+from codeward.sandbox import ExecRules, NativeBashSandbox  # noqa: E402
+from report import loadavg, section, table  # noqa: E402
+
+TARGET = 1.15
+RULES = ExecRules(deny=("git push**", "rm -rf /**", "curl **"), ask=("npm publish**",))
+
+
+def children_cpu() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def run_once(sb: NativeBashSandbox, command: str, rules: ExecRules | None) -> tuple[float, float]:
+    cpu = children_cpu()
+    start = time.perf_counter()
+    out = sb.exec(command, timeout_ms=600_000, exec_rules=rules)
+    wall = time.perf_counter() - start
+    if out.exit_code != 0 or out.exec_stopped is not None:
+        raise SystemExit(f"the benchmark command failed: {out}")
+    return wall, children_cpu() - cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CI smoke run: fewer execs and rounds")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    args = parser.parse_args()
+    execs, rounds = (300, 8) if args.quick else (3000, 12)
+    command = f"for i in $(seq 1 {execs}); do /bin/true; done"
+    section(f"Exec check: {execs} execs of /bin/true, {rounds} rounds (load {loadavg()})")
+    reason = NativeBashSandbox.probe()
+    if reason is not None:
+        print(f"SKIPPED: the native sandbox cannot run here: {reason}")
+        return 0
+    figures: dict[str, dict[str, float]] = {}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="a3s-bench-exec-") as ws:
+        for mode, reuse in (("long-lived", True), ("one-shot", False)):
+            sb = NativeBashSandbox(ws, reuse=reuse)
+            try:
+                run_once(sb, "true", None)  # warm-up: the sandbox comes up
+                times: dict[str, list[float]] = {"without rules": [], "with rules": []}
+                cpus: dict[str, list[float]] = {"without rules": [], "with rules": []}
+                pairs: list[float] = []
+                for r in range(rounds):
+                    order = [("without rules", None), ("with rules", RULES)]
+                    if r % 2:
+                        order.reverse()  # ABBA: a drifting machine load favours neither
+                    walls = {}
+                    for name, rules in order:
+                        wall, cpu = run_once(sb, command, rules)
+                        times[name].append(wall)
+                        cpus[name].append(cpu)
+                        walls[name] = wall
+                    pairs.append(walls["with rules"] / walls["without rules"])
+            finally:
+                sb.close()
+            base = statistics.median(times["without rules"])
+            traced = statistics.median(times["with rules"])
+            ratio = statistics.median(pairs)  # of back-to-back pairs: the least noisy figure
+            figures[mode] = {
+                "without_rules_s": base,
+                "with_rules_s": traced,
+                "ratio": ratio,
+                "per_exec_overhead_us": (traced - base) / execs * 1e6,
+            }
+            for name in times:
+                rows.append(
+                    [
+                        mode,
+                        name,
+                        f"{statistics.median(times[name]) * 1000:.0f} ms",
+                        f"{statistics.median(times[name]) / execs * 1e6:.0f} us",
+                        f"{statistics.mean(cpus[name]) * 1000:.0f} ms",
+                    ]
+                )
+            rows.append([mode, "ratio", f"{ratio:.3f}x", "", ""])
+    table(["sandbox", "command", "median", "per exec", "children CPU"], rows, "llrrr")
+    for mode, f in figures.items():
+        verdict = "PASS" if f["ratio"] <= TARGET else "FAIL"
+        print(f"{verdict} {mode}: with rules / without = {f['ratio']:.3f} (target <= {TARGET})")
+    if args.json:
+        args.json.write_text(json.dumps({"execs": execs, "rounds": rounds, **figures}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

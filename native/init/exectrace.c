@@ -1,0 +1,326 @@
+/* exectrace.c - the exec check: every program a command runs is checked,
+ * with the argv it really runs, before its first instruction.
+ *
+ * When the host gives the init bash deny or ask rules (--exec-deny,
+ * --exec-ask, --exec-approve; in server mode with each EXEC), the init
+ * traces the command's whole tree with ptrace: the command's process is
+ * seized right after fork (PTRACE_O_TRACEEXEC, TRACEFORK, TRACEVFORK,
+ * TRACECLONE, EXITKILL), so every process and thread it ever makes is
+ * traced too. At each PTRACE_EVENT_EXEC stop the new image is loaded and
+ * not one of its instructions has run; its memory is a fresh mm that only
+ * the stopped task uses. The init reads the argv from /proc/PID/cmdline and
+ * the executable from /proc/PID/exe, decides (native/src/exec_match.c),
+ * and either lets it go on or kills it (SIGKILL) with a message on the
+ * program's stderr. So what is checked is what runs: unlike a seccomp
+ * user notification on execve's pointers, no other thread can change the
+ * memory between the check and its use (the old mm is gone, and the new
+ * one is not shared).
+ *
+ * What else could write the new image's memory after the check: ptrace,
+ * process_vm_writev, pidfd_getfd (the command's seccomp filter refuses
+ * them all), and writes to /proc/PID/mem, which Landlock refuses (/proc is
+ * read-only to the command, the rest of / too except the writable trees).
+ * Without Landlock (an old kernel, A3S_SANDBOX_NO_LANDLOCK, the process
+ * host), a process allowed to ptrace-attach to the program (an ancestor, or
+ * any process of the same user without Yama) could still rewrite its
+ * arguments after the check: docs/security.md says so.
+ *
+ * The init's own seccomp filter lets it ptrace (A3S_SECCOMP_TRACER); each
+ * command stacks the full filter, which refuses ptrace to the command.
+ * The first exec of the command's own process (bash -c LINE, the line the
+ * host's policy already decided) is not checked; every later one is.
+ */
+#define _GNU_SOURCE
+#include "init.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TRACE_OPTIONS                                                                        \
+    (PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | \
+     PTRACE_O_EXITKILL)
+
+#define CMDLINE_MAX (8u << 20) /* far above ARG_MAX's usual 2 MiB */
+
+bool exectrace_add_rule(struct exectrace *t, const char *kind, const char *value, char *why,
+                        size_t cap) {
+    if (!t->rules && !(t->rules = a3s_exec_rules_new())) {
+        snprintf(why, cap, "out of memory");
+        return false;
+    }
+    if (!strcmp(kind, "approve")) {
+        if (a3s_exec_rules_approve(t->rules, value) == A3S_OK)
+            return true;
+        snprintf(why, cap, "out of memory");
+        return false;
+    }
+    a3s_error err = {0};
+    int list = !strcmp(kind, "deny") ? A3S_LIST_DENY : A3S_LIST_ASK;
+    if (a3s_exec_rules_add(t->rules, list, value, &err) == A3S_OK)
+        return true;
+    snprintf(why, cap, "bad exec rule '%s': %s", value, err.message);
+    return false;
+}
+
+bool exectrace_active(const struct exectrace *t) {
+    return t->rules && a3s_exec_rules_count(t->rules) > 0;
+}
+
+void exectrace_reset(struct exectrace *t) {
+    a3s_exec_rules_free(t->rules);
+    if (t->tell_fd >= 0)
+        close(t->tell_fd);
+    *t = (struct exectrace){.root = -1, .tell_fd = -1};
+}
+
+void exectrace_locate(struct exectrace *t, char *const *envp) {
+    const char *path = NULL;
+    for (size_t i = 0; envp && envp[i]; i++)
+        if (!strncmp(envp[i], "PATH=", 5))
+            path = envp[i] + 5;
+    if (exectrace_active(t))
+        a3s_exec_rules_locate(t->rules, path);
+}
+
+/* In the forked child (async-signal-safe): becomes traceable, says so,
+ * and waits until the init has seized it. */
+bool exectrace_await(int ready_fd, int go_fd) {
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+        return false;
+    ssize_t n;
+    do
+        n = write(ready_fd, "r", 1);
+    while (n < 0 && errno == EINTR);
+    close(ready_fd);
+    char b;
+    do
+        n = read(go_fd, &b, 1);
+    while (n == 1 ? false : n < 0 && errno == EINTR);
+    close(go_fd);
+    return n == 1;
+}
+
+int exectrace_seize(struct exectrace *t, pid_t child, int ready_fd, int go_fd) {
+    int rc = 0;
+    char b;
+    ssize_t n;
+    do
+        n = read(ready_fd, &b, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        rc = n < 0 ? errno : ECHILD; /* it died before it could be traced */
+    else if (ptrace(PTRACE_SEIZE, child, NULL, (void *)(long)TRACE_OPTIONS) < 0)
+        rc = errno;
+    else if (write(go_fd, "g", 1) != 1)
+        rc = errno ? errno : EIO;
+    close(ready_fd);
+    close(go_fd);
+    if (rc == 0)
+        t->root = child;
+    return rc;
+}
+
+/* The argv of pid as /proc/PID/cmdline holds it: a heap buffer of NUL-
+ * separated strings and a NULL-terminated vector into it, or NULL. */
+static char **read_argv(pid_t pid, char **buf, size_t *argc) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *b = malloc(cap + 1);
+    while (b) {
+        if (len == cap) {
+            char *grown = cap < CMDLINE_MAX ? realloc(b, 2 * cap + 1) : NULL;
+            if (!grown) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = grown;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, b + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(b);
+            b = NULL;
+        }
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!b || len == 0) {
+        free(b);
+        return NULL;
+    }
+    b[len] = '\0';
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += b[i] == '\0';
+    if (b[len - 1] != '\0')
+        n++;
+    char **argv = calloc(n + 1, sizeof *argv);
+    if (!argv) {
+        free(b);
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < len && k < n; i += strlen(b + i) + 1)
+        argv[k++] = b + i;
+    *argc = k;
+    *buf = b;
+    return argv;
+}
+
+/* Tells the command why, on the stderr it was started with (the one the
+ * host reads). Never through the stopped program's own fd 2: that could be
+ * a file the command may only read (Landlock binds the command, not the
+ * init), and the init must not write where the command cannot. */
+static void tell(const struct exectrace *t, const char *msg) {
+    if (t->tell_fd < 0)
+        return;
+    ssize_t ignored = write(t->tell_fd, msg, strlen(msg)); /* non-blocking: never stalls us */
+    (void)ignored;
+}
+
+int exectrace_tell_to(struct exectrace *t, int fd) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    /* a description of our own, so O_NONBLOCK is not the command's too */
+    int own = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (t->tell_fd >= 0)
+        close(t->tell_fd);
+    t->tell_fd = own;
+    return own;
+}
+
+static void record(struct exectrace *t, int list, const char *pattern, const char *reading) {
+    t->stops++;
+    if (t->stops == 1)
+        snprintf(t->first, sizeof t->first, "%s\t%s\t%.*s", list == A3S_LIST_DENY ? "deny" : "ask",
+                 pattern, 2048, reading);
+}
+
+/* An exec stop: let it go on, or kill it. */
+static void check_exec(struct exectrace *t, pid_t pid) {
+    if (pid == t->root && !t->root_execd) {
+        t->root_execd = true; /* bash -c LINE: the host decided the line */
+        ptrace(PTRACE_CONT, pid, NULL, NULL);
+        return;
+    }
+    char path[64], exe[PATH_MAX];
+    char *buf = NULL;
+    size_t argc = 0;
+    char **argv = read_argv(pid, &buf, &argc);
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t el = readlink(path, exe, sizeof exe - 1);
+    if (el >= 0)
+        exe[el] = '\0';
+    /* opened only when the decision may need them: each open costs every exec */
+    int exe_fd = a3s_exec_rules_located(t->rules) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    bool relative = false;
+    for (size_t k = 1; k <= 4 && argv && k < argc; k++) /* exec_match.c's ARG_PROGRAMS */
+        relative |= argv[k][0] && argv[k][0] != '/' && argv[k][0] != '-';
+    snprintf(path, sizeof path, "/proc/%d/cwd", (int)pid);
+    int cwd_fd = relative ? open(path, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    struct a3s_exec_decision d = {.list = A3S_LIST_DENY, .rule = SIZE_MAX};
+    if (argv) {
+        struct a3s_exec_call call = {.exe = el >= 0 ? exe : NULL,
+                                     .exe_fd = exe_fd,
+                                     .argv = (const char *const *)argv,
+                                     .argc = argc,
+                                     .cwd_fd = cwd_fd};
+        a3s_exec_decide(t->rules, &call, &d);
+    }
+    if (exe_fd >= 0)
+        close(exe_fd);
+    if (cwd_fd >= 0)
+        close(cwd_fd);
+    if (d.list == A3S_LIST_NONE) {
+        ptrace(PTRACE_CONT, pid, NULL, NULL);
+    } else {
+        /* fail closed: an exec that cannot be read is stopped too */
+        int list = A3S_LIST_DENY;
+        const char *pattern = d.rule != SIZE_MAX ? a3s_exec_rules_pattern(t->rules, d.rule, &list)
+                                                 : NULL;
+        const char *what = d.reading ? d.reading : argv && argc ? argv[0] : "a program";
+        char msg[1024];
+        if (!pattern)
+            snprintf(msg, sizeof msg, "codeward: stopped exec of `%.600s`: it could not be read\n",
+                     what);
+        else if (list == A3S_LIST_DENY)
+            snprintf(msg, sizeof msg, "codeward: stopped exec of `%.600s`: denied by bash(%.300s)\n",
+                     what, pattern);
+        else
+            snprintf(msg, sizeof msg,
+                     "codeward: stopped exec of `%.600s`: bash(%.300s) asks, and it was not "
+                     "approved for this call\n",
+                     what, pattern);
+        tell(t, msg);
+        kill(pid, SIGKILL); /* wakes it from the stop, and it never runs */
+        record(t, list, pattern ? pattern : "", what);
+    }
+    free(d.reading);
+    free(argv);
+    free(buf);
+}
+
+static void handle_stop(struct exectrace *t, pid_t pid, int status) {
+    int sig = WSTOPSIG(status);
+    int event = (int)((unsigned)status >> 16);
+    if (event == PTRACE_EVENT_EXEC) {
+        check_exec(t, pid);
+    } else if (event == PTRACE_EVENT_STOP) {
+        /* a group stop (SIGSTOP and friends) stays one; the first stop of a
+         * new traced process, or any other, goes on */
+        bool group = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+        ptrace(group ? PTRACE_LISTEN : PTRACE_CONT, pid, NULL, NULL);
+    } else if (event) {
+        ptrace(PTRACE_CONT, pid, NULL, NULL); /* fork, vfork, clone */
+    } else {
+        ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig); /* the signal, delivered */
+    }
+}
+
+/* Stops handled in one call: a command that makes them as fast as we take
+ * them must not keep the init from its timeout, lifeline and cancel. */
+#define STOPS_PER_CALL 256
+
+pid_t exectrace_wait(struct exectrace *t, int *status, int flags) {
+    for (int handled = 0;; handled++) {
+        if (handled == STOPS_PER_CALL) {
+            raise(SIGCHLD); /* blocked, so it waits in the signalfd: the caller comes back */
+            return 0;
+        }
+        pid_t p = waitpid(-1, status, flags | (t && t->rules ? __WALL : 0));
+        if (p <= 0 || !t || !t->rules || !WIFSTOPPED(*status))
+            return p;
+        handle_stop(t, p, *status);
+    }
+}
+
+size_t exectrace_report(const struct exectrace *t, char *out, size_t cap) {
+    static const char hex[] = "0123456789abcdef";
+    if (!t->stops || cap < 3)
+        return 0;
+    size_t n = 0;
+    out[n++] = 'X';
+    for (const char *s = t->first; *s && n + 3 < cap; s++) {
+        out[n++] = hex[(unsigned char)*s >> 4];
+        out[n++] = hex[(unsigned char)*s & 15];
+    }
+    out[n++] = '.';
+    return n;
+}
