@@ -316,6 +316,7 @@ def main() -> int:
     kill_every = args.kill_every or max(5.0, seconds / 8)
     import tempfile
 
+    made_root = not args.root  # removed at the end when every invariant held
     root = Path(args.root or tempfile.mkdtemp(prefix="codeward-soak-"))
     args.root = str(root)
     # the hosts' scratch and journals are the soak's own: "clean" is checked there
@@ -454,6 +455,10 @@ def main() -> int:
         "violations": violations,
     }
     print(json.dumps(summary))
+    if made_root and not violations:
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
     return 1 if violations else 0
 
 
