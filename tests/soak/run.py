@@ -265,7 +265,8 @@ def worker(args: argparse.Namespace) -> int:
     ]
     progress: list[float] = []
     print("ready", flush=True)
-    run_slots(slots, time.monotonic() + args.seconds, progress)
+    # the driver's end (CLOCK_MONOTONIC is the machine's): a late start does not run late
+    run_slots(slots, args.until or time.monotonic() + args.seconds, progress)
     for s in slots:
         s.sb.close()
         s.verify_files()
@@ -282,9 +283,9 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def start_worker(args: argparse.Namespace, index: int, seconds: float) -> subprocess.Popen[str]:
+def start_worker(args: argparse.Namespace, index: int, until: float) -> subprocess.Popen[str]:
     argv = [sys.executable, __file__, "--worker", str(index), "--root", args.root]
-    argv += ["--marker", args.marker, "--seconds", str(seconds), "--flood", str(args.flood)]
+    argv += ["--marker", args.marker, "--until", repr(until), "--flood", str(args.flood)]
     argv += ["--proc-threads", str(args.proc_threads), "--seed", str(args.seed + 1000 * index)]
     for i in range(args.proc_threads):
         (Path(args.root) / f"p{index}-{i}").mkdir(exist_ok=True)
@@ -307,6 +308,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=int(time.time()))
     p.add_argument("--worker", type=int, default=-1, help=argparse.SUPPRESS)
     p.add_argument("--marker", default="", help=argparse.SUPPRESS)
+    p.add_argument("--until", type=float, default=0.0, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker >= 0:
         return worker(args)
@@ -350,7 +352,7 @@ def main() -> int:
     worker_calls = 0
     files: dict[str, dict[str, str]] = {}
     hosts_killed = 0
-    workers = {i: start_worker(args, i, seconds) for i in range(args.procs)}
+    workers = {i: start_worker(args, i, until) for i in range(args.procs)}
     phases: dict[str, float] = {}  # seconds past the end at which each closing phase began
     next_kill = started + kill_every
     while driver.is_alive():
@@ -361,7 +363,7 @@ def main() -> int:
             workers[victim].kill()  # SIGKILL of a host mid-run
             workers[victim].wait()
             hosts_killed += 1
-            workers[victim] = start_worker(args, victim, max(1.0, until - now))
+            workers[victim] = start_worker(args, victim, until)
             next_kill = now + kill_every
     phases["slots"] = round(time.monotonic() - until, 1)
     for proc in workers.values():
