@@ -172,6 +172,38 @@ func TestManyGoroutinesShareOneSandbox(t *testing.T) {
 	}
 }
 
+// Goroutines starting, using and closing sandboxes of their own at once (issue 26):
+// every start forks an intermediate child, which used to hold the other starts'
+// pipes and wait on them forever. A deadlock ends in the test binary's timeout.
+func TestManyGoroutinesStartSandboxesAtOnce(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 3; i++ {
+				sb, err := SelectSandbox(t.TempDir(), SandboxOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				want := fmt.Sprintf("%d-%d", g, i)
+				out, err := sb.Exec(context.Background(), "echo "+want, ExecOptions{})
+				if err != nil || out.Stdout != want+"\n" || out.ExitCode != 0 {
+					errs <- fmt.Errorf("%s: %+v %v", want, out, err)
+				}
+				sb.Close()
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
 func TestCloseCancelsRunningCommandsAndIsFinal(t *testing.T) {
 	sb := nativeSandbox(t, SandboxOptions{})
 	m := newMarker(t)

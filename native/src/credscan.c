@@ -63,6 +63,7 @@ struct a3s_credscan {
      * has arrived since, so `last` (what it found) still holds. */
     bool quiet;
     struct a3s_strvec last;
+    bool released; /* a3s_credscan_release: the next run makes the instance and tree again */
 };
 
 #define WATCH_MASK                                                                             \
@@ -463,6 +464,12 @@ int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_erro
     if (len >= sizeof w.path)
         return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "workspace path too long");
     memcpy(w.path, cs->root, len + 1);
+    if (cs->released) {
+        cs->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: walk every time */
+        cs->released = false;
+    }
+    if (!cs->top && !(cs->top = node_new("")))
+        return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     drain_events(cs);
     size_t first = found->len;
     if (cs->quiet) { /* no event since a run that watched everything: no walk at all */
@@ -486,6 +493,22 @@ int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_erro
 void a3s_credscan_set_deadline(struct a3s_credscan *cs, uint64_t deadline_ns, int cancel_fd) {
     cs->deadline_ns = deadline_ns;
     cs->cancel_fd = cancel_fd;
+}
+
+void a3s_credscan_release(struct a3s_credscan *cs) {
+    int ifd = cs->ifd;
+    cs->ifd = -1; /* every watch goes with the instance: none is removed one by one */
+    node_free(cs, cs->top);
+    if (ifd >= 0)
+        close(ifd);
+    cs->top = NULL; /* made again by the next run */
+    free(cs->by_wd);
+    cs->by_wd = NULL;
+    cs->nwd = 0;
+    cs->watches = 0;
+    cs->quiet = false;
+    a3s_strvec_free(&cs->last);
+    cs->released = true;
 }
 
 void a3s_credscan_free(struct a3s_credscan *cs) {

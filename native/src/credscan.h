@@ -27,6 +27,10 @@ int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_erro
  * command it is for. An interrupted run leaves the cache consistent. */
 void a3s_credscan_set_deadline(struct a3s_credscan *cs, uint64_t deadline_ns, int cancel_fd);
 
+/* Drops every watch, the inotify instance and the cached tree (a stopped
+ * sandbox holds none); the next run builds them again. */
+void a3s_credscan_release(struct a3s_credscan *cs);
+
 void a3s_credscan_free(struct a3s_credscan *cs);
 
 #endif

@@ -60,6 +60,7 @@ struct a3s_sandbox {
     bool idle_quit;
     pid_t idle_owner;                  /* the process whose thread it is; 0: none started */
     pthread_t idle_thread;
+    pid_t creator; /* the process that made the handle: a forked copy's locks are not to be trusted */
 };
 
 /* Ends the idle-stop thread (session_linux.c); before the handle is freed. */

@@ -161,6 +161,35 @@ static void remove_tree(const char *path) {
     close(pfd);
 }
 
+/* Removes a run directory with its lock file last: a caller killed while
+ * removing it leaves a directory a sweep recognizes (an unlocked lock) or an
+ * empty one (recover_run_dirs removes those), never a lockless tree. */
+static void remove_run_dir(const char *path) {
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (!slash || slash == parent)
+        return;
+    *slash = '\0';
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return;
+    int fd = openat(pfd, slash + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "lock"))
+                remove_tree_at(dirfd(d), e->d_name);
+        unlinkat(dirfd(d), "lock", 0);
+        closedir(d);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    unlinkat(pfd, slash + 1, AT_REMOVEDIR);
+    close(pfd);
+}
+
 /* ---- workspace content, read as an attacker wrote it ----------------------
  * The host reads a few workspace files (a worktree's .git pointer and its
  * commondir) and follows a few workspace paths (a symlinked credential
@@ -629,6 +658,7 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
     pthread_cond_init(&sb->idle_wake, &monotonic);
     pthread_condattr_destroy(&monotonic);
+    sb->creator = getpid();
     sb->idle_stop_ms = cfg->idle_stop_ms == A3S_NO_LIMIT ? UINT64_MAX
                        : cfg->idle_stop_ms             ? cfg->idle_stop_ms
                                                        : DEFAULT_IDLE_STOP_MS;
@@ -983,7 +1013,8 @@ static bool alone(int lock_fd) { return lock_fd >= 0 && flock(lock_fd, LOCK_EX |
 /* Run directories of callers that are gone: their scratch and mask objects.
  * One is removed only while its lock is held here, which its owner holds
  * for as long as it lives (a pid says nothing across pid namespaces); one
- * without a lock file (an older version's) is left alone. */
+ * without a lock file (an older version's) is left alone unless it is empty
+ * (a removal cut short by the caller's death: see remove_run_dir). */
 static void recover_run_dirs(const a3s_sandbox *sb) {
     DIR *d = opendir(sb->scratch_parent);
     if (!d)
@@ -997,9 +1028,12 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
         int dfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
             continue;
-        int lock = fstat(dfd, &st) == 0 && st.st_uid == geteuid() ? take_run_lock(dfd) : -1;
+        bool mine = fstat(dfd, &st) == 0 && st.st_uid == geteuid();
+        int lock = mine ? take_run_lock(dfd) : -1;
         if (lock >= 0 && join(path, sizeof path, sb->scratch_parent, e->d_name))
-            remove_tree(path);
+            remove_run_dir(path);
+        else if (mine && faccessat(dfd, "lock", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+            unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR); /* only if empty: a removal cut short */
         if (lock >= 0)
             close(lock);
         close(dfd);
@@ -2240,8 +2274,12 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
                                      "--cap-drop", "ALL"};
     for (size_t i = 0; i < COUNT(ns); i++) {
         /* a long-lived sandbox's parent exits at once (it is detached from the
-         * caller's process tree); the lifeline is what ties it to the caller */
-        if (p->server && !strcmp(ns[i], "--die-with-parent"))
+         * caller's process tree), and an owned process's bubblewrap must not die
+         * with the caller's thread that spawned it (the parent-death signal
+         * follows the forking thread, and a host's threads come and go): the
+         * lifeline and the caller's pidfd, both watched by the init, are what
+         * tie them to the caller. A one-shot run's thread waits for it. */
+        if ((p->server || fds->host_pidfd >= 0) && !strcmp(ns[i], "--die-with-parent"))
             continue;
         a3s_strvec_push(a, ns[i]);
     }
@@ -2348,7 +2386,7 @@ void a3s_plan_release(a3s_sandbox *sb, struct plan *p) {
     a3s_close_fd(&p->journal_fd); /* a journal left ".done" is the next run's from here */
     a3s_close_fd(&p->lock_fd);
     if (p->run_dir[0])
-        remove_tree(p->run_dir);
+        remove_run_dir(p->run_dir);
     p->run_dir[0] = '\0';
     a3s_close_fd(&p->run_lock_fd);
     plan_free(p);

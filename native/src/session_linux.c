@@ -50,6 +50,7 @@
 
 #include "cgroup_linux.h"
 #include "child_internal.h"
+#include "credscan.h"
 #include "env.h"
 #include "exec_match.h"
 #include "internal.h"
@@ -449,6 +450,24 @@ void a3s_session_idle_end(a3s_sandbox *sb) {
     pthread_mutex_unlock(&sb->idle_lock);
     if (ours)
         pthread_join(sb->idle_thread, NULL);
+}
+
+/* Ends this process's idle thread and lets the next start make a new one. */
+static void idle_release(a3s_sandbox *sb) {
+    pthread_mutex_lock(&sb->idle_lock);
+    bool ours = sb->idle_owner == getpid();
+    if (ours) {
+        sb->idle_quit = true;
+        pthread_cond_signal(&sb->idle_wake);
+    }
+    pthread_mutex_unlock(&sb->idle_lock);
+    if (!ours)
+        return;
+    pthread_join(sb->idle_thread, NULL);
+    pthread_mutex_lock(&sb->idle_lock);
+    sb->idle_quit = false;
+    sb->idle_owner = 0;
+    pthread_mutex_unlock(&sb->idle_lock);
 }
 
 /* The first line bubblewrap (or the init) wrote, for a start that failed. */
@@ -991,6 +1010,17 @@ A3S_API int a3s_sandbox_stop(a3s_sandbox *sb, a3s_error *err) {
     while (read(sb->wake[0], drain, sizeof drain) > 0) {
     }
     stop_locked(sb);
+    /* A stopped handle holds no watches and no thread (issue 26): the next
+     * command sets them up again. Under the session lock no sandbox starts
+     * meanwhile, and the idle thread never waits for that lock. Not in a
+     * forked copy: the locks and the condition variable it inherited may
+     * have been in use by threads that did not come along. */
+    if (sb->creator == getpid()) {
+        idle_release(sb);
+        pthread_mutex_lock(&sb->lock);
+        a3s_credscan_release(sb->creds);
+        pthread_mutex_unlock(&sb->lock);
+    }
     pthread_mutex_unlock(&sb->session_lock);
     return a3s_ok(err);
 }

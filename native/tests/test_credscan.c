@@ -160,6 +160,16 @@ int main(void) {
 
     CHECK(a3s_credscan_watches(cs) > 10, "without a budget every directory is watched (%zu)",
           a3s_credscan_watches(cs));
+    /* released (a stopped sandbox, issue 26): no watch is held; the next run
+     * finds the same and watches again */
+    size_t before = out.len;
+    a3s_credscan_release(cs);
+    CHECK(a3s_credscan_watches(cs) == 0, "released: %zu watches", a3s_credscan_watches(cs));
+    scan(cs, &out);
+    CHECK(out.len == before && a3s_credscan_watches(cs) > 10,
+          "after a release the same is found (%zu of %zu) and watched (%zu)", out.len, before,
+          a3s_credscan_watches(cs));
+    a3s_credscan_release(cs);
     a3s_strvec_free(&out);
     a3s_credscan_free(cs);
 

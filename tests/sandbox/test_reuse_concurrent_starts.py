@@ -17,8 +17,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostprocs import new_marker, processes_with
@@ -133,3 +135,35 @@ def test_host_killed_mid_start_leaves_nothing(tmp_path, after_rounds, monkeypatc
     monkeypatch.setenv("TMPDIR", str(tmp_path / "scratch"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     assert_clean(tmp_path)
+
+
+def test_an_owned_sandboxed_process_outlives_the_thread_that_started_it(tmp_path) -> None:
+    """A parent-death signal follows the thread that forked, not the process: bubblewrap's
+    --die-with-parent took an owned process (an MCP server in its sandbox) down with the
+    host thread that happened to start it. The lifeline and the host's pidfd tie it to the
+    host instead; closing the owned process still ends it."""
+    from codeward import _native
+    from codeward.sandbox._locate import find_bwrap, init_path
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = new_marker()
+    box: dict[str, object] = {}
+
+    def start() -> None:
+        handle = _native.Sandbox(
+            str(ws), init_path(), bwrap=find_bwrap(str(ws)), init_sha256=_native.INIT_SHA256
+        )
+        child, stdin, stdout, stderr = handle.spawn("/bin/sleep", [marker], [])
+        for fd in (stdin, stdout, stderr):
+            os.close(fd)
+        box.update(handle=handle, child=child)
+
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    child: Any = box["child"]
+    assert not child.wait(500)["exited"], "the owned process died with its starting thread"
+    assert processes_with(marker)
+    assert child.stop()["exited"]
+    assert wait_none_left(tmp_path, marker) == []

@@ -214,6 +214,27 @@ describe('the sandbox from Node', linuxOnly, () => {
     }
   });
 
+  // Sandboxes of their own started, used and closed at once (issue 26): each exec
+  // runs on a thread of libuv's pool, and every start forks an intermediate child
+  // that used to hold the other starts' pipes and wait on them forever.
+  test('many sandboxes start at once on the thread pool', async () => {
+    const rounds = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        for (let r = 0; r < 3; r++) {
+          const sb = await nativeSandbox();
+          try {
+            const out = await sb.exec(`echo ${i}-${r}`);
+            assert.equal(out.stdout, `${i}-${r}\n`);
+          } finally {
+            await sb.close();
+          }
+        }
+        return i;
+      }),
+    );
+    assert.equal(rounds.length, 8);
+  });
+
   test('close cancels running commands, is final and can be repeated', async () => {
     const sb = await nativeSandbox();
     const m = marker();

@@ -992,8 +992,11 @@ A3S_API const char *a3s_sandbox_workspace(const a3s_sandbox *sb);
  * it is cancelled first (its exec returns with A3S_RESULT_CANCELLED), then
  * every process of the sandbox is killed, its placeholders are removed
  * (unless another run over the workspace still relies on them) and its
- * run directory goes. The handle stays usable: the next exec starts a new
- * sandbox. A3S_OK also when nothing ran; A3S_E_INVALID for a NULL handle. */
+ * run directory goes. The handle also lets go of the credential scan's
+ * inotify watches and its idle-stop thread. The handle stays usable: the
+ * next exec sets those up again and starts a new sandbox (a3s_sandbox_free
+ * releases the rest: the init's copy and a wake-up pipe). A3S_OK also when
+ * nothing ran; A3S_E_INVALID for a NULL handle. */
 A3S_API int a3s_sandbox_stop(a3s_sandbox *sb, a3s_error *err);
 
 /* Flags in a3s_sandbox_info.flags. */

@@ -147,7 +147,11 @@ class _CoreSandbox(SandboxBase):
     def close(self) -> None:
         """Stops the long-lived sandbox, if one runs, and removes its placeholders.
 
-        A command running in it is cancelled first. The object stays usable.
+        A command running in it is cancelled first, and the handle lets go of
+        its credential scan's inotify watches and its idle-stop thread (issue
+        26). The object stays usable: the next command sets them up again
+        (with the init pinned when the object was made); what is left until
+        the object is freed is its init's copy and a wake-up pipe.
         """
         self._handle.stop()
 

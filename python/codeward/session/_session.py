@@ -14,6 +14,7 @@ import itertools
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -671,6 +672,15 @@ class Session:
 
     def _make_kernel(self) -> InvocationKernel:
         root = self._workspace.root
+        # The kernel reaches back into the session through weak references only: a
+        # session the host drops (without close()) is then freed at once by reference
+        # counting, and with it its sandbox handle, watches and threads, instead of
+        # waiting in a reference cycle for the garbage collector (issue 26).
+        me = weakref.ref(self)
+
+        def observe(run: Callable[[], ToolResult], escalated: bool) -> ToolResult:
+            return _alive(me)._observe_bash(run, escalated)
+
         return InvocationKernel(
             session_id=self.id,
             workspace=self._workspace,
@@ -680,9 +690,9 @@ class Session:
             confirmations=self._confirmations,
             recorder=_ToolRecorder(self),
             host_sandbox_factory=lambda: ProcessHostBashSandbox(root),
-            bash_observer=self._observe_bash,
-            release_placeholders=self._release_placeholders,
-            network_mediator=self._network_mediator,
+            bash_observer=observe,
+            release_placeholders=lambda: _alive(me)._release_placeholders(),
+            network_mediator=lambda: _alive(me)._network_mediator(),
         )
 
     def _network_mediator(self) -> NetworkMediator:
@@ -743,16 +753,27 @@ class _Tracking:
             tracker.close()
 
 
+def _alive(ref: weakref.ref[Session]) -> Session:
+    """The session behind a weak reference of its kernel; a freed one is a closed one."""
+    session = ref()
+    if session is None:
+        raise SessionClosed("the session was freed")
+    return session
+
+
 class _ToolRecorder:
-    """Books a tool's change in the ledger and tells the bash observer its snapshot is stale."""
+    """Books a tool's change in the ledger and tells the bash observer its snapshot is stale.
+
+    It holds the session weakly (see Session._make_kernel)."""
 
     def __init__(self, session: Session) -> None:
-        self._session = session
+        self._session = weakref.ref(session)
 
     def record(self, tool: str, path: str, content_digest: str) -> None:
-        self._session._ledger.record(tool, path, content_digest)
-        with self._session._snapshot_lock:
-            self._session._tool_changes += 1
+        session = _alive(self._session)
+        session._ledger.record(tool, path, content_digest)
+        with session._snapshot_lock:
+            session._tool_changes += 1
 
 
 class SkillSession:

@@ -100,11 +100,21 @@ class WatchHub:
             self._next_id += 1
             self._listeners[ident] = listener
             self._held[ident] = set()
-        # The collector runs finalizers in whatever thread it interrupts, perhaps one that
-        # holds our lock: the finalizer only notes the id (list.append is atomic), and the
-        # next call that takes the lock releases its watches.
-        weakref.finalize(listener, self._collected.append, ident)
+        weakref.finalize(listener, self._on_collected, ident)
         return ident
+
+    def _on_collected(self, ident: int) -> None:
+        """A listener was freed: its watches go now, or with the next call that takes the lock.
+
+        Finalizers run in whatever thread frees the listener, perhaps one that holds our
+        lock: the id is noted first (list.append is atomic), and released here only if the
+        lock is free at once (issue 26: a dropped session's watches must not wait)."""
+        self._collected.append(ident)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._forget_collected()
+            finally:
+                self._lock.release()
 
     def release_all(self, ident: int) -> None:
         """Drops every watch ``ident`` holds (a tracker closed)."""
