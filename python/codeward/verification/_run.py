@@ -135,6 +135,17 @@ def _integrity(
     risks: list[str],
 ) -> VerificationCheck:
     """Whether the checks left the workspace as they found it, outside their outputs."""
+    lost = [s.uncertain for s in (before, after) if s.uncertain]
+    if lost:
+        if ledger is not None:
+            record_unknown_change(ledger, tool=VERIFY_TOOL)
+        return VerificationCheck(
+            INTEGRITY_CHECK_ID,
+            "integrity",
+            True,
+            "failed",
+            "what the checks changed cannot be vouched for: " + "; ".join(dict.fromkeys(lost)),
+        )
     if not (before.complete and after.complete):
         if ledger is not None:
             record_unknown_change(ledger, tool=VERIFY_TOOL)
