@@ -413,10 +413,31 @@ int status_of(int wstatus) {
     return 1;
 }
 
+/* Sandbox mode: kills every other process and reaps for at most 0.5 s;
+ * one still there (uninterruptible sleep) is reported as "S" (the caller's
+ * A3S_RESULT_OUTLIVED): this PID 1's exit then waits for it in the kernel. */
+static void kill_namespace(const struct config *cfg) {
+    for (int waited = 0;; waited += 5) {
+        signal_namespace(cfg, SIGKILL);
+        int st;
+        pid_t p;
+        while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        }
+        if (p < 0 && errno == ECHILD)
+            return;
+        if (waited >= 500) {
+            status_write(cfg->status_fd, "S", 1);
+            return;
+        }
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static _Noreturn void finish(struct config *cfg, pid_t child, int code) {
     grant_close(&cfg->grant_listener); /* the grant ends with the command */
     if (cfg->sandbox)
-        signal_namespace(cfg, SIGKILL);
+        kill_namespace(cfg);
     else
         reap_everything(cfg, child);
     _exit(code);

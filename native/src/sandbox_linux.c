@@ -2437,6 +2437,8 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
         }
         if (st[0] == 'R' && strchr(st, 'L'))
             a3s_process_result_add_flags(result, A3S_RESULT_HARD_LINKED);
+        if (st[0] == 'R' && strchr(st, 'S')) /* a process the init could not reap */
+            a3s_process_result_add_flags(result, A3S_RESULT_OUTLIVED);
     }
     if (rc != A3S_OK) {
         a3s_process_result_free(result);

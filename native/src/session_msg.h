@@ -73,6 +73,9 @@ enum a3s_msg_type {
                                            sandbox used more than its memory bound */
 #define A3S_DONE_LINKED (1u << 6)       /* the command called link() or linkat() (or they
                                            cannot be watched): see A3S_RESULT_HARD_LINKED */
+#define A3S_DONE_SURVIVED (1u << 7)     /* a process of the command was still there after
+                                           SIGKILL and the reap time (uninterruptible sleep):
+                                           see A3S_RESULT_OUTLIVED; CLOSING is set too */
 
 /* A decoded EXEC. Every pointer is into one allocation owned by the
  * struct (release with a3s_msg_exec_free); strings are NUL-terminated. */

@@ -66,9 +66,9 @@ _HARD_LINKED = (
 )
 _ENTRY_ORIGINS = (Origin.MODEL, Origin.WORKFLOW, Origin.HOST_GOVERNED)
 # Why a call's "after" snapshot cannot vouch for the workspace: something of it may still run.
-_FORCED = (
-    "the command's sandbox had to be killed by force: a process of it may have outlived its "
-    "result, so what it changed is not known for certain"
+_OUTLIVED = (
+    "something of the command may have run after its result (a process that could not be "
+    "killed in time, or a sandbox killed by force): what it changed is not known for certain"
 )
 
 
@@ -793,8 +793,8 @@ def _uncertainty(result: ToolResult | None) -> str | None:
     """Why a call's result cannot vouch that nothing of it still runs or wrote unseen."""
     if result is None:
         return "the call raised before it returned a result: what it changed is unknown"
-    if result.metadata.get("forced_kill"):
-        return _FORCED
+    if result.metadata.get("outlived"):
+        return _OUTLIVED
     return None
 
 
