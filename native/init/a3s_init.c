@@ -188,6 +188,7 @@ static void prove_isolation(struct config *cfg) {
 static void parse_args(int argc, char **argv, struct config *cfg) {
     *cfg = (struct config){.status_fd = -1,
                            .links_fd = -1,
+                           .diag_fd = -1,
                            .lifeline_fd = -1,
                            .control_fd = -1,
                            .host_pidfd = -1,
@@ -247,6 +248,8 @@ static void parse_args(int argc, char **argv, struct config *cfg) {
             cfg->max_processes = parse_u64(v, a);
         } else if (strcmp(a, "--memory-max") == 0) {
             cfg->memory_max = parse_u64(v, a);
+        } else if (strcmp(a, "--kernel-memory-max") == 0) {
+            cfg->kernel_memory_max = parse_u64(v, a);
         } else if (strcmp(a, "--grant-port") == 0) {
             uint64_t port = parse_u64(v, a);
             if (port == 0 || port > 65535)
@@ -596,6 +599,8 @@ int main(int argc, char **argv) {
          * directory watch of the host sees it (docs/verification.md). */
         int links = a3s_seccomp_watch_links();
         cfg.links_fd = links >= 0 ? links : -1;
+        /* the watchdog's sock_diag socket: the filter refuses AF_NETLINK after this */
+        cfg.diag_fd = watchdog_socket(&cfg);
         /* The init runs under the command's filter too, installed once here
          * with everything prepared (nothing it does later is refused by
          * it): a process of ours in the sandbox without a filter would be

@@ -1828,6 +1828,10 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
                 if (!strcmp(a->items[i], "--tmpfs"))
                     push2(a, "--watch-tmpfs", a->items[i + 1]);
             push2(a, "--watch-tmpfs", "/dev");
+        } else if (sb->memory_max != UINT64_MAX) {
+            /* a memory cgroup bounds the processes; the socket and pipe buffers
+             * a command can pin, which it may not charge, the init counts */
+            push_num(a, "--kernel-memory-max", sb->memory_max);
         }
         /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
