@@ -87,7 +87,17 @@ class Agent:
 
 
 class Session:
-    """A workspace, its sandbox, its tools, and the kernel every call goes through."""
+    """A workspace, its sandbox, its tools, and the kernel every call goes through.
+
+    Turns (docs/verification.md, "Turns"): each call that may write is
+    snapshotted around and books what it changed in the turn's ledger;
+    ``verify()`` binds a report to the effect digest; ``complete_turn()``
+    compares the workspace now with what was booked and completes only on an
+    empty ledger, a passing report or a host ``waive()`` for exactly that
+    digest, and a completed turn starts the next one (``turn`` + 1, an empty
+    ledger, no reports or waivers). ``new_turn()`` ends a turn uncompleted;
+    ``verification_summary()`` shows the host where the turn stands.
+    """
 
     def __init__(self, workspace: str | os.PathLike[str], options: SessionOptions) -> None:
         if not isinstance(options, SessionOptions):
