@@ -172,3 +172,30 @@ def test_commands_that_only_read_complete_without_verification(base: Path, user:
     assert result["completed"], result
     assert result["detection"]["uncertain"] == [], result
     assert result["after_verified_turn"]["completed"], result
+
+
+def test_past_the_watch_budget_a_call_needs_evidence_and_a_waiver_holds(
+    tmp_path: Path, fs_boundary_ready: None
+) -> None:
+    """Directories without a watch: a call that could write there counts as a change (a
+    write through a mapping would name no file); between calls nothing is booked, so the
+    host's waiver of the state after the call holds and completes the turn."""
+    from codeward import Agent, SessionOptions
+    from codeward.verification import SnapshotTracker, _inotify
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    for d in range(4):
+        (root / f"d{d}").mkdir()
+    with Agent().session(root, SessionOptions()) as session:
+        tracker = SnapshotTracker(root, watch_hub=_inotify.WatchHub(budget=2))
+        session._tracking._tracker = tracker  # the same tracker, with a tiny budget
+        assert session.complete_turn("nothing yet").completed  # no call: nothing booked
+        result = session.bash("cat d0/x 2>/dev/null; true")
+        assert result.metadata["workspace_uncertain"], result.metadata
+        assert "watch budget" in " ".join(result.metadata["workspace_uncertain"])
+        outcome = session.complete_turn("done")
+        assert not outcome.completed and session._ledger.get(".") is not None
+        summary = session.verification_summary()
+        session.waive(summary["effect_digest"], "reviewed", turn=summary["turn"])
+        assert session.complete_turn("done").completed

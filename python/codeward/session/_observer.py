@@ -122,7 +122,7 @@ class WorkspaceObserver:
                 # the baseline stays: the next snapshot that succeeds is compared with it,
                 # so what changed meanwhile is named then
                 return Sync((Change(".", "modified", "directory"),), uncertain=(*reasons, why))
-            if after.uncertain is not None:
+            if after.uncertain is not None and (may_write or not after.uncertainty_is_standing):
                 reasons.append(after.uncertain)
             before, self._baseline = self._baseline, after
             tool, self._lost_by = self._lost_by or tool, None

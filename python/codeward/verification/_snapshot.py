@@ -148,6 +148,7 @@ class WorkspaceSnapshot:
         self._count = sum(map(len, dirs.values())) if count is None else count
         self._read = len(dirs) if directories_read is None else directories_read
         self._uncertain: str | None = None  # set by the tracker that made it
+        self._standing = False  # the uncertainty is a lasting condition, not an event
 
     @classmethod
     def take(
@@ -211,6 +212,14 @@ class WorkspaceSnapshot:
         of its tracker (events lost, a forced walk after lost certainty, directories no watch
         covers), or None. A caller treats the workspace as changed (fail closed)."""
         return self._uncertain
+
+    @property
+    def uncertainty_is_standing(self) -> bool:
+        """True when ``uncertain`` names a lasting condition (directories no watch covers)
+        rather than something that happened since the previous snapshot (lost events, a
+        forced walk): it says what a writer *could* have done unseen, so it matters after a
+        call that could write, not between calls."""
+        return self._standing
 
     @property
     def directories_read(self) -> int:

@@ -296,9 +296,11 @@ class SnapshotTracker:
                 if snapshot is None:
                     snapshot = self._rebuild(root_fd, reason, paths)
                 assert self._state is not None
-                uncertain = uncertain or self._blind_reason(self._state)
                 if uncertain is not None:
                     snapshot._uncertain = uncertain
+                else:
+                    snapshot._uncertain = self._blind_reason(self._state)
+                    snapshot._standing = snapshot._uncertain is not None
                 return snapshot
             finally:
                 os.close(root_fd)
