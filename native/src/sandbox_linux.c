@@ -1830,8 +1830,11 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
             push2(a, "--watch-tmpfs", "/dev");
         } else if (sb->memory_max != UINT64_MAX) {
             /* a memory cgroup bounds the processes; the socket and pipe buffers
-             * a command can pin, which it may not charge, the init counts */
-            push_num(a, "--kernel-memory-max", sb->memory_max);
+             * a command can pin, which it may not charge, the init counts, to
+             * three quarters of the bound: where the cgroup does charge them,
+             * the command is killed before the cgroup is full (where the init's
+             * own allocations could fail) */
+            push_num(a, "--kernel-memory-max", sb->memory_max / 4 * 3);
         }
         /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
