@@ -133,7 +133,8 @@ class WorkspaceObserver:
                     if ignore is not None:
                         changes = [c for c in changes if not ignore(c.path)]
                     record_changes(self._ledger, self._root, changes, tool=tool)
-                else:
+                elif may_write or before.complete != after.complete:
+                    # a standing condition: it counts after a call that could write
                     reasons.append("the snapshot is incomplete (too many entries or too deep)")
             blind = self._blind(before, after, tool, may_write)
             changes.extend(c for c, _ in blind)
