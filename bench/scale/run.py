@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Scale benchmark: cost proportional to the change, many sessions per machine (issue 16).
 
-    python bench/scale/run.py [--quick] [--json OUT] [--cache DIR]
+    python bench/scale/run.py [--quick] [--sessions-only] [--json OUT] [--cache DIR]
 
 One run measures, each against a reference timed in the same run:
 
@@ -149,6 +149,13 @@ def bench_sessions(cfg: Config, small: Path, large: Path) -> dict[str, Any]:
             bash_call(s)()
             first[name] = time.perf_counter() - t0
         calls = {f"bash {n}": bash_call(s) for n, s in sessions.items()}
+        # a call that changes nothing: the turn it is in still completes unverified
+        calls.update(
+            {
+                f"bash(true) {n}": bash_call(s, "cat d0/f0.txt >/dev/null 2>&1; true")
+                for n, s in sessions.items()
+            }
+        )
         exec_true = {f"exec(true) {n}": _exec_true(s) for n, s in sessions.items()}
         series = measure({**calls, **exec_true}, cfg.reps, cfg.rounds)
         for name, s in sessions.items():
@@ -186,16 +193,25 @@ def report_sessions(res: dict[str, Any]) -> dict[str, float]:
     for name, d in res["detection"].items():
         print(f"  change detection ({name}): {d}")
     bash = ratio(s["bash large"].median, s["bash small"].median)
+    unchanged = ratio(s["bash(true) large"].median, s["bash(true) small"].median)
     verify = ratio(s["verify large"].median, s["verify small"].median)
     print(
         f"  bash call, 100,000 / 100 files: {bash:.2f}x (target <= {TARGET_LARGE_VS_SMALL}x): "
         f"{verdict(bash <= TARGET_LARGE_VS_SMALL)}"
     )
     print(
+        f"  bash call changing nothing, 100,000 / 100 files: {unchanged:.2f}x "
+        f"(target <= {TARGET_LARGE_VS_SMALL}x): {verdict(unchanged <= TARGET_LARGE_VS_SMALL)}"
+    )
+    print(
         f"  verify(),  100,000 / 100 files: {verify:.2f}x (target <= {TARGET_LARGE_VS_SMALL}x): "
         f"{verdict(verify <= TARGET_LARGE_VS_SMALL)}"
     )
-    return {"bash_large_vs_small": bash, "verify_large_vs_small": verify}
+    return {
+        "bash_large_vs_small": bash,
+        "bash_unchanged_large_vs_small": unchanged,
+        "verify_large_vs_small": verify,
+    }
 
 
 # --------------------------------------------------------------------------
@@ -535,6 +551,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer runs (the CI smoke run)")
     ap.add_argument("--json", metavar="OUT", help="also write every figure to OUT as JSON")
     ap.add_argument("--cache", metavar="DIR", help="keep the 100,000-file tree here")
+    ap.add_argument(
+        "--sessions-only", action="store_true", help="only sections 1-2 (bash calls, verify)"
+    )
     args = ap.parse_args(argv)
     cfg = (
         Config(True, reps=10, rounds=5, cli_reps=6, session_seconds=3.0)
@@ -558,13 +577,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         section("1-2. a session's bash call and verify(): 100 against 100,000 files")
         res = bench_sessions(cfg, small, large)
         figures["sessions"] = report_sessions(res)
-        section("3. the command line: codeward exec -- true against codex sandbox -- true")
-        figures["cli"] = report_cli(bench_cli(cfg, small))
-        section("4. an idle long-lived sandbox: every process of it")
-        figures["idle"] = report_idle(bench_idle(small))
-        section("5. many sessions at once: bash calls per second, failures, resources")
-        many = [bench_many(cfg, work, n) for n in cfg.counts]
-        figures["many"] = report_many(many)
+        if not args.sessions_only:
+            section("3. the command line: codeward exec -- true against codex sandbox -- true")
+            figures["cli"] = report_cli(bench_cli(cfg, small))
+            section("4. an idle long-lived sandbox: every process of it")
+            figures["idle"] = report_idle(bench_idle(small))
+            section("5. many sessions at once: bash calls per second, failures, resources")
+            many = [bench_many(cfg, work, n) for n in cfg.counts]
+            figures["many"] = report_many(many)
         print(f"\nload at the end: {loadavg()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -51,6 +51,10 @@ type CommandOutput struct {
 	// OOMKilled: the sandbox reached its memory bound and a process of the
 	// command was killed for it (ExitCode is then usually 137).
 	OOMKilled bool
+	// Outlived: something of the command may have run after this result (a
+	// process that could not be reaped after SIGKILL, or a sandbox killed by
+	// force); a caller tracking the workspace treats it as changed.
+	Outlived bool
 	// Neutralized lists what the sandbox found hostile in the workspace and
 	// did not follow or mount for this run, one line each (nil when nothing).
 	Neutralized []string

@@ -392,6 +392,7 @@ func (s *coreSandbox) output(r *C.a3s_process_result) CommandOutput {
 		Cancelled:  flag(C.A3S_RESULT_CANCELLED),
 		Duration:   time.Duration(v.duration_us) * time.Microsecond,
 		OOMKilled:  flag(C.A3S_RESULT_OOM_KILLED),
+		Outlived:   flag(C.A3S_RESULT_OUTLIVED),
 	}
 	// both may hold names from the workspace: decoded as the output is
 	if v.setup_error != nil {

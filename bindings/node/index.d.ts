@@ -285,6 +285,8 @@ export class CommandOutput {
   readonly durationMs: number;
   /** The sandbox reached its memory bound and killed a process of the command. */
   readonly oomKilled: boolean;
+  /** Something of the command may have run after this result (a process that could not be reaped after SIGKILL, or a sandbox killed by force): treat the workspace as changed. */
+  readonly outlived: boolean;
   /** What the sandbox found hostile in the workspace and did not follow or mount, one line each. */
   readonly neutralized: readonly string[];
   /** What the exec check stopped (exitCode is then 126), or null. */

@@ -301,6 +301,7 @@ static napi_value make_result(napi_env env, const struct job *j) {
               set_number(env, obj, "termSignal", v.term_signal) &&
               set_bool(env, obj, "timedOut", v.flags & A3S_RESULT_TIMED_OUT) &&
               set_bool(env, obj, "oomKilled", v.flags & A3S_RESULT_OOM_KILLED) &&
+              set_bool(env, obj, "outlived", v.flags & A3S_RESULT_OUTLIVED) &&
               set_bool(env, obj, "stdoutTruncated", v.flags & A3S_RESULT_STDOUT_TRUNCATED) &&
               set_bool(env, obj, "stderrTruncated", v.flags & A3S_RESULT_STDERR_TRUNCATED) &&
               set_bool(env, obj, "cancelled", v.flags & A3S_RESULT_CANCELLED) &&

@@ -279,6 +279,7 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
     *cfg = (struct config){.trace = trace,
                            .status_fd = -1,
                            .links_fd = -1,
+                           .diag_fd = -1,
                            .lifeline_fd = -1,
                            .control_fd = -1,
                            .host_pidfd = -1,
@@ -342,6 +343,8 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
             cfg->max_processes = parse_u64(v, a);
         } else if (strcmp(a, "--memory-max") == 0) {
             cfg->memory_max = parse_u64(v, a);
+        } else if (strcmp(a, "--kernel-memory-max") == 0) {
+            cfg->kernel_memory_max = parse_u64(v, a);
         } else if (strcmp(a, "--grant-port") == 0) {
             uint64_t port = parse_u64(v, a);
             if (port == 0 || port > 65535)
@@ -523,10 +526,31 @@ int status_of(int wstatus) {
     return 1;
 }
 
+/* Sandbox mode: kills every other process and reaps for at most 0.5 s;
+ * one still there (uninterruptible sleep) is reported as "S" (the caller's
+ * A3S_RESULT_OUTLIVED): this PID 1's exit then waits for it in the kernel. */
+static void kill_namespace(const struct config *cfg) {
+    for (int waited = 0;; waited += 5) {
+        signal_namespace(cfg, SIGKILL);
+        int st;
+        pid_t p;
+        while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        }
+        if (p < 0 && errno == ECHILD)
+            return;
+        if (waited >= 500) {
+            status_write(cfg->status_fd, "S", 1);
+            return;
+        }
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static _Noreturn void finish(struct config *cfg, pid_t child, int code) {
     grant_close(&cfg->grant_listener); /* the grant ends with the command */
     if (cfg->sandbox)
-        signal_namespace(cfg, SIGKILL);
+        kill_namespace(cfg);
     else
         reap_everything(cfg, child);
     _exit(code);
@@ -704,6 +728,8 @@ int main(int argc, char **argv) {
          * directory watch of the host sees it (docs/verification.md). */
         int links = a3s_seccomp_watch_links();
         cfg.links_fd = links >= 0 ? links : -1;
+        /* the watchdog's sock_diag socket: the filter refuses AF_NETLINK after this */
+        cfg.diag_fd = watchdog_socket(&cfg);
         /* The init runs under the command's filter too, installed once here
          * with everything prepared (nothing it does later is refused by
          * it): a process of ours in the sandbox without a filter would be

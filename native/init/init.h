@@ -27,6 +27,8 @@ struct config {
     int lifeline_fd;
     int control_fd; /* server mode: the control socket */
     int host_pidfd; /* server mode: a pidfd of the caller, readable once it has exited */
+    int diag_fd;    /* the memory watchdog's NETLINK_SOCK_DIAG socket, opened before the
+                       seccomp filter (which refuses it); -1: socket buffers not counted */
     int links_fd;   /* sandbox: the listener of link() and linkat() calls (every one is
                        let through and reported); -1: they cannot be watched here, so every
                        command is reported as having made links */
@@ -54,6 +56,8 @@ struct config {
     unsigned long long dump_base;
     uint64_t max_processes; /* each command's RLIMIT_NPROC; 0: none */
     uint64_t memory_max;    /* the watchdog's bound on the sandbox's memory; 0: no watchdog */
+    uint64_t kernel_memory_max; /* with a memory cgroup: the watchdog's bound on the socket
+                                   and pipe buffers alone, which the cgroup may not charge */
     const char *watch_tmpfs[MAX_CLEAN]; /* the sandbox's tmpfs mounts: their contents count */
     size_t nwatch_tmpfs;
     /* network grants (grant.c) */
@@ -124,6 +128,7 @@ uint64_t command_nproc(const struct config *cfg);
  * the sandbox's memory (its processes' resident anonymous memory, the
  * contents of its tmpfs mounts and of SysV shared memory) is above the
  * bound: the caller then kills the command. */
+int watchdog_socket(const struct config *cfg);
 int watchdog_arm(const struct config *cfg);
 bool watchdog_over(const struct config *cfg, int tfd);
 

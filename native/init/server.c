@@ -58,6 +58,8 @@
 #define MAX_DEPTH 128        /* directories nested in a clean tree */
 #define RECV_TIMEOUT_MS 5000 /* between the packets of one message */
 #define SEND_TIMEOUT_MS 5000
+#define REAP_MS 500 /* after SIGKILL, for every process to be gone: one that is not (held in
+                       uninterruptible sleep) is reported, not waited for */
 
 /* ---- the state of the writable trees at start ----------------------------- */
 
@@ -555,24 +557,6 @@ static uint16_t receive(uint8_t **buf, size_t *len, int fds[3], size_t *nfds) {
 
 /* ---- one command -------------------------------------------------------------- */
 
-/* Kills every process but this one and reaps them all; records the
- * command's status if it was still to be reaped. */
-static void kill_and_reap(struct exectrace *t, pid_t child, int *status, bool *reaped) {
-    for (;;) {
-        signal_namespace(cfg_g, SIGKILL);
-        int st;
-        pid_t p = exectrace_wait(t, &st, 0);
-        if (p < 0 && errno == EINTR)
-            continue;
-        if (p < 0)
-            return; /* ECHILD: nobody is left */
-        if (p == child && !*reaped) {
-            *status = st;
-            *reaped = true;
-        }
-    }
-}
-
 /* Handles what the signalfd holds: reaps children (noting the command's
  * status). Any other signal is ignored, whoever seems to send it: the host
  * stops the sandbox only through what a command cannot forge (the control
@@ -594,6 +578,45 @@ static void drain_signals(struct exectrace *t, int sfd, pid_t child, int *status
             *reaped = true;
         }
     }
+}
+
+/* Kills every process but this one and reaps them; records the command's
+ * status if it was still to be reaped. Once nothing is left to reap at once it
+ * waits REAP_MS at most: false if something is still there then (a process in
+ * uninterruptible sleep, which dies as it wakes: its SIGKILL is pending). */
+static bool kill_and_reap(struct exectrace *t, int sfd, pid_t child, int *status, bool *reaped) {
+    int tfd = -1;
+    bool gone = false;
+    for (;;) {
+        signal_namespace(cfg_g, SIGKILL);
+        int st;
+        pid_t p = exectrace_wait(t, &st, WNOHANG);
+        if (p < 0 && errno == EINTR)
+            continue;
+        if (p < 0) {
+            gone = true; /* ECHILD: nobody is left */
+            break;
+        }
+        if (p > 0) {
+            if (p == child && !*reaped) {
+                *status = st;
+                *reaped = true;
+            }
+            continue;
+        }
+        if (tfd < 0 && (tfd = arm_timer(REAP_MS)) < 0)
+            break; /* no timer: report what is left rather than wait without bound */
+        struct pollfd q[2] = {{.fd = sfd, .events = POLLIN}, {.fd = tfd, .events = POLLIN}};
+        if (poll(q, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (q[1].revents & POLLIN)
+            break; /* the time is up: survivors */
+        if (q[0].revents & POLLIN)
+            drain_signals(t, sfd, child, status, reaped);
+    }
+    if (tfd >= 0)
+        close(tfd);
+    return gone;
 }
 
 static void fail_setup(struct a3s_msg_done *d, const char *fmt, const char *a, int e) {
@@ -806,12 +829,14 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     /* the grant ends with the command's main process: the proxy stops listening before
      * anything it left behind is killed, so nothing left behind can still reach it */
     grant_close(&listener);
-    if (child > 0)
-        kill_and_reap(&trace, child, &status, &reaped);
+    bool survived = child > 0 && !kill_and_reap(&trace, sfd, child, &status, &reaped);
+    if (survived) /* something of the command may still run: this sandbox serves no more */
+        d->flags |= A3S_DONE_SURVIVED | A3S_DONE_CLOSING;
     if (!(d->flags & A3S_DONE_SETUP_FAILED)) {
         if (timed_out || cancelled) {
             d->exit_code = EXIT_TIMEOUT;
-            d->flags = timed_out ? A3S_DONE_TIMED_OUT : A3S_DONE_CANCELLED;
+            d->flags = (d->flags & (A3S_DONE_SURVIVED | A3S_DONE_CLOSING)) |
+                       (timed_out ? A3S_DONE_TIMED_OUT : A3S_DONE_CANCELLED);
         } else {
             d->exit_code = trace.stops ? EXIT_EXEC_STOPPED : status_of(status);
         }
@@ -934,6 +959,10 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         }
         run_one(program, ll, filter, sfd, &m, fds[0], fds[1], grant ? fds[2] : -1, &d);
         a3s_msg_exec_free(&m);
+        if (d.flags & A3S_DONE_SURVIVED) {
+            send_done(&d); /* now: the host must not wait for what cannot be reaped */
+            shut_down();
+        }
         bool trees_restored = restore_trees(cfg); /* all run, whatever the others found */
         bool metadata_restored = restore_metadata();   /* after the trees: see there */
         bool ipc_removed = remove_ipc();

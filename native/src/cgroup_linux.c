@@ -336,6 +336,13 @@ void a3s_cgroup_destroy(struct a3s_cgroup *cg) {
     a3s_cgroup_init(cg);
 }
 
+void a3s_cgroup_abandon(struct a3s_cgroup *cg) {
+    for (size_t i = 0; i < cg->ndirs; i++)
+        rmdir(cg->dir[i]); /* busy: the next handle's sweep removes it once empty */
+    close_all(cg);
+    a3s_cgroup_init(cg);
+}
+
 void a3s_cgroup_forget(struct a3s_cgroup *cg) {
     close_all(cg);
     a3s_cgroup_init(cg);

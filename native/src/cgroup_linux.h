@@ -69,6 +69,10 @@ uint64_t a3s_cgroup_oom_kills(const struct a3s_cgroup *cg);
 /* Once every process of the sandbox is gone: removes the cgroup(s) (waiting
  * up to a second for the last processes to leave) and closes the fds. */
 void a3s_cgroup_destroy(struct a3s_cgroup *cg);
+/* Like a3s_cgroup_destroy, without waiting for the last processes to leave:
+ * for a sandbox holding a process that cannot die yet (A3S_RESULT_OUTLIVED).
+ * A cgroup still busy is left to the sweep of a later handle. */
+void a3s_cgroup_abandon(struct a3s_cgroup *cg);
 
 /* For a copy inherited through fork: closes the fds, removes nothing. */
 void a3s_cgroup_forget(struct a3s_cgroup *cg);

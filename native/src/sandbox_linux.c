@@ -2069,6 +2069,13 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
                 if (!strcmp(a->items[i], "--tmpfs"))
                     push2(a, "--watch-tmpfs", a->items[i + 1]);
             push2(a, "--watch-tmpfs", "/dev");
+        } else if (sb->memory_max != UINT64_MAX) {
+            /* a memory cgroup bounds the processes; the socket and pipe buffers
+             * a command can pin, which it may not charge, the init counts, to
+             * three quarters of the bound: where the cgroup does charge them,
+             * the command is killed before the cgroup is full (where the init's
+             * own allocations could fail) */
+            push_num(a, "--kernel-memory-max", sb->memory_max / 4 * 3);
         }
         /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
@@ -2728,6 +2735,8 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
         if (stopped)
             a3s_exec_stop_apply(result, stopped);
         free(stopped);
+        if (st[0] == 'R' && strchr(st, 'S')) /* a process the init could not reap */
+            a3s_process_result_add_flags(result, A3S_RESULT_OUTLIVED);
     }
     if (rc != A3S_OK) {
         a3s_process_result_free(result);

@@ -157,6 +157,19 @@ static const struct a3s_seccomp_denial denies[] = {
     DENY(io_uring_enter, 426, 426, EPERM),
     DENY(io_uring_register, 427, 427, EPERM),
 
+/* Native AIO: an io_submit of O_DIRECT reads or writes can leave the process
+ * in uninterruptible sleep until the device answers, beyond any kill, and a
+ * queued write can land after the command's result was returned (and the
+ * workspace compared). ENOSYS, what a kernel built without CONFIG_AIO
+ * answers, makes libaio users (databases, fio, qemu) fall back to
+ * synchronous I/O or threads; POSIX aio (aio_read) is threads in glibc. */
+    DENY(io_setup, 206, 0, ENOSYS),
+    DENY(io_destroy, 207, 1, ENOSYS),
+    DENY(io_getevents, 208, 4, ENOSYS),
+    DENY(io_submit, 209, 2, ENOSYS),
+    DENY(io_cancel, 210, 3, ENOSYS),
+    DENY(io_pgetevents, 333, 292, ENOSYS),
+
 /* Reaching into other processes: ptrace (PTRACE_TRACEME itself was a root
  * exploit, CVE-2019-13272; before Linux 4.8 a tracer could also rewrite a
  * call after seccomp had allowed it), and the calls with the same power

@@ -79,6 +79,8 @@
 #define START_TIMEOUT_MS 30000 /* bubblewrap and the init to READY */
 #define MSG_TIMEOUT_MS 5000    /* between the packets of one message; room to send */
 #define STOP_WAIT_MS 2000      /* for the sandbox to go after SHUTDOWN, then after SIGKILL */
+#define ABANDON_WAIT_MS 50     /* the same, for one that cannot go (A3S_RESULT_OUTLIVED) */
+#define SURVIVED_DRAIN_MS 20   /* the output already written, when the pipes cannot close */
 #define BACKSTOP_MS 3000       /* past timeout + grace, the init is presumed stuck */
 #define MAX_START_FAILURES 3   /* starts in a row that fail before a handle goes one-shot */
 
@@ -87,6 +89,7 @@ struct a3s_session {
     pid_t pid;    /* bubblewrap until READY, then the init; not our child */
     int pidfd;    /* follows pid */
     bool retired; /* bubblewrap is gone: pid is the init */
+    bool abandon; /* a process of it cannot be reaped: its end is not waited for */
     int ctl;      /* our end of the control socket */
     int lifeline; /* write end; the init watches the read end */
     int errfd;    /* bubblewrap's stdout and stderr, read if the start fails */
@@ -344,12 +347,19 @@ static void session_end(a3s_sandbox *sb, struct a3s_session *s) {
         }
         a3s_close_fd(&s->ctl);
         a3s_close_fd(&s->lifeline); /* the init also stops on this alone */
-        if (s->pidfd >= 0 && !a3s_readable(s->pidfd, STOP_WAIT_MS)) {
+        /* a PID 1 whose namespace holds a process in uninterruptible sleep
+         * cannot finish exiting until that process wakes: killed, not awaited
+         * (the caller's result says OUTLIVED; the process dies as it wakes) */
+        int wait_ms = s->abandon ? ABANDON_WAIT_MS : STOP_WAIT_MS;
+        if (s->pidfd >= 0 && !a3s_readable(s->pidfd, wait_ms)) {
             kill_now(s);
-            a3s_readable(s->pidfd, STOP_WAIT_MS);
+            a3s_readable(s->pidfd, wait_ms);
         }
         a3s_plan_release(sb, &s->plan);
-        a3s_cgroup_destroy(&s->cg);
+        if (s->abandon)
+            a3s_cgroup_abandon(&s->cg);
+        else
+            a3s_cgroup_destroy(&s->cg);
     } else {
         a3s_plan_forget(&s->plan); /* nothing of the parent's is removed here */
         a3s_cgroup_forget(&s->cg);
@@ -807,7 +817,11 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
                 x->dead = true; /* the init ended, or said something it should not */
             free(msg);
             x->finished = a3s_now_ns();
-            drain_at = a3s_after_ms(x->finished, A3S_PROCESS_DRAIN_MS);
+            /* a process that could not be reaped holds the pipes open: what they hold
+             * now is read, their end is not awaited */
+            drain_at = a3s_after_ms(x->finished, x->done && (x->d.flags & A3S_DONE_SURVIVED)
+                                                     ? SURVIVED_DRAIN_MS
+                                                     : A3S_PROCESS_DRAIN_MS);
         }
     }
     if (buf != small)
@@ -822,7 +836,8 @@ static a3s_process_result *outcome(struct exchange *x) {
                          ((x->d.flags & A3S_DONE_OOM_KILLED) || x->oom_killed
                               ? A3S_RESULT_OOM_KILLED
                               : 0) |
-                         ((x->d.flags & A3S_DONE_LINKED) ? A3S_RESULT_HARD_LINKED : 0);
+                         ((x->d.flags & A3S_DONE_LINKED) ? A3S_RESULT_HARD_LINKED : 0) |
+                         ((x->d.flags & A3S_DONE_SURVIVED) ? A3S_RESULT_OUTLIVED : 0);
         a3s_process_result *r = a3s_process_result_captured(&x->out, &x->err, x->d.exit_code, 0,
                                                             flags, us, x->d.pid, NULL);
         if (r && (x->d.flags & A3S_DONE_EXEC_STOPPED))
@@ -833,9 +848,13 @@ static a3s_process_result *outcome(struct exchange *x) {
         return a3s_process_result_captured(&x->out, &x->err, 125, 0, A3S_RESULT_SETUP_FAILED,
                                            us, 0, x->d.message[0] ? x->d.message
                                                                   : "the command did not start");
-    if (x->forced)
+    if (x->forced) /* the init was stuck: whatever it knew is lost, so every flag that
+                      asks the caller for more care is set (a link may have been made) */
         return a3s_process_result_captured(
-            &x->out, &x->err, 124, 0, x->cancel_sent ? A3S_RESULT_CANCELLED : A3S_RESULT_TIMED_OUT,
+            &x->out, &x->err, 124, 0,
+            (x->cancel_sent ? A3S_RESULT_CANCELLED : A3S_RESULT_TIMED_OUT) |
+                (x->oom_killed ? A3S_RESULT_OOM_KILLED : 0) | A3S_RESULT_HARD_LINKED |
+                A3S_RESULT_OUTLIVED,
             us, 0, NULL);
     return a3s_process_result_captured(&x->out, &x->err, 125, 0, A3S_RESULT_SETUP_FAILED, us, 0,
                                        "the sandbox ended while running the command");
@@ -889,6 +908,8 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
     *out = outcome(&x);
     a3s_capture_release(&x.out);
     a3s_capture_release(&x.err);
+    if (x.forced || (x.done && (x.d.flags & A3S_DONE_SURVIVED)))
+        s->abandon = true;
     if (x.dead || (x.done && (x.d.flags & A3S_DONE_CLOSING)))
         stop_locked(sb);
     return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");

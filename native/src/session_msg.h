@@ -83,6 +83,9 @@ enum a3s_msg_type {
                                            cannot be watched): see A3S_RESULT_HARD_LINKED */
 #define A3S_DONE_EXEC_STOPPED (1u << 7) /* the exec check stopped a program; message holds
                                            its record (see DONE) */
+#define A3S_DONE_SURVIVED (1u << 8)     /* a process of the command was still there after
+                                           SIGKILL and the reap time (uninterruptible sleep):
+                                           see A3S_RESULT_OUTLIVED; CLOSING is set too */
 
 /* A decoded EXEC. Every pointer is into one allocation owned by the
  * struct (release with a3s_msg_exec_free); strings are NUL-terminated. */

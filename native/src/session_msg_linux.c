@@ -409,7 +409,7 @@ int a3s_msg_decode_done(const uint8_t *buf, size_t len, struct a3s_msg_done *out
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "malformed done message");
     uint32_t known = A3S_DONE_TIMED_OUT | A3S_DONE_CANCELLED | A3S_DONE_SETUP_FAILED |
                      A3S_DONE_CLOSING | A3S_DONE_STALE | A3S_DONE_OOM_KILLED |
-                     A3S_DONE_LINKED | A3S_DONE_EXEC_STOPPED;
+                     A3S_DONE_LINKED | A3S_DONE_EXEC_STOPPED | A3S_DONE_SURVIVED;
     out->exit_code = (int32_t)get32(fixed);
     out->flags = get32(fixed + 4);
     out->pid = (int32_t)get32(fixed + 8);

@@ -194,6 +194,14 @@ static const struct denied plain_denied[] = {
     D(io_uring_enter, EPERM),
     D(io_uring_register, EPERM),
 #endif
+    D(io_setup, ENOSYS),
+    D(io_destroy, ENOSYS),
+    D(io_getevents, ENOSYS),
+    D(io_submit, ENOSYS),
+    D(io_cancel, ENOSYS),
+#ifdef SYS_io_pgetevents
+    D(io_pgetevents, ENOSYS),
+#endif
     D(ptrace, EPERM),
     D(process_vm_readv, EPERM),
     D(process_vm_writev, EPERM),

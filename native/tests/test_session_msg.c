@@ -318,7 +318,7 @@ static void test_done(void) {
         const char *name, *words;
         const char *error;
     } bad[] = {
-        {"unknown flags", "l:0 l:256 l:1 s:", "unknown done flags"},
+        {"unknown flags", "l:0 l:512 l:1 s:", "unknown done flags"},
         {"exit code 256", "l:256 l:0 l:1 s:", "out of range"},
         {"negative exit code", "l:0xffffffff l:0 l:1 s:", "out of range"},
         {"cut short", "l:0 l:0", "malformed"},

@@ -585,11 +585,12 @@ static PyObject *result_dict(const a3s_process_result *r) {
     PyObject *d = NULL;
     if (out && err && setup && neutralized && stop)
         d = Py_BuildValue(
-            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O,s:O}", "exit_code",
+            "{s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:K,s:K,s:K,s:O,s:O}", "exit_code",
             (int)v.exit_code, "term_signal", (int)v.term_signal, "timed_out",
             (v.flags & A3S_RESULT_TIMED_OUT) ? Py_True : Py_False, "oom_killed",
             (v.flags & A3S_RESULT_OOM_KILLED) ? Py_True : Py_False, "hard_linked",
-            (v.flags & A3S_RESULT_HARD_LINKED) ? Py_True : Py_False, "stdout_truncated",
+            (v.flags & A3S_RESULT_HARD_LINKED) ? Py_True : Py_False, "outlived",
+            (v.flags & A3S_RESULT_OUTLIVED) ? Py_True : Py_False, "stdout_truncated",
             (v.flags & A3S_RESULT_STDOUT_TRUNCATED) ? Py_True : Py_False, "stderr_truncated",
             (v.flags & A3S_RESULT_STDERR_TRUNCATED) ? Py_True : Py_False, "cancelled",
             (v.flags & A3S_RESULT_CANCELLED) ? Py_True : Py_False, "setup_failed",

@@ -203,7 +203,8 @@ def test_a_write_replaces_exactly_a_path_it_was_decided_on(world, data):
     if ran is None:
         return
     path, seen, decided, outcome = ran
-    written = [s for s in seen if s in decided]
+    # the session hashes what the write left (read-only opens of the same path): not a write
+    written = list(dict.fromkeys(s for s in seen if s in decided))
     if outcome.result.success:
         assert written == [decided[-1]], (path, seen, decided)
     assert all(s in decided for s in seen), (path, seen, decided)

@@ -179,7 +179,7 @@ def test_the_ledger_books_bash_and_tool_changes_to_the_right_tool(session, works
         "by-bash.txt": "bash",
         "by-tool.txt": "write",
         "by-bash-2.txt": "bash",
-        "by-host.txt": "bash",
+        "by-host.txt": "external",  # changed between calls: no call of the session did it
     }
     outcome = session.complete_turn("done")
     assert not outcome.completed and outcome.missing
@@ -204,7 +204,15 @@ def test_verify_binds_a_report_to_the_effect_and_a_later_change_makes_it_stale(w
         )
         report = s.verify()
         assert report.passed and report.effect_digest == s.effect_digest
-        assert s.complete_turn("done").completed
         s.invoke(ToolCall("b", "bash", {"command": "echo '# later' >> src/app.py"}))
         stale = s.complete_turn("done")
         assert not stale.completed and "stale" in (stale.reason + " ".join(stale.missing)).lower()
+        args = {"file_path": "src/app.py", "old_string": "# later\n", "new_string": ""}
+        s.invoke(ToolCall("u", "edit", args))
+        done = s.complete_turn("done")  # the verified state again: the report counts again
+        assert done.completed and done.turn == 2
+        # a completed turn starts the next one: the old report does not stand for new work
+        assert s.turn == 3 and s.verification_reports() == []
+        s.invoke(ToolCall("c", "bash", {"command": "echo '# next' >> src/app.py"}))
+        fresh = s.complete_turn("done")
+        assert not fresh.completed and fresh.missing[0].startswith("no verification report")

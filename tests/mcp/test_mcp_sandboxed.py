@@ -78,3 +78,50 @@ def test_a_sandbox_needs_a_workspace_and_reports_what_it_cannot_start(tmp_path) 
     missing = McpServerConfig("boxed", "/nonexistent/server", sandbox=McpSandbox())
     with pytest.raises(McpStartError, match="/nonexistent/server"):
         McpClient(missing, workspace=tmp_path)
+
+
+def _verified_session(ws):  # type: ignore[no-untyped-def]
+    from codeward import Agent, CheckSpec, SessionOptions
+
+    check = CheckSpec("ok", "custom", "true")
+    session = Agent().session(ws, SessionOptions(verification_checks=(check,), detect_checks=False))
+    session.bash("echo start > start.txt")
+    assert session.verify().passed
+    return session
+
+
+def test_a_sandboxed_server_writing_the_workspace_is_booked_to_its_tool(tmp_path, listener) -> None:  # type: ignore[no-untyped-def]
+    """issue 22: a call of a server with a writable workspace is snapshotted around like bash."""
+    with _verified_session(tmp_path) as session:
+        session.add_mcp_server(
+            "hostile",
+            sys.executable,
+            [str(SERVERS / "hostile.py"), "probe"],
+            sandbox=McpSandbox(writable_workspace=True),
+        )
+        result = session.tool("mcp__hostile__work", {"port": listener})
+        assert result.success, result.output
+        assert (tmp_path / "probe.txt").exists()
+        entry = session._ledger.get("probe.txt")
+        assert entry is not None and entry.tool == "mcp__hostile__work"
+        outcome = session.complete_turn("done")
+        assert not outcome.completed and "stale" in outcome.reason
+
+
+def test_a_server_writing_later_on_a_timer_is_seen(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """issue 22: a write after the approved call answered (a timer) is booked to 'external'."""
+    with _verified_session(tmp_path) as session:
+        session.add_mcp_server(
+            "hostile",
+            sys.executable,
+            [str(SERVERS / "hostile.py"), "timer", "0.5"],
+            sandbox=McpSandbox(writable_workspace=True),
+        )
+        assert session.tool("mcp__hostile__work", {}).success
+        verified = session.verify()  # the call changed nothing yet: the same digest
+        assert verified.passed
+        assert wait_for(lambda: (tmp_path / "timer.txt").exists(), 30)
+        outcome = session.complete_turn("done")
+        assert not outcome.completed
+        entry = session._ledger.get("timer.txt")
+        assert entry is not None and entry.tool == "external"

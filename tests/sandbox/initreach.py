@@ -127,6 +127,7 @@ def py(script: str) -> str:
 
 EXPECTED_DENIED = {
     "listen", "accept", "accept4", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "io_setup", "io_destroy", "io_getevents", "io_submit", "io_cancel", "io_pgetevents",
     "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise",
     "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount",
     "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "add_key", "request_key",

@@ -17,7 +17,16 @@ import os
 from pathlib import Path
 
 import pytest
-from hostload import HostWatch, balloon, fork_bomb, fork_count, mem_total, tmpfs_fill
+from hostload import (
+    HostWatch,
+    balloon,
+    fork_bomb,
+    fork_count,
+    mem_total,
+    pipe_balloon,
+    socket_balloon,
+    tmpfs_fill,
+)
 from hostprocs import new_marker, survivors
 from procbox import proc_sandbox
 
@@ -75,6 +84,26 @@ def test_a_memory_balloon_is_killed_and_says_why(workspace, landlock, reuse) -> 
         assert nxt.exit_code == 0 and not nxt.oom_killed, nxt
         if reuse:
             assert int(sb._handle.info()["starts"]) == 1, "the balloon ended the sandbox"
+    assert survivors(m) == []
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["reuse", "one-shot"])
+@pytest.mark.parametrize("payload", [socket_balloon, pipe_balloon], ids=["sockets", "pipes"])
+def test_kernel_buffers_a_command_pins_count_against_the_memory_bound(
+    workspace, reuse, payload, fs_boundary_ready
+) -> None:
+    """1 GiB queued in socketpairs or pipes is memory no process maps (and a memory cgroup
+    may not charge): the init's watchdog counts it and the command is killed for it."""
+    m = new_marker()
+    limits = SandboxLimits(memory_max_bytes=64 * MiB)
+    with proc_sandbox(workspace, limits=limits, reuse=reuse) as sb:
+        with HostWatch(m) as host:
+            out = run(sb, payload(m, 1024))
+        assert out.exit_code == 137 and out.oom_killed, out
+        reached = int(out.stdout.split()[-1])
+        assert reached < 512, f"{reached} MiB queued under a 64 MiB bound"
+        assert host.memory_drop() <= 64 * MiB + 768 * MiB, host
+        assert run(sb, "echo next").stdout == "next\n"
     assert survivors(m) == []
 
 

@@ -122,6 +122,13 @@ int main(int argc, char **argv) {
         CALL(syscall(SYS_io_uring_setup, 4, buf));
     } else if (!strcmp(n, "io_uring_enter")) CALL(syscall(SYS_io_uring_enter, 0, 0, 0, 0, NULL, 0));
     else if (!strcmp(n, "io_uring_register")) CALL(syscall(SYS_io_uring_register, 0, 0, NULL, 0));
+    else if (!strcmp(n, "io_setup")) {
+        unsigned long ctx = 0;
+        CALL(syscall(SYS_io_setup, 8, &ctx));
+    } else if (!strcmp(n, "io_submit")) CALL(syscall(SYS_io_submit, 0UL, 0L, NULL));
+    else if (!strcmp(n, "io_getevents")) CALL(syscall(SYS_io_getevents, 0UL, 0L, 0L, NULL, NULL));
+    else if (!strcmp(n, "io_destroy")) CALL(syscall(SYS_io_destroy, 0UL));
+    else if (!strcmp(n, "io_cancel")) CALL(syscall(SYS_io_cancel, 0UL, NULL, NULL));
     else if (!strcmp(n, "kexec_load")) CALL(syscall(SYS_kexec_load, 0L, 0L, NULL, 0L));
     else if (!strcmp(n, "kexec_file_load")) CALL(syscall(SYS_kexec_file_load, -1, -1, 0L, "", 0L));
     else if (!strcmp(n, "init_module")) CALL(syscall(SYS_init_module, buf, 16L, ""));
@@ -236,6 +243,12 @@ CASES = [
     ("io_uring_setup", EPERM),
     ("io_uring_enter", EPERM),
     ("io_uring_register", EPERM),
+    # native AIO: a queued O_DIRECT write could land after the result (issue 22)
+    ("io_setup", ENOSYS),
+    ("io_submit", ENOSYS),
+    ("io_getevents", ENOSYS),
+    ("io_destroy", ENOSYS),
+    ("io_cancel", ENOSYS),
     ("kexec_load", EPERM),
     ("kexec_file_load", EPERM),
     ("init_module", EPERM),

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hostload import HostWatch, balloon, fork_bomb, fork_count, tmpfs_fill
+from hostload import (
+    HostWatch,
+    balloon,
+    fork_bomb,
+    fork_count,
+    pipe_balloon,
+    socket_balloon,
+    tmpfs_fill,
+)
 from hostprocs import new_marker, sleeping, survivors
 from initreach import EXPECTED_DENIED, FORGE, HOSTILE, REFUSED, STATE, py
 
@@ -673,6 +681,24 @@ def test_unprivileged_one_shot_balloon_is_killed_and_says_why(driver) -> None:
     m = new_marker()
     r = driver.run(balloon(m), limits={"memory_max": 256 * MiB})
     assert r.exit_code == 137 and r.oom_killed and int(r.stdout.split()[-1]) < 1024, r
+    assert survivors(m) == []
+
+
+@pytest.mark.parametrize("payload", [socket_balloon, pipe_balloon], ids=["sockets", "pipes"])
+def test_unprivileged_kernel_buffers_count_against_the_memory_bound(driver, payload) -> None:
+    """Without a cgroup: 1 GiB queued in socketpairs or pipes under a 256 MiB bound is killed
+    by the init's watchdog, and the result says oom_killed."""
+    m = new_marker()
+    with HostWatch(m) as host:
+        results, info = driver.run_session(
+            [payload(m, 1024), "echo next"], limits={"memory_max": 256 * MiB}
+        )
+    held, after = results
+    assert info["cgroups"] == "", info
+    assert held.exit_code == 137 and held.oom_killed, held
+    assert int(held.stdout.split()[-1]) < 1024, held
+    assert after.stdout == "next\n", after
+    assert host.memory_drop() <= 256 * MiB + 768 * MiB, host
     assert survivors(m) == []
 
 

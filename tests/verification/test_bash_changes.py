@@ -25,6 +25,11 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def reg(data: bytes, mode: int = 0o644) -> str:
+    """A regular file's digest as change detection records it: permission bits and bytes."""
+    return f"file:{mode:04o}:{sha(data)}"
+
+
 def run(root: Path, action: Callable[[], object], **kwargs: int) -> MutationLedger:
     """Snapshots around ``action`` and records what it changed, as a session does for bash."""
     ledger = MutationLedger()
@@ -57,8 +62,8 @@ def test_digests_of_each_kind_of_path(workspace: Path) -> None:
         "link": "symlink:" + sha(b"src/a.py"),
         "old.txt": "deleted",
         "src": "dir:0755",
-        "src/a.py": sha(b"print(1)\n"),
-        "tool.sh": "exec:" + sha(b"#!/bin/sh\n"),
+        "src/a.py": reg(b"print(1)\n"),
+        "tool.sh": reg(b"#!/bin/sh\n", 0o755),
     }
     assert {e.tool for e in ledger.entries()} == {"bash"}
 
@@ -80,7 +85,7 @@ def test_what_is_not_read(workspace: Path) -> None:
     digests = as_dict(ledger)
     for path in (".env", "config/.npmrc", "alias", "shared", "fifo", "big.bin"):
         assert digests[path].startswith("meta:"), path
-    assert digests["small.txt"] == sha(b"ok")
+    assert digests["small.txt"] == reg(b"ok")
     assert digests["config"].startswith("dir:")
     assert sha(b"TOKEN=hunter2") not in str(digests)
 
@@ -109,7 +114,7 @@ def test_bash_entries_replace_tool_entries(workspace: Path) -> None:
     before = WorkspaceSnapshot.take(workspace)
     (workspace / "a.py").write_text("v2")
     record_bash_changes(ledger, before, WorkspaceSnapshot.take(workspace), workspace)
-    assert ledger.entries() == (LedgerEntry("bash", "a.py", sha(b"v2")),)
+    assert ledger.entries() == (LedgerEntry("bash", "a.py", reg(b"v2")),)
 
 
 def test_a_directory_swapped_for_a_symlink_is_not_followed(workspace: Path, tmp_path: Path) -> None:
@@ -199,16 +204,16 @@ def test_bash_changes_end_to_end(
     digests = as_dict(ledger)
     assert digests.pop("pipe").startswith("meta:")
     assert digests == {
-        "edit.txt": sha(b"after\n"),
+        "edit.txt": reg(b"after\n"),
         "gone.txt": "deleted",
         "link": "symlink:" + sha(b"pkg/sub/mod.py"),
         "move.txt": "deleted",
-        "moved.txt": sha(b"moving\n"),
+        "moved.txt": reg(b"moving\n"),
         "pkg": "dir:0755",
         "pkg/sub": "dir:0755",
-        "pkg/sub/mod.py": sha(b"x = 1\n"),
-        "run.sh": "exec:" + sha(b"#!/bin/sh\n"),
-        "same.txt": sha(b"BBBB"),
+        "pkg/sub/mod.py": reg(b"x = 1\n"),
+        "run.sh": reg(b"#!/bin/sh\n", 0o755),
+        "same.txt": reg(b"BBBB"),
     }
     assert {e.tool for e in ledger.entries()} == {"bash"}
 

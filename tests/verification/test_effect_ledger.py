@@ -143,11 +143,23 @@ def test_malformed_records_are_refused(tool: object, path: object, digest: objec
 def test_every_digest_form_is_accepted() -> None:
     ledger = MutationLedger()
     for i, digest in enumerate(
-        [H1, "exec:" + H1, "symlink:" + H1, "meta:" + H1, "dir:0755", "deleted"]
+        [
+            H1,
+            "exec:" + H1,
+            "file:0644:" + H1,
+            "file:4755:" + H1,
+            "symlink:" + H1,
+            "meta:" + H1,
+            "dir:0755",
+            "deleted",
+        ]
     ):
         ledger.record("bash", f"p{i}", digest)
     ledger.record("mcp__server__tool", ".", "meta:" + H2)
-    assert len(ledger) == 7
+    assert len(ledger) == 9
+    for bad in ("file:644:" + H1, "file:0844:" + H1, "file:0644" + H1, "file:0644:"):
+        with pytest.raises(LedgerError):
+            ledger.record("bash", "q", bad)
 
 
 def test_it_is_a_mutation_recorder() -> None:

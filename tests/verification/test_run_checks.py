@@ -223,3 +223,30 @@ def test_unconfined_checks_are_watched_everywhere(workspace: Path) -> None:
     )
     assert not report.passed
     assert ledger.get(".git/hooks-pre-commit") is not None
+
+
+def test_a_tracker_that_cannot_vouch_fails_the_integrity_check(
+    workspace: Path, real_sandbox: Sandbox
+) -> None:
+    """Directories past the watch budget: a check writing through a mapping there would
+    change no metadata and no watch would name the file, so the comparison cannot pass."""
+    from codeward.verification import SnapshotTracker, _inotify
+
+    sandbox = real_sandbox(workspace)
+    for d in range(4):
+        (workspace / f"d{d}").mkdir()
+    tracker = SnapshotTracker(workspace, watch_hub=_inotify.WatchHub(budget=2))
+    try:
+        ledger = MutationLedger()
+        spec = CheckSpec("ok", "command", "true")
+        report = run_checks(
+            sandbox, [spec], "0" * 64, workspace_root=workspace, ledger=ledger, tracker=tracker
+        )
+    finally:
+        tracker.close()
+    integrity = {c.id: c for c in report.checks}["workspace-unchanged"]
+    assert integrity.status == "failed" and integrity.required
+    assert "cannot be vouched for" in integrity.evidence and "watch budget" in integrity.evidence
+    assert not report.passed
+    entry = ledger.get(".")
+    assert entry is not None and entry.tool == "verify"

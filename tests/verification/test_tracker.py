@@ -11,6 +11,7 @@ command scripts, is tests/verification/test_tracker_differential.py.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -24,7 +25,14 @@ from pathlib import Path
 import pytest
 
 from codeward import _native
-from codeward.verification import SnapshotTracker, WorkspaceSnapshot, _inotify, _tracker
+from codeward.verification import (
+    MutationLedger,
+    SnapshotTracker,
+    WorkspaceSnapshot,
+    _inotify,
+    _tracker,
+    record_bash_changes,
+)
 
 pytestmark = pytest.mark.skipif(
     not hasattr(_native, "inotify_init"), reason="the tracker's events need Linux inotify"
@@ -187,6 +195,8 @@ def test_the_watch_budget_falls_back_to_reading_those_directories(workspace: Pat
         snap = assert_same(tracker, workspace)
         assert snap.incremental and "watch budget (3) is spent" in (snap.fallback or "")
         assert snap.directories_read >= 10  # the unwatched ones, every time
+        # no watch there names a file written through a shared mapping: not certain
+        assert snap.uncertain is not None and "shared mapping" in snap.uncertain
         assert assert_same(tracker, workspace).directories_read >= 10
     finally:
         tracker.close()
@@ -206,7 +216,9 @@ def test_a_queue_overflow_walks_the_tree(tracked) -> None:
         os.close(os.open(flood / f"{i}", os.O_CREAT | os.O_WRONLY, 0o600))
     snap = assert_same(tracker, root)
     assert not snap.incremental and "overflowed" in (snap.fallback or "")
-    assert assert_same(tracker, root).incremental
+    assert snap.uncertain is not None and "overflowed" in snap.uncertain  # events were lost
+    again = assert_same(tracker, root)
+    assert again.incremental and again.uncertain is None
 
 
 def test_no_inotify_instance_means_a_walk_every_time(workspace: Path, monkeypatch) -> None:
@@ -463,3 +475,47 @@ def test_a_tracker_collected_while_the_hub_is_busy_does_not_deadlock(workspace: 
     thread.join(10)
     assert done.is_set(), "the finalizer deadlocked on the hub's lock"
     assert hub.watches() == 0, "the collected tracker's watches were not released"
+
+
+@pytest.mark.parametrize("parent", ["/dev/shm", None])
+def test_a_write_through_a_shared_mapping_is_a_change(tmp_path: Path, parent: str | None) -> None:
+    """On tmpfs a shared writable mapping changes the bytes and no metadata at all; the
+    file's close after writing (when the mapping goes) names it, and the diff reports it."""
+    import mmap
+
+    if parent is not None and not os.path.isdir(parent):
+        pytest.skip(f"no {parent}")
+    root = Path(tempfile.mkdtemp(dir=parent or tmp_path))
+    try:
+        (root / "src").mkdir()
+        target = root / "src" / "app.py"
+        target.write_bytes(b"answer = 42\n")
+        (root / "src" / "other.py").write_bytes(b"x = 1\n")
+        tracker = SnapshotTracker(root)
+        before = tracker.snapshot()
+        st = target.stat()
+        fd = os.open(target, os.O_RDWR)
+        mapped = mmap.mmap(fd, 0)
+        os.close(fd)
+        assert mapped[:6] == b"answer"
+        tracker.snapshot()  # the descriptor's close is not the mapping's
+        mapped[:6] = b"ANSWER"
+        mapped.close()
+        after = tracker.snapshot()
+        if parent == "/dev/shm":
+            now = target.stat()
+            assert (now.st_mtime_ns, now.st_ctime_ns) == (st.st_mtime_ns, st.st_ctime_ns)
+        changes = before.diff(after)
+        assert [(c.path, c.kind) for c in changes] == [("src/app.py", "modified")]
+        ledger = MutationLedger()
+        record_bash_changes(ledger, before, after, root)
+        entry = ledger.get("src/app.py")
+        assert entry is not None and entry.content_digest.endswith(
+            hashlib.sha256(b"ANSWER = 42\n").hexdigest()
+        )
+        # a file only read is no change
+        (root / "src" / "other.py").read_bytes()
+        assert after.diff(tracker.snapshot()) == []
+        tracker.close()
+    finally:
+        shutil.rmtree(root)

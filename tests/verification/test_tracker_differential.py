@@ -106,7 +106,7 @@ def test_random_scripts_the_tracker_equals_a_full_walk(tmp_path: Path) -> None:
             call = ToolCall(f"s{n}", "bash", {"command": script, "timeout": 20_000})
             outcome = session.invoke(call)
             assert outcome.result is not None and outcome.result.success, (script, outcome)
-            tracked = session._bash_snapshot[0]  # type: ignore[index]  # the "after" it took
+            tracked = session._observer._baseline  # type: ignore[union-attr]  # the "after" it took
             now = WorkspaceSnapshot.take(root)
             assert tracked.same_as(now), _explain(script, tracked, now)
             assert tracked.diff(now) == []
@@ -170,7 +170,7 @@ def test_a_hard_link_made_and_removed_again_is_not_missed(tmp_path: Path) -> Non
         assert out.result.metadata["hard_linked"] is True
         detection = out.result.metadata["change_detection"]
         assert not detection["incremental"] and "link()" in detection["fallback"]
-        tracked = session._bash_snapshot[0]  # type: ignore[index]
+        tracked = session._observer._baseline  # type: ignore[union-attr]
         assert tracked.same_as(WorkspaceSnapshot.take(root))
         assert "quiet/code.py" in {e.path for e in session._ledger.entries()}
         after = session.invoke(ToolCall("n", "bash", {"command": "echo y > busy/log"}))
@@ -217,7 +217,7 @@ def test_a_write_through_a_shared_mapping_is_not_missed(tmp_path: Path) -> None:
         out = session.invoke(ToolCall("m", "bash", {"command": writer}))
         assert out.result is not None and out.result.success, out
         assert out.result.metadata["change_detection"]["incremental"]
-        tracked = session._bash_snapshot[0]  # type: ignore[index]
+        tracked = session._observer._baseline  # type: ignore[union-attr]
         assert tracked.same_as(WorkspaceSnapshot.take(root))
         assert (root / "quiet" / "data.bin").read_bytes()[:4] == b"evil"
         assert "quiet/data.bin" in {e.path for e in session._ledger.entries()}

@@ -229,3 +229,62 @@ def test_type_errors(gate: VerificationGate) -> None:
         gate.complete_turn(None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         VerificationGate(object())  # type: ignore[arg-type]
+
+
+def test_a_completed_turn_starts_the_next_one(gate: VerificationGate) -> None:
+    digest = change(gate)
+    gate.add_report(report(digest, "passed"))
+    outcome = gate.complete_turn("done")
+    assert outcome.completed and outcome.turn == 1
+    # the next turn: empty ledger, no report, no waiver
+    assert gate.turn == 2 and gate.ledger.is_empty() and gate.reports() == ()
+    assert change(gate) == digest  # the same change again, in a turn that did not verify it
+    again = gate.complete_turn()
+    assert not again.completed and again.missing[0].startswith("no verification report")
+
+
+def test_a_waiver_completes_its_turn_once(gate: VerificationGate) -> None:
+    digest = change(gate)
+    gate.waive(digest, "reviewed")
+    assert gate.complete_turn().completed and gate.turn == 2 and gate.waivers() == ()
+    assert change(gate) == digest
+    assert not gate.complete_turn().completed  # the waiver stayed with its turn
+
+
+def test_an_empty_turn_completes_and_advances(gate: VerificationGate) -> None:
+    assert gate.complete_turn().completed and gate.turn == 2
+    assert gate.complete_turn().completed and gate.turn == 3
+
+
+def test_reports_and_waivers_of_an_ended_turn_are_refused(gate: VerificationGate) -> None:
+    turn = gate.turn
+    digest = change(gate)
+    gate.new_turn()
+    assert gate.turn == turn + 1
+    assert change(gate) == digest
+    assert gate.add_report(report(digest, "passed"), turn=turn) is False
+    assert gate.reports() == ()
+    with pytest.raises(WaiverError, match="has ended"):
+        gate.waive(digest, "seen in the old turn", turn=turn)
+    assert not gate.complete_turn().completed
+    assert gate.add_report(report(digest, "passed"), turn=gate.turn) is True
+    assert gate.complete_turn().completed
+
+
+def test_a_change_recorded_while_deciding_is_not_dropped() -> None:
+    ledger = MutationLedger()
+    gate = VerificationGate(ledger)
+    digest = change(gate)
+    gate.add_report(report(digest, "passed"))
+    # a writer records between the digest being read and the ledger being cleared
+    assert ledger.clear_if(EMPTY_EFFECT_DIGEST) is False and len(ledger) == 1
+    ledger.record("bash", "b.py", sha(b"late"))
+    outcome = gate.complete_turn()
+    assert not outcome.completed and len(ledger) == 2 and gate.turn == 1
+
+
+def test_the_summary_names_the_turn(gate: VerificationGate) -> None:
+    assert gate.summary()["turn"] == 1
+    gate.complete_turn()
+    assert gate.summary()["turn"] == 2
+    assert gate.complete_turn().to_dict()["turn"] == 2

@@ -11,7 +11,10 @@ class CommandOutput {
    * command's status, 128+N when signal N ended it, 124 on a timeout or a
    * cancellation, 125 when the sandbox refused or failed to start
    * (setupError says why). oomKilled: the sandbox reached its memory bound
-   * and a process of the command was killed for it. sandboxed is false only
+   * and a process of the command was killed for it. outlived: something of
+   * the command may have run after this result (a process that could not be
+   * reaped after SIGKILL, or a sandbox killed by force): treat the workspace
+   * as changed. sandboxed is false only
    * for the process host. neutralized lists what the sandbox found hostile
    * in the workspace and did not follow or mount for this run. execStopped
    * says what the exec check stopped ({decision: 'deny' | 'ask', rule,
@@ -30,6 +33,7 @@ class CommandOutput {
     this.cancelled = fields.cancelled ?? false;
     this.durationMs = fields.durationMs ?? 0;
     this.oomKilled = fields.oomKilled ?? false;
+    this.outlived = fields.outlived ?? false;
     this.neutralized = Object.freeze([...(fields.neutralized ?? [])]);
     this.execStopped = fields.execStopped ? Object.freeze({ ...fields.execStopped }) : null;
     Object.freeze(this);
@@ -56,6 +60,7 @@ function fromRaw(raw, backend, sandboxed) {
     cancelled: raw.cancelled,
     durationMs: raw.durationUs / 1000,
     oomKilled: raw.oomKilled,
+    outlived: raw.outlived ?? false,
     // one line each (their control bytes are '?' already)
     neutralized: raw.neutralized ? raw.neutralized.replace(/\n$/, '').split('\n') : [],
     execStopped: raw.execStopped ?? null,

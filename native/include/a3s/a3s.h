@@ -902,6 +902,16 @@ typedef struct a3s_exec_options {
 /* Flag in a3s_process_result_view.flags: the exec check stopped a program of
  * the command (exec_stop_* say which and by which rule); exit_code is 126. */
 #define A3S_RESULT_EXEC_STOPPED (1ull << 8)
+/* Flag in a3s_process_result_view.flags: something of the command may have
+ * run after this result: a process of it was still there after SIGKILL and
+ * a short reap time (held in uninterruptible sleep: a hung device or network
+ * file system, a frozen cgroup), or the sandbox itself had to be killed by
+ * force (then A3S_RESULT_HARD_LINKED is set too: what the init knew is lost).
+ * The result is not held back for it: it returns within timeout_ms +
+ * kill_grace_ms + 0.5 s; the process dies as it wakes (its SIGKILL is
+ * pending), but an operation it was in may still complete. A caller tracking
+ * the workspace must treat it as changed and read the whole tree again. */
+#define A3S_RESULT_OUTLIVED (1ull << 9)
 
 /* Checks the configuration and binds a handle to the workspace. Nothing is
  * probed or run here: see a3s_sandbox_probe. The init (init_path) is read

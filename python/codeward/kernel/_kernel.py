@@ -151,6 +151,10 @@ class _Denied(Exception):
         self.kind = kind
 
 
+# Kinds whose calls cannot change the workspace (read-only tools, read-only git).
+_NO_WRITES = frozenset({ToolKind.READ, ToolKind.GIT})
+
+
 class InvocationKernel:
     """Decides and runs the calls of one session. Sessions own one each; hosts never build it."""
 
@@ -166,6 +170,7 @@ class InvocationKernel:
         recorder: MutationRecorder | None,
         host_sandbox_factory: Callable[[], BashSandbox],
         bash_observer: Callable[[Callable[[], ToolResult], bool], ToolResult] | None = None,
+        write_observer: Callable[[str, Callable[[], ToolResult]], ToolResult] | None = None,
         release_placeholders: Callable[[], None] | None = None,
         network_mediator: Callable[[], NetworkMediator] | None = None,
     ) -> None:
@@ -178,6 +183,9 @@ class InvocationKernel:
         self.recorder = recorder
         self.host_sandbox_factory = host_sandbox_factory
         self.bash_observer = bash_observer
+        # every other call that may write (write tools, downloads, MCP and host tools,
+        # launches) is snapshotted around too: the ledger books what it changed to it
+        self.write_observer = write_observer
         self.release_placeholders = release_placeholders
         self.network_mediator = network_mediator
 
@@ -649,6 +657,8 @@ class InvocationKernel:
         try:
             if tool.kind is ToolKind.BASH and self.bash_observer is not None:
                 result = self.bash_observer(run, s.escalated)
+            elif tool.kind not in _NO_WRITES and self.write_observer is not None:
+                result = self.write_observer(tool.name, run)
             else:
                 result = run()
         except Exception as exc:  # run_tool maps everything; this is a last line of defence

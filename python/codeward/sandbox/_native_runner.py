@@ -292,6 +292,7 @@ class _CoreSandbox(SandboxBase):
             "neutralized": tuple(raw["neutralized"].split("\n")) if raw["neutralized"] else (),
             "oom_killed": raw["oom_killed"],
             "hard_linked": raw["hard_linked"],
+            "outlived": raw["outlived"],
             "policy_changed": raw["policy_changed"],
             "exec_stopped": raw["exec_stopped"],
         }

@@ -50,6 +50,11 @@ class CommandOutput:
     native sandbox watches them): a hard link, even one removed again, can
     change a file where no directory watch sees it, so the session's change
     detection reads the whole workspace after such a command.
+    ``outlived`` says something of the command may have run after this
+    result: a process of it could not be reaped after SIGKILL (uninterruptible
+    sleep), or the sandbox had to be killed by force. The result is not held
+    back for it (it returns within the timeout, the kill grace and 0.5 s); the
+    session counts the workspace as changed and reads it whole again.
     ``sandboxed`` is False only for the process host, which has no boundary.
     ``policy_changed`` says the command was pinned to a sandbox policy
     digest (a network grant) and the policy had changed: nothing ran
@@ -79,6 +84,7 @@ class CommandOutput:
     hard_linked: bool = False
     policy_changed: bool = False
     exec_stopped: ExecStop | None = None
+    outlived: bool = False
 
     @property
     def ok(self) -> bool:

@@ -49,7 +49,11 @@ from ..verification import (
     record_bash_changes,
     run_checks,
 )
+from ..verification._changes import record_unknown_change
+from ..verification._grammar import is_tool_name
+from ..verification._run import VERIFY_TOOL
 from ..workspace import Workspace
+from ._observer import EXTERNAL_TOOL, Sync, WorkspaceObserver
 from ._options import SessionOptions, SessionOptionsError
 from ._task import TaskRunner, TaskTool
 
@@ -62,6 +66,11 @@ _HARD_LINKED = (
     "a file where no directory watch sees it"
 )
 _ENTRY_ORIGINS = (Origin.MODEL, Origin.WORKFLOW, Origin.HOST_GOVERNED)
+# Why a call's "after" snapshot cannot vouch for the workspace: something of it may still run.
+_OUTLIVED = (
+    "something of the command may have run after its result (a process that could not be "
+    "killed in time, or a sandbox killed by force): what it changed is not known for certain"
+)
 
 
 class SessionClosed(CodewardError, RuntimeError):
@@ -79,7 +88,17 @@ class Agent:
 
 
 class Session:
-    """A workspace, its sandbox, its tools, and the kernel every call goes through."""
+    """A workspace, its sandbox, its tools, and the kernel every call goes through.
+
+    Turns (docs/verification.md, "Turns"): each call that may write is
+    snapshotted around and books what it changed in the turn's ledger;
+    ``verify()`` binds a report to the effect digest; ``complete_turn()``
+    compares the workspace now with what was booked and completes only on an
+    empty ledger, a passing report or a host ``waive()`` for exactly that
+    digest, and a completed turn starts the next one (``turn`` + 1, an empty
+    ledger, no reports or waivers). ``new_turn()`` ends a turn uncompleted;
+    ``verification_summary()`` shows the host where the turn stands.
+    """
 
     def __init__(self, workspace: str | os.PathLike[str], options: SessionOptions) -> None:
         if not isinstance(options, SessionOptions):
@@ -101,10 +120,10 @@ class Session:
         self._confirmations = ConfirmationManager(options.confirmation_policy)
         self._ledger = MutationLedger()
         self._gate = VerificationGate(self._ledger)
-        self._tool_changes = 0  # changes the tools recorded: each one invalidates the bash snapshot
-        self._bash_snapshot: tuple[WorkspaceSnapshot, int] | None = None
-        self._snapshot_lock = threading.Lock()
         self._tracking = _Tracking(self._workspace.root, self.sandbox)
+        self._observer = WorkspaceObserver(
+            self._workspace.root, self._ledger, self._tracking.tracker
+        )
         self._lock = threading.Lock()
         self._scope = CallScope(
             "session",
@@ -452,6 +471,7 @@ class Session:
         child._confirmations = self._confirmations
         child._ledger = self._ledger  # a child's changes are the parent's turn's changes
         child._tracking = self._tracking
+        child._observer = self._observer
         child._gate = self._gate
         child._lock = threading.Lock()
         child._scope = CallScope(
@@ -508,10 +528,25 @@ class Session:
         return self._hooks.count()
 
     # -- verification ------------------------------------------------------------------
+    #
+    # The turn lifecycle (docs/verification.md, "Turns"): a turn starts with an empty
+    # ledger; every call that may write is snapshotted around and books what it changed;
+    # changes between calls are booked to ``external``; verify() binds a report to the
+    # effect digest of the workspace as it is; complete_turn() brings the ledger up to date
+    # with the workspace and completes only on an empty ledger, a passing report or a host
+    # waiver for exactly that digest, and a completed turn starts the next one.
+
+    @property
+    def turn(self) -> int:
+        """The current turn's number: 1 for the first, one more after each completed turn
+        or ``new_turn()``. Reports and waivers belong to the turn they were made in."""
+        return self._gate.turn
 
     @property
     def effect_digest(self) -> str:
-        """The digest of everything the current turn changed (see docs/verification.md)."""
+        """The digest of everything the current turn changed, the workspace as it is now
+        (changes made outside any call are booked first; see docs/verification.md)."""
+        self._observer.sync(EXTERNAL_TOOL, may_write=False)
         return self._ledger.effect_digest()
 
     def verify(
@@ -520,8 +555,14 @@ class Session:
         """Runs the workspace's checks in the sandbox; the report is bound to the current digest.
 
         ``cancel`` (``is_set()``) stops the running check and fails the rest.
+        The ledger is brought up to date with the workspace first, so the
+        digest is the workspace's as the checks see it. A report whose turn
+        ended while the checks ran is returned but not kept: it vouches for a
+        turn that is over.
         """
         self._ensure_open()
+        turn = self._gate.turn
+        self._observer.sync(EXTERNAL_TOOL, may_write=False)
         specs = detect_checks(
             self.workspace,
             configured=self.options.verification_checks,
@@ -537,75 +578,98 @@ class Session:
             tracker=self._tracking.tracker(),
             cancel=cancel,
         )
-        self._gate.add_report(report)
+        # the checks' own changes are booked by run_checks (to "verify"), their declared
+        # outputs (cargo's target/) by no one: the baseline moves past both
+        self._observer.sync(VERIFY_TOOL, ignore=lambda path: any(spec.owns(path) for spec in specs))
+        self._gate.add_report(report, turn=turn)
         return report
 
     def complete_turn(self, text: str = "") -> TurnOutcome:
-        """Completes the turn only if nothing changed, or the change is verified or waived."""
+        """Completes the turn only if nothing changed, or the change is verified or waived.
+
+        The workspace is compared with the state last booked first (through
+        the incremental snapshot), so a change by any writer since the report
+        or the waiver moves the digest and the turn needs new evidence. A
+        completed turn starts the next one: an empty ledger, no reports, no
+        waivers (``TurnOutcome.turn`` is the turn completed).
+        """
+        self._observer.sync(EXTERNAL_TOOL, may_write=False)
         return self._gate.complete_turn(text)
 
-    def waive(self, effect_digest: str, reason: str) -> Waiver:
-        """Host only: accept exactly this effect digest without a passing report."""
-        return self._gate.waive(effect_digest, reason)
+    def waive(self, effect_digest: str, reason: str, *, turn: int | None = None) -> Waiver:
+        """Host only: accept exactly this effect digest, in this turn, without a passing report.
+
+        It binds to that digest alone: a later change needs a new waiver, and
+        the next turn starts without it. ``turn`` (as ``verification_summary()``
+        showed it) refuses the waiver if that turn has ended meanwhile. The
+        waiver does not complete the turn: ``complete_turn()`` does, if the
+        workspace is still exactly what was waived.
+        """
+        return self._gate.waive(effect_digest, reason, turn=turn)
 
     def verification_reports(self) -> list[VerificationReport]:
+        """This turn's reports, oldest first (stale ones included)."""
         return list(self._gate.reports())
 
     def verification_summary(self) -> dict[str, Any]:
+        """A JSON-ready view for the host: the turn number, the ledger as the workspace is
+        now, this turn's reports and waivers, and what ``complete_turn`` would decide."""
+        self._observer.sync(EXTERNAL_TOOL, may_write=False)
         return self._gate.summary()
 
     def new_turn(self) -> list[VerificationReport]:
-        """Starts a new turn: an empty ledger; returns the closed turn's reports."""
+        """Ends the turn without completing it and starts the next: an empty ledger; returns
+        the ended turn's reports. What changed up to now belongs to the ended turn."""
+        self._observer.sync(EXTERNAL_TOOL, may_write=False)
         return list(self._gate.new_turn())
 
     def _observe_bash(self, run: Callable[[], ToolResult], escalated: bool) -> ToolResult:
-        """Runs a bash call between two workspace snapshots and records what it changed.
+        """Runs a bash call between two syncs of the workspace and books what it changed.
 
-        The snapshot taken after one bash call serves as the "before" of the
-        next, unless a tool recorded a change in between (it is then taken
-        again, so the tool's change is not booked to bash). A change made
-        outside the session between two bash calls is booked to the second:
-        the turn's effect then covers the workspace as it is, which is what a
-        verification must see. An escalated call (outside the sandbox) can
-        touch the protected names too, so its snapshots include them, and are
-        walks of the whole tree. Otherwise the session's tracker re-reads only
-        the directories the command changed; the result's metadata
-        (``change_detection``) says how the "after" snapshot was taken.
+        With a tracker the workspace is synced first (what changed since the
+        last call is booked to ``external``, not to this command); without
+        one, a walk per call is what it costs, so the last sync stands for the
+        "before" and a change made meanwhile is booked to the command. A
+        command that called link() makes the "after" a walk; one whose
+        sandbox was killed by force, or a call that raised, counts as an
+        unknown change and makes the next snapshot a walk too. An escalated
+        call (outside the sandbox) can touch the protected names, so it is
+        also compared by walks that include them. The result's metadata
+        (``change_detection``) says how the "after" snapshot was taken and
+        why, if so, it could not vouch for the workspace.
         """
-        skip = () if escalated else None
-        with self._snapshot_lock:
-            cached, self._bash_snapshot = self._bash_snapshot, None
-        fresh = cached is not None and not escalated and cached[1] == self._tool_changes
-        before = cached[0] if fresh and cached is not None else self._snapshot(skip)
+        if self._observer.tracked:
+            self._observer.sync(EXTERNAL_TOOL, may_write=False)
+        wide = _wide_snapshot(self.workspace) if escalated else None
         result: ToolResult | None = None
         try:
             result = run()
         finally:
             linked = result is None or result.metadata.get("hard_linked", False) is not False
-            after = self._snapshot(skip, linked=linked)
-            record_bash_changes(self._ledger, before, after, self.workspace)
-            if not escalated:
-                with self._snapshot_lock:
-                    self._bash_snapshot = (after, self._tool_changes)
+            sync = self._observer.sync(
+                "bash",
+                walk=_HARD_LINKED if linked else None,
+                uncertain=_uncertainty(result),
+            )
+            if escalated:
+                _record_wide(self._ledger, wide, self.workspace)
         assert result is not None
-        detection = {
-            "incremental": after.incremental,
-            "directories_read": after.directories_read,
-            "fallback": after.fallback,
-        }
-        return dataclasses.replace(
-            result, metadata={**result.metadata, "change_detection": detection}
-        )
+        return _with_detection(result, sync)
 
-    def _snapshot(
-        self, skip_top: tuple[str, ...] | None, *, linked: bool = False
-    ) -> WorkspaceSnapshot:
-        if skip_top is None:
-            tracker = self._tracking.tracker()
-            if tracker is not None:
-                return tracker.snapshot(walk=_HARD_LINKED if linked else None)
-            return WorkspaceSnapshot.take(self.workspace)
-        return WorkspaceSnapshot.take(self.workspace, skip_top=skip_top)
+    def _observe_write(self, name: str, run: Callable[[], ToolResult]) -> ToolResult:
+        """Runs a call that may write (a write tool, a download, an MCP or host tool, a
+        launch) between two syncs: what the workspace shows changed is booked to it, with
+        every permission bit, whatever the tool itself reported."""
+        tool = name if is_tool_name(name) else "tool"
+        if self._observer.tracked:
+            self._observer.sync(EXTERNAL_TOOL, may_write=False)
+        result: ToolResult | None = None
+        try:
+            result = run()
+        finally:
+            sync = self._observer.sync(tool, uncertain=_uncertainty(result))
+        assert result is not None
+        return _with_detection(result, sync)
 
     # -- life cycle --------------------------------------------------------------------
 
@@ -691,6 +755,7 @@ class Session:
             recorder=_ToolRecorder(self),
             host_sandbox_factory=lambda: ProcessHostBashSandbox(root),
             bash_observer=observe,
+            write_observer=lambda name, run: _alive(me)._observe_write(name, run),
             release_placeholders=lambda: _alive(me)._release_placeholders(),
             network_mediator=lambda: _alive(me)._network_mediator(),
         )
@@ -762,18 +827,53 @@ def _alive(ref: weakref.ref[Session]) -> Session:
 
 
 class _ToolRecorder:
-    """Books a tool's change in the ledger and tells the bash observer its snapshot is stale.
+    """Books a tool's change in the ledger (holding the session weakly: Session._make_kernel).
 
-    It holds the session weakly (see Session._make_kernel)."""
+    A tool reports the bytes it wrote; the call's "after" sync (every call
+    that may write is observed) then records the path as change detection
+    sees it, under the same tool: type, every permission bit, bytes. So a
+    tool's rewrite with the verified bytes of a file whose mode changed does
+    not bring back the verified digest.
+    """
 
     def __init__(self, session: Session) -> None:
         self._session = weakref.ref(session)
 
     def record(self, tool: str, path: str, content_digest: str) -> None:
-        session = _alive(self._session)
-        session._ledger.record(tool, path, content_digest)
-        with session._snapshot_lock:
-            session._tool_changes += 1
+        _alive(self._session)._ledger.record(tool, path, content_digest)
+
+
+def _uncertainty(result: ToolResult | None) -> str | None:
+    """Why a call's result cannot vouch that nothing of it still runs or wrote unseen."""
+    if result is None:
+        return "the call raised before it returned a result: what it changed is unknown"
+    if result.metadata.get("outlived"):
+        return _OUTLIVED
+    return None
+
+
+def _with_detection(result: ToolResult, sync: Sync) -> ToolResult:
+    meta = dict(result.metadata)
+    meta["change_detection"] = sync.to_dict()
+    if sync.uncertain:
+        meta["workspace_uncertain"] = list(sync.uncertain)
+    return dataclasses.replace(result, metadata=meta)
+
+
+def _wide_snapshot(root: str) -> WorkspaceSnapshot | None:
+    """A walk including the protected names (for an escalated call), or None if it fails."""
+    try:
+        return WorkspaceSnapshot.take(root, skip_top=())
+    except CodewardError:
+        return None
+
+
+def _record_wide(ledger: MutationLedger, before: WorkspaceSnapshot | None, root: str) -> None:
+    after = _wide_snapshot(root)
+    if before is None or after is None:
+        record_unknown_change(ledger)
+        return
+    record_bash_changes(ledger, before, after, root)
 
 
 class SkillSession:

@@ -283,6 +283,7 @@ def result_of(name: str, out: CommandOutput, timeout_ms: int, *, escalated: bool
         "duration_ms": out.duration_ms,
         "oom_killed": out.oom_killed,
         "hard_linked": out.hard_linked,
+        "outlived": out.outlived,
     }
     if out.policy_changed:  # pinned to a policy digest that is no longer the sandbox's
         metadata["policy_changed"] = True

@@ -41,10 +41,12 @@ __all__ = [
     "DEFAULT_HASH_BUDGET_BYTES",
     "DEFAULT_MAX_FILE_BYTES",
     "Recorder",
+    "file_digest",
     "path_digest",
     "record_bash_changes",
     "record_changes",
     "record_unknown_change",
+    "unknown_digest",
 ]
 
 BASH_TOOL = "bash"
@@ -71,14 +73,23 @@ class _Budget:
         return size <= self.per_file and size <= self.left
 
 
+def file_digest(mode: int, sha256_hex: str) -> str:
+    """A regular file's content digest as change detection records it: every permission bit
+    (``chmod u-x`` or ``0200`` is a change a check can observe) and the bytes."""
+    return f"file:{mode & 0o7777:04o}:{sha256_hex}"
+
+
 def _meta(st: os.stat_result) -> str:
     fields = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
     return "meta:" + hashlib.sha256("|".join(map(str, fields)).encode()).hexdigest()
 
 
-def _unknown() -> str:
+def unknown_digest() -> str:
     """A digest no other state shares: for a change whose result cannot be described."""
     return "meta:" + hashlib.sha256(secrets.token_bytes(32)).hexdigest()
+
+
+_unknown = unknown_digest
 
 
 @contextmanager
@@ -131,7 +142,7 @@ def _file_digest(dirfd: int, name: str, st: os.stat_result, budget: _Budget) -> 
         os.close(fd)
     if hexdigest is None:
         return _unknown()
-    return ("exec:" if opened.st_mode & 0o111 else "") + hexdigest
+    return file_digest(stat.S_IMODE(opened.st_mode), hexdigest)
 
 
 def _digest_at(root_fd: int, path: str, budget: _Budget) -> str:
@@ -230,6 +241,10 @@ def record_changes(
                 digest = DELETED
             else:
                 digest = _digest_at(root_fd, change.path, budget)
+                if change.content_only and digest.startswith("meta:"):
+                    # its metadata did not move and its bytes were not read: only a
+                    # digest no other state shares says that it may have changed
+                    digest = _unknown()
             ledger.record(tool, change.path, digest)
     finally:
         os.close(root_fd)

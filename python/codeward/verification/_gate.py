@@ -11,16 +11,22 @@ Anything else is an incomplete outcome listing what is missing. A change
 after verification moves the digest, so the report becomes stale; restoring
 the verified state restores the digest, and the report counts again.
 
-Reports and waivers belong to one turn. :meth:`VerificationGate.new_turn`
-clears the ledger and drops them (it returns the turn's reports for the
-host's history): a report or waiver of an earlier turn vouched for the
-workspace as it was then, and a later turn reaching the same digest started
-from a different workspace. ``waive`` and ``add_report`` are host
-operations: the session must never expose them to a model.
+Turns are explicit and numbered (``turn``, from 1). A turn ends when
+``complete_turn`` completes it (nothing changed, a passing report, or a
+waiver): the same call starts the next turn, atomically with the decision
+(the ledger is cleared only if it still holds exactly the state decided on).
+:meth:`VerificationGate.new_turn` ends a turn without completing it. Either
+way the turn's reports and waivers are dropped (``new_turn`` returns the
+reports for the host's history): a report or waiver of an earlier turn
+vouched for the workspace as it was then, and a later turn reaching the same
+digest started from a different workspace. A report or waiver made for one
+turn (``turn=``) is refused in another. ``waive`` and ``add_report`` are
+host operations: the session must never expose them to a model.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -52,12 +58,14 @@ class Waiver:
     effect_digest: str
     reason: str
     created_at: str = field(default_factory=utc_now)
+    turn: int = 0
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "effect_digest": self.effect_digest,
             "reason": self.reason,
             "created_at": self.created_at,
+            "turn": self.turn,
         }
 
 
@@ -69,6 +77,7 @@ class TurnOutcome:
     latest passing one, else the latest one), ``waiver`` the waiver bound to
     it; ``missing`` lists, when incomplete, each thing that would have to
     change (empty when completed). ``text`` is the assistant's final text.
+    ``turn`` is the turn decided on; a completed outcome started turn + 1.
     """
 
     completed: bool
@@ -79,6 +88,7 @@ class TurnOutcome:
     report: VerificationReport | None = None
     waiver: Waiver | None = None
     text: str = ""
+    turn: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +99,7 @@ class TurnOutcome:
             "missing": list(self.missing),
             "report": None if self.report is None else self.report.to_dict(),
             "waiver": None if self.waiver is None else self.waiver.to_dict(),
+            "turn": self.turn,
         }
 
 
@@ -112,17 +123,33 @@ class VerificationGate:
         self._lock = threading.Lock()
         self._reports: list[VerificationReport] = []
         self._waivers: dict[str, Waiver] = {}
+        self._turn = 1
 
     @property
     def ledger(self) -> MutationLedger:
         return self._ledger
 
-    def add_report(self, report: VerificationReport) -> None:
-        """Keeps ``report`` for this turn; it counts while its digest is the current one."""
+    @property
+    def turn(self) -> int:
+        """The current turn's number (1 for the first; each completed or new turn adds one)."""
+        with self._lock:
+            return self._turn
+
+    def add_report(self, report: VerificationReport, *, turn: int | None = None) -> bool:
+        """Keeps ``report`` for this turn; it counts while its digest is the current one.
+
+        ``turn`` is the turn the checks ran in (``gate.turn`` read before they
+        started): a report that arrives after that turn ended is dropped and
+        False returned, since it vouches for a workspace the new turn did not
+        start from.
+        """
         if not isinstance(report, VerificationReport):
             raise TypeError(f"add_report needs a VerificationReport, not {type(report).__name__}")
         with self._lock:
+            if turn is not None and turn != self._turn:
+                return False
             self._reports.append(report)
+            return True
 
     def reports(self) -> tuple[VerificationReport, ...]:
         """This turn's reports, oldest first, stale ones included."""
@@ -134,11 +161,14 @@ class VerificationGate:
         with self._lock:
             return tuple(self._waivers.values())
 
-    def waive(self, effect_digest: str, reason: str) -> Waiver:
+    def waive(self, effect_digest: str, reason: str, *, turn: int | None = None) -> Waiver:
         """Accepts exactly ``effect_digest`` without a passing report (host only).
 
-        The waiver binds to that digest alone: any further change needs a new
-        one. A blank reason or a malformed digest raises :class:`WaiverError`.
+        The waiver binds to that digest alone, in this turn alone: any further
+        change needs a new one, and the next turn starts without it. ``turn``
+        (the number the host saw in ``summary()``) refuses the waiver when that
+        turn has ended meanwhile. A blank reason, a malformed digest or another
+        turn raises :class:`WaiverError`.
         """
         if not is_sha256_hex(effect_digest):
             raise WaiverError(
@@ -151,24 +181,52 @@ class VerificationGate:
                 f"waiver refused: the reason must be at most {MAX_WAIVER_REASON} characters, "
                 "without NUL"
             )
-        waiver = Waiver(effect_digest, reason.strip())
         with self._lock:
+            if turn is not None and turn != self._turn:
+                raise WaiverError(
+                    f"waiver refused: turn {turn} has ended, the current turn is {self._turn}"
+                )
+            waiver = Waiver(effect_digest, reason.strip(), turn=self._turn)
             self._waivers[effect_digest] = waiver
         return waiver
 
     def complete_turn(self, text: str = "") -> TurnOutcome:
-        """Whether the turn may complete now; never completes on ``text`` alone."""
+        """Whether the turn may complete now; never completes on ``text`` alone.
+
+        A completed outcome ends the turn and starts the next one: an empty
+        ledger, no reports, no waivers. The ledger is cleared only if it still
+        holds the state decided on (a change recorded meanwhile is decided
+        again), so no change is dropped unverified.
+        """
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, not {type(text).__name__}")
-        return self._complete(self._ledger.effect_digest(), text)
+        while True:
+            digest = self._ledger.effect_digest()
+            with self._lock:
+                outcome = self._decide_locked(digest, text)
+                if not outcome.completed:
+                    return outcome
+                if self._ledger.clear_if(digest):
+                    self._end_turn_locked()
+                    return outcome
+
+    def _decide_locked(self, digest: str, text: str) -> TurnOutcome:
+        empty = digest == EMPTY_EFFECT_DIGEST  # only the empty ledger hashes the empty string
+        waiver = self._waivers.get(digest)
+        other_waivers = [w for d, w in self._waivers.items() if d != digest]
+        outcome = _decide(digest, empty, list(self._reports), waiver, other_waivers, text)
+        return dataclasses.replace(outcome, turn=self._turn)
 
     def _complete(self, digest: str, text: str) -> TurnOutcome:
-        empty = digest == EMPTY_EFFECT_DIGEST  # only the empty ledger hashes the empty string
         with self._lock:
-            reports = list(self._reports)
-            waiver = self._waivers.get(digest)
-            other_waivers = [w for d, w in self._waivers.items() if d != digest]
-        return _decide(digest, empty, reports, waiver, other_waivers, text)
+            return self._decide_locked(digest, text)
+
+    def _end_turn_locked(self) -> tuple[VerificationReport, ...]:
+        closed = tuple(self._reports)
+        self._reports.clear()
+        self._waivers.clear()
+        self._turn += 1
+        return closed
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready view for the host: the ledger (its first ``SUMMARY_ENTRIES``
@@ -177,6 +235,7 @@ class VerificationGate:
         digest, entries = self._ledger.state()
         outcome = self._complete(digest, "")
         return {
+            "turn": outcome.turn,
             "effect_digest": digest,
             "ledger": {
                 "empty": not entries,
@@ -207,14 +266,12 @@ class VerificationGate:
         }
 
     def new_turn(self) -> tuple[VerificationReport, ...]:
-        """Starts a new turn: clears the ledger, drops this turn's reports and waivers,
-        and returns the reports for the host to archive."""
+        """Ends the turn without completing it and starts the next: clears the ledger,
+        drops this turn's reports and waivers, and returns the reports for the host to
+        archive. (A completed ``complete_turn`` does this itself.)"""
         with self._lock:
-            closed = tuple(self._reports)
-            self._reports.clear()
-            self._waivers.clear()
             self._ledger.clear()
-        return closed
+            return self._end_turn_locked()
 
 
 def _decide(

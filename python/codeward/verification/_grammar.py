@@ -3,8 +3,11 @@
 A content digest describes the current state of one workspace path:
 
     <64 hex>            sha256 of a regular file's bytes (what the file tools report)
-    exec:<64 hex>       the same, for a regular file with an execute bit
-                        (bash change detection only: a chmod +x is a change)
+    exec:<64 hex>       the same, for a regular file with an execute bit (the
+                        form of earlier versions; still accepted)
+    file:<4 octal>:<64 hex>
+                        a regular file's permission bits and bytes (what change
+                        detection records: a chmod is a change a check can see)
     symlink:<64 hex>    sha256 of a symlink's target, which is never followed
     dir:<4 octal>       a directory and its permission bits (``dir:0755``)
     meta:<64 hex>       a file whose bytes were not read (a credential name, a
@@ -32,7 +35,9 @@ DELETED = "deleted"
 WHOLE_WORKSPACE = "."
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_CONTENT = re.compile(r"(?:(?:exec:|symlink:|meta:)?[0-9a-f]{64}|dir:[0-7]{4}|deleted)")
+_CONTENT = re.compile(
+    r"(?:(?:exec:|symlink:|meta:|file:[0-7]{4}:)?[0-9a-f]{64}|dir:[0-7]{4}|deleted)"
+)
 _TOOL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}")
 
 

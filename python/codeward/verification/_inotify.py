@@ -8,7 +8,9 @@ instance and inode, so two trackers watching one directory share it; the
 hub counts who holds each watch and removes it when the last one lets go.
 
 Events are read only when a tracker takes a snapshot (``drain``): each one
-marks its watch "dirty" in every tracker that holds it. A queue overflow
+marks its watch "dirty" in every tracker that holds it, and a file closed
+after being opened for writing (``IN_CLOSE_WRITE``) is named to them: a
+write through a shared mapping may have changed its bytes and nothing else. A queue overflow
 (``IN_Q_OVERFLOW``: the kernel dropped events) is told to every tracker,
 which then walks its whole tree once. Watches are bounded by a budget (a
 quarter of ``fs.inotify.max_user_watches`` by default) so that trackers
@@ -58,13 +60,14 @@ WATCH_MASK = (
 )
 _OVERFLOW = getattr(_native, "IN_Q_OVERFLOW", 0)
 _GONE = getattr(_native, "IN_IGNORED", 0)
+_CLOSE_WRITE = getattr(_native, "IN_CLOSE_WRITE", 0)
 DEFAULT_BUDGET = 8192  # when fs.inotify.max_user_watches cannot be read
 
 
 class Listener(Protocol):
     """A tracker, as the hub sees it."""
 
-    def note_events(self, wds: set[int], gone: set[int]) -> None: ...
+    def note_events(self, wds: set[int], gone: set[int], written: set[tuple[int, str]]) -> None: ...
     def note_overflow(self) -> None: ...
 
 
@@ -241,6 +244,9 @@ class WatchHub:
                 return
             dirty: dict[int, set[int]] = {}
             gone: dict[int, set[int]] = {}
+            # (wd, name) of every file closed after being opened for writing: its content
+            # may have changed through a shared mapping without its metadata moving
+            written: dict[int, set[tuple[int, str]]] = {}
             overflow = False
             while True:
                 try:
@@ -252,12 +258,16 @@ class WatchHub:
                 offset = 0
                 while offset + _EVENT.size <= len(data):
                     wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                    raw = data[offset + _EVENT.size : offset + _EVENT.size + length]
                     offset += _EVENT.size + length
                     if mask & _OVERFLOW:
                         overflow = True
                         continue
+                    name = os.fsdecode(raw.rstrip(b"\0")) if mask & _CLOSE_WRITE else ""
                     for ident in self._holders.get(wd, ()):
                         dirty.setdefault(ident, set()).add(wd)
+                        if name:
+                            written.setdefault(ident, set()).add((wd, name))
                         if mask & _GONE:
                             gone.setdefault(ident, set()).add(wd)
                     if mask & _GONE:  # the kernel removed the watch itself
@@ -269,7 +279,9 @@ class WatchHub:
             if overflow:
                 notify.append(listener.note_overflow)
             if ident in dirty:
-                listener.note_events(dirty[ident], gone.get(ident, set()))
+                listener.note_events(
+                    dirty[ident], gone.get(ident, set()), written.get(ident, set())
+                )
         for call in notify:
             call()
 

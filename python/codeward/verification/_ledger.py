@@ -74,7 +74,7 @@ def _check(tool: object, path: object, content_digest: object) -> None:
     if not is_content_digest(content_digest):
         raise LedgerError(
             f"content digest {content_digest!r} for {path!r} refused: expected the sha256 hex "
-            "of the new content, 'deleted', or one of the exec:/symlink:/meta:/dir: forms"
+            "of the new content, 'deleted', or one of the file:/exec:/symlink:/meta:/dir: forms"
         )
 
 
@@ -136,6 +136,16 @@ class MutationLedger:
         with self._lock:
             self._entries.clear()
             self._digest = EMPTY_EFFECT_DIGEST
+
+    def clear_if(self, effect_digest: str) -> bool:
+        """Forgets every entry if the effect digest is still ``effect_digest``; False (and
+        nothing forgotten) if a change was recorded since it was read."""
+        with self._lock:
+            if self._current_digest() != effect_digest:
+                return False
+            self._entries.clear()
+            self._digest = EMPTY_EFFECT_DIGEST
+            return True
 
     def __len__(self) -> int:
         with self._lock:

@@ -74,6 +74,7 @@ def _run_one(
     cancel: Any,
     risks: list[str],
     linked: list[bool],
+    lost: list[str],
 ) -> VerificationCheck:
     timeout = spec.timeout_ms or timeout_ms
     started = time.monotonic()
@@ -93,7 +94,13 @@ def _run_one(
             (time.monotonic() - started) * 1000,
         )
     status, headline = _outcome(out, timeout)
-    linked.append(getattr(out, "hard_linked", False) is True)
+    outlived = getattr(out, "outlived", False) is True
+    linked.append(getattr(out, "hard_linked", False) is True or outlived)
+    if outlived:
+        lost.append(
+            f"something of check {spec.id} may have run after its result (a process that "
+            "could not be killed in time)"
+        )
     if not out.sandboxed:
         risks.append(
             f"check {spec.id} ran without a sandbox (backend {out.backend}): "
@@ -133,8 +140,20 @@ def _integrity(
     root: str,
     ledger: MutationLedger | None,
     risks: list[str],
+    outlived: list[str],
 ) -> VerificationCheck:
     """Whether the checks left the workspace as they found it, outside their outputs."""
+    lost = [*outlived, *(s.uncertain for s in (before, after) if s.uncertain)]
+    if lost:
+        if ledger is not None:
+            record_unknown_change(ledger, tool=VERIFY_TOOL)
+        return VerificationCheck(
+            INTEGRITY_CHECK_ID,
+            "integrity",
+            True,
+            "failed",
+            "what the checks changed cannot be vouched for: " + "; ".join(dict.fromkeys(lost)),
+        )
     if not (before.complete and after.complete):
         if ledger is not None:
             record_unknown_change(ledger, tool=VERIFY_TOOL)
@@ -238,12 +257,15 @@ def run_checks(
     skip_top: Collection[str] = PROTECTED_NAMES if getattr(sandbox, "sandboxed", False) else ()
     before = None if root is None else _snapshot(root, skip_top, tracker)
     linked: list[bool] = []
+    lost: list[str] = []
     checks = [
-        _run_one(sandbox, s, timeout_ms, evidence_chars, cancel, risks, linked) for s in specs
+        _run_one(sandbox, s, timeout_ms, evidence_chars, cancel, risks, linked, lost) for s in specs
     ]
     if root is not None and before is not None:
         after = _snapshot(root, skip_top, tracker, linked=any(linked))
-        checks.append(_integrity(specs, before, after, root, ledger, risks))
+        if lost and tracker is not None:
+            tracker.force_walk(lost[0])  # what outlived the checks may still write
+        checks.append(_integrity(specs, before, after, root, ledger, risks, lost))
     else:
         risks.append("the workspace was not compared before and after the checks (no root given)")
     if not any(s.required for s in specs):

@@ -107,6 +107,8 @@ class Change:
     path: str
     kind: ChangeKind
     file_type: FileType
+    # the metadata did not move, but the file was closed after writing (see diff)
+    content_only: bool = False
 
 
 class WorkspaceSnapshot:
@@ -145,6 +147,8 @@ class WorkspaceSnapshot:
         self._fallback = fallback
         self._count = sum(map(len, dirs.values())) if count is None else count
         self._read = len(dirs) if directories_read is None else directories_read
+        self._uncertain: str | None = None  # set by the tracker that made it
+        self._standing = False  # the uncertainty is a lasting condition, not an event
 
     @classmethod
     def take(
@@ -201,6 +205,21 @@ class WorkspaceSnapshot:
         """Why a tracker walked the whole tree for this snapshot instead of re-reading
         only what changed (None when it did not, and for :meth:`take`)."""
         return self._fallback
+
+    @property
+    def uncertain(self) -> str | None:
+        """Why this snapshot cannot vouch that nothing changed unseen since the previous one
+        of its tracker (events lost, a forced walk after lost certainty, directories no watch
+        covers), or None. A caller treats the workspace as changed (fail closed)."""
+        return self._uncertain
+
+    @property
+    def uncertainty_is_standing(self) -> bool:
+        """True when ``uncertain`` names a lasting condition (directories no watch covers)
+        rather than something that happened since the previous snapshot (lost events, a
+        forced walk): it says what a writer *could* have done unseen, so it matters after a
+        call that could write, not between calls."""
+        return self._standing
 
     @property
     def directories_read(self) -> int:
@@ -269,14 +288,24 @@ class WorkspaceSnapshot:
                 f"cannot compare snapshots of different workspaces ({self.root} and {after.root})"
             )
         keys: Iterable[str] | None = None
+        written: set[str] = set()
         if self._lineage is not None and after._lineage is not None:
             log, since = self._lineage
             other_log, until = after._lineage
             if log is other_log:
                 keys = log.changed_between(since, until)
+                written = log.written_between(since, until)
         if keys is None:
             keys = self._dirs.keys() | after._dirs.keys()
         changes: list[Change] = []
+        for path in written:
+            # closed after writing, metadata unchanged: the bytes may still have changed
+            # (a shared mapping written on tmpfs moves neither size, mtime nor ctime)
+            head, _, name = path.rpartition("/")
+            old_state = self._dirs.get(head, {}).get(name)
+            same = old_state is not None and old_state == after._dirs.get(head, {}).get(name)
+            if same and old_state is not None and _type_of(old_state) == "file":
+                changes.append(Change(path, "modified", "file", content_only=True))
         blind = after._unreadable
         empty: dict[str, bytes] = {}
         for key in keys:
@@ -316,14 +345,27 @@ class _ChangeLog:
     def __init__(self, size: int = 4096) -> None:
         self._size = size
         self._entries: dict[int, frozenset[str]] = {}
+        self._written: dict[int, frozenset[str]] = {}
         self._next = 1
 
-    def add(self, keys: frozenset[str]) -> int:
+    def add(self, keys: frozenset[str], written: frozenset[str] = frozenset()) -> int:
         generation = self._next
         self._next += 1
         self._entries[generation] = keys
         self._entries.pop(generation - self._size, None)
+        if written:
+            self._written[generation] = written
+        self._written.pop(generation - self._size, None)
         return generation
+
+    def written_between(self, a: int, b: int) -> set[str]:
+        """Files closed after writing in the snapshots after ``a`` up to ``b``."""
+        low, high = min(a, b), max(a, b)
+        out: set[str] = set()
+        for generation, paths in list(self._written.items()):
+            if low < generation <= high:
+                out |= paths
+        return out
 
     def changed_between(self, a: int, b: int) -> set[str] | None:
         low, high = min(a, b), max(a, b)

@@ -68,6 +68,10 @@ EVENTFUL_FILE_SYSTEMS = frozenset(
 )
 
 
+_NOT_EVENTFUL = "a file system without change events"
+_OVERFLOW = "the inotify queue overflowed: events were lost (fs.inotify.max_queued_events)"
+
+
 def _inode(st: os.stat_result) -> int:
     return (st.st_dev << 64) | st.st_ino
 
@@ -217,7 +221,9 @@ class SnapshotTracker:
         self._events = threading.Lock()  # guards what the hub tells us; taken last, never held
         self._pending: set[int] = set()
         self._gone: set[int] = set()
+        self._written: set[tuple[int, str]] = set()
         self._overflowed = False
+        self._forced: str | None = None
         self._state: _State | None = None
         self._log = _ChangeLog()
         self._id = self._hub.register(self)
@@ -239,14 +245,23 @@ class SnapshotTracker:
 
     # -- what the hub tells us (any thread) --------------------------------------------
 
-    def note_events(self, wds: set[int], gone: set[int]) -> None:
+    def note_events(self, wds: set[int], gone: set[int], written: set[tuple[int, str]]) -> None:
         with self._events:
             self._pending |= wds
             self._gone |= gone
+            self._written |= written
 
     def note_overflow(self) -> None:
         with self._events:
             self._overflowed = True
+
+    def force_walk(self, reason: str) -> None:
+        """Makes the next snapshot a walk of the whole tree, for ``reason``, and says it lost
+        certainty (``snapshot.uncertain``): called when something may have changed the
+        workspace where no event shows it (a snapshot that failed, a command that outlived
+        its result)."""
+        with self._events:
+            self._forced = self._forced or reason
 
     # -- snapshots ---------------------------------------------------------------------
 
@@ -261,18 +276,55 @@ class SnapshotTracker:
                 with self._events:
                     pending, self._pending = self._pending, set()
                     gone, self._gone = self._gone, set()
+                    written, self._written = self._written, set()
                     overflowed, self._overflowed = self._overflowed, False
+                    forced, self._forced = self._forced, None
                 state = self._state
-                reason = walk if state is not None and walk else None
+                # named before the watches are renumbered by a refresh or a walk
+                paths = self._written_paths(state, written)
+                uncertain = forced
+                if overflowed and state is not None:
+                    uncertain = uncertain or _OVERFLOW
+                reason = (walk or forced) if state is not None else None
                 reason = reason or self._why_walk(state, root_fd, overflowed)
+                snapshot = None
                 if state is not None and reason is None:
                     try:
-                        return self._refresh(state, root_fd, pending, gone)
+                        snapshot = self._refresh(state, root_fd, pending, gone, paths)
                     except _Rebuild as exc:
                         reason = str(exc)
-                return self._rebuild(root_fd, reason)
+                if snapshot is None:
+                    snapshot = self._rebuild(root_fd, reason, paths)
+                assert self._state is not None
+                if uncertain is not None:
+                    snapshot._uncertain = uncertain
+                else:
+                    snapshot._uncertain = self._blind_reason(self._state)
+                    snapshot._standing = snapshot._uncertain is not None
+                return snapshot
             finally:
                 os.close(root_fd)
+
+    @staticmethod
+    def _written_paths(state: _State | None, written: set[tuple[int, str]]) -> frozenset[str]:
+        if state is None or not written:
+            return frozenset()
+        return frozenset(
+            _join(key, name) for wd, name in written for key in state.by_wd.get(wd, ())
+        )
+
+    @staticmethod
+    def _blind_reason(state: _State) -> str | None:
+        """Why some directory's files could change without any sign, or None: a directory
+        past the watch budget or the kernel's limit is re-read, but a write through a shared
+        mapping there changes no metadata and no watch names the file."""
+        why = {r for r in state.unwatched.values() if r != _NOT_EVENTFUL}
+        if not why:
+            return None
+        return (
+            "directories without a watch (" + "; ".join(sorted(why)) + "): a write through a "
+            "shared mapping there would change no metadata"
+        )
 
     def _why_walk(self, state: _State | None, root_fd: int, overflowed: bool) -> str | None:
         """Why the last snapshot cannot be brought up to date, or None if it can."""
@@ -284,7 +336,7 @@ class SnapshotTracker:
         if state.pid != os.getpid() or state.generation != generation:
             return "the inotify instance was made anew (a new process after fork)"
         if overflowed:
-            return "the inotify queue overflowed: events were lost (fs.inotify.max_queued_events)"
+            return _OVERFLOW
         if state.mounts != self._hub.mount_generation():
             return "the mount table changed: a mount or unmount sends no inotify event"
         st = os.fstat(root_fd)
@@ -294,7 +346,9 @@ class SnapshotTracker:
             return "the last snapshot was incomplete"
         return None
 
-    def _rebuild(self, root_fd: int, reason: str | None) -> WorkspaceSnapshot:
+    def _rebuild(
+        self, root_fd: int, reason: str | None, written: frozenset[str] = frozenset()
+    ) -> WorkspaceSnapshot:
         """A walk of the whole tree, watching every directory again."""
         old = self._state
         state = _State()
@@ -315,7 +369,9 @@ class SnapshotTracker:
         if reason is None and unavailable is not None and old is not None:
             reason = f"change events are unavailable: {unavailable}"
         self._state = state
-        return self._publish(state, set(state.dirs), walker.read_count, reason, incremental=False)
+        return self._publish(
+            state, set(state.dirs), walker.read_count, reason, incremental=False, written=written
+        )
 
     def _publish(
         self,
@@ -325,6 +381,7 @@ class SnapshotTracker:
         reason: str | None,
         *,
         incremental: bool,
+        written: frozenset[str] = frozenset(),
     ) -> WorkspaceSnapshot:
         if reason is None and state.unwatched:
             reason = self._unwatched_reason(state)
@@ -334,7 +391,7 @@ class SnapshotTracker:
             frozenset(state.unreadable),
             state.complete,
             frozenset(state.skipped),
-            lineage=(self._log, self._log.add(frozenset(changed))),
+            lineage=(self._log, self._log.add(frozenset(changed), written)),
             incremental=incremental,
             fallback=reason,
             directories_read=read,
@@ -364,7 +421,7 @@ class SnapshotTracker:
         self._drop(state, key)  # a directory replaced under the same name
         state.nodes[key] = node
         if not eventful:
-            state.unwatched[key] = "a file system without change events"
+            state.unwatched[key] = _NOT_EVENTFUL
             return
         try:
             wd = self._hub.watch(self._id, fd)
@@ -415,7 +472,12 @@ class SnapshotTracker:
     # -- bringing the last snapshot up to date -----------------------------------------
 
     def _refresh(
-        self, state: _State, root_fd: int, pending: set[int], gone: set[int]
+        self,
+        state: _State,
+        root_fd: int,
+        pending: set[int],
+        gone: set[int],
+        written: frozenset[str] = frozenset(),
     ) -> WorkspaceSnapshot:
         """The last snapshot with the marked directories read again (``state`` is updated;
         every directory it publishes is a new dict, so earlier snapshots stay as they were)."""
@@ -429,7 +491,7 @@ class SnapshotTracker:
         for wd in pending:
             dirty.update(state.by_wd.get(wd, ()))
         if not dirty:
-            return self._publish(state, set(), 0, None, incremental=True)
+            return self._publish(state, set(), 0, None, incremental=True, written=written)
         state.dirs = dict(state.dirs)
         state.touched = set()
         walker = _TrackingWalker(self, state, state.dirs)
@@ -440,7 +502,9 @@ class SnapshotTracker:
                 self._relist(state, walker, root_fd, key, changed, relisted)
         self._relink(state, walker, root_fd, changed, relisted)
         state.complete = walker.complete
-        return self._publish(state, changed, walker.read_count, None, incremental=True)
+        return self._publish(
+            state, changed, walker.read_count, None, incremental=True, written=written
+        )
 
     def _open(self, state: _State, root_fd: int, key: str) -> int:
         """A descriptor of directory ``key``, reached without following a symlink, each step

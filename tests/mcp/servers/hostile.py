@@ -28,6 +28,7 @@ MODE:
                  right-to-left override; its second tool's name is not plain ASCII
   probe          tries to write ./probe.txt and to connect to 127.0.0.1:<port> (the call's
                  "port" argument); answers with what happened and its GIVEN variable
+  timer          answers each call at once, and ARG seconds later writes ./timer.txt
 """
 
 from __future__ import annotations
@@ -168,11 +169,18 @@ def on_call(ident: int, params: dict) -> None:
     if MODE == "probe":
         send({"jsonrpc": "2.0", "id": ident, "result": {"content": [probe(params)]}})
         return
+    if MODE == "timer":
+        threading.Timer(float(ARG), write_later).start()
     if MODE == "asks-client":
         send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
         send({"jsonrpc": "2.0", "id": "s2", "method": "roots/list"})
     text = json.dumps(params.get("arguments", {}))
     send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
+
+
+def write_later() -> None:
+    with open("timer.txt", "w") as f:
+        f.write("written after the call answered")
 
 
 def probe(params: dict) -> dict:
