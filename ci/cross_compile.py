@@ -65,6 +65,8 @@ EXT_FLAGS = [
     "-std=c11", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden", "-O2", "-DA3S_BUILDING",
     "-DPy_LIMITED_API=0x030A0000", INCLUDE,
 ]  # fmt: skip
+# MSVC, which builds the Windows wheel, has no variable-length arrays: refused here first
+MSVC_GUARD = ["-Wvla"]
 ABI3 = "cp310-abi3"
 MACOS_MIN = "11.0"  # the wheels' macosx_11_0 tags say the same
 # what a .pyd linked by zig cc may import besides python3.dll: the Universal CRT and kernel32
@@ -216,7 +218,7 @@ def windows_extension(
     """_native.pyd linked against python3.dll; returns it and the Python symbols it imports."""
     include = windows_headers(out)
     glue = out / "_native.o"
-    run([*cc, *EXT_FLAGS, f"-I{include}", "-c", str(GLUE), "-o", str(glue)])
+    run([*cc, *EXT_FLAGS, *MSVC_GUARD, f"-I{include}", "-c", str(GLUE), "-o", str(glue)])
     definition, names = python3_def(glue, include, out)
     implib = out / "libpython3.a"
     run([*zig, "dlltool", "-m", "i386:x86-64", "-d", str(definition), "-l", str(implib)])
@@ -327,7 +329,8 @@ def main() -> None:
             out = Path(tmp) / target.zig
             out.mkdir()
             cc = [*zig, "cc", "-target", target.zig]
-            core = compile_all(cc, FLAGS, SOURCES, out)
+            flags = FLAGS if target.macos else [*FLAGS, *MSVC_GUARD]
+            core = compile_all(cc, flags, SOURCES, out)
             if target.macos:
                 library = out / "liba3s.dylib"
                 run([*cc, "-shared", *map(str, core), "-o", str(library)])
