@@ -137,15 +137,19 @@ def dist(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def cross(session: nox.Session) -> None:
-    """The C core (and the Python extension, the Go package) for macOS and Windows, with zig cc.
+    """The C core, the Python wheels and the Go package for macOS and Windows, with zig cc.
+
+    ci/cross_compile.py links the abi3 extension for macOS x86_64/arm64 (dynamic lookup) and
+    Windows x86_64 (against python3.dll), checks its exports and imports, and packs and checks
+    the wheels (``nox -s cross -- --wheel-dir DIR`` keeps them).
 
     Also runs the core as every platform but Linux builds it (make test-other): the portable API
     works, every process and sandbox call is A3S_E_UNSUPPORTED naming the platform.
     """
     for tool in ("llvm-nm", "llvm-readobj", "go", "make"):
         _require(session, tool)
-    session.install("-c", CONSTRAINTS, "ziglang")
-    session.run("python", "ci/cross_compile.py")
+    session.install("-c", CONSTRAINTS, "ziglang", "wheel", "setuptools")
+    session.run("python", "ci/cross_compile.py", *session.posargs)
     session.run("make", "-C", "native", "test-other", external=True)
 
 

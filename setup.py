@@ -1,9 +1,16 @@
 """The C extension (the C core plus its CPython glue, abi3) and, on Linux, the a3s-init program.
 
-Everything else about the package lives in pyproject.toml. On Linux both binaries are linked
-stripped (-s): a wheel carries no debug information. a3s-init is linked statically unless
-A3S_INIT_DYNAMIC=1; on a machine without a static C library the build stops at once with one
-line naming the package to install (docs/packaging.md).
+Everything else about the package lives in pyproject.toml. Per system: Linux builds the
+extension with the init's digest and the init (the native sandbox's PID 1); macOS builds the
+extension alone (its sandbox is Seatbelt, /usr/bin/sandbox-exec, and needs no program of ours;
+INIT_SHA256 is None); Windows builds the extension with MSVC, exporting the C ABI
+(A3S_BUILDING), and nothing sandboxes there. ci/cross_compile.py builds the same extension for
+macOS and Windows with zig cc, and docs/packaging.md says what each wheel does.
+
+On Linux both binaries are linked stripped (-s): a wheel carries no debug information.
+a3s-init is linked statically unless A3S_INIT_DYNAMIC=1; on a machine without a static C
+library the build stops at once with one line naming the package to install
+(docs/packaging.md).
 """
 
 import hashlib

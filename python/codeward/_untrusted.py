@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 import stat
 
+from ._platform import O_CLOEXEC, O_NOCTTY, O_NOFOLLOW, O_NONBLOCK
+
 __all__ = ["read_small_file"]
 
-_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
 
 
 def read_small_file(dirfd: int, name: str, max_bytes: int) -> bytes | None:

@@ -35,6 +35,8 @@ import stat
 import time
 import zlib
 
+from .._platform import DIR_FLAGS
+
 __all__ = [
     "MAX_AGE_S",
     "cache_dir",
@@ -58,7 +60,7 @@ _SETTINGS = (
     "/proc/sys/kernel/random/boot_id",
     "/sys/kernel/security/lsm",
 )
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = DIR_FLAGS
 
 
 def _identity(path: str | None) -> str:

@@ -6,6 +6,7 @@ import os
 import sys
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
+from .._platform import platform_name
 from ._native_runner import NativeBashSandbox, ProcessHostBashSandbox
 
 TYPE_CHECKING = False  # on `codeward exec`'s path: annotations cost no import
@@ -99,6 +100,10 @@ def select_sandbox(
     SandboxUnavailable at once: the caller gets an enforcing boundary or an
     error (the environment's opt-in is then ignored, and the argument
     ``allow_process_host_sandbox=True`` is refused as a contradiction).
+
+    On a system with no boundary at all (Windows; Linux has the native sandbox, macOS
+    Seatbelt) there is nothing to probe and no process host: without a ``sandbox_handle``
+    this raises SandboxUnavailable naming the system, opt-in or not.
     """
     if sandbox_handle is not None:
         if not callable(getattr(sandbox_handle, "exec", None)):
@@ -134,7 +139,17 @@ def select_sandbox(
         if cause is None:
             return SeatbeltBashSandbox(path)
     else:
-        cause = f"the native sandbox is not supported on this platform ({sys.platform})"
+        # no boundary and no process host (the C runner is Linux only): refused here, not at
+        # the first command, whatever the opt-in says
+        system = platform_name()
+        cause = f"codeward has no sandbox on {system} in this version"
+        raise SandboxUnavailable(
+            f"no sandbox for workspace {path}: {cause} (the native sandbox needs Linux "
+            "namespaces, seccomp and Landlock, macOS has Seatbelt) and commands cannot run on "
+            f"the process host there either; bash needs Linux or macOS, or a sandbox_handle",
+            workspace=path,
+            cause=cause,
+        )
     if strict:
         raise unavailable_error(path, cause)
     if allow_process_host_sandbox or process_host_opted_in():

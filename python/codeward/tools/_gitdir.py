@@ -33,6 +33,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from .._platform import DIR_FLAGS, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from ..workspace import Workspace
 from ._base import ErrorKind
 from ._failure import ToolError
@@ -42,8 +43,8 @@ __all__ = ["MAX_CONFIG_BYTES", "Repository", "open_repository"]
 MAX_CONFIG_BYTES = 1 << 20
 _MAX_ALTERNATES_BYTES = 64 << 10
 _MAX_ALTERNATE_DEPTH = 5  # git's own limit on chained alternates
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIR = DIR_FLAGS
+_FILE = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
 _CONFIG_FILES = ("config", "config.worktree")
 _INCLUDES = ("include.", "includeif.")
 

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
+from .._platform import DIR_FLAGS, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from ..workspace import workspace_reason
 from ._errors import SnapshotError
 from ._grammar import DELETED, WHOLE_WORKSPACE
@@ -53,8 +54,8 @@ BASH_TOOL = "bash"
 DEFAULT_MAX_FILE_BYTES = 256 << 20
 DEFAULT_HASH_BUDGET_BYTES = 1 << 30
 _CHUNK = 1 << 20
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIR_FLAGS = DIR_FLAGS
+_FILE_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
 
 
 class Recorder(Protocol):

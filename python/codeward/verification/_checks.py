@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .._platform import DIR_FLAGS
 from .._untrusted import read_small_file
 from ._errors import CheckSpecError
 from ._grammar import path_problem
@@ -43,7 +44,7 @@ _NPM_PLACEHOLDER = "no test specified"
 _PYPROJECT_PYTEST = re.compile(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*pytest[ \t]*[.\]]", re.M)
 _SETUP_CFG_PYTEST = re.compile(r"^[ \t]*\[[ \t]*tool:pytest[ \t]*\]", re.M)
 _TOX_PYTEST = re.compile(r"^[ \t]*\[[ \t]*pytest[ \t]*\]", re.M)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = DIR_FLAGS
 
 PYTEST_COMMAND = "python3 -B -m pytest -q -p no:cacheprovider"
 NPM_COMMAND = "npm test --silent"

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from .._platform import DIR_FLAGS
 from ..workspace import PROTECTED_NAMES
 from ._errors import SnapshotError
 
@@ -62,7 +63,6 @@ FileType = Literal["file", "symlink", "directory", "other"]
 # 64 bits (``touch -d 2400-01-01``), in seconds it does.
 _STATE = struct.Struct("<IQqIqIQQ")
 _NS = 1_000_000_000
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _file_type(mode: int) -> FileType:

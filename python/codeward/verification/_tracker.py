@@ -45,11 +45,11 @@ import threading
 from collections.abc import Iterable
 
 from .. import _native
+from .._platform import DIR_FLAGS
 from ..workspace import PROTECTED_NAMES
 from ._inotify import NoWatch, WatchHub, hub
 from ._snapshot import (
     DEFAULT_MAX_ENTRIES,
-    DIR_FLAGS,
     MAX_DEPTH,
     WorkspaceSnapshot,
     _ChangeLog,

@@ -11,7 +11,6 @@ is ``.env``.
 from __future__ import annotations
 
 import os
-import pwd
 from collections.abc import Sequence
 
 __all__ = [
@@ -112,16 +111,25 @@ def workspace_reason(parts: Sequence[str]) -> str | None:
     return None
 
 
+def _account_home() -> str:
+    """The home directory of the user's account (the password database; none on Windows)."""
+    try:
+        import pwd
+    except ImportError:
+        return ""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return ""
+
+
 def home_directories() -> list[str]:
     """The home directories whose credential stores are off limits: $HOME and the user's own."""
     homes = []
     env_home = os.environ.get("HOME")
     if env_home and os.path.isabs(env_home):
         homes.append(os.path.realpath(env_home))
-    try:
-        pw_home = pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        pw_home = ""
+    pw_home = _account_home()
     if pw_home and os.path.isabs(pw_home):
         real = os.path.realpath(pw_home)
         if real not in homes:

@@ -29,7 +29,6 @@ them, and touches a destination only while it is the file the journal says
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -42,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import WorkspaceError
+from .._platform import DIR_FLAGS
 from ._workspace import Workspace
 
 __all__ = [
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 _VERSION = 1
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = DIR_FLAGS
 # <workspace key>.<pid>.<start time>.<random>.<state>; the state is the file's last suffix:
 #   writing    being written (a recovery never reads one whose writer lives)
 #   journal    complete and fsynced: the batch may have changed files
@@ -182,6 +182,8 @@ class Journal:
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(writing, flags, 0o600, dir_fd=dirfd)
+            import fcntl  # (POSIX: the workspace, opened before, refuses on Windows)
+
             fcntl.flock(fd, fcntl.LOCK_EX)  # nobody else knows the name yet: never waits
             data = json.dumps(record, separators=(",", ":")).encode()
             view = memoryview(data)
@@ -265,6 +267,8 @@ def _recover(workspace: Workspace, dirfd: int, name: str, pid: int, state: str) 
     except FileNotFoundError:
         return None  # finished meanwhile
     try:
+        import fcntl  # (POSIX: the workspace, opened before, refuses on Windows)
+
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -36,6 +36,7 @@ from .._errors import (
     PathOutsideWorkspace,
     WorkspaceError,
 )
+from .._platform import DIR_FLAGS, safe_open_unsupported
 from ._credentials import (
     HOME_STORES,
     home_directories,
@@ -47,7 +48,7 @@ from ._credentials import (
 __all__ = ["Resolved", "WalkDir", "Workspace"]
 
 _MAX_SYMLINK_HOPS = 40
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = DIR_FLAGS
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
 _HOME_FORMS = re.compile(
     r"^(~[^/]*|\$HOME|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%)(/|\\|$)", re.IGNORECASE
@@ -104,6 +105,9 @@ class Workspace:
 
     def __init__(self, root: str | os.PathLike[str], *, credential_boundary: bool = True) -> None:
         given = os.fspath(root)
+        unsupported = safe_open_unsupported()
+        if unsupported is not None:  # fail closed: no race-free walk, no file access
+            raise WorkspaceError(f"workspace {given!r} refused: {unsupported}", path=given)
         real = os.path.realpath(given)
         if not os.path.isdir(real):
             raise WorkspaceError(f"workspace {given!r} is not a directory", path=given)
