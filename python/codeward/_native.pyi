@@ -80,8 +80,8 @@ class Sandbox:
     ) -> dict[str, Any]:
         """exit_code, term_signal, timed_out, oom_killed, hard_linked, outlived (something
         of the command may have run after the result: A3S_RESULT_OUTLIVED), the truncation
-        and setup flags, exec_stopped (what the exec check stopped, or None), cancelled, policy_changed, stdout, stderr, their totals,
-        duration_us, setup_error, neutralized."""
+        and setup flags, exec_stopped (what the exec check stopped, or None), cancelled,
+        policy_changed, stdout, stderr, their totals, duration_us, setup_error, neutralized."""
     def policy(self) -> tuple[str, str]: ...
     def probe(self, timeout_ms: int) -> None: ...
     def stop(self) -> None: ...
