@@ -199,3 +199,21 @@ def test_concurrent_checks_share_one_policy() -> None:
 def test_huge_rule_is_rejected_cleanly() -> None:
     with pytest.raises(PolicyError, match="exceeds the limit"):
         PermissionPolicy(deny=["bash(" + "a" * 70_000 + ")"])
+
+
+def test_a_search_check_decides_as_its_evaluation() -> None:
+    """check() decides a search with two rule-set lookups; evaluate() builds the whole
+    evaluation: both read deny and ask rules on either form, allow rules on the strict one."""
+    policy = PermissionPolicy(
+        deny=["search(grep secret **)"],
+        allow=["search(grep ** src/**)", "search(glob **)"],
+        ask=["search(grep **src**)", "search(** tests/**)"],
+        default_decision="ask",
+    )
+    queries = ["todo", "secret", "a src/x", "x y", "src"]
+    paths = ["src/a.py", "tests/t.py", "docs", "", "src dir/x"]
+    for tool in ("search", "grep", "glob"):
+        for query in queries:
+            for path in paths:
+                args = {"mode": "grep", "query": query, "path": path}
+                assert policy.check(tool, args) is policy.evaluate(tool, args).decision, args

@@ -212,6 +212,18 @@ def _search_subject(mode: str, query: str, path: str) -> Subject:
     return Subject(f"{mode} {query} {path}", strict)
 
 
+def search_parts(tool: str, args: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A search call's mode, query and path, as its subjects are built from them."""
+    called = canonical_tool(tool)
+    mode = called if called != "search" else _text(args.get("mode"))
+    return mode, _text(args.get("query")), _path_field(args, "path")
+
+
+def search_subject(tool: str, args: Mapping[str, Any]) -> Subject:
+    """The one subject of a search call without known paths."""
+    return _search_subject(*search_parts(tool, args))
+
+
 def decision_subjects(
     tool: str, args: Mapping[str, Any] | None, paths: list[str] | None = None
 ) -> tuple[str, list[Subject]]:
@@ -227,10 +239,8 @@ def decision_subjects(
     name, subject = argument_string(tool, args)
     checked: Mapping[str, Any] = args if isinstance(args, Mapping) else {}
     if name == "search":
-        called = canonical_tool(tool)
-        mode = called if called != "search" else _text(checked.get("mode"))
-        query = _text(checked.get("query"))
-        each = paths if paths is not None else [_path_field(checked, "path")]
+        mode, query, path = search_parts(tool, checked)
+        each = paths if paths is not None else [path]
         return name, [_search_subject(mode, query, p) for p in each]
     if paths is not None and name in PATH_SUBJECT_TOOLS:
         return name, [Subject(p) for p in paths]
