@@ -217,3 +217,23 @@ def test_a_search_check_decides_as_its_evaluation() -> None:
             for path in paths:
                 args = {"mode": "grep", "query": query, "path": path}
                 assert policy.check(tool, args) is policy.evaluate(tool, args).decision, args
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "HEAD:secrets/key.txt",
+        "HEAD:./secrets/key.txt",
+        "HEAD:a/../secrets/key.txt",
+        "HEAD:secrets//key.txt",
+        "HEAD:./a/./../secrets/key.txt",
+    ],
+)
+def test_a_git_target_is_decided_on_its_normal_path(target: str) -> None:
+    """deny git(**HEAD:secrets/**) holds for every spelling of the path after the revision."""
+    policy = PermissionPolicy(deny=["git(**HEAD:secrets/**)"], default_decision="allow")
+    args = {"command": "show", "target": target}
+    assert policy.check("git", args) is Decision.DENY
+    assert policy.evaluate("git", args).decision is Decision.DENY
+    assert policy.check("git", {"command": "show", "target": "HEAD:src/a.py"}) is Decision.ALLOW
+    assert policy.check("git", {"command": "show", "target": "HEAD:../secrets/x"}) is Decision.ALLOW

@@ -222,6 +222,8 @@ class PermissionPolicy:
         if not self._enabled:
             return Decision.ALLOW
         name, subject = argument_string(tool, args)
+        if name == "git" and ":" in subject:
+            return self.evaluate(tool, args).decision  # REV:path: every spelling of the path
         if name != "search" and ("\n" not in subject or name != "read"):
             hit = self._ruleset.check(name, subject)
             return _BY_LIST_CODE[hit] if hit else self._default
