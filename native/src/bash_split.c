@@ -633,13 +633,22 @@ static bool is_glob_at(const char *code, size_t i, size_t len) {
     return false;
 }
 
+/* The bytes that end a plain run of a word: metacharacters, quotes,
+ * backslashes, expansions, patterns (and NUL). */
+static const bool WORD_STOP[256] = {
+    [0] = true,    [' '] = true, ['\t'] = true, ['\n'] = true, [';'] = true, ['&'] = true,
+    ['|'] = true,  ['<'] = true, ['>'] = true,  ['('] = true,  [')'] = true, ['\\'] = true,
+    ['\''] = true, ['"'] = true, ['$'] = true,  ['`'] = true,  ['*'] = true, ['?'] = true,
+    ['['] = true,
+};
+
 /* One word starting at code[*at]; returns its index in ctx.words. */
 static size_t lex_word(struct ctx *c, size_t si, const char *code, size_t *at, size_t len) {
     size_t i = *at, lit_start = i;
     struct word w = {.part0 = c->parts.len, .plain = true};
     c->lit.n = 0;
     size_t stop = i; /* most words hold no quote, backslash or expansion: no parts needed */
-    while (stop < len && !is_meta(code[stop]) && !strchr("\\'\"$`*?[", code[stop]))
+    while (stop < len && !WORD_STOP[(unsigned char)code[stop]])
         stop++;
     if (stop > i && (stop == len || is_meta(code[stop])) &&
         !(code[i] == '<' || code[i] == '>')) {

@@ -50,7 +50,10 @@ struct a3s_ruleset {
     struct group generic; /* tool globs and MCP server rules */
     int32_t default_list; /* a3s_ruleset_set_default; A3S_LIST_NONE: not set */
     bool bash_patterned;  /* a deny or ask rule with a pattern covers bash */
+    size_t bash_group;    /* index + 1 of the group of "bash" (0: none): checked per spelling */
 };
+
+static struct group *lookup_group(const a3s_ruleset *rs, const char *tool, size_t n);
 
 static uint64_t hash_name(const char *s, size_t n) {
     uint64_t h = 1469598103934665603ull;
@@ -75,6 +78,12 @@ static int push_index(struct index_list *l, size_t v) {
 }
 
 static struct group *find_group(const a3s_ruleset *rs, const char *tool, size_t n) {
+    if (n == 4 && memcmp(tool, "bash", 4) == 0)
+        return rs->bash_group ? &rs->groups[rs->bash_group - 1] : NULL;
+    return lookup_group(rs, tool, n);
+}
+
+static struct group *lookup_group(const a3s_ruleset *rs, const char *tool, size_t n) {
     if (!rs->table_cap)
         return NULL;
     size_t mask = rs->table_cap - 1;
@@ -105,7 +114,7 @@ static int rehash(a3s_ruleset *rs, size_t cap) {
 }
 
 static struct group *get_or_add_group(a3s_ruleset *rs, const char *tool, size_t n) {
-    struct group *g = find_group(rs, tool, n);
+    struct group *g = lookup_group(rs, tool, n);
     if (g)
         return g;
     if (rs->ngroups == rs->groups_cap) {
@@ -136,6 +145,8 @@ static struct group *get_or_add_group(a3s_ruleset *rs, const char *tool, size_t 
             slot = (slot + 1) & (rs->table_cap - 1);
         rs->table[slot] = rs->ngroups;
     }
+    if (n == 4 && memcmp(tool, "bash", 4) == 0)
+        rs->bash_group = rs->ngroups;
     return g;
 }
 
