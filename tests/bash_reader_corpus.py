@@ -12,6 +12,7 @@ and review the diff: a decision that becomes laxer needs a reason.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import sys
@@ -105,6 +106,12 @@ ADVERSARIAL: list[str] = [
     "printf -v 'a[$(git push)]' x",
     "read 'a[$(git push)]' <<< x",
     "unset 'a[$(git push)]'",
+    "test -v 'a[$(git push)]'",
+    "x='b[$(git push)]'; a[x]=1",
+    "x='a[$(git push)]'; echo $[x]",
+    "compgen -C 'git push' x",
+    "complete -C 'git push' x; compgen -C 'git push' -W y y",
+    "f() { git push; }; compgen -F f x",
     "PS4='$(git push)'; set -x; true",
     "PROMPT_COMMAND='git push' bash -i -c true",
     "BASH_ENV=<(echo git push) bash -c true",
@@ -363,12 +370,13 @@ def build() -> dict[str, object]:
 
     policies = {name: PermissionPolicy.from_dict(p) for name, p in POLICIES.items()}
     cases = []
-    for i, line in enumerate(lines()):
+    for line in lines():
+        key = hashlib.sha256(line.encode()).hexdigest()[:12]  # stable when lines are added
         for name, policy in policies.items():
             decision = policy.check("bash", {"command": line}).value
             cases.append(
                 {
-                    "name": f"reader_{i}_{name}",
+                    "name": f"reader_{key}_{name}",
                     "policy": name,
                     "tool": "bash",
                     "args": {"command": line},

@@ -584,6 +584,15 @@ static size_t dollar(struct ctx *c, size_t si, struct word *w, const char *code,
         flush_lit(c, w, *lit_start, start, code);
         add_part(c, w, P_VAR, (a3s_str){code + i + 1, k - i - 1}, (a3s_str){code + i, k - i});
         i = k;
+    } else if (next == '[') { /* $[ expression ]: the old arithmetic expansion */
+        const char *close = memchr(code + i, ']', len - i);
+        size_t end = close ? (size_t)(close - code) + 1 : len;
+        if (!close || has(code + i + 2, end - i - 2, "$(") || memchr(code + i, '`', end - i))
+            c->incomplete = true;
+        note_arith(c, si, code + i + 2, end > i + 2 ? end - i - 2 : 0);
+        flush_lit(c, w, *lit_start, start, code);
+        i = end;
+        add_part(c, w, P_GLOB, (a3s_str){0}, (a3s_str){code + start, i - start});
     } else if (next && strchr("0123456789@*#?$!-", next)) {
         flush_lit(c, w, *lit_start, start, code);
         add_part(c, w, P_DYN, (a3s_str){0}, (a3s_str){code + i, 2});
@@ -2413,6 +2422,10 @@ static void deferred(struct ctx *c, const struct rcmd *r, size_t a) {
         a3s_str src = VEC_AT(c->words, struct word, word_at(c, r, k)).src;
         if (runs_value(src, sets && k > a))
             c->opaque = true;
+        bool simple;
+        size_t name = k < a ? assigned_name(src, &simple) : 0;
+        if (name && src.p[name] == '[') /* a[i]=v evaluates the subscript i */
+            note_arith(c, si, src.p + name, (size_t)((const char *)memchr(src.p + name, ']', src.n - name) - src.p) - name);
         a3s_str v = literal(c, word_at(c, r, k));
         if (v.p && memchr(v.p, '[', v.n) && (has(v.p, v.n, "$(") || memchr(v.p, '`', v.n)))
             c->opaque = true; /* 'a[$(cmd)]' evaluated as a subscript by read, declare, (( )) ... */
@@ -2449,6 +2462,9 @@ static void deferred(struct ctx *c, const struct rcmd *r, size_t a) {
         }
     } else if (eq(prog, "mapfile") || eq(prog, "readarray")) {
         if (has_option(c, r, a + 1, "C"))
+            c->opaque = true;
+    } else if (eq(prog, "compgen") || eq(prog, "complete")) {
+        if (has_option(c, r, a + 1, "CF")) /* -C COMMAND, -F FUNCTION run code */
             c->opaque = true;
     } else if (eq(prog, "declare") || eq(prog, "typeset") || eq(prog, "local") ||
                eq(prog, "export") || eq(prog, "readonly")) {
@@ -2661,7 +2677,8 @@ bool a3s_bash_is_plain(const char *line, size_t len) {
     static const char *const OTHERS[] = {
         "git",   "eval",    "find",    "source",  "exec",  "trap",     "alias",    "hash",
         "shopt", "enable",  "mapfile", "readarray", "declare", "typeset", "local", "export",
-        "readonly", "let",  "parallel", "read",   "printf", "unset",    "test",     "["};
+        "readonly", "let",  "parallel", "read",   "printf", "unset",    "test",     "[",
+        "compgen",  "complete"};
     size_t first = 0;
     if (len == 0 || line[0] == ' ' || line[len - 1] == ' ')
         return false;
