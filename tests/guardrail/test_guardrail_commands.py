@@ -339,6 +339,11 @@ REFUSED: list[tuple[str, str]] = [
     ('rm -rf "$PWD/.."', RM),
     ("rm -rf ${PWD}/../..", RM),
     ("rm -rf $(pwd)/..", RM),
+    # read by the C reader the permission policy uses (issue 21)
+    ("(( 1 << 2 ))\nrm -rf /", RM),
+    ("setarch x86_64 -R rm -rf /", RM),
+    ("prlimit --nofile=1 rm -rf /", RM),
+    ("/lib64/ld-linux-x86-64.so.2 /bin/rm -rf /", RM),
     ('rm -rf "$(pwd)/.."', RM),
     ("rm -rf `pwd`/../..", RM),
     ("rm -rf $(pwd -P)/..", RM),
