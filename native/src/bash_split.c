@@ -2362,6 +2362,9 @@ static bool split_program(struct ctx *c, const struct rcmd *r, size_t i) {
         a3s_str text = render(c, &f, NULL);
         if (c->open != SIZE_MAX || !text.p)
             return false;
+        for (size_t q = 0; q < text.n; q++) /* bash splits at tabs and newlines too */
+            if (text.p[q] == '\n' || text.p[q] == '\t')
+                ((char *)text.p)[q] = ' ';
         push_source(c, r->source, text.p, text.n);
     }
     return true;
