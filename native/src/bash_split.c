@@ -2381,6 +2381,8 @@ static bool runs_value(a3s_str word, bool bare) {
         "PS2",      "PS3",      "PS4",          "SHELLOPTS",      "BASHOPTS", "GLOBIGNORE",
         "EXECIGNORE", "BASH_XTRACEFD", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
         "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH"};
+    if (!word.n || word.p[0] < 'A' || word.p[0] > 'Z') /* every name above is upper-case */
+        return false;
     size_t k = 0;
     while (k < word.n && is_name_char(word.p[k]))
         k++;
@@ -2429,7 +2431,7 @@ static void deferred(struct ctx *c, const struct rcmd *r, size_t a) {
         size_t name = k < a ? assigned_name(src, &simple) : 0;
         if (name && src.p[name] == '[') /* a[i]=v evaluates the subscript i */
             note_arith(c, si, src.p + name, (size_t)((const char *)memchr(src.p + name, ']', src.n - name) - src.p) - name);
-        a3s_str v = literal(c, word_at(c, r, k));
+        a3s_str v = memchr(src.p, '[', src.n) ? literal(c, word_at(c, r, k)) : (a3s_str){NULL, 0};
         if (v.p && memchr(v.p, '[', v.n) && (has(v.p, v.n, "$(") || memchr(v.p, '`', v.n)))
             c->opaque = true; /* 'a[$(cmd)]' evaluated as a subscript by read, declare, (( )) ... */
     }
