@@ -458,5 +458,10 @@ def build() -> dict[str, object]:
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         sys.exit("usage: python tests/bash_reader_corpus.py --write")
-    VECTORS.write_text(json.dumps(build(), indent=0, ensure_ascii=False) + "\n", encoding="utf-8")
+    data = build()
+    cases = data.pop("cases")
+    assert isinstance(cases, list)
+    head = json.dumps(data, indent=1, ensure_ascii=False)[:-2]  # without the closing brace
+    body = ",\n".join(json.dumps(c, ensure_ascii=False) for c in cases)  # one case a line
+    VECTORS.write_text(f'{head},\n "cases": [\n{body}\n]\n}}\n', encoding="utf-8")
     print(f"wrote {VECTORS}")
