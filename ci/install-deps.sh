@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 
 # clang: the sdist must build with it; llvm: llvm-nm and llvm-readobj read the
 # exports of the macOS and Windows libraries that zig cc cross-compiles
-APT_PACKAGES=(bubblewrap gcc g++ make libc6-dev binutils git curl clang llvm)
+# strace: the bash reader's differential test records every exec bash makes
+APT_PACKAGES=(bubblewrap strace gcc g++ make libc6-dev binutils git curl clang llvm)
 command -v node >/dev/null || APT_PACKAGES+=(nodejs npm libnode-dev)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
 # python3-venv even where python3 exists: Debian's python3 cannot make a venv without it
@@ -33,7 +34,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-for tool in bwrap cc c++ clang llvm-nm llvm-readobj objdump make nm git curl node npm go python3; do
+for tool in bwrap strace cc c++ clang llvm-nm llvm-readobj objdump make nm git curl node npm go python3; do
   command -v "$tool" >/dev/null || { echo "install-deps: $tool is still missing" >&2; exit 1; }
 done
 

@@ -210,3 +210,41 @@ def test_exec_patterns_are_the_bash_deny_and_ask_patterns() -> None:
     )
     assert policy.exec_patterns() == (("git push**", "*"), ("npm publish:*",))
     assert PermissionPolicy(deny=["bash(x)"], enabled=False).exec_patterns() == ((), ())
+
+
+def test_a_search_check_decides_as_its_evaluation() -> None:
+    """check() decides a search with two rule-set lookups; evaluate() builds the whole
+    evaluation: both read deny and ask rules on either form, allow rules on the strict one."""
+    policy = PermissionPolicy(
+        deny=["search(grep secret **)"],
+        allow=["search(grep ** src/**)", "search(glob **)"],
+        ask=["search(grep **src**)", "search(** tests/**)"],
+        default_decision="ask",
+    )
+    queries = ["todo", "secret", "a src/x", "x y", "src"]
+    paths = ["src/a.py", "tests/t.py", "docs", "", "src dir/x"]
+    for tool in ("search", "grep", "glob"):
+        for query in queries:
+            for path in paths:
+                args = {"mode": "grep", "query": query, "path": path}
+                assert policy.check(tool, args) is policy.evaluate(tool, args).decision, args
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "HEAD:secrets/key.txt",
+        "HEAD:./secrets/key.txt",
+        "HEAD:a/../secrets/key.txt",
+        "HEAD:secrets//key.txt",
+        "HEAD:./a/./../secrets/key.txt",
+    ],
+)
+def test_a_git_target_is_decided_on_its_normal_path(target: str) -> None:
+    """deny git(**HEAD:secrets/**) holds for every spelling of the path after the revision."""
+    policy = PermissionPolicy(deny=["git(**HEAD:secrets/**)"], default_decision="allow")
+    args = {"command": "show", "target": target}
+    assert policy.check("git", args) is Decision.DENY
+    assert policy.evaluate("git", args).decision is Decision.DENY
+    assert policy.check("git", {"command": "show", "target": "HEAD:src/a.py"}) is Decision.ALLOW
+    assert policy.check("git", {"command": "show", "target": "HEAD:../secrets/x"}) is Decision.ALLOW

@@ -149,7 +149,11 @@ def test_an_allow_rule_must_cover_what_the_wrappers_hid():
     assert check(policy, "env git status") is ALLOW  # both spellings are allowed
     assert check(policy, "env rm -rf build") is DENY  # `env *` alone does not cover `rm`
     wide = PermissionPolicy(allow=["bash(git:*)"], default_decision="deny")
-    assert check(wide, "git -c x=y push") is ALLOW
+    assert check(wide, "git -c user.name=x push") is ALLOW
+    # configuration the reader does not know may name a command git runs (an alias, a
+    # pager): that hidden command is decided as any unknown command, here by the default
+    assert check(wide, "git -c x=y push") is DENY
+    assert check(wide, "git -c alias.p='!rm -rf ~' p") is DENY
 
 
 def test_a_rule_on_the_whole_line_still_applies_when_stricter():

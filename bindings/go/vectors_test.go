@@ -22,6 +22,8 @@ var (
 	globVectorsPath   = filepath.Join(vectorsDir(), "glob.json")
 	// a bash line decided per simple command by the C core: the same format
 	bashVectorsPath = filepath.Join(vectorsDir(), "bash_policy.json")
+	// the bash reader's corpus (tests/bash_reader_corpus.py): the same format
+	bashReaderVectorsPath = filepath.Join(vectorsDir(), "bash_reader.json")
 )
 
 func vectorsDir() string {
@@ -116,6 +118,8 @@ type policyCase struct {
 func TestPolicyVectors(t *testing.T) { runPolicyVectors(t, policyVectorsPath) }
 
 func TestBashPolicyVectors(t *testing.T) { runPolicyVectors(t, bashVectorsPath) }
+
+func TestBashReaderVectors(t *testing.T) { runPolicyVectors(t, bashReaderVectorsPath) }
 
 func runPolicyVectors(t *testing.T, path string) {
 	var v policyVectors

@@ -31,6 +31,7 @@
 #include "internal.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,13 +158,18 @@ static void buf_ch(struct buf *b, char c) { buf_add(b, &c, 1); }
 
 /* ---- what the lexer produces ---------------------------------------------- */
 
-enum part_kind { P_LIT, P_VAR, P_SUB, P_DYN };
+/* P_DYN: an expansion whose value the line never shows ($1, ${x:-y}, <(...)),
+ * which may be no word at all; P_GLOB: text the line does not show that is
+ * never nothing: an unquoted pattern (`*`, `?`, `[...]`, which stays as
+ * written when no file matches) or an arithmetic expansion `$((...))`. */
+enum part_kind { P_LIT, P_VAR, P_SUB, P_DYN, P_GLOB };
 
 struct part {
     int kind;
     a3s_str text; /* P_LIT: the bytes; P_VAR: the name; P_SUB: the output when known */
     a3s_str src;  /* as written */
     bool known;   /* P_SUB: text is the substitution's output */
+    bool quoted;  /* inside double quotes: its value is not split or globbed */
 };
 
 struct word {
@@ -172,7 +178,7 @@ struct word {
     bool plain; /* no quote, backslash or expansion: src is the value */
 };
 
-enum { T_WORD, T_OP, T_REDIR };
+enum { T_WORD, T_OP, T_REDIR, T_ARITH }; /* T_ARITH: a whole `(( ... ))` */
 enum { OP_NL, OP_SEMI, OP_AMP, OP_AND, OP_OR, OP_PIPE, OP_LPAREN, OP_RPAREN, OP_DSEMI };
 enum { R_OTHER, R_IN, R_HEREDOC, R_HERESTRING };
 
@@ -211,6 +217,11 @@ struct ctx {
     struct vec sources, words, parts, tokens, rcmds, cmdwords, cmdredirs, vars, out;
     struct buf lit, tmp;
     bool incomplete, nomem, unreliable_env;
+    bool opaque;    /* the line may run code it does not show (a sourced file, a trap, an alias) */
+    bool in_dquote; /* the lexer is inside double quotes */
+    struct vec arith; /* names read in an arithmetic context (a3s_str + source) */
+    size_t open;      /* render: where the first text the line does not show starts */
+    bool split_word;  /* word_text: an unquoted value held a blank (bash splits it) */
     size_t values; /* the most values a variable rendered so far had */
     size_t pushed_by_top; /* sources queued while reading the line itself */
 };
@@ -239,6 +250,14 @@ static bool eq(a3s_str s, const char *lit) {
         return false;
     size_t n = strlen(lit);
     return s.p && s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+/* Whether p[0..n) equals lit[0..n) ignoring ASCII case. */
+static bool prefix_fold_eq(const char *p, const char *lit, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (a3s_lower((unsigned char)p[i]) != (unsigned char)lit[i])
+            return false;
+    return true;
 }
 
 static bool has(const char *p, size_t n, const char *needle) {
@@ -358,7 +377,33 @@ static void add_part(struct ctx *c, struct word *w, int kind, a3s_str text, a3s_
     p->kind = kind;
     p->text = text;
     p->src = src;
+    p->quoted = c->in_dquote;
     w->nparts++;
+}
+
+struct arith_name {
+    a3s_str name;
+    size_t source;
+};
+
+/* Records the names an arithmetic expression reads: bash evaluates a
+ * variable's value there as an expression in turn, and a subscript in it
+ * (`a[$(cmd)]`) runs its substitution. Checked once every assignment of the
+ * line is known (check_arith). */
+static void note_arith(struct ctx *c, size_t si, const char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        if (!is_name_start(p[i]) || (i > 0 && (is_name_char(p[i - 1]) || p[i - 1] == '#'))) {
+            i++;
+            continue;
+        }
+        size_t k = i;
+        while (k < n && is_name_char(p[k]))
+            k++;
+        struct arith_name *a = vec_push(&c->arith, &c->nomem);
+        if (a)
+            *a = (struct arith_name){{p + i, k - i}, si};
+        i = k;
+    }
 }
 
 /* What a substitution prints when the line shows it: `echo word...` (its
@@ -399,6 +444,24 @@ static a3s_str known_output(struct ctx *c, const char *code, size_t n) {
     return arena_str(c->mem, code + start[from], end[k - 1] - start[from]);
 }
 
+static void utf8(struct ctx *c, uint32_t v) {
+    if (v < 0x80) {
+        buf_ch(&c->lit, (char)v);
+    } else if (v < 0x800) {
+        buf_ch(&c->lit, (char)(0xc0 | (v >> 6)));
+        buf_ch(&c->lit, (char)(0x80 | (v & 0x3f)));
+    } else if (v < 0x10000) {
+        buf_ch(&c->lit, (char)(0xe0 | (v >> 12)));
+        buf_ch(&c->lit, (char)(0x80 | ((v >> 6) & 0x3f)));
+        buf_ch(&c->lit, (char)(0x80 | (v & 0x3f)));
+    } else {
+        buf_ch(&c->lit, (char)(0xf0 | ((v >> 18) & 0x07)));
+        buf_ch(&c->lit, (char)(0x80 | ((v >> 12) & 0x3f)));
+        buf_ch(&c->lit, (char)(0x80 | ((v >> 6) & 0x3f)));
+        buf_ch(&c->lit, (char)(0x80 | (v & 0x3f)));
+    }
+}
+
 /* Appends the bytes of p[0..n) to ctx.lit with bash's backslash escapes
  * decoded (as $'...', echo -e and printf do). */
 static void decode(struct ctx *c, const char *p, size_t n) {
@@ -413,6 +476,27 @@ static void decode(struct ctx *c, const char *p, size_t n) {
         const char *at = strchr(from, e);
         if (e && at) {
             buf_ch(&c->lit, to[at - from]);
+        } else if (e == 'u' || e == 'U') { /* a code point, written as UTF-8 */
+            uint32_t v = 0;
+            int d = 0, max = e == 'u' ? 4 : 8;
+            for (; d < max && i < n; d++, i++) {
+                char h = p[i];
+                int x = (h >= '0' && h <= '9')   ? h - '0'
+                        : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                        : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                                 : -1;
+                if (x < 0)
+                    break;
+                v = v * 16 + (uint32_t)x;
+            }
+            if (d == 0) {
+                buf_ch(&c->lit, '\\');
+                buf_ch(&c->lit, e);
+            } else {
+                utf8(c, v);
+            }
+        } else if (e == 'c' && i < n) { /* \cX: a control character */
+            buf_ch(&c->lit, (char)(p[i++] & 0x1f));
         } else if (e == 'x' || (e >= '0' && e <= '7')) {
             int base = e == 'x' ? 16 : 8, max = e == 'x' ? 2 : 3, v = e == 'x' ? 0 : e - '0';
             for (int d = e == 'x' ? 0 : 1; d < max && i < n; d++) {
@@ -454,11 +538,12 @@ static size_t dollar(struct ctx *c, size_t si, struct word *w, const char *code,
     if (next == '(' && i + 2 < len && code[i + 2] == '(') {
         /* $(( arithmetic )): a substitution inside is more than we follow */
         size_t end = find_close(c, code, i + 2, len, '(');
-        if (has(code + i, end - i, "$(") || memchr(code + i, '`', end - i))
+        if (has(code + i + 3, end - i - 3, "$(") || memchr(code + i, '`', end - i))
             c->incomplete = true;
+        note_arith(c, si, code + i + 3, end > i + 3 ? end - i - 3 : 0);
         i = end < len ? end + 1 : len;
         flush_lit(c, w, *lit_start, start, code);
-        add_part(c, w, P_DYN, (a3s_str){0}, (a3s_str){code + start, i - start});
+        add_part(c, w, P_GLOB, (a3s_str){0}, (a3s_str){code + start, i - start});
     } else if (next == '(') {
         size_t end = find_close(c, code, i + 2, len, '(');
         push_source(c, si, code + i + 2, end - i - 2);
@@ -482,6 +567,14 @@ static size_t dollar(struct ctx *c, size_t si, struct word *w, const char *code,
         } else {
             if (has(in, n, "$(") || memchr(in, '`', n))
                 c->incomplete = true; /* ${x:-$(cmd)} */
+            /* ${x@P} expands a prompt (its substitutions run); ${!x} reads the
+             * variable x names, which may be `a[$(cmd)]` */
+            bool keys = n > 1 && (in[n - 1] == '@' || in[n - 1] == '*' ||
+                                  (n > 3 && in[n - 1] == ']' && (in[n - 2] == '@' || in[n - 2] == '*')));
+            if (has(in, n, "@P") || (n > 1 && in[0] == '!' && !keys))
+                c->opaque = true;
+            if (k < n && (in[k] == '[' || in[k] == ':')) /* a subscript, an offset */
+                note_arith(c, si, in + k, n - k);
             add_part(c, w, P_DYN, (a3s_str){0}, src);
         }
     } else if (is_name_start(next)) {
@@ -491,6 +584,15 @@ static size_t dollar(struct ctx *c, size_t si, struct word *w, const char *code,
         flush_lit(c, w, *lit_start, start, code);
         add_part(c, w, P_VAR, (a3s_str){code + i + 1, k - i - 1}, (a3s_str){code + i, k - i});
         i = k;
+    } else if (next == '[') { /* $[ expression ]: the old arithmetic expansion */
+        const char *close = memchr(code + i, ']', len - i);
+        size_t end = close ? (size_t)(close - code) + 1 : len;
+        if (!close || has(code + i + 2, end - i - 2, "$(") || memchr(code + i, '`', end - i))
+            c->incomplete = true;
+        note_arith(c, si, code + i + 2, end > i + 2 ? end - i - 2 : 0);
+        flush_lit(c, w, *lit_start, start, code);
+        i = end;
+        add_part(c, w, P_GLOB, (a3s_str){0}, (a3s_str){code + start, i - start});
     } else if (next && strchr("0123456789@*#?$!-", next)) {
         flush_lit(c, w, *lit_start, start, code);
         add_part(c, w, P_DYN, (a3s_str){0}, (a3s_str){code + i, 2});
@@ -526,14 +628,36 @@ static size_t backquote(struct ctx *c, size_t si, struct word *w, const char *co
     return end;
 }
 
+/* Whether code[i] starts a pattern bash expands against file names: `*`,
+ * `?`, or `[` closed by a `]` in the same word (a lone `[` is the test
+ * command). Quoted text never reaches here. */
+static bool is_glob_at(const char *code, size_t i, size_t len) {
+    if (code[i] == '*' || code[i] == '?')
+        return true;
+    if (code[i] != '[')
+        return false;
+    for (size_t j = i + 1; j < len && !is_meta(code[j]) && !strchr("'\"\\$`", code[j]); j++)
+        if (code[j] == ']')
+            return j > i + 1;
+    return false;
+}
+
+/* The bytes that end a plain run of a word: metacharacters, quotes,
+ * backslashes, expansions, patterns (and NUL). */
+static const bool WORD_STOP[256] = {
+    [0] = true,    [' '] = true, ['\t'] = true, ['\n'] = true, [';'] = true, ['&'] = true,
+    ['|'] = true,  ['<'] = true, ['>'] = true,  ['('] = true,  [')'] = true, ['\\'] = true,
+    ['\''] = true, ['"'] = true, ['$'] = true,  ['`'] = true,  ['*'] = true, ['?'] = true,
+    ['['] = true,
+};
+
 /* One word starting at code[*at]; returns its index in ctx.words. */
 static size_t lex_word(struct ctx *c, size_t si, const char *code, size_t *at, size_t len) {
     size_t i = *at, lit_start = i;
     struct word w = {.part0 = c->parts.len, .plain = true};
     c->lit.n = 0;
     size_t stop = i; /* most words hold no quote, backslash or expansion: no parts needed */
-    while (stop < len && !is_meta(code[stop]) && code[stop] != '\\' && code[stop] != '\'' &&
-           code[stop] != '"' && code[stop] != '$' && code[stop] != '`')
+    while (stop < len && !WORD_STOP[(unsigned char)code[stop]])
         stop++;
     if (stop > i && (stop == len || is_meta(code[stop])) &&
         !(code[i] == '<' || code[i] == '>')) {
@@ -582,6 +706,7 @@ static size_t lex_word(struct ctx *c, size_t si, const char *code, size_t *at, s
             w.plain = false;
             i += ch == '$' ? 2 : 1;
             bool closed = false;
+            c->in_dquote = true;
             while (i < len) {
                 char d = code[i];
                 if (d == '"') {
@@ -602,6 +727,7 @@ static size_t lex_word(struct ctx *c, size_t si, const char *code, size_t *at, s
                     i++;
                 }
             }
+            c->in_dquote = false;
             if (!closed) {
                 c->incomplete = true;
                 i = len;
@@ -614,6 +740,17 @@ static size_t lex_word(struct ctx *c, size_t si, const char *code, size_t *at, s
         } else if (ch == '`') {
             w.plain = false;
             i = backquote(c, si, &w, code, i, len, &lit_start);
+        } else if (is_glob_at(code, i, len)) {
+            w.plain = false;
+            flush_lit(c, &w, lit_start, i, code);
+            size_t end = i + 1;
+            if (ch == '[') {
+                while (code[end] != ']')
+                    end++;
+                end++;
+            }
+            add_part(c, &w, P_GLOB, (a3s_str){0}, (a3s_str){code + i, end - i});
+            i = lit_start = end;
         } else {
             buf_ch(&c->lit, ch);
             i++;
@@ -715,6 +852,243 @@ static const struct {
 static const char *const REDIRS[] = {"<<<", "<<-", "<<", "<>", "<&", "<",  ">>",
                                      ">&",  ">|",  ">",  "&>>", "&>"};
 
+/* ---- brace expansion ---------------------------------------------------------- */
+
+#define MAX_BRACE_WORDS 64 /* words one brace expansion may give before the split is incomplete */
+
+/* The index after the quoted text or expansion that starts at w[i] (a quote,
+ * a backslash, `$'`, `${`, `$(`, a backquote), or i when none starts there:
+ * brace expansion looks past them. */
+static size_t skip_quoted(const char *w, size_t i, size_t n) {
+    char ch = w[i];
+    if (ch == '\\')
+        return i + 2 < n ? i + 2 : n;
+    if (ch == '\'' || ch == '`') {
+        const char *q = memchr(w + i + 1, ch, n - i - 1);
+        return q ? (size_t)(q - w) + 1 : n;
+    }
+    if (ch == '"') {
+        for (size_t j = i + 1; j < n; j++) {
+            if (w[j] == '\\')
+                j++;
+            else if (w[j] == '"')
+                return j + 1;
+        }
+        return n;
+    }
+    if (ch == '$' && i + 1 < n && (w[i + 1] == '{' || w[i + 1] == '(' || w[i + 1] == '\'')) {
+        if (w[i + 1] == '\'') {
+            for (size_t j = i + 2; j < n; j++) {
+                if (w[j] == '\\')
+                    j++;
+                else if (w[j] == '\'')
+                    return j + 1;
+            }
+            return n;
+        }
+        char open = w[i + 1], close = open == '{' ? '}' : ')';
+        size_t depth = 0;
+        for (size_t j = i + 1; j < n; j++) {
+            size_t past = w[j] == open ? j : skip_quoted(w, j, n);
+            if (past != j) {
+                j = past - 1;
+            } else if (w[j] == open) {
+                depth++;
+            } else if (w[j] == close && --depth == 0) {
+                return j + 1;
+            }
+        }
+        return n;
+    }
+    return i;
+}
+
+/* Whether w[a..b) is a sequence `X..Y` or `X..Y..STEP` of integers or of single
+ * letters; fills the range. */
+static bool brace_sequence(const char *w, size_t a, size_t b, long *from, long *to, long *step,
+                           bool *letters, int *width) {
+    char text[64];
+    if (b - a >= sizeof text)
+        return false;
+    memcpy(text, w + a, b - a);
+    text[b - a] = '\0';
+    char *dots = strstr(text, "..");
+    if (!dots || dots == text)
+        return false;
+    *dots = '\0';
+    char *second = dots + 2, *third = strstr(second, "..");
+    if (third)
+        *third = '\0';
+    *step = 1;
+    *width = 0;
+    if (third) {
+        char *end;
+        *step = strtol(third + 2, &end, 10);
+        if (*end || end == third + 2)
+            return false;
+        if (*step < 0)
+            *step = -*step;
+        if (*step == 0)
+            *step = 1;
+    }
+    bool one = text[1] == '\0' && second[0] && second[1] == '\0';
+    if (one && ((text[0] >= 'a' && text[0] <= 'z') || (text[0] >= 'A' && text[0] <= 'Z')) &&
+        ((second[0] >= 'a' && second[0] <= 'z') || (second[0] >= 'A' && second[0] <= 'Z'))) {
+        *letters = true;
+        *from = text[0];
+        *to = second[0];
+        return true;
+    }
+    char *e1, *e2;
+    *from = strtol(text, &e1, 10);
+    *to = strtol(second, &e2, 10);
+    if (*e1 || *e2 || e1 == text || e2 == second)
+        return false;
+    *letters = false;
+    const char *digits1 = text[0] == '-' ? text + 1 : text, *digits2 = second[0] == '-' ? second + 1 : second;
+    if ((digits1[0] == '0' && digits1[1]) || (digits2[0] == '0' && digits2[1])) {
+        size_t l1 = strlen(text), l2 = strlen(second);
+        *width = (int)(l1 > l2 ? l1 : l2);
+    }
+    return true;
+}
+
+/* The first brace expression of w[0..n): its '{' and '}' (*ob, *cb); 0 when
+ * there is none. */
+static bool find_brace(const char *w, size_t n, size_t *ob, size_t *cb) {
+    for (size_t i = 0; i < n; i++) {
+        size_t past = skip_quoted(w, i, n);
+        if (past != i) {
+            i = past - 1;
+            continue;
+        }
+        if (w[i] != '{')
+            continue;
+        size_t depth = 0;
+        bool comma = false;
+        for (size_t j = i + 1; j < n; j++) {
+            size_t p2 = skip_quoted(w, j, n);
+            if (p2 != j) {
+                j = p2 - 1;
+            } else if (w[j] == '{') {
+                depth++;
+            } else if (w[j] == '}' && depth > 0) {
+                depth--;
+            } else if (w[j] == ',' && depth == 0) {
+                comma = true;
+            } else if (w[j] == '}') {
+                long a, b, st;
+                bool letters;
+                int width;
+                if (comma || brace_sequence(w, i + 1, j, &a, &b, &st, &letters, &width)) {
+                    *ob = i;
+                    *cb = j;
+                    return true;
+                }
+                break;
+            }
+        }
+    }
+    return false;
+}
+
+/* The words brace expansion makes of w (in ctx.lit, each ending in '\0'),
+ * how many, or 0 when w has no brace expression; past MAX_BRACE_WORDS the
+ * split is incomplete and only the first words are given. */
+static size_t brace_expand(struct ctx *c, a3s_str w, a3s_str *out) {
+    a3s_str queue[MAX_BRACE_WORDS];
+    size_t nq = 0, nout = 0, rounds = 0;
+    size_t ob, cb;
+    if (!find_brace(w.p, w.n, &ob, &cb))
+        return 0;
+    queue[nq++] = w;
+    while (nq > 0 && !failed(c)) {
+        a3s_str x = queue[--nq];
+        if (++rounds > 4 * MAX_BRACE_WORDS || !find_brace(x.p, x.n, &ob, &cb)) {
+            if (rounds > 4 * MAX_BRACE_WORDS)
+                c->incomplete = true;
+            if (x.n && nout < MAX_BRACE_WORDS)
+                out[nout++] = x;
+            else if (x.n)
+                c->incomplete = true;
+            continue;
+        }
+        /* the alternatives, in order; pushed in reverse so they come out in order */
+        a3s_str alts[MAX_BRACE_WORDS];
+        size_t nalt = 0;
+        long a, b, st;
+        bool letters;
+        int width;
+        char num[32];
+        if (brace_sequence(x.p, ob + 1, cb, &a, &b, &st, &letters, &width)) {
+            for (long v = a; nalt < MAX_BRACE_WORDS && (a <= b ? v <= b : v >= b);
+                 v += a <= b ? st : -st) {
+                int k = letters ? snprintf(num, sizeof num, "%c", (char)v)
+                                : snprintf(num, sizeof num, "%0*ld", width, v);
+                alts[nalt++] = arena_str(c->mem, num, (size_t)k);
+            }
+            if (nalt == MAX_BRACE_WORDS)
+                c->incomplete = true;
+        } else {
+            size_t depth = 0, start = ob + 1;
+            for (size_t j = ob + 1; j <= cb && nalt < MAX_BRACE_WORDS; j++) {
+                size_t p2 = j < cb ? skip_quoted(x.p, j, cb) : j;
+                if (p2 != j) {
+                    j = p2 - 1;
+                } else if (x.p[j] == '{') {
+                    depth++;
+                } else if (x.p[j] == '}' && j < cb) {
+                    depth--;
+                } else if ((x.p[j] == ',' && depth == 0) || j == cb) {
+                    alts[nalt++] = (a3s_str){x.p + start, j - start};
+                    start = j + 1;
+                }
+            }
+        }
+        for (size_t k = nalt; k-- > 0;) {
+            if (nq == MAX_BRACE_WORDS) {
+                c->incomplete = true;
+                break;
+            }
+            c->tmp.n = 0;
+            buf_add(&c->tmp, x.p, ob);
+            buf_add(&c->tmp, alts[k].p, alts[k].n);
+            buf_add(&c->tmp, x.p + cb + 1, x.n - cb - 1);
+            queue[nq++] = arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+            if (!queue[nq - 1].p)
+                nq--;
+        }
+    }
+    return nout;
+}
+
+/* Where the `))` that ends an arithmetic command `((` at s[i] starts, or
+ * SIZE_MAX when s[i] does not start one: bash reads `((` as arithmetic when
+ * its parentheses close with `))`, else as two subshells. */
+static size_t arith_end(const char *s, size_t i, size_t len) {
+    if (i + 1 >= len || s[i + 1] != '(')
+        return SIZE_MAX;
+    size_t depth = 0;
+    for (size_t j = i + 2; j < len; j++) {
+        char ch = s[j];
+        if (ch == '\\') {
+            j++;
+        } else if (ch == '\'' || ch == '"') {
+            const char *q = memchr(s + j + 1, ch, len - j - 1);
+            if (!q)
+                return SIZE_MAX;
+            j = (size_t)(q - s);
+        } else if (ch == '(') {
+            depth++;
+        } else if (ch == ')') {
+            if (depth == 0)
+                return j + 1 < len && s[j + 1] == ')' ? j : SIZE_MAX;
+            depth--;
+        }
+    }
+    return SIZE_MAX;
+}
+
 /* Tokenizes one source into ctx.tokens. */
 static void lex(struct ctx *c, size_t si) {
     a3s_str code = VEC_AT(c->sources, struct source, si).code;
@@ -787,6 +1161,18 @@ static void lex(struct ctx *c, size_t si) {
             }
             continue;
         }
+        size_t close = ch == '(' ? arith_end(s, i, len) : SIZE_MAX;
+        if (close != SIZE_MAX) { /* (( expression )): one compound command */
+            struct token *t = push_token(c, T_ARITH);
+            if (!t)
+                return;
+            t->src = (a3s_str){s + i + 2, close - i - 2};
+            if (has(t->src.p, t->src.n, "$(") || memchr(t->src.p, '`', t->src.n))
+                c->incomplete = true;
+            note_arith(c, si, t->src.p, t->src.n);
+            i = close + 2;
+            continue;
+        }
         int op = -1;
         size_t opn = 0;
         for (size_t o = 0; strchr(";&|()", ch) && o < sizeof OPS / sizeof *OPS && op < 0; o++) {
@@ -804,6 +1190,17 @@ static void lex(struct ctx *c, size_t si) {
             continue;
         }
         size_t wi = lex_word(c, si, s, &i, len);
+        a3s_str words[MAX_BRACE_WORDS];
+        size_t nb = wi == SIZE_MAX ? 0 : brace_expand(c, VEC_AT(c->words, struct word, wi).src, words);
+        for (size_t b = 0; b < nb && !failed(c); b++) { /* {git,push}: the words `git push` */
+            size_t at = 0;
+            size_t bw = lex_word(c, si, words[b].p, &at, words[b].n);
+            struct token *t = push_token(c, T_WORD);
+            if (t)
+                t->word = bw;
+        }
+        if (nb)
+            continue;
         struct token *t = push_token(c, T_WORD);
         if (t)
             t->word = wi;
@@ -844,6 +1241,21 @@ static bool word_is(struct ctx *c, size_t wi, const char *lit) {
     return w->plain && eq(w->src, lit);
 }
 
+/* Whether the word after `coproc` at token t is the coprocess's NAME: it is
+ * when a compound command follows it. */
+static bool coproc_name(struct ctx *c, size_t t, size_t t1) {
+    static const char *const COMPOUND[] = {"{", "while", "until", "if", "for", "case", "select", "[["};
+    if (t + 2 >= t1 || VEC_AT(c->tokens, struct token, t + 1).type != T_WORD)
+        return false;
+    const struct token *next = &VEC_AT(c->tokens, struct token, t + 2);
+    if (next->type == T_ARITH || (next->type == T_OP && next->op == OP_LPAREN))
+        return true;
+    for (size_t k = 0; next->type == T_WORD && k < sizeof COMPOUND / sizeof *COMPOUND; k++)
+        if (word_is(c, next->word, COMPOUND[k]))
+            return true;
+    return false;
+}
+
 /* Groups one source's tokens into simple commands, past the shell's keywords. */
 static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
     static const char *const SKIPPED[] = {"!",    "{",  "}",    "then",  "else",  "do",
@@ -851,13 +1263,21 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
                                           "coproc"};
     int mode = S_NONE, cases = 0;
     bool expect_rparen = false, skip_name = false, for_first = false, shaped = false;
-    bool poison_loop = false;
+    bool poison_loop = false, time_opts = false;
     a3s_str for_name = {NULL, 0};
     long parens = 0;
     size_t w0 = c->cmdwords.len, r0 = c->cmdredirs.len, prev = SIZE_MAX, first = c->rcmds.len;
     bool piped = false;
     for (size_t t = t0; t < t1 && !failed(c); t++) {
         const struct token tok = VEC_AT(c->tokens, struct token, t);
+        if (tok.type == T_ARITH) {
+            if (mode == S_FOR)
+                mode = S_NONE; /* for (( ... )) */
+            else if (mode == S_NONE && (c->cmdwords.len != w0 || c->cmdredirs.len != r0))
+                c->incomplete = true; /* `cmd ((`: not a line bash runs */
+            shaped = true;
+            continue;
+        }
         if (tok.type == T_OP) {
             if (mode == S_DBRACKET || mode == S_CASE_WORD)
                 continue;
@@ -909,6 +1329,9 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
             skip_name = false;
             continue;
         }
+        if (time_opts && c->cmdwords.len == w0 && (word_is(c, wi, "-p") || word_is(c, wi, "--")))
+            continue; /* time -p: the keyword's own option */
+        time_opts = false;
         if (mode == S_FOR) { /* for NAME in WORDS: NAME takes each word's value */
             const struct word *w = &VEC_AT(c->words, struct word, wi);
             if (word_is(c, wi, "do")) {
@@ -936,6 +1359,9 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
             continue;
         }
         if (mode == S_CASE_PAT || mode == S_DBRACKET) {
+            if (mode == S_DBRACKET) /* [[ x -eq y ]] evaluates x and y as arithmetic */
+                note_arith(c, si, VEC_AT(c->words, struct word, wi).src.p,
+                           VEC_AT(c->words, struct word, wi).src.n);
             if (mode == S_CASE_PAT && word_is(c, wi, "esac")) {
                 cases--;
                 mode = S_NONE;
@@ -944,7 +1370,10 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
             }
             continue;
         }
-        if (c->cmdwords.len == w0 && VEC_AT(c->words, struct word, wi).src.n <= 8) {
+        /* a reserved word counts only where a command starts: after a
+         * redirection (`>/dev/null case x`) it is a program's name */
+        if (c->cmdwords.len == w0 && c->cmdredirs.len == r0 &&
+            VEC_AT(c->words, struct word, wi).src.n <= 8) {
             bool keyword = false;
             for (size_t k = 0; k < sizeof SKIPPED / sizeof *SKIPPED; k++)
                 keyword = keyword || word_is(c, wi, SKIPPED[k]);
@@ -962,6 +1391,10 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
                 keyword = true;
             } else if (word_is(c, wi, "function")) {
                 skip_name = keyword = true;
+            } else if (word_is(c, wi, "time")) { /* the keyword times a whole pipeline */
+                time_opts = keyword = true;
+            } else if (word_is(c, wi, "coproc")) { /* coproc NAME { ...; }: NAME is no program */
+                skip_name = coproc_name(c, t, t1);
             }
             if (keyword) {
                 shaped = true;
@@ -1140,16 +1573,35 @@ static bool word_text(struct ctx *c, size_t si, size_t wi, int mode, size_t pick
             c->values = n;
         if (p->kind == P_LIT) {
             buf_add(&c->tmp, p->text.p, p->text.n);
-        } else if (n == 1 || (n > 1 && pick != SIZE_MAX)) {
-            buf_add(&c->tmp, value.p, value.n);
-            expanded = true;
-        } else if (mode == M_EXP && p->kind == P_SUB && p->known) {
-            buf_add(&c->tmp, p->text.p, p->text.n);
-            expanded = true;
-        } else {
-            buf_add(&c->tmp, p->src.p, p->src.n);
-            *known = false;
+            continue;
         }
+        if (mode == M_EXP && p->kind == P_SUB && p->known) {
+            value = p->text;
+            n = 1;
+        }
+        if (n == 1 || (n > 1 && pick != SIZE_MAX)) {
+            /* unquoted, a value is split at blanks and its pattern characters
+             * match file names: split, the word is no longer one known word;
+             * a pattern is any text */
+            bool glob = false, blank = false;
+            for (size_t q = 0; !p->quoted && q < value.n; q++) {
+                glob = glob || strchr("*?[", value.p[q]) != NULL;
+                blank = blank || strchr(" \t\n", value.p[q]) != NULL;
+            }
+            if (!glob) {
+                buf_add(&c->tmp, value.p, value.n);
+                expanded = true;
+                if (blank) {
+                    c->split_word = true;
+                    *known = false;
+                }
+                continue;
+            }
+        }
+        if (mode == M_EXP && c->open == SIZE_MAX)
+            c->open = c->tmp.n;
+        buf_add(&c->tmp, p->src.p, p->src.n);
+        *known = false;
     }
     return expanded;
 }
@@ -1175,6 +1627,7 @@ struct form {
     size_t pick;             /* M_EXP: which value of a variable with several */
     bool drop;               /* leave out words that are only unknown expansions */
     bool fold;               /* the program by its bare, lower-case name */
+    bool tail_open;          /* more words the line does not show follow (xargs) */
 };
 
 /* Whether word wi is nothing but expansions whose value the line does not show
@@ -1186,19 +1639,31 @@ static bool only_unknown(struct ctx *c, size_t si, size_t wi) {
     for (size_t k = 0; k < w->nparts; k++) {
         const struct part *p = &VEC_AT(c->parts, struct part, w->part0 + k);
         a3s_str value;
-        if (p->kind == P_LIT || (p->kind == P_SUB && p->known) ||
+        if (p->kind == P_LIT || p->kind == P_GLOB || (p->kind == P_SUB && p->known) ||
             (p->kind == P_VAR && lookup(c, si, p->text, 0, &value)))
-            return false;
+            return false; /* a pattern that matches no file stays as written */
     }
     return true;
 }
 
-/* One reading of a command as a string; *changed: an expansion was replaced. */
+/* After the program's directory was cut from tmp[at..at+n): where unknown
+ * text starts in the name, judged by its pattern characters and `$`
+ * (conservative: a literal `$` counts too), or SIZE_MAX. */
+static size_t rescan_open(struct ctx *c, size_t at, size_t n) {
+    for (size_t q = 0; q < n; q++)
+        if (strchr("$`*?[", c->tmp.p[at + q]))
+            return at + q;
+    return SIZE_MAX;
+}
+
+/* One reading of a command as a string; *changed: an expansion was replaced;
+ * ctx.open: where text the line does not show starts (SIZE_MAX: none). */
 static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
     const struct rcmd *r = f->r;
     size_t si = r->source;
     bool known = true, any = false;
     c->tmp.n = 0;
+    c->open = SIZE_MAX;
     for (size_t k = f->from; k < r->nw; k++) {
         if (k >= f->skip0 && k < f->skip1)
             continue;
@@ -1207,6 +1672,7 @@ static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
         if (c->tmp.n)
             buf_ch(&c->tmp, ' ');
         size_t at = c->tmp.n;
+        c->split_word = false;
         any |= word_text(c, si, VEC_AT(c->cmdwords, size_t, r->w0 + k), f->mode, f->pick, &known);
         size_t n = c->tmp.n - at;
         if (c->tmp.nomem)
@@ -1217,15 +1683,21 @@ static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
                 if (p[q] == '/')
                     slash = p + q;
             if (slash && slash + 1 < p + n) {
-                size_t keep = (size_t)(p + n - slash - 1);
+                size_t keep = (size_t)(p + n - slash - 1), cut = (size_t)(slash + 1 - p);
                 memmove(p, slash + 1, keep);
                 c->tmp.n = at + keep;
                 n = keep;
+                /* text not shown before the last '/' is only the directory
+                 * (`$d/git`); after it, the name is partly unknown */
+                if (c->open != SIZE_MAX)
+                    c->open = c->open >= at + cut ? c->open - cut : rescan_open(c, at, n);
             }
             for (size_t q = 0; q < n; q++)
                 p[q] = (char)a3s_lower((unsigned char)p[q]);
+            if (n > 4 && memcmp(p, "git-", 4) == 0)
+                p[3] = ' '; /* /usr/lib/git-core/git-push: git push */
         }
-        if (f->mode != M_SRC) { /* a value that is empty or holds a blank reads quoted */
+        if (f->mode != M_SRC && !c->split_word) { /* a value that is empty or holds a blank reads quoted */
             bool blank = n == 0;
             for (size_t q = 0; q < n && !blank; q++) {
                 char ch = c->tmp.p[at + q];
@@ -1241,9 +1713,14 @@ static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
             }
         }
     }
+    if (f->tail_open) {
+        buf_ch(&c->tmp, ' ');
+        if (c->open == SIZE_MAX)
+            c->open = c->tmp.n;
+    }
     for (size_t k = 0; k < r->nr; k++) {
         const struct token *t = &VEC_AT(c->tokens, struct token, VEC_AT(c->cmdredirs, size_t, r->r0 + k));
-        if (c->tmp.n)
+        if (c->tmp.n && !(f->tail_open && k == 0))
             buf_ch(&c->tmp, ' ');
         buf_add(&c->tmp, t->src.p, t->src.n);
         if (t->word != SIZE_MAX) {
@@ -1258,24 +1735,34 @@ static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
 
 struct forms {
     a3s_str spell[MAX_FORMS], alias[MAX_FORMS];
+    size_t spell_open[MAX_FORMS], alias_open[MAX_FORMS]; /* see a3s_bash_cmd */
     size_t nspell, nalias;
     bool dynamic;
 };
 
 static bool same(a3s_str a, a3s_str b) { return a.n == b.n && memcmp(a.p, b.p, a.n) == 0; }
 
-static void add_form(struct ctx *c, a3s_str *list, size_t *n, a3s_str s) {
+static void add_form(struct ctx *c, a3s_str *list, size_t *opens, size_t *n, a3s_str s,
+                     size_t open) {
     if (!s.p)
         return;
-    for (size_t k = 0; k < *n; k++)
-        if (same(list[k], s))
+    for (size_t k = 0; k < *n; k++) {
+        if (same(list[k], s)) {
+            if (open < opens[k])
+                opens[k] = open;
             return;
+        }
+    }
     if (*n == MAX_FORMS) {
         c->incomplete = true;
         return;
     }
+    opens[*n] = open;
     list[(*n)++] = s;
 }
+
+#define SPELL(f) (f)->spell, (f)->spell_open, &(f)->nspell
+#define ALIAS(f) (f)->alias, (f)->alias_open, &(f)->nalias
 
 /* Adds a reading as a spelling (every one must be allowed) and its unquoted
  * and bare-name forms as aliases (only deny and ask rules see them). */
@@ -1285,33 +1772,40 @@ static void add_reading(struct ctx *c, struct forms *out, struct form f) {
         plain = VEC_AT(c->words, struct word, word_at(c, f.r, k)).plain;
     f.mode = M_SRC;
     a3s_str src = render(c, &f, NULL);
-    add_form(c, out->spell, &out->nspell, src);
+    add_form(c, SPELL(out), src, c->open);
     if (plain) { /* quotes, backslashes and expansions aside, only the bare name differs */
         a3s_str prog = VEC_AT(c->words, struct word, word_at(c, f.r, f.from)).src;
         bool bare = true;
         for (size_t k = 0; k < prog.n && bare; k++)
             bare = prog.p[k] != '/' && !(prog.p[k] >= 'A' && prog.p[k] <= 'Z');
         f.fold = true;
-        if (!bare)
-            add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+        if (!bare || (prog.n > 4 && memcmp(prog.p, "git-", 4) == 0)) {
+            a3s_str folded = render(c, &f, NULL);
+            add_form(c, ALIAS(out), folded, c->open);
+        }
         return;
     }
     f.mode = M_VAL;
     a3s_str val = render(c, &f, NULL);
-    add_form(c, out->alias, &out->nalias, val);
+    add_form(c, ALIAS(out), val, c->open);
     c->values = 1;
     for (f.pick = 0; f.pick < c->values && f.pick < MAX_VALUES; f.pick++) {
         f.mode = M_EXP;
         f.fold = false;
         a3s_str exp = render(c, &f, &changed);
+        size_t open = c->open;
         if (changed && exp.p && val.p && !same(exp, val))
-            add_form(c, out->spell, &out->nspell, exp);
+            add_form(c, SPELL(out), exp, open);
+        else if (open != SIZE_MAX) /* text not shown: deny and ask rules read it as any text */
+            add_form(c, ALIAS(out), exp, open);
         f.fold = true;
-        add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+        a3s_str folded = render(c, &f, NULL);
+        add_form(c, ALIAS(out), folded, c->open);
     }
     f.fold = true;
     f.mode = M_VAL;
-    add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+    a3s_str folded = render(c, &f, NULL);
+    add_form(c, ALIAS(out), folded, c->open);
     bool unknown = false; /* an argument that may expand to nothing: the reading without it */
     for (size_t k = f.from + 1; k < f.r->nw && !unknown; k++)
         unknown = only_unknown(c, f.r->source, word_at(c, f.r, k));
@@ -1320,9 +1814,11 @@ static void add_reading(struct ctx *c, struct forms *out, struct form f) {
         f.pick = 0;
         f.drop = true;
         f.fold = false;
-        add_form(c, out->spell, &out->nspell, render(c, &f, NULL));
+        a3s_str dropped = render(c, &f, NULL);
+        add_form(c, SPELL(out), dropped, c->open);
         f.fold = true;
-        add_form(c, out->alias, &out->nalias, render(c, &f, NULL));
+        dropped = render(c, &f, NULL);
+        add_form(c, ALIAS(out), dropped, c->open);
     }
 }
 
@@ -1362,6 +1858,19 @@ static const char *const SYSTEMD_RUN_LONG[] = {
 static const char *const UV_LONG[] = {"--with", "--python", "--directory", NULL};
 static const char *const CONDA_LONG[] = {"--name", "--prefix", NULL};
 static const char *const WATCH_LONG[] = {"--interval", "--differences", NULL};
+static const char *const SCRIPT_LONG[] = {"--log-io", "--log-in", "--log-out", "--log-timing",
+                                          "--echo", "--logging-format", "--output-limit", NULL};
+static const char *const SETPRIV_LONG[] = {
+    "--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups", "--inh-caps",
+    "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label",
+    "--apparmor-profile", "--landlock-access", "--landlock-rule", NULL};
+static const char *const PRLIMIT_LONG[] = {"--pid", "--output", NULL};
+static const char *const PKEXEC_LONG[] = {"--user", NULL};
+static const char *const RUN0_LONG[] = {"--user", "--group", "--chdir", "--setenv", "--unit",
+                                        "--property", "--description", "--slice", "--nice",
+                                        "--machine", NULL};
+static const char *const LDSO_LONG[] = {"--library-path", "--preload", "--audit", "--argv0",
+                                        "--inhibit-rpath", NULL};
 
 /* The programs that run the program named after their options (the same table as the
  * guardrail's, python/codeward/guardrail/_wrappers.py). */
@@ -1389,7 +1898,36 @@ static const struct wrapper WRAPPERS[] = {
     {"nsenter", "tSG", NSENTER_LONG, 0, false, NULL, CODE_NONE},
     {"strace", "oepsuEabIOSPX", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"ltrace", "oepsunaADlx", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"setpriv", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"setpriv", "", SETPRIV_LONG, 0, false, NULL, CODE_NONE},
+    {"setarch", "", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"linux32", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"linux64", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"i386", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"x86_64", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"uname26", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"prlimit", "p", PRLIMIT_LONG, 0, false, NULL, CODE_NONE},
+    {"numactl", "CNmPpi", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"cgexec", "g", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"eatmydata", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"faketime", "f", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"torsocks", "uapP", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"proxychains", "f", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"proxychains4", "f", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"tini", "splgew", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"dumb-init", "r", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"pkexec", "", PKEXEC_LONG, 0, false, NULL, CODE_NONE},
+    {"ssh-agent", "aEPt", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"xvfb-run", "nsefp", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"chronic", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"nocache", "n", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"run0", "uDg", RUN0_LONG, 0, false, NULL, CODE_NONE},
+    {"valgrind", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"trickle", "dultwn", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"rlwrap", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"ld.so", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
+    {"ld-linux.so.2", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
+    {"ld-linux-x86-64.so.2", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
+    {"ld-linux-aarch64.so.1", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
     {"systemd-run", "upEMH", SYSTEMD_RUN_LONG, 0, false, NULL, CODE_NONE},
     {"firejail", "", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"caffeinate", "wt", NONE_LONG, 0, false, NULL, CODE_NONE},
@@ -1399,7 +1937,7 @@ static const struct wrapper WRAPPERS[] = {
     {"dbus-run-session", "", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"fakeroot", "lsib", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"flock", "wEc", NONE_LONG, 1, false, NULL, CODE_DASH_C},
-    {"script", "cqTtI", NONE_LONG, 0, false, NULL, CODE_DASH_C},
+    {"script", "cTIOBEm", SCRIPT_LONG, 0, false, NULL, CODE_DASH_C},
     {"su", "cgsG", NONE_LONG, 0, false, NULL, CODE_DASH_C},
     {"runuser", "ucgsG", NONE_LONG, 0, false, NULL, CODE_DASH_C},
     {"watch", "nd", WATCH_LONG, 0, false, NULL, CODE_REST},
@@ -1413,8 +1951,14 @@ static const struct wrapper WRAPPERS[] = {
     {"bundle", "", NONE_LONG, 0, false, "exec", CODE_NONE},
 };
 
-static const char *const SHELLS[] = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash",
-                                     "rbash"};
+static const char *const SHELLS[] = {"sh",   "bash", "dash", "zsh",  "ksh",    "ash",
+                                     "mksh", "yash", "rbash", "lksh", "posh",  "ksh93",
+                                     "pdksh", "fish", "tcsh", "csh",  "nu",    "elvish",
+                                     "xonsh", "pwsh", "rc",   "es",   "oksh",  "loksh"};
+/* Shells whose language is not bash's: what their -c code runs is read as
+ * bash would read it, and the line is opaque. */
+static const char *const OTHER_SHELLS[] = {"fish", "tcsh", "csh", "nu", "elvish", "xonsh",
+                                           "pwsh", "rc", "es"};
 
 static const struct wrapper *find_wrapper(a3s_str name) {
     for (size_t k = 0; name.n && k < sizeof WRAPPERS / sizeof *WRAPPERS; k++)
@@ -1435,6 +1979,7 @@ static bool in_list(a3s_str v, const char *const *list, size_t n) {
 static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *wr, size_t i) {
     size_t si = r->source, j = i + 1;
     bool is_env = strcmp(wr->name, "env") == 0, is_command = strcmp(wr->name, "command") == 0;
+    bool code_found = false, user_given = false; /* -c CODE seen; runuser -u USER */
     if (wr->sub) { /* uv run ...: only the subcommand runs a program */
         a3s_str sub = j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){NULL, 0};
         if (!sub.p || !eq(sub, wr->sub))
@@ -1455,6 +2000,17 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
             bool takes = false;
             for (const char *const *l = wr->longs; *l && !e && !takes; l++)
                 takes = eq(name, *l);
+            if (wr->code == CODE_DASH_C && eq(name, "--command")) {
+                a3s_str code = e ? (a3s_str){e + 1, v.n - name.n - 1}
+                                 : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
+                                                  : (a3s_str){NULL, 0});
+                if (code.p)
+                    push_source(c, si, code.p, code.n);
+                else
+                    c->incomplete = true;
+                code_found = true;
+                takes = !e;
+            }
             if (is_env && eq(name, "--split-string")) {
                 a3s_str code = e ? (a3s_str){e + 1, v.n - name.n - 1}
                                  : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
@@ -1485,7 +2041,9 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
                         push_source(c, si, arg.p, arg.n);
                     else
                         c->incomplete = true;
+                    code_found = code_found || !is_env;
                 }
+                user_given = user_given || v.p[k] == 'u';
                 break;
             }
             j += step;
@@ -1498,7 +2056,32 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
         }
         break;
     }
+    if (code_found)
+        return SIZE_MAX; /* script -qc CODE FILE, su -c CODE: the code is read as a source */
+    bool is_su = strcmp(wr->name, "su") == 0 || (strcmp(wr->name, "runuser") == 0 && !user_given);
+    if (is_su || strcmp(wr->name, "script") == 0) {
+        /* su [-] [USER] [-c CODE]: a shell runs the code, or reads what the
+         * line does not show */
+        for (size_t k = j; is_su && k < r->nw; k++) {
+            a3s_str v = value_of(c, si, word_at(c, r, k));
+            if (!v.p || !(eq(v, "-c") || eq(v, "--command")))
+                continue;
+            a3s_str code = k + 1 < r->nw ? value_of(c, si, word_at(c, r, k + 1)) : (a3s_str){NULL, 0};
+            if (code.p)
+                push_source(c, si, code.p, code.n);
+            else
+                c->opaque = true;
+            return SIZE_MAX;
+        }
+        c->opaque = true;
+        return SIZE_MAX;
+    }
     j += (size_t)wr->positional;
+    if (strcmp(wr->name, "setarch") == 0) { /* setarch ARCH [-R -L ...] PROGRAM: flags after the operand */
+        for (a3s_str v; j < r->nw && (v = value_of(c, si, word_at(c, r, j))).p && v.n > 1 &&
+                        v.p[0] == '-';)
+            j++;
+    }
     if (wr->code == CODE_DASH_C && j + 1 < r->nw) { /* flock FILE -c CODE */
         a3s_str v = value_of(c, si, word_at(c, r, j));
         if (v.p && eq(v, "-c")) {
@@ -1601,10 +2184,17 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
                     break;
                 end++;
             }
-            if (end > k + 1) {
+            if (end > k + 1) { /* `{}` is a file name: text the line does not show */
                 a3s_str a = VEC_AT(c->words, struct word, word_at(c, r, k + 1)).src;
                 a3s_str b = VEC_AT(c->words, struct word, word_at(c, r, end - 1)).src;
-                push_source(c, si, a.p, (size_t)(b.p + b.n - a.p)); /* one source's bytes */
+                size_t n = (size_t)(b.p + b.n - a.p);
+                c->lit.n = 0;
+                for (size_t q = 0; q < n; q++) {
+                    bool braces = q + 1 < n && a.p[q] == '{' && a.p[q + 1] == '}';
+                    buf_add(&c->lit, braces ? "$@" : a.p + q, braces ? 2 : 1);
+                    q += braces;
+                }
+                push_source(c, si, c->lit.p ? c->lit.p : "", c->lit.n);
             }
             k = end;
         }
@@ -1612,6 +2202,8 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
     }
     if (!in_list(name, SHELLS, sizeof SHELLS / sizeof *SHELLS))
         return true;
+    if (in_list(name, OTHER_SHELLS, sizeof OTHER_SHELLS / sizeof *OTHER_SHELLS))
+        c->opaque = true; /* another dialect: its code is read as bash, and not trusted */
     size_t j = i + 1;
     bool dash_c = false;
     while (j < r->nw) {
@@ -1624,13 +2216,18 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
         }
         if (v.n < 2 || (v.p[0] != '-' && v.p[0] != '+'))
             break;
-        if (v.p[1] == '-') {
-            j += (eq(v, "--rcfile") || eq(v, "--init-file")) ? 2 : 1;
+        if (v.p[1] == '-') { /* a startup file, a login shell: code the line does not show */
+            bool file = eq(v, "--rcfile") || eq(v, "--init-file");
+            if (file || eq(v, "--login") || eq(v, "--debugger") || eq(v, "--interactive"))
+                c->opaque = true;
+            j += file ? 2 : 1;
             continue;
         }
         size_t step = 1;
         for (size_t k = 1; k < v.n; k++) {
             dash_c = dash_c || (v.p[k] == 'c' && v.p[0] == '-');
+            if (v.p[0] == '-' && (v.p[k] == 'i' || v.p[k] == 'l' || v.p[k] == 'O'))
+                c->opaque = true; /* .bashrc, a profile, shopt -s expand_aliases */
             if (v.p[k] == 'o' || v.p[k] == 'O')
                 step = 2;
         }
@@ -1643,8 +2240,10 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
         push_source(c, si, code.p, code.n);
         return true;
     }
-    if (j < r->nw)
-        return true; /* a script file: its content is not part of the line */
+    if (j < r->nw) { /* a script file: its content is not part of the line */
+        c->opaque = true;
+        return true;
+    }
     for (size_t k = 0; k < r->nr; k++) {
         const struct token *t =
             &VEC_AT(c->tokens, struct token, VEC_AT(c->cmdredirs, size_t, r->r0 + k));
@@ -1695,6 +2294,40 @@ static size_t git_subcommand(struct ctx *c, const struct rcmd *r, size_t j) {
     return j < r->nw ? j : r->nw;
 }
 
+/* Whether git's global options between words j and sub set configuration
+ * that names another command (an alias, autocorrection, a pager or editor, a
+ * hook directory ...) or where git finds its commands: only a few harmless
+ * keys are trusted. */
+static bool git_config_runs_code(struct ctx *c, const struct rcmd *r, size_t j, size_t sub) {
+    static const char *const SAFE[] = {"user.",   "color.", "advice.",       "init.defaultbranch",
+                                       "log.",    "commit.gpgsign", "tag.gpgsign",
+                                       "core.quotepath", "core.autocrlf", "safe.directory",
+                                       "pull.rebase", "pull.ff", "merge.ff", "push.default",
+                                       "column.", "format.pretty", "i18n."};
+    for (size_t k = j; k < sub && k < r->nw; k++) {
+        a3s_str v = value_of(c, r->source, word_at(c, r, k));
+        if (!v.p)
+            return true;
+        if (v.n >= 12 && (memcmp(v.p, "--config-env", 12) == 0 || memcmp(v.p, "--exec-path", 11) == 0))
+            return true;
+        if (!(eq(v, "-c") || (v.n > 2 && v.p[0] == '-' && v.p[1] == 'c')))
+            continue;
+        a3s_str kv = eq(v, "-c") ? (k + 1 < r->nw ? value_of(c, r->source, word_at(c, r, ++k))
+                                                 : (a3s_str){"", 0})
+                                 : (a3s_str){v.p + 2, v.n - 2};
+        if (!kv.p)
+            return true;
+        bool safe = false;
+        for (size_t q = 0; q < sizeof SAFE / sizeof *SAFE && !safe; q++) {
+            size_t n = strlen(SAFE[q]);
+            safe = kv.n >= n && prefix_fold_eq(kv.p, SAFE[q], n);
+        }
+        if (!safe)
+            return true;
+    }
+    return false;
+}
+
 static bool only_blanks_differ(a3s_str a, a3s_str b) {
     size_t i = 0, j = 0;
     for (;;) {
@@ -1716,10 +2349,217 @@ static a3s_str *copy_list(struct ctx *c, const a3s_str *list, size_t n) {
     return out;
 }
 
+/* A program word that is known text bash splits at blanks (`x='git status';
+ * $x`): the command from there, with every value the line gives, is read
+ * again as a source, which finds the program among the fields (reading the
+ * fields as code can only add commands: quotes and operators in a value are
+ * plain text to bash). False when the word holds text the line does not show. */
+static bool split_program(struct ctx *c, const struct rcmd *r, size_t i) {
+    bool known = true;
+    c->tmp.n = 0;
+    c->open = SIZE_MAX;
+    c->split_word = false;
+    word_text(c, r->source, word_at(c, r, i), M_EXP, SIZE_MAX, &known);
+    if (known || !c->split_word || c->open != SIZE_MAX)
+        return false;
+    c->values = 1;
+    for (size_t pick = 0; pick < c->values && pick < MAX_VALUES; pick++) {
+        struct form f = {.r = r, .from = i, .mode = M_EXP, .pick = pick, .skip0 = r->nw,
+                         .skip1 = r->nw};
+        a3s_str text = render(c, &f, NULL);
+        if (c->open != SIZE_MAX || !text.p)
+            return false;
+        for (size_t q = 0; q < text.n; q++) /* bash splits at tabs and newlines too */
+            if (text.p[q] == '\n' || text.p[q] == '\t')
+                ((char *)text.p)[q] = ' ';
+        push_source(c, r->source, text.p, text.n);
+    }
+    return true;
+}
+
+/* ---- code the line runs later, or reads from elsewhere ----------------------- */
+
+/* Variables whose value bash (or a program it starts) runs as code or uses to
+ * read the line differently: a line that sets one may run code it does not
+ * show. */
+static bool runs_value(a3s_str word, bool bare) {
+    static const char *const NAMES[] = {
+        "IFS",      "BASH_ENV", "ENV",          "PROMPT_COMMAND", "PS0",     "PS1",
+        "PS2",      "PS3",      "PS4",          "SHELLOPTS",      "BASHOPTS", "GLOBIGNORE",
+        "EXECIGNORE", "BASH_XTRACEFD", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+        "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH"};
+    if (!word.n || word.p[0] < 'A' || word.p[0] > 'Z') /* every name above is upper-case */
+        return false;
+    size_t k = 0;
+    while (k < word.n && is_name_char(word.p[k]))
+        k++;
+    a3s_str name = {word.p, k};
+    if (k == 0 || (k < word.n ? !strchr("=+[", word.p[k]) || !word.p[k] : !bare))
+        return false;
+    if ((k > 9 && memcmp(word.p, "BASH_FUNC", 9) == 0) ||
+        (k > 15 && memcmp(word.p, "GIT_CONFIG_KEY_", 15) == 0) ||
+        (k > 17 && memcmp(word.p, "GIT_CONFIG_VALUE_", 17) == 0))
+        return true;
+    return in_list(name, NAMES, sizeof NAMES / sizeof *NAMES);
+}
+
+/* Whether some option word of r (from index `from`, up to the first operand)
+ * holds one of the short options in `letters`. */
+static bool has_option(struct ctx *c, const struct rcmd *r, size_t from, const char *letters) {
+    for (size_t k = from; k < r->nw; k++) {
+        a3s_str v = value_of(c, r->source, word_at(c, r, k));
+        if (!v.p)
+            return true; /* an option the line does not show */
+        if (v.n < 2 || v.p[0] != '-' || eq(v, "--"))
+            return false;
+        if (v.p[1] == '-')
+            continue;
+        for (size_t q = 1; q < v.n; q++)
+            if (strchr(letters, v.p[q]))
+                return true;
+    }
+    return false;
+}
+
+/* Code a command hands to bash for later, and the builtins that make bash
+ * read the rest of the line differently: the trap's code is read as a source;
+ * aliases, `hash -p`, a sourced file, `mapfile -C`, namerefs and integer
+ * variables, and a name with a subscript that runs a substitution make the
+ * line opaque. */
+static void deferred(struct ctx *c, const struct rcmd *r, size_t a) {
+    size_t si = r->source;
+    a3s_str first = a < r->nw ? literal(c, word_at(c, r, a)) : (a3s_str){NULL, 0};
+    bool sets = !first.p || in_list(first, SETS_VARS, sizeof SETS_VARS / sizeof *SETS_VARS);
+    for (size_t k = 0; k < r->nw; k++) {
+        a3s_str src = VEC_AT(c->words, struct word, word_at(c, r, k)).src;
+        if (runs_value(src, sets && k > a))
+            c->opaque = true;
+        bool simple;
+        size_t name = k < a ? assigned_name(src, &simple) : 0;
+        if (name && src.p[name] == '[') /* a[i]=v evaluates the subscript i */
+            note_arith(c, si, src.p + name, (size_t)((const char *)memchr(src.p + name, ']', src.n - name) - src.p) - name);
+        a3s_str v = memchr(src.p, '[', src.n) ? literal(c, word_at(c, r, k)) : (a3s_str){NULL, 0};
+        if (v.p && memchr(v.p, '[', v.n) && (has(v.p, v.n, "$(") || memchr(v.p, '`', v.n)))
+            c->opaque = true; /* 'a[$(cmd)]' evaluated as a subscript by read, declare, (( )) ... */
+    }
+    if (a >= r->nw)
+        return;
+    a3s_str prog = value_of(c, si, word_at(c, r, a));
+    if (!prog.p)
+        return;
+    if (eq(prog, "trap")) {
+        size_t k = a + 1;
+        while (k < r->nw) {
+            a3s_str v = value_of(c, si, word_at(c, r, k));
+            if (!v.p || v.n < 2 || v.p[0] != '-')
+                break;
+            k++;
+            if (eq(v, "--"))
+                break;
+        }
+        a3s_str code = k < r->nw ? value_of(c, si, word_at(c, r, k)) : (a3s_str){"", 0};
+        if (!code.p)
+            c->opaque = true;
+        else if (k + 1 < r->nw && !eq(code, "-")) /* trap CODE SIGNAL...: CODE runs later */
+            push_source(c, si, code.p, code.n);
+    } else if (eq(prog, "alias") || eq(prog, "source") || eq(prog, ".") || eq(prog, "enable")) {
+        if (a + 1 < r->nw)
+            c->opaque = true;
+    } else if (eq(prog, "shopt") || eq(prog, "hash")) {
+        for (size_t k = a + 1; k < r->nw; k++) {
+            a3s_str v = value_of(c, si, word_at(c, r, k));
+            if (!v.p || eq(v, "expand_aliases") || eq(v, "extglob") || eq(v, "nullglob") ||
+                (eq(prog, "hash") && v.p[0] == '-'))
+                c->opaque = true;
+        }
+    } else if (eq(prog, "mapfile") || eq(prog, "readarray")) {
+        if (has_option(c, r, a + 1, "C"))
+            c->opaque = true;
+    } else if (eq(prog, "compgen") || eq(prog, "complete")) {
+        if (has_option(c, r, a + 1, "CF")) /* -C COMMAND, -F FUNCTION run code */
+            c->opaque = true;
+    } else if (eq(prog, "declare") || eq(prog, "typeset") || eq(prog, "local") ||
+               eq(prog, "export") || eq(prog, "readonly")) {
+        if (has_option(c, r, a + 1, "ni"))
+            c->opaque = true;
+    } else if (eq(prog, "let")) {
+        for (size_t k = a + 1; k < r->nw; k++) {
+            a3s_str src = VEC_AT(c->words, struct word, word_at(c, r, k)).src;
+            note_arith(c, si, src.p, src.n);
+        }
+    }
+}
+
+/* After every source was read: a name an arithmetic expression reads whose
+ * value the line does not show, or shows holding a subscript or an
+ * expansion, may run code when bash evaluates it. */
+static void check_arith(struct ctx *c) {
+    for (size_t k = 0; k < c->arith.len && !c->opaque; k++) {
+        const struct arith_name *an = &VEC_AT(c->arith, struct arith_name, k);
+        for (size_t v = 0; v < c->vars.len; v++) {
+            const struct var *var = &VEC_AT(c->vars, struct var, v);
+            if (!same(var->name, an->name))
+                continue;
+            if (!var->known || memchr(var->value.p, '[', var->value.n) ||
+                memchr(var->value.p, '$', var->value.n) || memchr(var->value.p, '`', var->value.n))
+                c->opaque = true;
+        }
+    }
+}
+
+/* Whether xargs at word i replaces a string in its arguments (-I, -i, --replace). */
+static bool xargs_replaces(struct ctx *c, const struct rcmd *r, size_t i) {
+    for (size_t k = i + 1; k < r->nw; k++) {
+        a3s_str v = value_of(c, r->source, word_at(c, r, k));
+        if (!v.p)
+            return true;
+        if (v.n < 2 || v.p[0] != '-')
+            return false;
+        if ((v.p[1] != '-' && (memchr(v.p, 'I', v.n) || memchr(v.p, 'i', v.n))) ||
+            (v.n >= 9 && memcmp(v.p, "--replace", 9) == 0))
+            return true;
+    }
+    return false;
+}
+
+static size_t *copy_opens(struct ctx *c, const size_t *list, size_t n) {
+    size_t *out = arena_alloc(c->mem, (n ? n : 1) * sizeof *out);
+    if (out && n)
+        memcpy(out, list, n * sizeof *out);
+    return out;
+}
+
+/* The line with blanks outside quotes folded as bash reads them: none at
+ * either end, one between words (`git status ` is `git status`). */
+static a3s_str fold_blanks(struct ctx *c) {
+    c->tmp.n = 0;
+    char quote = 0;
+    bool gap = false;
+    for (size_t i = 0; i < c->len; i++) {
+        char ch = c->line[i];
+        if (!quote && is_blank(ch)) {
+            gap = c->tmp.n > 0;
+            continue;
+        }
+        if (gap)
+            buf_ch(&c->tmp, ' ');
+        gap = false;
+        buf_ch(&c->tmp, ch);
+        if (ch == '\\' && quote != '\'' && i + 1 < c->len)
+            buf_ch(&c->tmp, c->line[++i]);
+        else if (!quote && (ch == '\'' || ch == '"'))
+            quote = ch;
+        else if (ch == quote)
+            quote = 0;
+    }
+    return arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+}
+
 /* The spellings of one command, appended to the output. */
 static void spell(struct ctx *c, size_t ri) {
     const struct rcmd r = VEC_AT(c->rcmds, struct rcmd, ri);
     size_t a = assignments(c, &r), i = a, stage = 0;
+    deferred(c, &r, a);
     if (a == r.nw)
         return; /* only assignments: no program runs */
     struct forms fs, ws;
@@ -1728,34 +2568,48 @@ static void spell(struct ctx *c, size_t ri) {
     f->dynamic = false;
     struct form whole = {.r = &r};
     a3s_str written = render(c, &whole, NULL);
-    add_form(c, f->spell, &f->nspell, written);
+    add_form(c, SPELL(f), written, SIZE_MAX);
     size_t base = f->nspell;
     if (a > 0) {
         struct form words = {.r = &r, .from = a};
-        add_form(c, f->spell, &f->nspell, render(c, &words, NULL));
+        a3s_str text = render(c, &words, NULL);
+        add_form(c, SPELL(f), text, SIZE_MAX);
         base = f->nspell;
     }
+    bool tail = false, replace = false; /* xargs: words read from input follow */
     for (; i < r.nw && stage < MAX_STAGES && !failed(c); stage++) {
-        add_reading(c, f, (struct form){.r = &r, .from = i});
+        add_reading(c, f, (struct form){.r = &r, .from = i, .tail_open = tail});
         a3s_str prog = value_of(c, r.source, word_at(c, &r, i));
         if (!prog.p) {
-            f->dynamic = true;
+            if (!split_program(c, &r, i))
+                f->dynamic = true;
             break;
         }
         a3s_str name = prog;
         for (size_t k = 0; k < prog.n; k++)
             if (prog.p[k] == '/')
                 name = (a3s_str){prog.p + k + 1, prog.n - k - 1};
+        if (prog.n >= 6 && (memcmp(prog.p, "/proc/", 6) == 0 || has(prog.p, prog.n, "/fd/")))
+            c->opaque = true; /* /proc/self/exe: the running shell, or any program */
         if (eq(name, "git")) {
             size_t sub = git_subcommand(c, &r, i + 1);
+            if (git_config_runs_code(c, &r, i + 1, sub))
+                c->opaque = true;
             if (sub > i + 1)
-                add_reading(c, f, (struct form){.r = &r, .from = i, .skip0 = i + 1, .skip1 = sub});
+                add_reading(c, f, (struct form){.r = &r, .from = i, .skip0 = i + 1, .skip1 = sub,
+                                                .tail_open = tail});
         }
-        const struct wrapper *wr = name.n <= 16 ? find_wrapper(name) : NULL;
+        if (eq(name, "parallel"))
+            c->opaque = true; /* GNU parallel builds commands from its input */
+        const struct wrapper *wr = name.n <= 24 ? find_wrapper(name) : NULL;
         if (!wr) {
             if (!run_code(c, &r, name, i))
                 f->dynamic = true;
             break;
+        }
+        if (strcmp(wr->name, "xargs") == 0) {
+            tail = true;
+            replace = replace || xargs_replaces(c, &r, i);
         }
         i = unwrap(c, &r, wr, i);
         if (i == SIZE_MAX)
@@ -1763,23 +2617,36 @@ static void spell(struct ctx *c, size_t ri) {
     }
     if (stage == MAX_STAGES)
         c->incomplete = true;
+    if (replace) /* xargs -I{}: input text may stand anywhere, the program included */
+        for (size_t k = 0; k < f->nspell + f->nalias; k++)
+            *(k < f->nspell ? &f->spell_open[k] : &f->alias_open[k - f->nspell]) = 0;
     struct forms *final = f;
     struct forms *w = NULL;
+    a3s_str folded_line = {NULL, 0};
     if (r.whole) { /* the line is this command: it is matched as written, as it always was */
         w = &ws;
         w->nspell = w->nalias = 0;
-        a3s_str line = {c->line, c->len};
-        add_form(c, w->spell, &w->nspell, line);
+        a3s_str line = {c->line, c->len}, folded = fold_blanks(c);
+        add_form(c, SPELL(w), line, replace ? 0 : SIZE_MAX);
+        if (folded.p && !same(folded, line)) {
+            add_form(c, ALIAS(w), folded, replace ? 0 : SIZE_MAX);
+            folded_line = folded;
+        }
         for (size_t k = base; k < f->nspell; k++)
             if (!only_blanks_differ(f->spell[k], line))
-                add_form(c, w->spell, &w->nspell, f->spell[k]);
+                add_form(c, SPELL(w), f->spell[k], f->spell_open[k]);
         for (size_t k = 0; k < f->nspell + f->nalias; k++) {
-            a3s_str s = k < f->nspell ? f->spell[k] : f->alias[k - f->nspell];
+            bool is_spell = k < f->nspell;
+            a3s_str s = is_spell ? f->spell[k] : f->alias[k - f->nspell];
+            size_t open = is_spell ? f->spell_open[k] : f->alias_open[k - f->nspell];
             bool dup = false;
-            for (size_t q = 0; q < w->nspell && !dup; q++)
+            for (size_t q = 0; q < w->nspell && !dup; q++) {
                 dup = same(w->spell[q], s);
+                if (dup && open < w->spell_open[q])
+                    w->spell_open[q] = open;
+            }
             if (!dup)
-                add_form(c, w->alias, &w->nalias, s);
+                add_form(c, ALIAS(w), s, open);
         }
         w->dynamic = f->dynamic;
         final = w;
@@ -1787,10 +2654,15 @@ static void spell(struct ctx *c, size_t ri) {
         size_t n = 0;
         for (size_t k = 0; k < f->nalias; k++) {
             bool dup = false;
-            for (size_t q = 0; q < f->nspell && !dup; q++)
+            for (size_t q = 0; q < f->nspell && !dup; q++) {
                 dup = same(f->spell[q], f->alias[k]);
-            if (!dup)
+                if (dup && f->alias_open[k] < f->spell_open[q])
+                    f->spell_open[q] = f->alias_open[k];
+            }
+            if (!dup) {
+                f->alias_open[n] = f->alias_open[k];
                 f->alias[n++] = f->alias[k];
+            }
         }
         f->nalias = n;
     }
@@ -1798,11 +2670,15 @@ static void spell(struct ctx *c, size_t ri) {
     if (out) {
         out->shown = written;
         out->spellings = copy_list(c, final->spell, final->nspell);
+        out->spelling_open = copy_opens(c, final->spell_open, final->nspell);
         out->nspellings = out->spellings ? final->nspell : 0;
         out->aliases = copy_list(c, final->alias, final->nalias);
+        out->alias_open = copy_opens(c, final->alias_open, final->nalias);
         out->naliases = out->aliases ? final->nalias : 0;
         out->dynamic = final->dynamic;
-        if (!written.p || !out->spellings || !out->aliases)
+        out->folded = folded_line;
+        if (!written.p || !out->spellings || !out->aliases || !out->spelling_open ||
+            !out->alias_open)
             c->incomplete = true;
     }
 }
@@ -1810,7 +2686,11 @@ static void spell(struct ctx *c, size_t ri) {
 /* ---- the fast path --------------------------------------------------------------- */
 
 bool a3s_bash_is_plain(const char *line, size_t len) {
-    static const char *const OTHERS[] = {"git", "eval", "find", "source", "exec"};
+    static const char *const OTHERS[] = {
+        "git",   "eval",    "find",    "source",  "exec",  "trap",     "alias",    "hash",
+        "shopt", "enable",  "mapfile", "readarray", "declare", "typeset", "local", "export",
+        "readonly", "let",  "parallel", "read",   "printf", "unset",    "test",     "[",
+        "compgen",  "complete"};
     size_t first = 0;
     if (len == 0 || line[0] == ' ' || line[len - 1] == ' ')
         return false;
@@ -1840,7 +2720,8 @@ bool a3s_bash_is_plain(const char *line, size_t len) {
     return !(in_list(prog, KEYWORDS, sizeof KEYWORDS / sizeof *KEYWORDS) ||
              in_list(prog, SHELLS, sizeof SHELLS / sizeof *SHELLS) ||
              in_list(prog, OTHERS, sizeof OTHERS / sizeof *OTHERS) ||
-             (prog.n <= 16 && find_wrapper(prog)) || changes_env(prog));
+             (prog.n <= 24 && find_wrapper(prog)) || changes_env(prog) ||
+             (prog.n > 4 && memcmp(prog.p, "git-", 4) == 0));
 }
 
 /* ---- the entry point ------------------------------------------------------------ */
@@ -1854,6 +2735,7 @@ static void ctx_release(struct ctx *c) {
     free(c->cmdwords.items);
     free(c->cmdredirs.items);
     free(c->vars.items);
+    free(c->arith.items);
     free(c->out.items);
     free(c->lit.p);
     free(c->tmp.p);
@@ -1876,6 +2758,7 @@ int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out) {
     c.rcmds.size = sizeof(struct rcmd);
     c.cmdwords.size = c.cmdredirs.size = sizeof(size_t);
     c.vars.size = sizeof(struct var);
+    c.arith.size = sizeof(struct arith_name);
     c.out.size = sizeof(a3s_bash_cmd);
     a3s_bash_split *split = calloc(1, sizeof *split);
     c.mem = calloc(1, sizeof *c.mem);
@@ -1885,6 +2768,7 @@ int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out) {
         return A3S_E_NOMEM;
     }
     c.mem->cap = len > (SIZE_MAX - ARENA_SLACK) / 16 ? SIZE_MAX : 16 * len + ARENA_SLACK;
+    c.open = SIZE_MAX;
     struct source *top = vec_push(&c.sources, &c.nomem);
     if (top)
         *top = (struct source){{c.line, len}, 0, SIZE_MAX};
@@ -1903,8 +2787,10 @@ int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out) {
         free(split);
         return A3S_E_NOMEM;
     }
+    check_arith(&c);
     split->mem = c.mem;
     split->complete = !c.incomplete && !c.mem->over;
+    split->opaque = c.opaque;
     split->ncmds = c.out.len;
     split->cmds = c.out.len ? arena_alloc(c.mem, c.out.len * sizeof *split->cmds) : NULL;
     if (split->cmds)

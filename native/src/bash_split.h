@@ -21,6 +21,15 @@ typedef struct a3s_bash_cmd {
     size_t nspellings;
     a3s_str *aliases;
     size_t naliases;
+    /* per spelling and alias: the offset where text the line does not show
+     * starts (an unknown expansion, a file-name pattern, xargs' input), or
+     * SIZE_MAX. A deny or ask rule that some text with that prefix could
+     * match makes the command at least ask. */
+    size_t *spelling_open, *alias_open;
+    /* a line that is this one command, with its blanks folded (`git status `
+     * is `git status`), when that differs: an allow rule that matches it
+     * covers the line's own spelling (spellings[0]); {NULL}: none */
+    a3s_str folded;
     bool dynamic;
 } a3s_bash_cmd;
 
@@ -28,6 +37,7 @@ typedef struct a3s_bash_split {
     a3s_bash_cmd *cmds;
     size_t ncmds;
     bool complete; /* false: the line could not be read to its end (or past a bound) */
+    bool opaque;   /* the line may run code it does not show: decided as an unknown command */
     void *mem;     /* the arena every string above lives in */
 } a3s_bash_split;
 

@@ -610,3 +610,52 @@ A3S_API int a3s_glob_match(const a3s_glob *g, const char *subject, size_t n) {
         return 0;
     return nfa_match(g, s, n);
 }
+
+/* Whether some subject that starts with prefix[0..n) matches: the NFA is
+ * still live after reading it (every live state can reach the end, since
+ * each token can be passed). The bash reader uses it for a command whose
+ * text is unknown from `n` on (`git $x`, `gi? push`). 1 yes, 0 no, negative:
+ * no memory. */
+int a3s_glob_viable(const a3s_glob *g, const char *prefix, size_t n) {
+    const unsigned char *s = (const unsigned char *)(prefix ? prefix : "");
+    if (!prefix)
+        n = 0;
+    size_t lit = n < g->literal_len ? n : g->literal_len;
+    switch (g->kind) {
+    case GLOB_ANY: return 1;
+    case GLOB_EXACT: return n <= g->literal_len && bytes_equal(s, g->literal, n, g->fold_case);
+    case GLOB_PREFIX: return bytes_equal(s, g->literal, lit, g->fold_case);
+    case GLOB_NFA: break;
+    }
+    if (!bytes_equal(s, g->literal, lit, g->fold_case))
+        return 0;
+    if (n <= g->literal_len)
+        return 1;
+    size_t nw = g->nwords;
+    uint64_t stack[2 * STACK_WORDS];
+    uint64_t *heap = NULL, *cur = stack, *next;
+    if (nw > STACK_WORDS) {
+        heap = malloc(2 * nw * sizeof(uint64_t));
+        if (!heap)
+            return A3S_E_NOMEM;
+        cur = heap;
+    }
+    next = cur + nw;
+    memset(cur, 0, nw * sizeof(uint64_t));
+    bit_set(cur, g->literal_len);
+    closure(g, cur);
+    int result = 1;
+    for (size_t i = g->literal_len; i < n; i++) {
+        if (g->tail_any && bit_test(cur, g->ntok - 1))
+            break;
+        if (!step_words(g, cur, s[i], next)) {
+            result = 0;
+            break;
+        }
+        uint64_t *swap = cur;
+        cur = next;
+        next = swap;
+    }
+    free(heap);
+    return result;
+}

@@ -43,4 +43,8 @@ int a3s_glob_compile_internal(const char *pattern, size_t len, uint64_t flags, a
  * (a cheap filter the rule set applies before matching). */
 int a3s_glob_first_byte(const a3s_glob *glob);
 
+/* Whether some subject starting with prefix[0..n) matches (glob.c): 1 yes,
+ * 0 no, negative: no memory. */
+int a3s_glob_viable(const a3s_glob *glob, const char *prefix, size_t n);
+
 #endif

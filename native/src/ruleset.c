@@ -50,7 +50,10 @@ struct a3s_ruleset {
     struct group generic; /* tool globs and MCP server rules */
     int32_t default_list; /* a3s_ruleset_set_default; A3S_LIST_NONE: not set */
     bool bash_patterned;  /* a deny or ask rule with a pattern covers bash */
+    size_t bash_group;    /* index + 1 of the group of "bash" (0: none): checked per spelling */
 };
+
+static struct group *lookup_group(const a3s_ruleset *rs, const char *tool, size_t n);
 
 static uint64_t hash_name(const char *s, size_t n) {
     uint64_t h = 1469598103934665603ull;
@@ -75,6 +78,12 @@ static int push_index(struct index_list *l, size_t v) {
 }
 
 static struct group *find_group(const a3s_ruleset *rs, const char *tool, size_t n) {
+    if (n == 4 && memcmp(tool, "bash", 4) == 0)
+        return rs->bash_group ? &rs->groups[rs->bash_group - 1] : NULL;
+    return lookup_group(rs, tool, n);
+}
+
+static struct group *lookup_group(const a3s_ruleset *rs, const char *tool, size_t n) {
     if (!rs->table_cap)
         return NULL;
     size_t mask = rs->table_cap - 1;
@@ -105,7 +114,7 @@ static int rehash(a3s_ruleset *rs, size_t cap) {
 }
 
 static struct group *get_or_add_group(a3s_ruleset *rs, const char *tool, size_t n) {
-    struct group *g = find_group(rs, tool, n);
+    struct group *g = lookup_group(rs, tool, n);
     if (g)
         return g;
     if (rs->ngroups == rs->groups_cap) {
@@ -136,6 +145,8 @@ static struct group *get_or_add_group(a3s_ruleset *rs, const char *tool, size_t 
             slot = (slot + 1) & (rs->table_cap - 1);
         rs->table[slot] = rs->ngroups;
     }
+    if (n == 4 && memcmp(tool, "bash", 4) == 0)
+        rs->bash_group = rs->ngroups;
     return g;
 }
 
@@ -585,6 +596,50 @@ static int bash_one(const a3s_ruleset *rs, a3s_str s, a3s_match *m, bool *matche
     return rc;
 }
 
+/* Whether a deny or ask rule for bash could match some text that starts
+ * with s[0..n): the text after it is not shown by the line (`git $x`,
+ * `gi? push`). 1 yes, 0 no, negative: no memory. */
+static int viable_strict(const a3s_ruleset *rs, const char *s, size_t n) {
+    const struct group *g = find_group(rs, "bash", 4);
+    for (int l = 0; l < NLISTS; l += 2) { /* deny, ask */
+        const struct index_list *lists[2] = {g ? &g->lists[l] : NULL, &rs->generic.lists[l]};
+        for (int q = 0; q < 2; q++) {
+            for (size_t i = 0; lists[q] && i < lists[q]->len; i++) {
+                const struct rule *r = &rs->rules[lists[q]->items[i]];
+                if (q == 1 && !covers_tool(r, "bash", 4))
+                    continue;
+                int v = (r->flags & A3S_RULE_ANY_ARGS) ? 1 : a3s_glob_viable(r->arg_glob, s, n);
+                if (v != 0)
+                    return v;
+            }
+        }
+    }
+    return 0;
+}
+
+/* How a command the line does not show is decided: at least ask when a deny
+ * or ask rule covers bash; allowed when an allow rule takes any bash
+ * command; else the default. */
+static int unknown_command(const a3s_ruleset *rs, int dflt) {
+    const struct group *g = find_group(rs, "bash", 4);
+    bool allow_any = false;
+    for (int l = 0; l < NLISTS; l++) {
+        const struct index_list *lists[2] = {g ? &g->lists[l] : NULL, &rs->generic.lists[l]};
+        for (int q = 0; q < 2; q++) {
+            for (size_t i = 0; lists[q] && i < lists[q]->len; i++) {
+                const struct rule *r = &rs->rules[lists[q]->items[i]];
+                if (q == 1 && !covers_tool(r, "bash", 4))
+                    continue;
+                if (l + 1 != A3S_LIST_ALLOW)
+                    return A3S_LIST_ASK;
+                allow_any = allow_any || (r->flags & A3S_RULE_ANY_ARGS) ||
+                            (r->pattern_len == 2 && memcmp(r->pattern, "**", 2) == 0);
+            }
+        }
+    }
+    return allow_any ? A3S_LIST_ALLOW : dflt == A3S_LIST_DENY ? A3S_LIST_DENY : dflt;
+}
+
 /* Fills v (its split and, when v->matched is set, the rules matched). */
 static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
                        struct a3s_bash_verdict *v, bool per_command) {
@@ -609,12 +664,35 @@ static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
         for (size_t k = 0; k < cmd->nspellings + cmd->naliases; k++) {
             bool alias = k >= cmd->nspellings;
             a3s_str s = alias ? cmd->aliases[k - cmd->nspellings] : cmd->spellings[k];
+            size_t open = alias ? cmd->alias_open[k - cmd->nspellings] : cmd->spelling_open[k];
             a3s_match m = whole;
             bool *marks = alias ? NULL : v->matched;
             bool same_as_line = !alias && s.p == line && s.n == len; /* already checked */
             if (!same_as_line && (rc = bash_one(rs, s, &m, marks, alias)) != A3S_OK)
                 return rc;
-            if (alias && m.list != A3S_LIST_DENY && m.list != A3S_LIST_ASK)
+            bool strict = m.list == A3S_LIST_DENY || m.list == A3S_LIST_ASK;
+            if (k == 0 && cmd->folded.p && !strict && m.list != A3S_LIST_ALLOW) {
+                a3s_match f = {.struct_size = sizeof f}; /* `git status ` read as `git status` */
+                if ((rc = check_one(rs, "bash", 4, cmd->folded.p, cmd->folded.n, &f)) != A3S_OK)
+                    return rc;
+                if (f.list == A3S_LIST_ALLOW) {
+                    m = f;
+                    if ((rc = bash_one(rs, cmd->folded, &f, v->matched, false)) != A3S_OK)
+                        return rc;
+                }
+            }
+            if (!strict && open != SIZE_MAX) { /* the rest is any text: could a deny or ask rule match? */
+                int viable = viable_strict(rs, s.p, open < s.n ? open : s.n);
+                if (viable < 0)
+                    return viable;
+                if (viable) {
+                    if (best.list < 0 || strictness(A3S_LIST_ASK) < strictness(best.list))
+                        best = (struct bash_cmd_verdict){A3S_LIST_ASK, A3S_BASH_WHY_DYNAMIC, SIZE_MAX,
+                                                         cmd->shown, s};
+                    continue;
+                }
+            }
+            if (alias && !strict)
                 continue;
             if (alias && v->matched && (rc = bash_one(rs, s, &m, v->matched, true)) != A3S_OK)
                 return rc;
@@ -643,6 +721,14 @@ static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
         v->list = whole.list ? whole.list : dflt;
         v->why = whole.list ? A3S_BASH_WHY_RULE : A3S_BASH_WHY_DEFAULT;
         v->rule = whole.list ? whole.index : SIZE_MAX;
+    }
+    if (sp->opaque && v->list == A3S_LIST_ALLOW) { /* code the line does not show */
+        int unknown = unknown_command(rs, dflt);
+        if (unknown != A3S_LIST_ALLOW) {
+            v->list = unknown == A3S_LIST_DENY ? A3S_LIST_DENY : A3S_LIST_ASK;
+            v->why = A3S_BASH_WHY_DYNAMIC;
+            v->rule = SIZE_MAX;
+        }
     }
     if (!sp->complete && strictness(A3S_LIST_ASK) < strictness(v->list)) {
         v->list = A3S_LIST_ASK;

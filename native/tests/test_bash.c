@@ -38,11 +38,19 @@ static const char *const PUSHES[] = {
     "timeout 5 git push", "git pu\\\nsh", "if true; then git push; fi",
     "case x in x) git push;; esac", "f() { git push; }; f", "git push # comment",
     "$(which git) push", "env -S 'git push'", "printf 'git\\x20push' | bash",
+    /* issue 21: brace expansion, ANSI-C quoting, split values, keywords, deferred code */
+    "{git,push}", "git p{u,}sh", "$'\\u0067it' push", "$'\\x67it' push", "x='git push'; $x",
+    "time { git push; }", "time ! git push", "coproc NAME { git push; }", "trap 'git push' EXIT",
+    "(( 1 << 2 ))\ngit push", ">/dev/null case x; git push", "script -qc 'git push' /dev/null",
+    "setpriv git push", "setarch x86_64 -R git push", "su root -c 'git push'",
+    "fish -c 'git push'", "/usr/lib/git-core/git-push", "a[$(git push)]=1",
 };
 
 static const char *const NOT_PUSHES[] = {
     "git status", "echo git push", "# git push", "FOO='git push' make", "cat git push",
-    "printf 'git push' > notes", "git log --grep=push",
+    "printf 'git push' > notes", "git log --grep=push", "echo $((1+2))",
+    "for ((i=0;i<3;i++)); do echo $i; done", "echo {a..c}", "ls *.py", "git status $x",
+    "x='git status'; $x", "echo a{b,c}d",
 };
 
 static void bypasses(void) {
@@ -53,7 +61,18 @@ static void bypasses(void) {
         CHECK(decide(rs, A3S_LIST_ALLOW, NOT_PUSHES[i]) == A3S_LIST_ALLOW, "%s", NOT_PUSHES[i]);
     /* what is not shown, or not read to its end, is at least ask */
     const char *unsure[] = {"$GIT push", "echo 'unterminated", "(echo", "echo \"open", "echo $(open",
-                            "curl x | sh", "bash < script.sh"};
+                            "curl x | sh", "bash < script.sh",
+                            /* text the line does not show where a deny rule could match */
+                            "/usr/bin/gi? push", "git pu${x}sh", "git $(printf push)",
+                            "set -- push; git \"$@\"", "bash -c 'git $1' _ push",
+                            "echo push | xargs git", "find push -exec git {} \\;",
+                            /* code the line does not show */
+                            "IFS=,; x=git,push; $x", "source <(echo git push)", "bash x.sh",
+                            "bash /dev/stdin <<< 'git push'", "/proc/self/exe -c 'git push'",
+                            "git -c alias.p=push p", "hash -p /usr/bin/git g; g push",
+                            "echo ${x@P}", "x='a[$(git push)]'; echo $((x))",
+                            "shopt -s expand_aliases; alias g=git\ng push",
+                            "BASH_ENV=x bash -c true", "mapfile -C f x"};
     for (size_t i = 0; i < sizeof unsure / sizeof *unsure; i++)
         CHECK(decide(rs, A3S_LIST_ALLOW, unsure[i]) == A3S_LIST_ASK, "%s", unsure[i]);
     a3s_ruleset_free(rs);

@@ -21,6 +21,8 @@
 #endif
 
 #include "a3s/a3s.h"
+/* The bash reader's split, for the guardrail (Python only; not part of the C ABI). */
+#include "../../native/src/bash_split.h"
 
 typedef struct {
     PyObject *native_error; /* NativeError type */
@@ -1634,7 +1636,58 @@ static int add_inotify_constants(PyObject *m) {
 }
 #endif
 
+/* bash_commands(line) -> (complete, opaque, [(shown, forms, dynamic)]): the simple commands
+ * the C reader finds in a bash line, each with every spelling and alias it is decided on
+ * (bytes), so the guardrail reads the line as the policy does. */
+static PyObject *py_bash_commands(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    const char *line;
+    Py_ssize_t len;
+    PyObject *owner;
+    if (as_bytes(arg, &line, &len, &owner) < 0)
+        return NULL;
+    a3s_bash_split *sp = NULL;
+    int rc = a3s_bash_split_line(line, (size_t)len, &sp);
+    Py_XDECREF(owner);
+    if (rc != A3S_OK)
+        return PyErr_NoMemory();
+    PyObject *commands = PyList_New((Py_ssize_t)sp->ncmds), *result = NULL;
+    for (size_t i = 0; commands && i < sp->ncmds; i++) {
+        const a3s_bash_cmd *c = &sp->cmds[i];
+        size_t nforms = c->nspellings + c->naliases;
+        PyObject *forms = PyTuple_New((Py_ssize_t)nforms);
+        for (size_t k = 0; forms && k < nforms; k++) {
+            a3s_str f = k < c->nspellings ? c->spellings[k] : c->aliases[k - c->nspellings];
+            PyObject *b = PyBytes_FromStringAndSize(f.p ? f.p : "", (Py_ssize_t)f.n);
+            if (!b) {
+                Py_CLEAR(forms);
+                break;
+            }
+            PyTuple_SetItem(forms, (Py_ssize_t)k, b);
+        }
+        PyObject *item = forms ? Py_BuildValue("(y#OO)", c->shown.p ? c->shown.p : "",
+                                               (Py_ssize_t)c->shown.n, forms,
+                                               c->dynamic ? Py_True : Py_False)
+                               : NULL;
+        Py_XDECREF(forms);
+        if (!item) {
+            Py_CLEAR(commands);
+            break;
+        }
+        PyList_SetItem(commands, (Py_ssize_t)i, item);
+    }
+    if (commands)
+        result = Py_BuildValue("(OOO)", sp->complete ? Py_True : Py_False,
+                               sp->opaque ? Py_True : Py_False, commands);
+    Py_XDECREF(commands);
+    a3s_bash_split_free(sp);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
+    {"bash_commands", py_bash_commands, METH_O,
+     "bash_commands(line) -> (complete, opaque, [(shown, forms, dynamic)]): the C reader's "
+     "simple commands of a bash line."},
     {"protected_names", py_protected_names, METH_NOARGS,
      "protected_names() -> (dirs, files): the names the sandbox keeps read-only."},
     {"version", py_version, METH_NOARGS, "version() -> dict: the C library's version."},

@@ -128,6 +128,7 @@ function shared(name, run) {
 shared('policy.json', runPolicyVectors);
 // a bash line decided per simple command by the C core: the same format, decision cases only
 shared('bash_policy.json', runPolicyVectors);
+shared('bash_reader.json', runPolicyVectors);
 shared('glob.json', runGlobVectors);
 describe('local vectors: test/fixtures/local-policy.json', () =>
   runPolicyVectors(path.join(LOCAL, 'local-policy.json')));

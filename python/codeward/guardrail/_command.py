@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .. import _native
 from ._context import Context
 from ._exec import (
     DOWNLOADERS,
@@ -81,7 +82,37 @@ def check_command(command: str) -> GuardrailHit | None:
             f"refused a command of type {type(command).__name__}: a command must be a string",
             repr(command)[:200],
         )
-    return _Analysis(command).run()
+    hit = _Analysis(command).run()
+    return hit if hit is not None else _policy_reading(command)
+
+
+def _policy_reading(command: str) -> GuardrailHit | None:
+    """Each simple command the C reader (the one the permission policy decides on) finds,
+    in every spelling it reads, judged on its own: a program this module's tokenizer
+    missed (after an arithmetic command, behind a wrapper it does not know, in a trap) is
+    judged as well. Bounded by the reader's own bounds and a byte budget; the line itself
+    was judged in full above."""
+    try:
+        _complete, _opaque, found = _native.bash_commands(command)
+    except MemoryError:
+        return GuardrailHit(
+            "parse.too_complex", "refused a command too large to read", command[:200]
+        )
+    budget = 4 * len(command) + (64 << 10)
+    seen = {command}
+    for _shown, forms, _dynamic in found:
+        for form in forms:
+            text = form.decode("utf-8", "surrogateescape")
+            if text in seen:
+                continue
+            seen.add(text)
+            budget -= len(text)
+            if budget < 0:
+                return None
+            hit = _Analysis(text).run()
+            if hit is not None and hit.rule != "parse.too_complex":
+                return hit
+    return None
 
 
 def walk_commands(command: str, visit: Visit) -> bool:

@@ -133,8 +133,9 @@ def _unquoted_brace(part: Part) -> bool:
 
 
 def _static_output(part: Part) -> str | None:
-    """What ``$(echo a b)`` / ``$(printf a)`` prints, when it only echoes literal words, and
-    the name ``$(which sudo)`` / ``$(command -v sudo)`` / ``$(type -P sudo)`` looks up."""
+    """What ``$(echo a b)`` / ``$(printf a)`` prints, when it only echoes literal words, the
+    name ``$(which sudo)`` / ``$(command -v sudo)`` / ``$(type -P sudo)`` looks up, and
+    ``$(pwd)``, which is ``$PWD``."""
     if len(part.scripts) != 1:
         return None
     script: Script = part.scripts[0]
@@ -152,6 +153,8 @@ def _static_output(part: Part) -> str | None:
         words.append(text)
     if not words:
         return None
+    if words[0] == "pwd" and all(w in ("-L", "-P") for w in words[1:]):
+        return "$PWD"  # the working directory: `$(pwd)/..` is `$PWD/..`
     if words[0] in _LOOKUPS:
         names = [w for w in words[1:] if not w.startswith("-")]
         return names[0] if len(names) == 1 and _looks_up(words) else None

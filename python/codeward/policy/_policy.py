@@ -14,7 +14,14 @@ from .. import _native
 from .._errors import NativeCoreError, PolicyError, PolicyFileError
 from ._bash import BashVerdict, verdict_from_native
 from ._decision import Decision
-from ._subject import Subject, argument_string, canonical_json, canonical_tool, decision_subjects
+from ._subject import (
+    Subject,
+    argument_string,
+    canonical_json,
+    canonical_tool,
+    decision_subjects,
+    search_subject,
+)
 
 __all__ = ["Decision", "Evaluation", "PermissionPolicy", "RuleView"]
 
@@ -218,10 +225,29 @@ class PermissionPolicy:
         if not self._enabled:
             return Decision.ALLOW
         name, subject = argument_string(tool, args)
+        if name == "git" and ":" in subject:
+            return self.evaluate(tool, args).decision  # REV:path: every spelling of the path
         if name != "search" and ("\n" not in subject or name != "read"):
             hit = self._ruleset.check(name, subject)
             return _BY_LIST_CODE[hit] if hit else self._default
+        if name == "search" and isinstance(args, Mapping):
+            return self._check_search(tool, args)
         return self.evaluate(tool, args).decision
+
+    def _check_search(self, tool: str, args: Mapping[str, Any]) -> Decision:
+        """A search decided as evaluate() decides it (deny and ask rules match either form
+        of its subject, allow rules the strict one; the strictest list wins), without
+        building the evaluation."""
+        subject = search_subject(tool, args)
+        rules = self._rules
+        lists = {rules[i][0] for i in self._ruleset.matches("search", subject.text)}
+        lists.discard("allow")
+        if subject.strict is not None:
+            lists.update(rules[i][0] for i in self._ruleset.matches("search", subject.strict))
+        for candidate in _STRICTNESS:
+            if candidate.value in lists:
+                return candidate
+        return self._default
 
     def evaluate(
         self,

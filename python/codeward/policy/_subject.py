@@ -212,6 +212,54 @@ def _search_subject(mode: str, query: str, path: str) -> Subject:
     return Subject(f"{mode} {query} {path}", strict)
 
 
+def _tree_path(path: str) -> str | None:
+    """A path inside a tree as git resolves it: `.` and empty parts dropped, `..` applied
+    (None when it climbs out of the tree)."""
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts)
+
+
+def git_target_spellings(target: str) -> list[str]:
+    """The other spellings of a git ``REV:path`` target, with the path normalized
+    (``HEAD:./secrets/k``, ``HEAD:a/../secrets/k`` are ``HEAD:secrets/k``), for every
+    ':' that could end the revision: a rule names the normal form, and a deny or ask
+    rule must not be passed by writing the path another way."""
+    out: list[str] = []
+    for i, ch in enumerate(target):
+        if ch != ":":
+            continue
+        rev, path = target[:i], target[i + 1 :]
+        if path.startswith("/"):
+            continue
+        normal = _tree_path(path)
+        if normal is not None and normal != path:
+            spelled = f"{rev}:{normal}"
+            if spelled not in out:
+                out.append(spelled)
+    return out
+
+
+def search_parts(tool: str, args: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A search call's mode, query and path, as its subjects are built from them."""
+    called = canonical_tool(tool)
+    mode = called if called != "search" else _text(args.get("mode"))
+    return mode, _text(args.get("query")), _path_field(args, "path")
+
+
+def search_subject(tool: str, args: Mapping[str, Any]) -> Subject:
+    """The one subject of a search call without known paths."""
+    return _search_subject(*search_parts(tool, args))
+
+
 def decision_subjects(
     tool: str, args: Mapping[str, Any] | None, paths: list[str] | None = None
 ) -> tuple[str, list[Subject]]:
@@ -227,13 +275,17 @@ def decision_subjects(
     name, subject = argument_string(tool, args)
     checked: Mapping[str, Any] = args if isinstance(args, Mapping) else {}
     if name == "search":
-        called = canonical_tool(tool)
-        mode = called if called != "search" else _text(checked.get("mode"))
-        query = _text(checked.get("query"))
-        each = paths if paths is not None else [_path_field(checked, "path")]
+        mode, query, path = search_parts(tool, checked)
+        each = paths if paths is not None else [path]
         return name, [_search_subject(mode, query, p) for p in each]
     if paths is not None and name in PATH_SUBJECT_TOOLS:
         return name, [Subject(p) for p in paths]
+    if name == "git" and isinstance(checked.get("target"), str):
+        targets = git_target_spellings(checked["target"])
+        if targets:
+            return name, [Subject(subject)] + [
+                Subject(canonical_json({**checked, "target": t})) for t in targets
+            ]
     if is_multi_read(name, checked):
         return name, [Subject(p) for p in _read_paths(checked)]
     return name, [Subject(subject)]
