@@ -216,6 +216,8 @@ def test_vector(case: dict[str, Any], monkeypatch, listener) -> None:  # type: i
                 assert getattr(sb, key) == expect[key], sb
         run = sub_all(case["exec"])
         command = run.pop("command")
+        if "stdin" in run:
+            run["stdin"] = run["stdin"].encode() * run.pop("stdin_repeat", 1)
         if error:
             with pytest.raises(ERRORS[error["kind"]]) as info:
                 sb.exec(command, **run)

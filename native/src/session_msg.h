@@ -62,6 +62,9 @@ enum a3s_msg_type {
 #define A3S_MSG_EXEC_GRANT (1u << 0) /* a network grant: the third fd is the grant socket */
 /* one more string after the environment: the absolute directory the command starts in */
 #define A3S_MSG_EXEC_CWD (1u << 1)
+/* one more fd after the others: the read end of the command's standard input
+ * (without it, the command reads /dev/null) */
+#define A3S_MSG_EXEC_STDIN (1u << 2)
 
 /* Flags of a DONE message. */
 #define A3S_DONE_TIMED_OUT (1u << 0)    /* the timeout fired; the tree was stopped */
@@ -115,6 +118,8 @@ int a3s_msg_encode_exec(uint64_t timeout_ms, uint64_t grace_ms, const char *comm
 
 /* Sets the flags word of an encoded EXEC (A3S_MSG_EXEC_*). */
 void a3s_msg_exec_set_flags(uint8_t *buf, uint32_t flags);
+/* The flags word of an encoded EXEC. */
+uint32_t a3s_msg_exec_flags(const uint8_t *buf);
 /* Appends cwd (absolute, NUL-free, at most PATH_MAX bytes) to an encoded EXEC in *buf
  * (reallocated; *len grows) and sets A3S_MSG_EXEC_CWD, keeping the other flags. */
 int a3s_msg_exec_append_cwd(uint8_t **buf, size_t *len, const char *cwd, a3s_error *err);

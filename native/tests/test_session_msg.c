@@ -225,6 +225,16 @@ static void test_decode_fields(void) {
     }
     CHECK(a3s_msg_exec_append_cwd(&enc, &len, "relative", NULL) == A3S_E_INVALID,
           "a relative cwd is refused");
+    /* the stdin flag joins the others, and the flags word reads back */
+    a3s_msg_exec_set_flags(enc, a3s_msg_exec_flags(enc) | A3S_MSG_EXEC_STDIN);
+    CHECK(a3s_msg_exec_flags(enc) == (A3S_MSG_EXEC_GRANT | A3S_MSG_EXEC_CWD | A3S_MSG_EXEC_STDIN),
+          "flags word");
+    CHECK(a3s_msg_decode_exec(enc, len, &m, NULL) == A3S_OK && m.flags & A3S_MSG_EXEC_STDIN &&
+              m.cwd && strcmp(m.cwd, "/work/sub dir") == 0,
+          "stdin flag round trip");
+    a3s_msg_exec_free(&m);
+    a3s_msg_exec_set_flags(enc, a3s_msg_exec_flags(enc) | (1u << 3));
+    CHECK(a3s_msg_decode_exec(enc, len, &m, NULL) == A3S_E_INVALID, "an unknown flag is refused");
     free(enc);
 }
 

@@ -612,17 +612,23 @@ static void call_output_sink(void *ctx, int stream, const char *data, size_t len
 }
 
 /* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1,
- * policy_digest=None, on_output=None, cwd=None) -> dict. Runs without the GIL: other Python threads
+ * policy_digest=None, on_output=None, cwd=None, stdin=None) -> dict (stdin: bytes or None). Runs without the GIL: other Python threads
  * go on while the command runs (a network grant's mediator must: it answers the sandbox
  * meanwhile). on_output(stream, data) gets the output as it arrives (1 stdout, 2 stderr). */
 static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     SandboxObject *self = (SandboxObject *)obj;
-    PyObject *command, *env_list, *on_output = Py_None;
+    PyObject *command, *env_list, *on_output = Py_None, *stdin_obj = Py_None;
     unsigned long long timeout_ms, grace_ms, max_output;
     int cancel_fd, grant_fd = -1;
     const char *policy_digest = NULL, *cwd = NULL;
-    if (!PyArg_ParseTuple(args, "OOKKKi|izOz:exec", &command, &env_list, &timeout_ms, &grace_ms,
-                          &max_output, &cancel_fd, &grant_fd, &policy_digest, &on_output, &cwd))
+    if (!PyArg_ParseTuple(args, "OOKKKi|izOzO:exec", &command, &env_list, &timeout_ms, &grace_ms,
+                          &max_output, &cancel_fd, &grant_fd, &policy_digest, &on_output, &cwd,
+                          &stdin_obj))
+        return NULL;
+    /* the bytes object is kept alive by args while the GIL is released */
+    char *stdin_data = NULL;
+    Py_ssize_t stdin_len = 0;
+    if (stdin_obj != Py_None && PyBytes_AsStringAndSize(stdin_obj, &stdin_data, &stdin_len) < 0)
         return NULL;
     if (on_output != Py_None && !PyCallable_Check(on_output)) {
         PyErr_SetString(PyExc_TypeError, "on_output must be callable or None");
@@ -657,6 +663,8 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
         .on_output = on_output != Py_None ? call_output_sink : NULL,
         .on_output_ctx = &sink,
         .cwd = cwd,
+        .stdin_data = stdin_data,
+        .stdin_len = (size_t)stdin_len,
     };
     a3s_process_result *r = NULL;
     a3s_error err;

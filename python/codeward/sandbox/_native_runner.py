@@ -58,6 +58,17 @@ def _check_cwd(cwd: str | None) -> str | None:
     return cwd
 
 
+def _stdin_bytes(stdin: bytes | bytearray | memoryview | str | None) -> bytes | None:
+    """``stdin`` as the C core takes it: None (/dev/null), or bytes (a str as UTF-8)."""
+    if stdin is None or isinstance(stdin, bytes):
+        return stdin
+    if isinstance(stdin, str):
+        return stdin.encode("utf-8", "surrogateescape")
+    if isinstance(stdin, (bytearray, memoryview)):
+        return bytes(stdin)
+    raise SandboxArgumentError(f"stdin must be bytes, str or None, not {type(stdin).__name__}")
+
+
 def _raise_native(exc: Any, workspace: str) -> None:
     status, message = exc.args[0], exc.args[1]
     if status == "invalid":
@@ -189,6 +200,7 @@ class _CoreSandbox(SandboxBase):
         policy_digest: str | None = None,
         on_output: Callable[[int, bytes], object] | None = None,
         cwd: str | None = None,
+        stdin: bytes | bytearray | memoryview | str | None = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` and returns its output (never raises for the command's fate).
 
@@ -202,6 +214,11 @@ class _CoreSandbox(SandboxBase):
         network through the session's mediator. ``policy_digest`` alone pins
         the command to :meth:`policy`'s digest: if the policy changed, nothing
         runs and the output says ``policy_changed``.
+
+        ``stdin`` (bytes, or a str sent as UTF-8) is what the command reads on
+        its standard input, then end of file (None: /dev/null). It is written
+        while the output is drained; a command that does not read it all just
+        does not get the rest.
         """
         from ._output import CommandOutput
 
@@ -217,6 +234,7 @@ class _CoreSandbox(SandboxBase):
                 policy_digest=policy_digest,
                 on_output=on_output,
                 cwd=cwd,
+                stdin=stdin,
             )
         )
 
@@ -233,6 +251,7 @@ class _CoreSandbox(SandboxBase):
         policy_digest: str | None = None,
         on_output: Callable[[int, bytes], object] | None = None,
         cwd: str | None = None,
+        stdin: bytes | bytearray | memoryview | str | None = None,
     ) -> dict[str, Any]:
         """``exec``, with the fields of its CommandOutput as a dict (the command line's path)."""
         check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
@@ -252,6 +271,7 @@ class _CoreSandbox(SandboxBase):
                 policy_digest,
                 on_output,
                 _check_cwd(cwd),
+                _stdin_bytes(stdin),
             )
         except _native.NativeError as exc:
             _raise_native(exc, self._workspace)
