@@ -71,6 +71,8 @@ struct job {
     char *command;
     size_t command_len;
     char *cwd; /* exec: NULL, or where the command starts */
+    unsigned char *stdin_data; /* exec: NULL (/dev/null), or a copy of the bytes for its stdin */
+    size_t stdin_len;
     char **env;
     size_t envc;
     uint64_t timeout_ms, grace_ms, max_output;
@@ -191,6 +193,7 @@ static void job_free(struct job *j) {
     free(j->env);
     free(j->command);
     free(j->cwd);
+    free(j->stdin_data);
     a3s_process_result_free(j->result);
     free(j);
 }
@@ -401,6 +404,8 @@ static void *job_thread(void *arg) {
             .on_output = j->on_output ? queue_chunk : NULL,
             .on_output_ctx = j,
             .cwd = j->cwd,
+            .stdin_data = j->stdin_data,
+            .stdin_len = j->stdin_len,
         };
         j->rc = a3s_sandbox_exec(h->sb, &o, &j->result, &j->err);
     } else if (j->kind == JOB_PROBE) {
@@ -680,10 +685,38 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
     return this_arg;
 }
 
-/* exec(id, command, env[], timeoutMs, graceMs, maxOutputBytes) -> Promise<raw result> */
+/* Copies a Uint8Array (a Buffer) argument for the job's thread: the JS object may
+ * be changed or collected while the command runs. undefined: none. */
+static bool get_stdin(napi_env env, napi_value v, struct job *j) {
+    napi_valuetype type = napi_undefined;
+    bool is_array = false;
+    if (napi_typeof(env, v, &type) != napi_ok || type == napi_undefined || type == napi_null)
+        return true;
+    napi_typedarray_type kind;
+    size_t len = 0;
+    void *data = NULL;
+    if (napi_is_typedarray(env, v, &is_array) != napi_ok || !is_array ||
+        napi_get_typedarray_info(env, v, &kind, &len, &data, NULL, NULL) != napi_ok ||
+        kind != napi_uint8_array) {
+        throw_type_error(env, "stdin must be a Uint8Array");
+        return false;
+    }
+    j->stdin_data = malloc(len ? len : 1);
+    if (!j->stdin_data) {
+        throw_nomem(env);
+        return false;
+    }
+    if (len)
+        memcpy(j->stdin_data, data, len);
+    j->stdin_len = len;
+    return true;
+}
+
+/* exec(id, command, env[], timeoutMs, graceMs, maxOutputBytes, onOutput, cwd, stdin)
+ * -> Promise<raw result> */
 static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
-    napi_value argv[8], this_arg;
-    if (!get_args(env, info, 8, argv, &this_arg))
+    napi_value argv[9], this_arg;
+    if (!get_args(env, info, 9, argv, &this_arg))
         return NULL;
     struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
     if (!h)
@@ -735,6 +768,7 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
             }
         }
     }
+    ok = ok && get_stdin(env, argv[8], j);
     napi_valuetype sink_type = napi_undefined;
     if (ok && napi_typeof(env, argv[6], &sink_type) == napi_ok && sink_type == napi_function &&
         napi_create_reference(env, argv[6], 1, &j->on_output) != napi_ok)
