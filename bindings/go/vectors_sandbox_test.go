@@ -58,6 +58,8 @@ type sandboxCase struct {
 		Env            map[string]string `json:"env"`
 		Stream         bool              `json:"stream"`
 		Cwd            string            `json:"cwd"`
+		Stdin          *string           `json:"stdin"`
+		StdinRepeat    int               `json:"stdin_repeat"`
 	} `json:"exec"`
 	Expect sandboxExpect `json:"expect"`
 }
@@ -277,6 +279,13 @@ func runSandboxCase(t *testing.T, c sandboxCase, port string) {
 			MaxOutputBytes: c.Exec.MaxOutputBytes,
 			Env:            env,
 			Dir:            sub(c.Exec.Cwd),
+		}
+		if c.Exec.Stdin != nil {
+			repeat := c.Exec.StdinRepeat
+			if repeat == 0 {
+				repeat = 1
+			}
+			opts.Stdin = strings.NewReader(strings.Repeat(sub(*c.Exec.Stdin), repeat))
 		}
 		var streamed [2]bytes.Buffer
 		if c.Exec.Stream {
