@@ -126,7 +126,7 @@ static const struct exec_case {
     {"no scratch", M, E, V, AUTO, "q:1 q:1 l:0 l:0 s:true", "truncated"},
     {"NUL in the command", M, E, V, AUTO, "q:1 q:1 l:0 l:0 s:ec\\0ho s:c1", "NUL"},
     {"a network grant", M, E, V, AUTO, "q:1 q:1 l:1 l:0 s:x s:c1", NULL},
-    {"unknown flags", M, E, V, AUTO, "q:1 q:1 l:4 l:0 s:x s:c1", "unknown exec flags"},
+    {"unknown flags", M, E, V, AUTO, "q:1 q:1 l:8 l:0 s:x s:c1", "unknown exec flags"},
     {"a working directory", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1 s:/w", NULL},
     {"the cwd flag without its string", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1", "working"},
     {"a relative working directory", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1 s:w", "working"},
