@@ -232,6 +232,8 @@ def test_vector(case: dict[str, Any], monkeypatch, listener) -> None:  # type: i
         command = run.pop("command")
         if "exec_rules" in run:  # the exec check's lists, as the sandbox takes them
             run["exec_rules"] = ExecRules(**{k: tuple(v) for k, v in run["exec_rules"].items()})
+        if "stdin" in run:
+            run["stdin"] = run["stdin"].encode() * run.pop("stdin_repeat", 1)
         if error:
             with pytest.raises(ERRORS[error["kind"]]) as info:
                 sb.exec(command, **run)
@@ -273,3 +275,44 @@ def test_an_on_output_error_is_raised_once_the_command_is_over(tmp_path: Path) -
     with NativeBashSandbox(tmp_path) as sb, pytest.raises(OSError, match="disk full"):
         sb.exec("echo out; echo done > done", on_output=refuse)
     assert (tmp_path / "done").read_text() == "done\n"
+
+
+def test_stdin_ends_with_a_cancel(tmp_path: Path) -> None:
+    """Stdin a command never reads is bounded by the cancel, as the command is."""
+    import threading
+
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    with NativeBashSandbox(tmp_path) as sb:
+        out = sb.exec("sleep 600", stdin=b"a" * (4 << 20), cancel=cancel, kill_grace_ms=200)
+    assert out.cancelled and out.exit_code == 124, out
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_stdin_the_command_leaves_unread_raises_no_sigpipe(tmp_path: Path, reuse: bool) -> None:
+    """A host whose SIGPIPE kills it (its default; Python ignores it) survives a command
+    that exits before reading its stdin: the writer sees EPIPE, never the signal."""
+    script = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
+        "from codeward.sandbox import select_sandbox\n"
+        f"sb = select_sandbox(sys.argv[1], reuse={reuse})\n"
+        "for _ in range(3):\n"
+        "    out = sb.exec('head -c 3', stdin=b'a' * (4 << 20))\n"
+        "    assert out.stdout == 'aaa', out\n"
+        "sb.close()\n"
+        "print('survived')\n"
+    )
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout == "survived\n", done
+
+
+def test_stdin_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
+    with NativeBashSandbox(tmp_path) as sb, pytest.raises(SandboxArgumentError, match="stdin"):
+        sb.exec("cat", stdin=42)  # type: ignore[arg-type]
+    with NativeBashSandbox(tmp_path) as sb:
+        assert sb.exec("cat", stdin=bytearray(b"ok")).stdout == "ok"

@@ -27,7 +27,10 @@
 // A timeout, a refusal of the sandbox or a failing command is an output, not
 // an error; the zero [CommandOutput] means "not run", so OK is false unless
 // the command ran and exited 0. A cancelled ctx stops the command with every
-// process it started. [Doctor] says what this machine offers the sandbox,
+// process it started. [ExecOptions] names its fields as os/exec.Cmd does:
+// Dir, Stdout and Stderr (as the bytes arrive), Stdin (read to its end
+// before the command starts, then written while the output is drained).
+// [Doctor] says what this machine offers the sandbox,
 // as `codeward doctor` does.
 //
 // # The permission policy

@@ -133,6 +133,13 @@ type ExecOptions struct {
 	// write error stops the writes to that writer and is returned with the
 	// output once the command is over.
 	Stdout, Stderr io.Writer
+	// Stdin, when not nil, is what the command reads on its standard input,
+	// then end of file (nil: nothing, /dev/null), as os/exec.Cmd.Stdin. It
+	// is read to its end before the command starts (a reader that never
+	// ends holds Exec there; its error is returned and nothing runs); the
+	// bytes are written while the output is drained, and a command that
+	// does not read them all just does not get the rest.
+	Stdin io.Reader
 	// Env holds per-call variables on top of the sandbox's scrubbed
 	// environment. Names and values are checked: an interpreter-injection
 	// variable (LD_PRELOAD, BASH_ENV, NODE_OPTIONS ...) or a secret-looking

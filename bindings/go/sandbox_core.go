@@ -277,6 +277,12 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 	if err := ctx.Err(); err != nil {
 		return CommandOutput{}, err
 	}
+	var stdin []byte
+	if o.Stdin != nil {
+		if stdin, err = io.ReadAll(o.Stdin); err != nil {
+			return CommandOutput{}, fmt.Errorf("codeward: reading ExecOptions.Stdin: %w", err)
+		}
+	}
 	cancelR, cancelW, err := os.Pipe() // close-on-exec: nothing the core starts inherits it
 	if err != nil {
 		return CommandOutput{}, &CoreError{Status: "system", Code: int(C.A3S_E_SYSTEM),
@@ -341,6 +347,14 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 		cdir := C.CString(o.Dir)
 		defer C.free(unsafe.Pointer(cdir))
 		opts.cwd = cdir
+	}
+	if o.Stdin != nil {
+		// C memory: the options struct must not hold a Go pointer; C.CBytes of no bytes
+		// is still a pointer, which is what tells the core "an empty stdin", not none
+		cin := C.CBytes(append(stdin, 0))
+		defer C.free(cin)
+		opts.stdin_data = cin
+		opts.stdin_len = C.size_t(len(stdin))
 	}
 	var sink *outputSink
 	if o.Stdout != nil || o.Stderr != nil {

@@ -569,3 +569,33 @@ func TestTheExecCheckStopsADeniedProgram(t *testing.T) {
 		})
 	}
 }
+
+// failingReader returns some bytes, then an error.
+type failingReader struct{ sent bool }
+
+var errReaderBroke = errors.New("the reader broke")
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.sent {
+		return 0, errReaderBroke
+	}
+	f.sent = true
+	return copy(p, "partial"), nil
+}
+
+func TestStdinReaderErrorRunsNothing(t *testing.T) {
+	sb := nativeSandbox(t, SandboxOptions{})
+	ws := sb.Workspace()
+	out, err := sb.Exec(context.Background(), "cat > ran", ExecOptions{Stdin: &failingReader{}})
+	if !errors.Is(err, errReaderBroke) || out.Ran || out.OK() {
+		t.Fatalf("got %+v, %v; want the reader's error and no run", out, err)
+	}
+	if _, serr := os.Stat(filepath.Join(ws, "ran")); !os.IsNotExist(serr) {
+		t.Fatalf("the command ran: %v", serr)
+	}
+	// an empty reader is end of file at once, not /dev/null's absence of a pipe
+	out, err = sb.Exec(context.Background(), "wc -c", ExecOptions{Stdin: strings.NewReader("")})
+	if err != nil || out.Stdout != "0\n" {
+		t.Fatalf("empty stdin: %+v, %v", out, err)
+	}
+}

@@ -63,6 +63,8 @@ type sandboxCase struct {
 			Ask      []string `json:"ask"`
 			Approved []string `json:"approved"`
 		} `json:"exec_rules"`
+		Stdin       *string `json:"stdin"`
+		StdinRepeat int     `json:"stdin_repeat"`
 	} `json:"exec"`
 	Expect sandboxExpect `json:"expect"`
 }
@@ -297,6 +299,13 @@ func runSandboxCase(t *testing.T, c sandboxCase, port string) {
 			Env:            env,
 			Dir:            sub(c.Exec.Cwd),
 			ExecRules:      rules,
+		}
+		if c.Exec.Stdin != nil {
+			repeat := c.Exec.StdinRepeat
+			if repeat == 0 {
+				repeat = 1
+			}
+			opts.Stdin = strings.NewReader(strings.Repeat(sub(*c.Exec.Stdin), repeat))
 		}
 		var streamed [2]bytes.Buffer
 		if c.Exec.Stream {

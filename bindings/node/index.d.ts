@@ -238,6 +238,12 @@ export interface ExecOptions {
   /** The directory the command starts in: absolute, or relative to the workspace (default); a missing one is exit 125 with setupError. */
   cwd?: string | null;
   /**
+   * What the command reads on its standard input, then end of file (a string as UTF-8; default:
+   * nothing, /dev/null). Written while the output is drained; a command that does not read it all
+   * just does not get the rest.
+   */
+  stdin?: Buffer | Uint8Array | string | null;
+  /**
    * Gets every piece of the output as it arrives (also past maxOutputBytes), each before the
    * next and all before exec settles; what it throws rejects the exec once the command is over.
    */

@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(_WIN32)
@@ -71,6 +72,8 @@ struct job {
     char *command;
     size_t command_len;
     char *cwd; /* exec: NULL, or where the command starts */
+    unsigned char *stdin_data; /* exec: NULL (/dev/null), or a copy of the bytes for its stdin */
+    size_t stdin_len;
     char **env;
     size_t envc;
     uint64_t timeout_ms, grace_ms, max_output;
@@ -83,6 +86,7 @@ struct job {
     a3s_error err;
     a3s_process_result *result;
     struct job *next;    /* in h->jobs (exec and probe) */
+    struct job *queued;  /* in h->queue: waiting for one of the handle's workers */
     pthread_mutex_t gate; /* orders the thread's last call with the tsfn's destruction */
     bool tsfn_gone;       /* the thread-safe function was destroyed (a teardown) */
     unsigned refs;        /* the thread, the tsfn, a queued result */
@@ -98,7 +102,17 @@ struct handle {
     bool freeing;           /* a3s_sandbox_free runs */
     bool hooked;            /* the environment's cleanup hook is registered */
     struct job *jobs;       /* running execs and probes */
+    /* Execs and probes run on the handle's worker threads, which wait for
+     * the next one a while before they end: a thread that sleeps in a
+     * condition wait is woken at once, where a new thread for each call
+     * first waits for the scheduler (the cost of a Node exec on a busy
+     * machine). Each worker holds a reference; they end once closed. */
+    pthread_cond_t work;    /* a job was queued, or the handle closed */
+    struct job *queue, **queue_tail;
+    unsigned queued, idle;  /* jobs waiting; workers waiting for one */
 };
+
+#define WORKER_IDLE_MS 5000 /* an idle worker waits this long for a job before it ends */
 
 static const napi_type_tag SANDBOX_TAG = {0x6133735f73616e64ull, 0x0b0c0d0e0f101112ull};
 
@@ -109,6 +123,7 @@ static void handle_unref(struct handle *h) {
     if (last) {
         pthread_mutex_destroy(&h->lock);
         pthread_cond_destroy(&h->changed);
+        pthread_cond_destroy(&h->work);
         free(h->workspace);
         free(h);
     }
@@ -137,6 +152,7 @@ static void release_if_idle(struct handle *h) {
 /* Under h->lock: no new job, and every running command is cancelled. */
 static void close_locked(struct handle *h) {
     h->closed = true;
+    pthread_cond_broadcast(&h->work); /* idle workers end; queued jobs still run (cancelled) */
     for (struct job *j = h->jobs; j; j = j->next) {
         if (j->kind == JOB_EXEC && !j->by_close) {
             j->by_close = true;
@@ -198,6 +214,7 @@ static void job_free(struct job *j) {
     }
     free(j->command);
     free(j->cwd);
+    free(j->stdin_data);
     a3s_process_result_free(j->result);
     free(j);
 }
@@ -409,8 +426,7 @@ static void unlink_job(struct handle *h, struct job *j) {
     pthread_mutex_unlock(&h->lock);
 }
 
-static void *job_thread(void *arg) {
-    struct job *j = arg;
+static void run_job(struct job *j) {
     struct handle *h = j->h;
     if (j->kind == JOB_EXEC) {
         a3s_exec_options o = {
@@ -433,6 +449,8 @@ static void *job_thread(void *arg) {
             .exec_ask_count = j->nrules[1],
             .exec_approved = (const char *const *)j->rules[2],
             .exec_approved_count = j->nrules[2],
+            .stdin_data = j->stdin_data,
+            .stdin_len = j->stdin_len,
         };
         j->rc = a3s_sandbox_exec(h->sb, &o, &j->result, &j->err);
     } else if (j->kind == JOB_PROBE) {
@@ -466,7 +484,86 @@ static void *job_thread(void *arg) {
     }
     pthread_mutex_unlock(&j->gate);
     job_unref(j); /* the thread's */
+}
+
+/* A close: on a thread of its own (it waits for the workers' jobs). */
+static void *job_thread(void *arg) {
+    run_job(arg);
     return NULL;
+}
+
+/* A worker of h: runs queued jobs, and ends after WORKER_IDLE_MS without one
+ * or once the handle is closed and nothing is queued. */
+static void *worker_thread(void *arg) {
+    struct handle *h = arg;
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        if (!h->queue && !h->closed) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += WORKER_IDLE_MS / 1000;
+            h->idle++;
+            int e = 0;
+            while (!h->queue && !h->closed && e != ETIMEDOUT)
+                e = pthread_cond_timedwait(&h->work, &h->lock, &until);
+            h->idle--;
+        }
+        struct job *j = h->queue;
+        if (!j)
+            break;
+        h->queue = j->queued;
+        if (!h->queue)
+            h->queue_tail = &h->queue;
+        h->queued--;
+        pthread_mutex_unlock(&h->lock);
+        run_job(j);
+        pthread_mutex_lock(&h->lock);
+    }
+    pthread_mutex_unlock(&h->lock);
+    handle_unref(h); /* the worker's */
+    return NULL;
+}
+
+/* Starts a detached thread; 0 or an errno value. */
+static int start_thread(void *(*fn)(void *), void *arg) {
+    pthread_attr_t attr;
+    pthread_t thread;
+    int e = pthread_attr_init(&attr);
+    if (!e) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        e = pthread_create(&thread, &attr, fn, arg);
+        pthread_attr_destroy(&attr);
+    }
+    return e;
+}
+
+/* Hands j to an idle worker of h, or to a new one when none is idle; 0 or an
+ * errno value (then j is not queued). */
+static int dispatch(struct handle *h, struct job *j) {
+    pthread_mutex_lock(&h->lock);
+    j->queued = NULL;
+    *h->queue_tail = j;
+    h->queue_tail = &j->queued;
+    h->queued++;
+    int e = 0;
+    if (h->queued > h->idle) {
+        h->refs++; /* the new worker's */
+        e = start_thread(worker_thread, h);
+        if (e) {
+            h->refs--;
+            /* take j back out (it is the last one queued) */
+            struct job **p = &h->queue;
+            while (*p != j)
+                p = &(*p)->queued;
+            *p = NULL;
+            h->queue_tail = p;
+            h->queued--;
+        }
+    } else {
+        pthread_cond_signal(&h->work);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return e;
 }
 
 /* Creates the job's promise and thread-safe function and starts its thread;
@@ -511,14 +608,7 @@ static napi_value start_job(napi_env env, struct handle *h, struct job *j) {
     }
     h->refs++;
     pthread_mutex_unlock(&h->lock);
-    pthread_attr_t attr;
-    pthread_t thread;
-    int e = pthread_attr_init(&attr);
-    if (!e) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        e = pthread_create(&thread, &attr, job_thread, j);
-        pthread_attr_destroy(&attr);
-    }
+    int e = j->kind == JOB_CLOSE ? start_thread(job_thread, j) : dispatch(h, j);
     if (e) { /* as if it had run and failed */
         if (j->kind != JOB_CLOSE)
             unlink_job(h, j);
@@ -710,6 +800,12 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
     }
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->changed, NULL);
+    pthread_condattr_t cattr;
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->work, &cattr);
+    pthread_condattr_destroy(&cattr);
+    h->queue_tail = &h->queue;
     h->sb = sb;
     h->workspace = ws;
     h->refs = 1; /* the JS object's */
@@ -720,11 +816,38 @@ static napi_value sandbox_construct(napi_env env, napi_callback_info info) {
     return this_arg;
 }
 
-/* exec(id, command, env[], timeoutMs, graceMs, maxOutputBytes[, onOutput[, cwd[, [deny[], ask[],
- * approved[]]]]]) -> Promise<raw result>; the last: the exec check's lists (a3s_exec_options) */
+/* Copies a Uint8Array (a Buffer) argument for the job's thread: the JS object may
+ * be changed or collected while the command runs. undefined: none. */
+static bool get_stdin(napi_env env, napi_value v, struct job *j) {
+    napi_valuetype type = napi_undefined;
+    bool is_array = false;
+    if (napi_typeof(env, v, &type) != napi_ok || type == napi_undefined || type == napi_null)
+        return true;
+    napi_typedarray_type kind;
+    size_t len = 0;
+    void *data = NULL;
+    if (napi_is_typedarray(env, v, &is_array) != napi_ok || !is_array ||
+        napi_get_typedarray_info(env, v, &kind, &len, &data, NULL, NULL) != napi_ok ||
+        kind != napi_uint8_array) {
+        throw_type_error(env, "stdin must be a Uint8Array");
+        return false;
+    }
+    j->stdin_data = malloc(len ? len : 1);
+    if (!j->stdin_data) {
+        throw_nomem(env);
+        return false;
+    }
+    if (len)
+        memcpy(j->stdin_data, data, len);
+    j->stdin_len = len;
+    return true;
+}
+
+/* exec(id, command, env[], timeoutMs, graceMs, maxOutputBytes, onOutput, cwd, [deny[], ask[],
+ * approved[]] (the exec check's lists, a3s_exec_options), stdin) -> Promise<raw result> */
 static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
-    napi_value argv[9], this_arg;
-    if (!get_args(env, info, 9, argv, &this_arg))
+    napi_value argv[10], this_arg;
+    if (!get_args(env, info, 10, argv, &this_arg))
         return NULL;
     struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
     if (!h)
@@ -786,6 +909,7 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
             }
         }
     }
+    ok = ok && get_stdin(env, argv[9], j);
     napi_valuetype sink_type = napi_undefined;
     if (ok && napi_typeof(env, argv[6], &sink_type) == napi_ok && sink_type == napi_function &&
         napi_create_reference(env, argv[6], 1, &j->on_output) != napi_ok)

@@ -546,8 +546,8 @@ static void close_all(int *fds, size_t n) {
 }
 
 /* Reads one request; anything but a well-formed one ends the sandbox. */
-static uint16_t receive(uint8_t **buf, size_t *len, int fds[3], size_t *nfds) {
-    int rc = a3s_msg_recv(cfg_g->control_fd, buf, len, fds, 3, nfds, RECV_TIMEOUT_MS);
+static uint16_t receive(uint8_t **buf, size_t *len, int fds[4], size_t *nfds) {
+    int rc = a3s_msg_recv(cfg_g->control_fd, buf, len, fds, 4, nfds, RECV_TIMEOUT_MS);
     uint16_t type = 0;
     uint32_t total = 0;
     if (rc != 0 || a3s_msg_header(*buf, *len, &type, &total, NULL) != A3S_OK)
@@ -637,11 +637,11 @@ static char **command_argv(const struct config *cfg, char *command) {
     return argv;
 }
 
-/* Runs one command to its end; fills d. out, err and grant_fd (-1: no
- * network grant) are closed here. */
+/* Runs one command to its end; fills d. in (-1: /dev/null), out, err and
+ * grant_fd (-1: no network grant) are closed here. */
 static void run_one(const char *program, const struct a3s_landlock *ll,
                     const struct a3s_seccomp_program *filter, int sfd,
-                    const struct a3s_msg_exec *m, int out, int err, int grant_fd,
+                    const struct a3s_msg_exec *m, int in, int out, int err, int grant_fd,
                     struct a3s_msg_done *d) {
     const struct config *cfg = cfg_g;
     int listener = -1;
@@ -699,7 +699,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             .program = program,
             .argv = argv,
             .envp = m->env,
-            .in = devnull,
+            .in = in >= 0 ? in : devnull,
             .out = out,
             .err = err,
             .cwd = m->cwd,
@@ -714,6 +714,8 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     own_settings_restore(cfg); /* the child was forked with the command's OOM score */
     close(out);
     close(err);
+    if (in >= 0)
+        close(in); /* only the command reads it: its end of file is the host's to give */
     if (grant_fd >= 0)
         close(grant_fd);
     if (report[1] >= 0)
@@ -787,7 +789,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             if (p[2].revents & POLLIN) {
                 uint8_t *buf;
                 size_t len, nfds;
-                int fds[3];
+                int fds[4];
                 uint16_t type = receive(&buf, &len, fds, &nfds);
                 free(buf);
                 close_all(fds, nfds);
@@ -933,7 +935,7 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         }
         uint8_t *buf;
         size_t len, nfds;
-        int fds[3];
+        int fds[4];
         uint16_t type = receive(&buf, &len, fds, &nfds);
         if (type == A3S_MSG_CANCEL) { /* for a command that already ended */
             free(buf);
@@ -944,8 +946,9 @@ _Noreturn void serve(const struct config *cfg, const char *program,
         if (type != A3S_MSG_EXEC || nfds < 2 || a3s_msg_decode_exec(buf, len, &m, NULL) != A3S_OK)
             shut_down(); /* SHUTDOWN, or a malformed request */
         bool grant = m.flags & A3S_MSG_EXEC_GRANT;
-        if (nfds != (grant ? 3u : 2u) || (grant && !cfg->grant_port))
-            shut_down(); /* a grant socket without the flag, or a grant this sandbox cannot give */
+        bool has_in = m.flags & A3S_MSG_EXEC_STDIN;
+        if (nfds != 2u + grant + has_in || (grant && !cfg->grant_port))
+            shut_down(); /* an fd without its flag, or a grant this sandbox cannot give */
         free(buf);
         struct a3s_msg_done d = {0};
         if (!mounts_intact()) {
@@ -957,7 +960,8 @@ _Noreturn void serve(const struct config *cfg, const char *program,
             send_done(&d);
             shut_down();
         }
-        run_one(program, ll, filter, sfd, &m, fds[0], fds[1], grant ? fds[2] : -1, &d);
+        run_one(program, ll, filter, sfd, &m, has_in ? fds[2 + grant] : -1, fds[0], fds[1],
+                grant ? fds[2] : -1, &d);
         a3s_msg_exec_free(&m);
         if (d.flags & A3S_DONE_SURVIVED) {
             send_done(&d); /* now: the host must not wait for what cannot be reaped */

@@ -33,6 +33,32 @@ struct a3s_output_sink {
     void *ctx;
 };
 
+/* Bytes for a command's standard input (a3s_exec_options.stdin_data); data NULL: /dev/null. */
+struct a3s_stdin_bytes {
+    const void *data;
+    size_t len;
+};
+
+/* Feeds a command's standard input from a3s_stdin_bytes through a pipe
+ * while the caller's poll loop drains the output: never blocks. */
+struct a3s_stdin_feed {
+    int fd; /* the non-blocking write end; -1 once everything is written or the reader left */
+    const unsigned char *next;
+    size_t left;
+};
+
+/* Makes the pipe: *child_end is the read end for the command (close-on-exec,
+ * above stdio; the caller closes its copy once the command has it), f holds the
+ * write end. With in NULL or in->data NULL, f->fd and *child_end are -1 and
+ * nothing is fed. 0, or -1 with errno. */
+int a3s_stdin_feed_open(struct a3s_stdin_feed *f, const struct a3s_stdin_bytes *in,
+                        int *child_end);
+/* Writes what the pipe takes now; closes the write end once all is written,
+ * or when the command closed its end (EPIPE, without a SIGPIPE). */
+void a3s_stdin_feed_write(struct a3s_stdin_feed *f);
+/* Stops feeding (the command ended): closes the write end if still open. */
+void a3s_stdin_feed_close(struct a3s_stdin_feed *f);
+
 /* Makes c pass every chunk it reads to sink (may be NULL) as `stream`. */
 void a3s_capture_sink(struct a3s_capture *c, const struct a3s_output_sink *sink, int stream);
 
@@ -65,13 +91,15 @@ a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t fla
  * the cgroup. cg may be NULL. */
 struct a3s_cgroup;
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
-                              const struct a3s_output_sink *sink, a3s_process_result **out,
+                              const struct a3s_output_sink *sink,
+                              const struct a3s_stdin_bytes *in, a3s_process_result **out,
                               bool *join_refused, a3s_error *err);
 
 /* a3s_process_run_in_cgroup, running the file exec_fd is open on (a sealed
  * memfd of the init) instead of opts->path, which names it in messages. */
 int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
                                  const struct a3s_cgroup *cg, const struct a3s_output_sink *sink,
+                                 const struct a3s_stdin_bytes *in,
                                  a3s_process_result **out, bool *join_refused, a3s_error *err);
 
 /* Sets exit_code and term_signal, adds `flags`, and replaces setup_error

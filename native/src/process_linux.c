@@ -354,6 +354,79 @@ struct a3s_process_result {
     char *exec_stop_rule, *exec_stop_command;
 };
 
+/* ---- standard input fed from memory --------------------------------------------- */
+
+int a3s_stdin_feed_open(struct a3s_stdin_feed *f, const struct a3s_stdin_bytes *in,
+                        int *child_end) {
+    f->fd = *child_end = -1;
+    f->next = NULL;
+    f->left = 0;
+    if (!in || !in->data)
+        return 0;
+    int p[2];
+    if (a3s_pipe_above_stdio(p, 0) < 0)
+        return -1;
+    if (a3s_set_nonblock(p[1]) < 0) {
+        int e = errno;
+        close(p[0]);
+        close(p[1]);
+        errno = e;
+        return -1;
+    }
+    *child_end = p[0];
+    f->fd = p[1];
+    f->next = in->data;
+    f->left = in->len;
+    if (f->left == 0)
+        a3s_close_fd(&f->fd); /* empty input: the command reads end of file at once */
+    return 0;
+}
+
+/* write() that turns a reader's absence into EPIPE without a SIGPIPE for the
+ * process (a host may not ignore it): SIGPIPE is blocked on this thread for
+ * the call and one it raised is taken back before unblocking. */
+static ssize_t write_no_sigpipe(int fd, const void *data, size_t n) {
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    ssize_t w;
+    do
+        w = write(fd, data, n);
+    while (w < 0 && errno == EINTR);
+    int e = errno;
+    if (w < 0 && e == EPIPE && !was_pending) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return w;
+}
+
+void a3s_stdin_feed_write(struct a3s_stdin_feed *f) {
+    while (f->fd >= 0 && f->left > 0) {
+        size_t n = f->left < A3S_CAPTURE_CHUNK ? f->left : A3S_CAPTURE_CHUNK;
+        ssize_t w = write_no_sigpipe(f->fd, f->next, n);
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return; /* the pipe is full: poll says when it drains */
+        if (w <= 0) {
+            a3s_close_fd(&f->fd); /* EPIPE: the command closed its input; it keeps running */
+            return;
+        }
+        f->next += w;
+        f->left -= (size_t)w;
+    }
+    a3s_close_fd(&f->fd); /* all written: end of file */
+}
+
+void a3s_stdin_feed_close(struct a3s_stdin_feed *f) {
+    a3s_close_fd(&f->fd);
+    f->left = 0;
+}
+
 static bool fd_is_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
 
 static int check_options(const a3s_process_options *o, a3s_error *err) {
@@ -417,6 +490,8 @@ struct run {
     struct a3s_exec_report report;
     bool reported;
     char *buf;
+    const struct a3s_stdin_bytes *in; /* NULL or no data: /dev/null */
+    struct a3s_stdin_feed feed;
 };
 
 /* Signals the child and its group. The child itself is signalled by pid
@@ -513,8 +588,10 @@ static int supervise(struct run *r, uint64_t start) {
         if (r->exited && (now >= drain_at || (r->out.fd < 0 && r->err.fd < 0)))
             return 0;
 
-        struct pollfd pfd[5];
-        int idx_out = -1, idx_err = -1, idx_rep = -1, idx_pid = -1, idx_cancel = -1;
+        if (r->exited)
+            a3s_stdin_feed_close(&r->feed); /* nobody is left to read it */
+        struct pollfd pfd[6];
+        int idx_out = -1, idx_err = -1, idx_rep = -1, idx_pid = -1, idx_cancel = -1, idx_in = -1;
         nfds_t n = 0;
         if (r->out.fd >= 0)
             pfd[idx_out = (int)n++] = (struct pollfd){r->out.fd, POLLIN, 0};
@@ -526,6 +603,8 @@ static int supervise(struct run *r, uint64_t start) {
             pfd[idx_pid = (int)n++] = (struct pollfd){r->pidfd, POLLIN, 0};
         if (!r->exited && !r->stopping && watch_cancel)
             pfd[idx_cancel = (int)n++] = (struct pollfd){o->cancel_fd, POLLIN, 0};
+        if (r->feed.fd >= 0)
+            pfd[idx_in = (int)n++] = (struct pollfd){r->feed.fd, POLLOUT, 0};
 
         int wait_ms = -1;
         if (r->exited) {
@@ -550,6 +629,8 @@ static int supervise(struct run *r, uint64_t start) {
             a3s_capture_read(&r->err, r->buf);
         if (idx_rep >= 0 && pfd[idx_rep].revents)
             read_report(r);
+        if (idx_in >= 0 && pfd[idx_in].revents)
+            a3s_stdin_feed_write(&r->feed);
         if (idx_cancel >= 0 && pfd[idx_cancel].revents)
             begin_stop(r, A3S_RESULT_CANCELLED, a3s_now_ns(), &kill_at);
         if (!r->exited && (r->pidfd < 0 || (idx_pid >= 0 && pfd[idx_pid].revents))) {
@@ -570,6 +651,7 @@ static void run_release(struct run *r) {
     a3s_close_fd(&r->report_p[1]);
     a3s_close_fd(&r->plan.in);
     a3s_close_fd(&r->pidfd);
+    a3s_stdin_feed_close(&r->feed);
     a3s_capture_release(&r->out);
     a3s_capture_release(&r->err);
     free(r->plan.argv);
@@ -668,7 +750,11 @@ static int prepare(struct run *r, a3s_error *err) {
     if (!p->argv || !p->envp || !r->buf)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory preparing %s", o->path);
 
-    p->in = a3s_fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (a3s_stdin_feed_open(&r->feed, r->in, &p->in) < 0)
+        return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "pipe for the standard input of %s: %s",
+                        o->path, a3s_errstr(errno, eb, sizeof eb));
+    if (p->in < 0)
+        p->in = a3s_fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (p->in < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "open /dev/null: %s",
                         a3s_errstr(errno, eb, sizeof eb));
@@ -799,29 +885,31 @@ static int spawn(struct run *r, a3s_error *err) {
 }
 
 static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
-                       const struct a3s_output_sink *sink, a3s_process_result **out,
-                       bool *join_refused, a3s_error *err);
+                       const struct a3s_output_sink *sink, const struct a3s_stdin_bytes *in,
+                       a3s_process_result **out, bool *join_refused, a3s_error *err);
 
 A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
                             a3s_error *err) {
-    return run_process(opts, -1, NULL, NULL, out, NULL, err);
+    return run_process(opts, -1, NULL, NULL, NULL, out, NULL, err);
 }
 
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
-                              const struct a3s_output_sink *sink, a3s_process_result **out,
+                              const struct a3s_output_sink *sink,
+                              const struct a3s_stdin_bytes *in, a3s_process_result **out,
                               bool *join_refused, a3s_error *err) {
-    return run_process(opts, -1, cg, sink, out, join_refused, err);
+    return run_process(opts, -1, cg, sink, in, out, join_refused, err);
 }
 
 int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
                                  const struct a3s_cgroup *cg, const struct a3s_output_sink *sink,
-                                 a3s_process_result **out, bool *join_refused, a3s_error *err) {
-    return run_process(opts, exec_fd, cg, sink, out, join_refused, err);
+                                 const struct a3s_stdin_bytes *in, a3s_process_result **out,
+                                 bool *join_refused, a3s_error *err) {
+    return run_process(opts, exec_fd, cg, sink, in, out, join_refused, err);
 }
 
 static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
-                       const struct a3s_output_sink *sink, a3s_process_result **out,
-                       bool *join_refused, a3s_error *err) {
+                       const struct a3s_output_sink *sink, const struct a3s_stdin_bytes *in,
+                       a3s_process_result **out, bool *join_refused, a3s_error *err) {
     if (out)
         *out = NULL;
     if (join_refused)
@@ -839,6 +927,8 @@ static int run_process(const a3s_process_options *opts, int exec_fd, const struc
     r.out_p[0] = r.out_p[1] = r.err_p[0] = r.err_p[1] = -1;
     r.report_p[0] = r.report_p[1] = r.plan.in = r.pidfd = -1;
     r.out.fd = r.err.fd = -1;
+    r.in = in;
+    r.feed.fd = -1;
 
     r.plan.cgroup = cg;
     r.plan.by_fd = exec_fd >= 0;

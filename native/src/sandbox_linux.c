@@ -2545,6 +2545,8 @@ A3S_API int a3s_sandbox_exec(a3s_sandbox *sb, const a3s_exec_options *given,
     if ((o->flags & A3S_EXEC_CANCEL_FD) && fcntl(o->cancel_fd, F_GETFD) < 0)
         return a3s_fail(err, A3S_E_INVALID, 0, o->cancel_fd,
                         "a3s_sandbox_exec: cancel_fd %d is not open", o->cancel_fd);
+    if (!o->stdin_data && o->stdin_len)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_sandbox_exec: stdin_len without stdin_data");
     /* a working directory relative to the workspace becomes absolute (the workspace has the
      * same path inside the sandbox) */
     char cwd[PATH_MAX];
@@ -2681,10 +2683,11 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
         };
         /* the process host runs the init's pinned copy (an embedded init: this program) */
         struct a3s_output_sink sink = {o->on_output, o->on_output_ctx};
+        struct a3s_stdin_bytes in = {o->stdin_data, o->stdin_len};
         rc = host && sb->init_image >= 0
                  ? a3s_process_run_fd_in_cgroup(&po, sb->init_image, cg.ndirs ? &cg : NULL,
-                                                &sink, &result, join_refused, err)
-                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &sink, &result,
+                                                &sink, &in, &result, join_refused, err)
+                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &sink, &in, &result,
                                              join_refused, err);
         launched = rc == A3S_OK;
     } else if (plan_err.code == A3S_E_SYSTEM &&

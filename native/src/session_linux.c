@@ -683,12 +683,13 @@ struct exchange {
     bool oom_killed; /* the memory cgroup's OOM killer struck during the command */
     struct a3s_msg_done d;
     uint64_t start, finished;
+    struct a3s_stdin_feed in; /* the command's standard input, fed while it runs */
 };
 
 /* Sends the request; the pipes' write ends travel with it and are closed
  * here. 0, or -errno. */
 static int send_request(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_options *o,
-                        int out_w, int err_w, a3s_error *err) {
+                        int out_w, int err_w, int in_r, a3s_error *err) {
     char name[32], home[64];
     snprintf(name, sizeof name, "c%llu", (unsigned long long)++s->seq);
     snprintf(home, sizeof home, "%s/%s", A3S_SCRATCH_PARENT, name);
@@ -716,8 +717,16 @@ static int send_request(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_o
         rc = a3s_msg_exec_add_rules(&msg, &len, lists, counts, err);
     }
     if (rc == A3S_OK) {
-        int fds[3] = {out_w, err_w, grant ? o->grant_fd : -1};
-        int sent = a3s_msg_send(s->ctl, msg, len, fds, grant ? 3 : 2, MSG_TIMEOUT_MS);
+        /* the fds in order: stdout, stderr, [grant socket], [stdin] */
+        int fds[4] = {out_w, err_w, -1, -1};
+        size_t nfds = 2;
+        if (grant)
+            fds[nfds++] = o->grant_fd;
+        if (in_r >= 0) {
+            fds[nfds++] = in_r;
+            a3s_msg_exec_set_flags(msg, a3s_msg_exec_flags(msg) | A3S_MSG_EXEC_STDIN);
+        }
+        int sent = a3s_msg_send(s->ctl, msg, len, fds, nfds, MSG_TIMEOUT_MS);
         if (sent < 0)
             rc = a3s_fail(err, A3S_E_SYSTEM, -sent, 0,
                           "the sandbox ended before the command could start: %s",
@@ -726,6 +735,8 @@ static int send_request(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_o
     free(msg);
     close(out_w);
     close(err_w);
+    if (in_r >= 0)
+        close(in_r);
     return rc;
 }
 
@@ -748,6 +759,8 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
     for (;;) {
         uint64_t now = a3s_now_ns();
         bool over = x->done || x->dead;
+        if (over)
+            a3s_stdin_feed_close(&x->in); /* the command ended: nobody reads the rest */
         if (over && ((x->out.fd < 0 && x->err.fd < 0) || now >= drain_at))
             break;
         if (!over && now >= backstop) {
@@ -757,8 +770,8 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
             drain_at = a3s_after_ms(now, A3S_PROCESS_DRAIN_MS);
             continue;
         }
-        struct pollfd p[5];
-        int io = -1, ie = -1, ic = -1, ix = -1, iw = -1;
+        struct pollfd p[6];
+        int io = -1, ie = -1, ic = -1, ix = -1, iw = -1, ii = -1;
         nfds_t n = 0;
         if (x->out.fd >= 0)
             p[io = (int)n++] = (struct pollfd){x->out.fd, POLLIN, 0};
@@ -772,6 +785,8 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
                 p[iw = (int)n++] = (struct pollfd){sb->wake[0], POLLIN, 0};
             }
         }
+        if (x->in.fd >= 0)
+            p[ii = (int)n++] = (struct pollfd){x->in.fd, POLLOUT, 0};
         int rc = poll(p, n, a3s_ms_until(now, over ? drain_at : backstop));
         if (rc < 0 && errno == EINTR)
             continue;
@@ -794,6 +809,8 @@ static void exchange(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_opti
             else if (read(x->err.fd, buf, chunk) <= 0)
                 a3s_close_fd(&x->err.fd);
         }
+        if (ii >= 0 && p[ii].revents)
+            a3s_stdin_feed_write(&x->in);
         if ((ix >= 0 && p[ix].revents) || (iw >= 0 && p[iw].revents)) {
             uint8_t b[A3S_MSG_HEADER];
             x->cancel_sent = true;
@@ -875,6 +892,16 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
     }
     struct exchange x;
     memset(&x, 0, sizeof x);
+    int in_r = -1;
+    struct a3s_stdin_bytes in = {o->stdin_data, o->stdin_len};
+    if (a3s_stdin_feed_open(&x.in, &in, &in_r) < 0) {
+        int e = errno;
+        a3s_close_fd(&po[0]);
+        a3s_close_fd(&po[1]);
+        a3s_close_fd(&pe[0]);
+        a3s_close_fd(&pe[1]);
+        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "pipe for the standard input: %s", strerror(e));
+    }
     a3s_capture_init(&x.out, po[0], o->max_output_bytes);
     a3s_capture_init(&x.err, pe[0], o->max_output_bytes);
     struct a3s_output_sink sink = {o->on_output, o->on_output_ctx};
@@ -883,8 +910,9 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
     x.start = a3s_now_ns();
     uint64_t oom_kills = a3s_cgroup_oom_kills(&s->cg);
     a3s_error serr = {0};
-    int rc = send_request(sb, s, o, po[1], pe[1], &serr);
+    int rc = send_request(sb, s, o, po[1], pe[1], in_r, &serr);
     if (rc != A3S_OK) {
+        a3s_stdin_feed_close(&x.in);
         a3s_capture_release(&x.out);
         a3s_capture_release(&x.err);
         if (serr.code != A3S_E_SYSTEM) {

@@ -68,6 +68,9 @@ enum a3s_msg_type {
 #define A3S_MSG_EXEC_CWD (1u << 1)
 #define A3S_MSG_EXEC_RULES (1u << 2) /* the exec check's lists follow the environment */
 #define A3S_MSG_EXEC_MAX_RULES 4096u /* entries per list */
+/* one more fd after the others: the read end of the command's standard input
+ * (without it, the command reads /dev/null) */
+#define A3S_MSG_EXEC_STDIN (1u << 3)
 
 /* Flags of a DONE message. */
 #define A3S_DONE_TIMED_OUT (1u << 0)    /* the timeout fired; the tree was stopped */
@@ -130,6 +133,8 @@ int a3s_msg_encode_exec(uint64_t timeout_ms, uint64_t grace_ms, const char *comm
 
 /* Sets the flags word of an encoded EXEC (A3S_MSG_EXEC_*). */
 void a3s_msg_exec_set_flags(uint8_t *buf, uint32_t flags);
+/* The flags word of an encoded EXEC. */
+uint32_t a3s_msg_exec_flags(const uint8_t *buf);
 /* Appends cwd (absolute, NUL-free, at most PATH_MAX bytes) to an encoded EXEC in *buf
  * (reallocated; *len grows) and sets A3S_MSG_EXEC_CWD, keeping the other flags. */
 int a3s_msg_exec_append_cwd(uint8_t **buf, size_t *len, const char *cwd, a3s_error *err);

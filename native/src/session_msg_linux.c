@@ -152,6 +152,8 @@ void a3s_msg_exec_set_flags(uint8_t *buf, uint32_t flags) {
     put32(buf + A3S_MSG_HEADER + 16, flags);
 }
 
+uint32_t a3s_msg_exec_flags(const uint8_t *buf) { return get32(buf + A3S_MSG_HEADER + 16); }
+
 int a3s_msg_exec_append_cwd(uint8_t **buf, size_t *len, const char *cwd, a3s_error *err) {
     size_t n = cwd ? strlen(cwd) : 0;
     if (!cwd || cwd[0] != '/' || n > PATH_MAX)
@@ -296,7 +298,8 @@ int a3s_msg_decode_exec(const uint8_t *buf, size_t len, struct a3s_msg_exec *out
         return a3s_fail(err, A3S_E_INVALID, 0, 0, "exec message truncated");
     uint64_t envc = get32(fixed + 20);
     uint32_t flags = get32(fixed + 16);
-    if (flags & ~(uint32_t)(A3S_MSG_EXEC_GRANT | A3S_MSG_EXEC_CWD | A3S_MSG_EXEC_RULES))
+    if (flags & ~(uint32_t)(A3S_MSG_EXEC_GRANT | A3S_MSG_EXEC_CWD | A3S_MSG_EXEC_RULES |
+                            A3S_MSG_EXEC_STDIN))
         return a3s_fail(err, A3S_E_INVALID, 0, flags, "unknown exec flags 0x%x", (unsigned)flags);
     if (envc > A3S_MSG_MAX_ENV)
         return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)envc, "too many environment entries");

@@ -126,7 +126,7 @@ static const struct exec_case {
     {"no scratch", M, E, V, AUTO, "q:1 q:1 l:0 l:0 s:true", "truncated"},
     {"NUL in the command", M, E, V, AUTO, "q:1 q:1 l:0 l:0 s:ec\\0ho s:c1", "NUL"},
     {"a network grant", M, E, V, AUTO, "q:1 q:1 l:1 l:0 s:x s:c1", NULL},
-    {"unknown flags", M, E, V, AUTO, "q:1 q:1 l:8 l:0 s:x s:c1", "unknown exec flags"},
+    {"unknown flags", M, E, V, AUTO, "q:1 q:1 l:16 l:0 s:x s:c1", "unknown exec flags"},
     {"a working directory", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1 s:/w", NULL},
     {"the cwd flag without its string", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1", "working"},
     {"a relative working directory", M, E, V, AUTO, "q:1 q:1 l:2 l:0 s:x s:c1 s:w", "working"},
@@ -229,6 +229,16 @@ static void test_decode_fields(void) {
     }
     CHECK(a3s_msg_exec_append_cwd(&enc, &len, "relative", NULL) == A3S_E_INVALID,
           "a relative cwd is refused");
+    /* the stdin flag joins the others, and the flags word reads back */
+    a3s_msg_exec_set_flags(enc, a3s_msg_exec_flags(enc) | A3S_MSG_EXEC_STDIN);
+    CHECK(a3s_msg_exec_flags(enc) == (A3S_MSG_EXEC_GRANT | A3S_MSG_EXEC_CWD | A3S_MSG_EXEC_STDIN),
+          "flags word");
+    CHECK(a3s_msg_decode_exec(enc, len, &m, NULL) == A3S_OK && m.flags & A3S_MSG_EXEC_STDIN &&
+              m.cwd && strcmp(m.cwd, "/work/sub dir") == 0,
+          "stdin flag round trip");
+    a3s_msg_exec_free(&m);
+    a3s_msg_exec_set_flags(enc, a3s_msg_exec_flags(enc) | (1u << 3));
+    CHECK(a3s_msg_decode_exec(enc, len, &m, NULL) == A3S_E_INVALID, "an unknown flag is refused");
     free(enc);
 }
 

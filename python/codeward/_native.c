@@ -636,20 +636,25 @@ static void call_output_sink(void *ctx, int stream, const char *data, size_t len
 
 /* exec(command, env, timeout_ms, grace_ms, max_output_bytes, cancel_fd, grant_fd=-1,
  * policy_digest=None, on_output=None, cwd=None, exec_deny=None, exec_ask=None,
- * exec_approved=None) -> dict (exec_*: lists of strings for the exec check, a3s_exec_options).
- * Runs without the GIL: other Python threads go on while the command runs (a network
- * grant's mediator must: it answers the sandbox meanwhile). on_output(stream, data) gets the
- * output as it arrives (1 stdout, 2 stderr). */
+ * exec_approved=None, stdin=None) -> dict (exec_*: lists of strings for the exec check,
+ * a3s_exec_options; stdin: bytes or None). Runs without the GIL: other Python threads go
+ * on while the command runs (a network grant's mediator must: it answers the sandbox
+ * meanwhile). on_output(stream, data) gets the output as it arrives (1 stdout, 2 stderr). */
 static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
     SandboxObject *self = (SandboxObject *)obj;
-    PyObject *command, *env_list, *on_output = Py_None;
+    PyObject *command, *env_list, *on_output = Py_None, *stdin_obj = Py_None;
     unsigned long long timeout_ms, grace_ms, max_output;
     int cancel_fd, grant_fd = -1;
     const char *policy_digest = NULL, *cwd = NULL;
     PyObject *deny_list = NULL, *ask_list = NULL, *approved_list = NULL;
-    if (!PyArg_ParseTuple(args, "OOKKKi|izOzOOO:exec", &command, &env_list, &timeout_ms,
+    if (!PyArg_ParseTuple(args, "OOKKKi|izOzOOOO:exec", &command, &env_list, &timeout_ms,
                           &grace_ms, &max_output, &cancel_fd, &grant_fd, &policy_digest,
-                          &on_output, &cwd, &deny_list, &ask_list, &approved_list))
+                          &on_output, &cwd, &deny_list, &ask_list, &approved_list, &stdin_obj))
+        return NULL;
+    /* the bytes object is kept alive by args while the GIL is released */
+    char *stdin_data = NULL;
+    Py_ssize_t stdin_len = 0;
+    if (stdin_obj != Py_None && PyBytes_AsStringAndSize(stdin_obj, &stdin_data, &stdin_len) < 0)
         return NULL;
     if (on_output != Py_None && !PyCallable_Check(on_output)) {
         PyErr_SetString(PyExc_TypeError, "on_output must be callable or None");
@@ -701,6 +706,8 @@ static PyObject *sandbox_exec(PyObject *obj, PyObject *args) {
         .exec_ask_count = (size_t)nrules[1],
         .exec_approved = (const char *const *)rules[2],
         .exec_approved_count = (size_t)nrules[2],
+        .stdin_data = stdin_data,
+        .stdin_len = (size_t)stdin_len,
     };
     a3s_process_result *r = NULL;
     a3s_error err;

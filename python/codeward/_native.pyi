@@ -77,6 +77,7 @@ class Sandbox:
         exec_deny: list[str] | None = None,
         exec_ask: list[str] | None = None,
         exec_approved: list[str] | None = None,
+        stdin: bytes | None = None,
     ) -> dict[str, Any]:
         """exit_code, term_signal, timed_out, oom_killed, hard_linked, outlived (something
         of the command may have run after the result: A3S_RESULT_OUTLIVED), the truncation

@@ -61,6 +61,7 @@ const EXEC_KEYS = [
   'onOutput',
   'cwd',
   'execRules',
+  'stdin',
 ];
 const EXEC_RULE_KEYS = ['deny', 'ask', 'approved'];
 
@@ -203,6 +204,7 @@ function parseExec(command, options) {
   if (cwd !== null && (cwd === '' || cwd.includes('\0'))) {
     throw new SandboxArgumentError(`cwd must be a non-empty path without NUL, not ${JSON.stringify(cwd)}`);
   }
+  const stdin = stdinBytes(own(options, 'stdin', null));
   const onOutput = own(options, 'onOutput', null);
   if (onOutput !== null && typeof onOutput !== 'function') {
     throw new ArgumentTypeError(`onOutput must be a function, not ${typeName(onOutput)}`);
@@ -220,7 +222,16 @@ function parseExec(command, options) {
     onOutput,
     cwd,
     execRules: execRules(own(options, 'execRules', null)),
+    stdin,
   };
+}
+
+// The bytes of exec's stdin option: a string as UTF-8, a Buffer or any Uint8Array as it is.
+function stdinBytes(stdin) {
+  if (stdin === null) return null;
+  if (typeof stdin === 'string') return Buffer.from(stdin, 'utf8');
+  if (stdin instanceof Uint8Array) return stdin;
+  throw new ArgumentTypeError(`stdin must be a Buffer, a Uint8Array or a string, not ${typeName(stdin)}`);
 }
 
 /** The host environment the sandbox filters: this thread's (a worker has its own copy). */
@@ -332,6 +343,7 @@ class Sandbox {
         sink || undefined,
         o.cwd === null ? undefined : o.cwd,
         o.execRules ?? undefined,
+        o.stdin === null ? undefined : o.stdin,
       );
     } catch (err) {
       if (err && err.code === 'ERR_SANDBOX_CLOSED') throw new SandboxClosedError(null);

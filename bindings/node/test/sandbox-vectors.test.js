@@ -51,6 +51,8 @@ const EXEC = {
   cwd: 'cwd',
   stream: 'stream',
   exec_rules: 'execRules',
+  stdin: 'stdin',
+  stdin_repeat: 'stdinRepeat',
 };
 
 function camel(obj, names) {
@@ -236,6 +238,13 @@ async function runCase(c, port) {
     } else {
       const stream = execOptions.stream;
       delete execOptions.stream;
+      if ('stdinRepeat' in execOptions) {
+        // a repeated stdin goes as a Buffer, a plain one as the string itself
+        execOptions.stdin = Buffer.from(sub(execOptions.stdin).repeat(execOptions.stdinRepeat));
+        delete execOptions.stdinRepeat;
+      } else if ('stdin' in execOptions) {
+        execOptions.stdin = sub(execOptions.stdin);
+      }
       const pieces = { stdout: [], stderr: [] };
       if (stream) execOptions.onOutput = (chunk, name) => pieces[name].push(chunk);
       checkOutput(await sb.exec(sub(command), execOptions), e, sub);

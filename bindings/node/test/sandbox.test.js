@@ -165,6 +165,23 @@ describe('the sandbox from Node', linuxOnly, () => {
       await assert.rejects(sb.exec('true', { timeoutMs: 0 }), SandboxArgumentError);
       await assert.rejects(sb.exec('true', { env: { A: 1 } }), TypeError);
       await assert.rejects(sb.exec(42), TypeError);
+      await assert.rejects(sb.exec('cat', { stdin: 42 }), { code: 'ERR_INVALID_ARG_TYPE' });
+      await assert.rejects(sb.exec('cat', { stdin: [1, 2] }), TypeError);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  test('stdin is copied when exec is called: changing the Buffer afterwards changes nothing', async () => {
+    const sb = await nativeSandbox();
+    try {
+      const input = Buffer.from('before\n');
+      const running = sb.exec('sleep 0.2; cat', { stdin: input });
+      input.write('after!\n');
+      assert.equal((await running).stdout, 'before\n');
+      const bytes = new Uint8Array([0, 255, 10]);
+      const out = await sb.exec('od -An -tu1', { stdin: bytes });
+      assert.deepEqual(out.stdout.trim().split(/\s+/), ['0', '255', '10']);
     } finally {
       await sb.close();
     }

@@ -877,6 +877,16 @@ typedef struct a3s_exec_options {
     const char *const *exec_approved; /* the simple commands (words joined by one space) the
                                          human approved for this call: an ask rule lets them */
     size_t exec_approved_count;
+    /* appended later: a caller built before passes the shorter struct (none) */
+    const void *stdin_data;    /* NULL: the command's standard input is /dev/null (as before);
+                                  else its stdin_len bytes are what it reads on standard input,
+                                  then end of file. They are written through a pipe while its
+                                  output is drained, never blocking it; a command that exits or
+                                  closes its standard input before reading them all just does
+                                  not get the rest (no error), and the writing ends with the
+                                  command (its timeout, a cancel). The bytes are read while
+                                  a3s_sandbox_exec runs and not kept */
+    size_t stdin_len;
 } a3s_exec_options;
 
 /* Flag in a3s_process_result_view.flags: the sandbox refused to run or

@@ -59,6 +59,17 @@ def _check_cwd(cwd: str | None) -> str | None:
     return cwd
 
 
+def _stdin_bytes(stdin: bytes | bytearray | memoryview | str | None) -> bytes | None:
+    """``stdin`` as the C core takes it: None (/dev/null), or bytes (a str as UTF-8)."""
+    if stdin is None or isinstance(stdin, bytes):
+        return stdin
+    if isinstance(stdin, str):
+        return stdin.encode("utf-8", "surrogateescape")
+    if isinstance(stdin, (bytearray, memoryview)):
+        return bytes(stdin)
+    raise SandboxArgumentError(f"stdin must be bytes, str or None, not {type(stdin).__name__}")
+
+
 def _raise_native(exc: Any, workspace: str) -> None:
     status, message = exc.args[0], exc.args[1]
     if status == "invalid":
@@ -197,6 +208,7 @@ class _CoreSandbox(SandboxBase):
         on_output: Callable[[int, bytes], object] | None = None,
         cwd: str | None = None,
         exec_rules: ExecRules | None = None,
+        stdin: bytes | bytearray | memoryview | str | None = None,
     ) -> CommandOutput:
         """Runs ``bash -c command`` and returns its output (never raises for the command's fate).
 
@@ -213,6 +225,11 @@ class _CoreSandbox(SandboxBase):
         exec check (:class:`ExecRules`): every program the command runs is
         checked against them at its exec, and ``exec_stopped`` says what was
         stopped.
+
+        ``stdin`` (bytes, or a str sent as UTF-8) is what the command reads on
+        its standard input, then end of file (None: /dev/null). It is written
+        while the output is drained; a command that does not read it all just
+        does not get the rest.
         """
         from ._output import CommandOutput, ExecStop
 
@@ -228,6 +245,7 @@ class _CoreSandbox(SandboxBase):
             exec_rules=exec_rules,
             on_output=on_output,
             cwd=cwd,
+            stdin=stdin,
         )
         stopped = fields.pop("exec_stopped")
         return CommandOutput(**fields, exec_stopped=ExecStop(**stopped) if stopped else None)
@@ -246,6 +264,7 @@ class _CoreSandbox(SandboxBase):
         on_output: Callable[[int, bytes], object] | None = None,
         cwd: str | None = None,
         exec_rules: ExecRules | None = None,
+        stdin: bytes | bytearray | memoryview | str | None = None,
     ) -> dict[str, Any]:
         """``exec``, with the fields of its CommandOutput as a dict (the command line's path;
         ``exec_stopped`` a dict or None)."""
@@ -269,6 +288,7 @@ class _CoreSandbox(SandboxBase):
                 list(exec_rules.deny) if exec_rules else None,
                 list(exec_rules.ask) if exec_rules else None,
                 list(exec_rules.approved) if exec_rules else None,
+                _stdin_bytes(stdin),
             )
         except _native.NativeError as exc:
             _raise_native(exc, self._workspace)
