@@ -237,7 +237,7 @@ static void test_decode_fields(void) {
               m.cwd && strcmp(m.cwd, "/work/sub dir") == 0,
           "stdin flag round trip");
     a3s_msg_exec_free(&m);
-    a3s_msg_exec_set_flags(enc, a3s_msg_exec_flags(enc) | (1u << 3));
+    a3s_msg_exec_set_flags(enc, a3s_msg_exec_flags(enc) | (1u << 4));
     CHECK(a3s_msg_decode_exec(enc, len, &m, NULL) == A3S_E_INVALID, "an unknown flag is refused");
     free(enc);
 }
