@@ -183,7 +183,7 @@ func TestManyGoroutinesStartSandboxesAtOnce(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < 3; i++ {
-				sb, err := SelectSandbox(t.TempDir(), SandboxOptions{})
+				sb, err := SelectSandbox(context.Background(), t.TempDir(), SandboxOptions{})
 				if err != nil {
 					errs <- err
 					return
