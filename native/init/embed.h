@@ -26,6 +26,7 @@
 #define command_nproc a3s_init_command_nproc
 #define watchdog_arm a3s_init_watchdog_arm
 #define watchdog_over a3s_init_watchdog_over
+#define watchdog_socket a3s_init_watchdog_socket
 #define probe_denials a3s_init_probe_denials
 #define serve a3s_init_serve
 #define grant_open a3s_init_grant_open

@@ -62,7 +62,10 @@ PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 PROGRESS_INTERVAL_S = 1.0
 MAX_CONCURRENT_CALLS = 16
 SHUTDOWN_GRACE_S = 1.0  # for cancelled calls to end before the session closes under them
-_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# the signals that end the server with a cleanup (Windows has no SIGHUP)
+_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name)
+)
 _GATE = ("verify", "complete_turn")
 
 INSTRUCTIONS = (
