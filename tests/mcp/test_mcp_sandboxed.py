@@ -8,7 +8,15 @@ import socket
 import sys
 
 import pytest
-from mcpkit import SERVERS, hostile_config, new_marker, sdk_config, sleeping, wait_for
+from mcpkit import (
+    SERVERS,
+    boxed_program,
+    hostile_config,
+    new_marker,
+    sdk_config,
+    sleeping,
+    wait_for,
+)
 
 from codeward.mcp import McpClient, McpSandbox, McpServerConfig, McpStartError
 from codeward.sandbox import NativeBashSandbox
@@ -92,11 +100,13 @@ def _verified_session(ws):  # type: ignore[no-untyped-def]
 
 def test_a_sandboxed_server_writing_the_workspace_is_booked_to_its_tool(tmp_path, listener) -> None:  # type: ignore[no-untyped-def]
     """issue 22: a call of a server with a writable workspace is snapshotted around like bash."""
+    python, script, env = boxed_program(tmp_path, "hostile.py")  # where its sandbox sees it
     with _verified_session(tmp_path) as session:
         session.add_mcp_server(
             "hostile",
-            sys.executable,
-            [str(SERVERS / "hostile.py"), "probe"],
+            python,
+            [script, "probe"],
+            env,
             sandbox=McpSandbox(writable_workspace=True),
         )
         result = session.tool("mcp__hostile__work", {"port": listener})
@@ -110,11 +120,13 @@ def test_a_sandboxed_server_writing_the_workspace_is_booked_to_its_tool(tmp_path
 
 def test_a_server_writing_later_on_a_timer_is_seen(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """issue 22: a write after the approved call answered (a timer) is booked to 'external'."""
+    python, script, env = boxed_program(tmp_path, "hostile.py")  # where its sandbox sees it
     with _verified_session(tmp_path) as session:
         session.add_mcp_server(
             "hostile",
-            sys.executable,
-            [str(SERVERS / "hostile.py"), "timer", "0.5"],
+            python,
+            [script, "timer", "0.5"],
+            env,
             sandbox=McpSandbox(writable_workspace=True),
         )
         assert session.tool("mcp__hostile__work", {}).success
