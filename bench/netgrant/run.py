@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -76,6 +77,11 @@ class Granted:
     """A long-lived sandbox and a mediator; runs the client with a grant of the source."""
 
     def __init__(self, workspace: Path, port: int) -> None:
+        # The sandbox hides /tmp and homes, where a checkout or its venv may lie: the client (stdlib
+        # only) runs from a copy in the workspace with the interpreter the venv was made from.
+        self.client = workspace / CLIENT.name
+        shutil.copyfile(CLIENT, self.client)
+        self.python = getattr(sys, "_base_executable", sys.executable)
         self.sandbox = NativeBashSandbox(workspace, reuse=True)
         self.mediator = NetworkMediator()
         self.port = port
@@ -84,7 +90,7 @@ class Granted:
         grant = NetworkGrant.make("127.0.0.1", self.port, self.sandbox.policy().digest)
         with self.mediator.admit(grant) as admission:
             out = self.sandbox.exec(
-                f"{sys.executable} {CLIENT} {args} --proxy {PROXY}",
+                f"{self.python} {self.client} {args} --proxy {PROXY}",
                 timeout_ms=600_000,
                 max_output_bytes=1 << 20,
                 grant_fd=admission.fd,
