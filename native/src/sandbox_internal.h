@@ -55,9 +55,10 @@ struct a3s_sandbox {
     /* the idle stop of the long-lived sandbox (session_linux.c) */
     uint64_t idle_stop_ms;             /* UINT64_MAX: never */
     atomic_uint_fast64_t last_used_ns; /* monotonic: the last command's start or end */
-    pthread_mutex_t idle_lock;         /* guards the four below */
+    pthread_mutex_t idle_lock;         /* guards the five below */
     pthread_cond_t idle_wake;          /* a session started, or the handle is going */
     bool idle_quit;
+    bool idle_exited;                  /* the thread ended (no sandbox): join it before another */
     pid_t idle_owner;                  /* the process whose thread it is; 0: none started */
     pthread_t idle_thread;
     pid_t creator; /* the process that made the handle: a forked copy's locks are not to be trusted */

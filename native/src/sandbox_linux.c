@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -144,21 +145,6 @@ static int remove_tree_at(int parent, const char *name) {
             remove_tree_at(dirfd(d), e->d_name);
     closedir(d);
     return unlinkat(parent, name, AT_REMOVEDIR);
-}
-
-/* Removes a run directory without following symlinks planted inside it. */
-static void remove_tree(const char *path) {
-    char parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", path);
-    char *slash = strrchr(parent, '/');
-    if (!slash || slash == parent)
-        return;
-    *slash = '\0';
-    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (pfd < 0)
-        return;
-    remove_tree_at(pfd, slash + 1);
-    close(pfd);
 }
 
 /* Removes a run directory with its lock file last: a caller killed while
@@ -871,30 +857,84 @@ static int take_run_lock(int dirfd) {
     return -1;
 }
 
-/* The private run directory: scratch (HOME, TMPDIR) plus mask objects. It
- * is made under another name, locked (run_dir/lock, held for its whole
- * life), and only then renamed to a3s-run-*, the name a sweep looks at: a
- * sweep never sees it unlocked. */
+/* The private run directory: scratch (HOME, TMPDIR) plus mask objects.
+ * It is born locked, so that at every step a sweep that can take the lock
+ * its owner holds knows the owner is gone (a pid says nothing across pid
+ * namespaces): first the lock file a3s-new-R.lock (R random), made and then
+ * locked; then the directory a3s-new-R beside it, the same file linked into
+ * it as its "lock", the directory renamed to a3s-run-R (the name a sweep of
+ * run directories looks at), and the outer name removed. A sweep removes a
+ * lock file only while holding it (recover_run_dirs), so an owner that
+ * finds its own unlinked once it holds it (a sweep came between open and
+ * flock) starts again under a new name. */
+#define NEW_PREFIX "a3s-new-"
+#define NEW_LOCK_SUFFIX ".lock"
+
+static int make_run_dir_at(const a3s_sandbox *sb, int pfd, struct plan *p) {
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned long long rnd = 0;
+        if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+            rnd = a3s_now_ns() ^ ((unsigned long long)getpid() << 32) ^ (unsigned)attempt;
+        char name[64], lock[80], inner[80], run[64];
+        snprintf(name, sizeof name, NEW_PREFIX "%016llx", rnd);
+        snprintf(lock, sizeof lock, "%s" NEW_LOCK_SUFFIX, name);
+        snprintf(inner, sizeof inner, "%s/lock", name);
+        snprintf(run, sizeof run, "a3s-run-%016llx", rnd);
+        int fd = a3s_fd_above_stdio(
+            openat(pfd, lock, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (fd < 0 && errno == EEXIST)
+            continue;
+        struct stat st;
+        if (fd < 0 || flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0) {
+            int e = errno;
+            if (fd >= 0) {
+                unlinkat(pfd, lock, 0);
+                close(fd);
+            }
+            return e;
+        }
+        if (st.st_nlink == 0) { /* a sweep took it before we locked it */
+            close(fd);
+            continue;
+        }
+        int e = 0;
+        if (mkdirat(pfd, name, 0700) < 0)
+            e = errno;
+        else if (linkat(pfd, lock, pfd, inner, 0) < 0 ||
+                 (renameat2(pfd, name, pfd, run, RENAME_NOREPLACE) < 0 &&
+                  (errno != EINVAL || renameat(pfd, name, pfd, run) < 0))) {
+            e = errno;
+            unlinkat(pfd, inner, 0);
+            unlinkat(pfd, name, AT_REMOVEDIR);
+        }
+        unlinkat(pfd, lock, 0); /* held: nothing else removes or replaces it */
+        if (e) {
+            close(fd);
+            if (e == EEXIST)
+                continue;
+            return e;
+        }
+        if (!join(p->run_dir, sizeof p->run_dir, sb->scratch_parent, run)) {
+            close(fd);
+            return ENAMETOOLONG;
+        }
+        p->run_lock_fd = fd;
+        return 0;
+    }
+    return EEXIST;
+}
+
 static int make_run_dir(const a3s_sandbox *sb, struct plan *p, a3s_error *err) {
-    char fresh[PATH_MAX], lock[PATH_MAX];
-    if (snprintf(fresh, sizeof fresh, "%s/a3s-new-%d-XXXXXX", sb->scratch_parent,
-                 (int)getpid()) >= (int)sizeof fresh)
-        return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "scratch path too long");
-    if (!mkdtemp(fresh))
+    int pfd = open(sb->scratch_parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
         return a3s_fail(err, A3S_E_SYSTEM, errno, 0, "cannot create a scratch directory in %s: %s",
                         sb->scratch_parent, strerror(errno));
-    char *tail = strrchr(fresh, '/') + strlen("/a3s-new-");
-    if (!join(lock, sizeof lock, fresh, "lock") ||
-        (p->run_lock_fd = a3s_fd_above_stdio(open(
-             lock, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600))) < 0 ||
-        flock(p->run_lock_fd, LOCK_EX) < 0 ||
-        snprintf(p->run_dir, sizeof p->run_dir, "%s/a3s-run-%s", sb->scratch_parent, tail) >=
-            (int)sizeof p->run_dir ||
-        rename(fresh, p->run_dir) < 0) {
-        int e = errno;
+    int e = make_run_dir_at(sb, pfd, p);
+    close(pfd);
+    if (e) {
         p->run_dir[0] = '\0';
-        remove_tree(fresh);
-        return a3s_fail(err, A3S_E_SYSTEM, e, 0, "cannot prepare the scratch directory: %s",
+        return a3s_fail(err, e == ENAMETOOLONG ? A3S_E_TOO_LARGE : A3S_E_SYSTEM, e, 0,
+                        "cannot create a scratch directory in %s: %s", sb->scratch_parent,
                         strerror(e));
     }
     if (!join(p->home, sizeof p->home, p->run_dir, "home") ||
@@ -1010,6 +1050,36 @@ static int lock_workspace(const a3s_sandbox *sb) {
 
 static bool alone(int lock_fd) { return lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) == 0; }
 
+/* A run directory its owner died making (see make_run_dir): by its lock
+ * file a3s-new-R.lock, taken here, then a3s-new-R (if any; ours), then the
+ * lock file, unlinked while held. A live owner holds that lock from the
+ * moment it can see it locked; an a3s-new-PID-* of an older version (no
+ * lock file beside it) is left alone. */
+static void recover_new_dir(const a3s_sandbox *sb, int pfd, const char *lock_name) {
+    size_t n = strlen(lock_name), sl = strlen(NEW_LOCK_SUFFIX);
+    char name[NAME_MAX + 1], path[PATH_MAX];
+    if (n <= sl || n > NAME_MAX || strcmp(lock_name + n - sl, NEW_LOCK_SUFFIX) != 0)
+        return;
+    snprintf(name, sizeof name, "%.*s", (int)(n - sl), lock_name);
+    int fd = openat(pfd, lock_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st, now;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+        flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        fstatat(pfd, lock_name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st.st_dev &&
+        now.st_ino == st.st_ino) {
+        int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd >= 0 && fstat(dfd, &now) == 0 && now.st_uid == geteuid() &&
+            join(path, sizeof path, sb->scratch_parent, name))
+            remove_run_dir(path);
+        if (dfd >= 0)
+            close(dfd);
+        unlinkat(pfd, lock_name, 0);
+    }
+    close(fd);
+}
+
 /* Run directories of callers that are gone: their scratch and mask objects.
  * One is removed only while its lock is held here, which its owner holds
  * for as long as it lives (a pid says nothing across pid namespaces); one
@@ -1021,6 +1091,10 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
         return;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
+        if (!strncmp(e->d_name, NEW_PREFIX, strlen(NEW_PREFIX))) {
+            recover_new_dir(sb, dirfd(d), e->d_name);
+            continue;
+        }
         if (strncmp(e->d_name, "a3s-run-", 8) != 0)
             continue;
         char path[PATH_MAX];

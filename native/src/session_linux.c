@@ -34,7 +34,7 @@
  *    in time (timeout + grace + 3 s), the sandbox is killed.
  *  - Stop: SHUTDOWN, the lifeline closed, the pidfd waited on (SIGKILL if
  *    it lingers), then the placeholders, the lock and the run directory go.
- *  - Idle stop: a thread of the handle (started with its first sandbox)
+ *  - Idle stop: a thread of the handle (started with each sandbox)
  *    stops a sandbox that ran no command for idle_stop_ms, so an idle
  *    session holds no processes, placeholders, descriptors or watches; the
  *    next command starts a new one. It only ever takes the session lock
@@ -388,27 +388,36 @@ void a3s_session_stop(a3s_sandbox *sb) {
 
 /* ---- idle stop ------------------------------------------------------------------- */
 
+/* Stops the sandbox if it is still idle, and releases what close() does
+ * (a3s_sandbox_stop): the credential scan's watches and inotify instance
+ * (the thread itself ends in idle_main). */
 static void idle_stop_now(a3s_sandbox *sb) {
     /* never wait for a command: a busy handle is not idle */
     if (pthread_mutex_trylock(&sb->session_lock) != 0)
         return;
     uint64_t idle_ns = sb->idle_stop_ms * 1000000u;
     if (sb->session && sb->session->owner == getpid() &&
-        a3s_now_ns() - atomic_load(&sb->last_used_ns) >= idle_ns)
+        a3s_now_ns() - atomic_load(&sb->last_used_ns) >= idle_ns) {
         stop_locked(sb);
+        if (sb->creator == getpid()) { /* see a3s_sandbox_stop */
+            pthread_mutex_lock(&sb->lock);
+            a3s_credscan_release(sb->creds);
+            pthread_mutex_unlock(&sb->lock);
+        }
+    }
     pthread_mutex_unlock(&sb->session_lock);
 }
 
-/* The thread: sleeps until the sandbox has been idle for idle_stop_ms, stops
- * it, then sleeps until a new one starts (or the handle goes). */
+/* The thread: sleeps until the sandbox has been idle for idle_stop_ms and
+ * stops it. With no sandbox left it ends (marked idle_exited, under the
+ * idle lock, so a start either finds it still serving or joins it and
+ * makes another): a stopped handle holds no thread. */
 static void *idle_main(void *arg) {
     a3s_sandbox *sb = arg;
     pthread_mutex_lock(&sb->idle_lock);
     while (!sb->idle_quit) {
-        if (!atomic_load(&sb->session_pid)) {
-            pthread_cond_wait(&sb->idle_wake, &sb->idle_lock);
-            continue;
-        }
+        if (!atomic_load(&sb->session_pid))
+            break;
         uint64_t due = a3s_after_ms(atomic_load(&sb->last_used_ns), sb->idle_stop_ms);
         uint64_t now = a3s_now_ns();
         if (now < due) {
@@ -429,6 +438,7 @@ static void *idle_main(void *arg) {
             pthread_cond_timedwait(&sb->idle_wake, &sb->idle_lock, &at);
         }
     }
+    sb->idle_exited = true;
     pthread_mutex_unlock(&sb->idle_lock);
     return NULL;
 }
@@ -440,7 +450,13 @@ static void idle_arm(a3s_sandbox *sb) {
         return;
     atomic_store(&sb->last_used_ns, a3s_now_ns());
     pthread_mutex_lock(&sb->idle_lock);
+    if (sb->idle_owner == getpid() && sb->idle_exited) {
+        /* it ended after an idle stop (it marks that last, under this lock) */
+        pthread_join(sb->idle_thread, NULL);
+        sb->idle_owner = 0;
+    }
     if (sb->idle_owner != getpid()) {
+        sb->idle_exited = false;
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay with the caller's threads */
@@ -476,6 +492,7 @@ static void idle_release(a3s_sandbox *sb) {
     pthread_join(sb->idle_thread, NULL);
     pthread_mutex_lock(&sb->idle_lock);
     sb->idle_quit = false;
+    sb->idle_exited = false;
     sb->idle_owner = 0;
     pthread_mutex_unlock(&sb->idle_lock);
 }
