@@ -97,3 +97,70 @@ def test_resources_return_to_the_baseline(tmp_path, case: str, cycles: int) -> N
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["after"] == got["base"], got
     assert got["base"]["watches"] == 0, "a closed handle still holds watches"
+
+
+IDLE = textwrap.dedent(
+    """
+    import gc, json, os, sys, threading, time
+    from pathlib import Path
+    from codeward.sandbox import NativeBashSandbox, SandboxLimits
+
+    def watches():
+        n = 0
+        for fd in os.listdir("/proc/self/fdinfo"):
+            try:
+                n += Path(f"/proc/self/fdinfo/{fd}").read_text().count("inotify wd:")
+            except OSError:
+                pass
+        return n
+
+    def counts():
+        return {"fds": len(os.listdir("/proc/self/fd")),
+                "tasks": len(os.listdir("/proc/self/task")), "watches": watches()}
+
+    ws = Path(sys.argv[1])
+    for i in range(50):
+        (ws / f"d{i}" / "sub").mkdir(parents=True)
+    gc.disable()
+    with NativeBashSandbox(ws, reuse=True) as warm:  # imports, the probe, caches
+        warm.exec("true", timeout_ms=60_000)
+    sb = NativeBashSandbox(ws, reuse=True, limits=SandboxLimits(idle_stop_ms=300))
+    base = counts()
+    seen = []
+    for _ in range(int(sys.argv[2])):
+        assert sb.exec("echo hi", timeout_ms=60_000).stdout == "hi\\n"
+        busy = counts()
+        deadline = time.monotonic() + 60  # only tells "never" from "done"
+        def stopped():  # the scan's release is the idle stop's last step
+            now = counts()
+            return now["watches"] == 0 and now["tasks"] == base["tasks"]
+        while (sb._handle.info()["running"] or not stopped()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seen.append({"busy": busy, "idle": counts(), "starts": sb._handle.info()["starts"]})
+    print(json.dumps({"base": base, "seen": seen}))
+    sb.close()
+    """
+)
+
+
+def test_an_idle_stop_releases_what_close_does(tmp_path) -> None:
+    """The automatic idle stop (not close()) gives back the credential scan's watches, the
+    idle thread and the sandbox's descriptors; the next command sets them up again."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", IDLE, str(ws), "3"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    before, first = got["base"], got["seen"][0]["idle"]
+    # a fresh handle holds an empty inotify instance, which a stop closes like the rest
+    assert first["tasks"] == before["tasks"] and first["fds"] <= before["fds"], got
+    for i, cycle in enumerate(got["seen"]):
+        assert cycle["starts"] == i + 1, got  # each command started a new sandbox
+        assert cycle["busy"]["watches"] > 50, got  # what the idle stop must give back
+        assert cycle["busy"]["tasks"] > before["tasks"], got
+        assert cycle["idle"] == first and first["watches"] == 0, got
