@@ -72,3 +72,30 @@ def sandbox_for(ws: Path, backend: str) -> NativeBashSandbox | ProcessHostBashSa
         assert isinstance(sb, NativeBashSandbox), f"the native boundary is unavailable: {sb!r}"
         return sb
     return ProcessHostBashSandbox(ws)
+
+
+def cgroup_mounts() -> list[str]:
+    """Every cgroup hierarchy mounted here: the v1 controllers' and the v2 one."""
+    mounts = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            if fields[sep + 1] in ("cgroup", "cgroup2"):
+                mounts.append(fields[4])
+    return mounts
+
+
+def cgroups_made_by(pids: list[int]) -> list[str]:
+    """The cgroups that processes `pids` made and nobody removed, in every hierarchy.
+
+    native/src/cgroup_linux.c names each codeward-<pid of its maker>-<random>, next to the
+    maker's own cgroup (v2) or under it (each v1 controller it uses: memory, pids); the whole
+    of each hierarchy is searched, so a cgroup made anywhere else is found too.
+    """
+    prefixes = tuple(f"codeward-{pid}-" for pid in pids)
+    found = []
+    for mount in cgroup_mounts():
+        for parent, dirs, _ in os.walk(mount):
+            found += [os.path.join(parent, d) for d in dirs if d.startswith(prefixes)]
+    return sorted(found)

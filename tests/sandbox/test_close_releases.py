@@ -17,6 +17,7 @@ import sys
 import textwrap
 
 import pytest
+from hostprocs import cgroups_made_by
 
 COUNTS = textwrap.dedent(
     """
@@ -94,6 +95,7 @@ def test_resources_return_to_the_baseline(tmp_path, case: str, cycles: int) -> N
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
+    assert cgroups_made_by([proc.pid]) == [], "a closed handle left its cgroups"
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["after"] == got["base"], got
     assert got["base"]["watches"] == 0, "a closed handle still holds watches"
@@ -155,6 +157,7 @@ def test_an_idle_stop_releases_what_close_does(tmp_path) -> None:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
+    assert cgroups_made_by([proc.pid]) == [], "an idle stop left its cgroups"
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     before, first = got["base"], got["seen"][0]["idle"]
     # a fresh handle holds an empty inotify instance, which a stop closes like the rest

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostprocs import new_marker, processes_with
+from hostprocs import cgroups_made_by, new_marker, processes_with
 
 from codeward.sandbox import NativeBashSandbox
 
@@ -72,15 +72,16 @@ def kill_leftovers(tmp: Path, marker: str) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def assert_clean(tmp: Path) -> None:
-    """No placeholders, run directories or live journals of a dead host are left behind once a
-    fresh handle has opened (and swept) each workspace."""
+def assert_clean(tmp: Path, host: int) -> None:
+    """No placeholders, run directories, live journals or cgroups of a dead host are left behind
+    once a fresh handle has opened (and swept) each workspace."""
     for ws in sorted((tmp / "root").glob("ws*")):
         with NativeBashSandbox(ws, reuse=True) as sb:
             assert sb.exec("echo fresh", timeout_ms=60_000).stdout == "fresh\n"
         assert [n for n in PROTECTED if os.path.lexists(ws / n)] == [], ws
-    runs = sorted(p.name for p in (tmp / "scratch").glob("a3s-run-*"))
+    runs = sorted(p.name for p in (tmp / "scratch").glob("a3s-*"))
     assert runs == [], runs
+    assert cgroups_made_by([host]) == []
     journals = sorted(
         p.name for p in (tmp / "state").rglob("placeholders-*") if not p.name.endswith("lock")
     )
@@ -103,7 +104,7 @@ def test_concurrent_starts_never_hang(tmp_path, threads, rounds, monkeypatch) ->
     assert wait_none_left(tmp_path, marker) == []
     monkeypatch.setenv("TMPDIR", str(tmp_path / "scratch"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    assert_clean(tmp_path)
+    assert_clean(tmp_path, host.pid)
 
 
 @pytest.mark.parametrize("after_rounds", [0, 3, 9])
@@ -134,7 +135,7 @@ def test_host_killed_mid_start_leaves_nothing(tmp_path, after_rounds, monkeypatc
     assert left == [], "outlived their host: " + repr(left)
     monkeypatch.setenv("TMPDIR", str(tmp_path / "scratch"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    assert_clean(tmp_path)
+    assert_clean(tmp_path, host.pid)
 
 
 def test_an_owned_sandboxed_process_outlives_the_thread_that_started_it(tmp_path) -> None:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hostprocs import new_marker, processes_with, survivors
+from hostprocs import cgroups_made_by, new_marker, processes_with, survivors
 
 from codeward.sandbox import NativeBashSandbox
 from codeward.sandbox._output import CommandOutput
@@ -212,6 +212,8 @@ def test_caller_killed_while_its_sandbox_idles(workspace, tmp_path, monkeypatch,
     with NativeBashSandbox(workspace, reuse=True) as box:
         assert run(box, "echo next").stdout == "next\n"
     assert sorted(os.listdir(workspace)) == ["README"]
+    # its cgroups (memory and pids) went with the next handle's first start: its sweep
+    assert cgroups_made_by([caller.pid]) == []
 
 
 FORKING_CALLER = textwrap.dedent(

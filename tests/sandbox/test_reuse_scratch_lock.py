@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hostprocs import cgroups_made_by
 
 from codeward.sandbox import NativeBashSandbox
 
@@ -108,6 +109,7 @@ def test_a_host_killed_making_its_run_directory_leaves_it_to_the_next_start(
     assert made[names[0]] == (["lock"] if point == "renameat2" else []), made
     _start_elsewhere(tmp_path)
     assert _scratch(tmp_path) == [], "the dead host's directory was not swept"
+    assert cgroups_made_by([host.pid]) == []
 
 
 @pytest.mark.parametrize("point", POINTS)
