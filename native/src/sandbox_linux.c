@@ -870,6 +870,23 @@ static int take_run_lock(int dirfd) {
 #define NEW_PREFIX "a3s-new-"
 #define NEW_LOCK_SUFFIX ".lock"
 
+/* The run directory's own lock: the held lock file itself, linked in; where
+ * the file system has no hard links, a second file, locked while the outer
+ * one still guards the directory (no sweep looks inside a3s-new-R). */
+static int inner_lock(int pfd, const char *lock, const char *inner, int held) {
+    if (linkat(pfd, lock, pfd, inner, 0) == 0)
+        return fcntl(held, F_DUPFD_CLOEXEC, 3); /* the same open file: the lock stays held */
+    if (errno != EPERM && errno != EOPNOTSUPP && errno != EMLINK && errno != ENOSYS)
+        return -1;
+    int fd = a3s_fd_above_stdio(
+        openat(pfd, inner, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static int make_run_dir_at(const a3s_sandbox *sb, int pfd, struct plan *p) {
     for (int attempt = 0; attempt < 16; attempt++) {
         unsigned long long rnd = 0;
@@ -884,23 +901,24 @@ static int make_run_dir_at(const a3s_sandbox *sb, int pfd, struct plan *p) {
             openat(pfd, lock, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600));
         if (fd < 0 && errno == EEXIST)
             continue;
+        if (fd < 0)
+            return errno;
+        /* never waits: a lock held already is a sweep's, which unlinks the file;
+         * one unlinked once we hold it was a sweep's before */
         struct stat st;
-        if (fd < 0 || flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0) {
-            int e = errno;
-            if (fd >= 0) {
-                unlinkat(pfd, lock, 0);
-                close(fd);
-            }
-            return e;
-        }
-        if (st.st_nlink == 0) { /* a sweep took it before we locked it */
+        int taken = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
+        if (!taken && fstat(fd, &st) < 0)
+            taken = errno;
+        if (taken || st.st_nlink == 0) {
             close(fd);
+            if (taken && taken != EWOULDBLOCK)
+                return taken;
             continue;
         }
-        int e = 0;
+        int e = 0, run_lock = -1;
         if (mkdirat(pfd, name, 0700) < 0)
             e = errno;
-        else if (linkat(pfd, lock, pfd, inner, 0) < 0 ||
+        else if ((run_lock = inner_lock(pfd, lock, inner, fd)) < 0 ||
                  (renameat2(pfd, name, pfd, run, RENAME_NOREPLACE) < 0 &&
                   (errno != EINVAL || renameat(pfd, name, pfd, run) < 0))) {
             e = errno;
@@ -908,17 +926,17 @@ static int make_run_dir_at(const a3s_sandbox *sb, int pfd, struct plan *p) {
             unlinkat(pfd, name, AT_REMOVEDIR);
         }
         unlinkat(pfd, lock, 0); /* held: nothing else removes or replaces it */
+        close(fd);
+        if (!e && !join(p->run_dir, sizeof p->run_dir, sb->scratch_parent, run))
+            e = ENAMETOOLONG; /* cannot be: the parent's path fit in PATH_MAX with room */
         if (e) {
-            close(fd);
+            if (run_lock >= 0)
+                close(run_lock);
             if (e == EEXIST)
                 continue;
             return e;
         }
-        if (!join(p->run_dir, sizeof p->run_dir, sb->scratch_parent, run)) {
-            close(fd);
-            return ENAMETOOLONG;
-        }
-        p->run_lock_fd = fd;
+        p->run_lock_fd = run_lock;
         return 0;
     }
     return EEXIST;
