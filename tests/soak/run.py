@@ -497,6 +497,7 @@ def main() -> int:
         "actions": dict(sorted(actions.items())),
         "load": [round(x, 1) for x in os.getloadavg()],
         "baseline": base,
+        "after_close": now_held,
         "violations": violations,
     }
     print(json.dumps(summary))
