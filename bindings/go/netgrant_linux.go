@@ -155,6 +155,7 @@ func (a *admission) handshake() {
 	oob := make([]byte, syscall.CmsgSpace(4*4))
 	n, oobn, flags, _, err := a.control.ReadMsgUnix(buf, oob)
 	var fds []int
+	n, oobn = max(n, 0), max(oobn, 0)
 	if err == nil {
 		if msgs, perr := syscall.ParseSocketControlMessage(oob[:oobn]); perr == nil {
 			for _, m := range msgs {
@@ -298,6 +299,7 @@ func (a *admission) serve(client *net.TCPConn) {
 	if errors.As(err, &ref) {
 		a.noteRefusal(ref.reason)
 		client.Write(refusalReply(ref.kind, ref))
+		finish(client)
 		return
 	}
 	if err != nil {
@@ -315,6 +317,7 @@ func (a *admission) serve(client *net.TCPConn) {
 	if ref != nil {
 		a.noteRefusal(ref.reason)
 		client.Write(refusalReply(req.kind, ref))
+		finish(client)
 		return
 	}
 	a.mu.Lock()
@@ -336,6 +339,17 @@ func (a *admission) serve(client *net.TCPConn) {
 		}
 	}
 	relay(client, upstream)
+}
+
+// finish ends a client's connection after the answer without losing it: a
+// close with unread input would reset the connection (and the client could
+// lose the answer), so the write side is shut first and what the client
+// still sends is read and dropped, for at most grantLinger (close ends it
+// at once).
+func finish(client *net.TCPConn) {
+	client.CloseWrite()
+	client.SetReadDeadline(time.Now().Add(grantLinger))
+	io.Copy(io.Discard, client)
 }
 
 // forwardOne sends one plain HTTP request, its head and exactly its body,
