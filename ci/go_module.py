@@ -59,6 +59,7 @@ EXPECTED = [
     'sandbox bwrap true: "sandboxed\\n/run/a3s/init\\nrefused\\n" exit 0',
     'streamed "streamed\\n"',
     'process: "ping\\n"',
+    'grant: "granted\\n403\\n" connections 1 refused 1',
     "doctor ready true, 9 checks",
     "LD_PRELOAD: invalid argument true, ok false",
     "after Close: closed true",
