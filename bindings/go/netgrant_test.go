@@ -4,6 +4,9 @@ package codeward
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -544,4 +547,55 @@ func TestNetworkGrantHandshakeRefusesAnythingButTheProxySocket(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A CONNECT tunnel carries TLS end to end (the mediator reads nothing inside
+// it) and relays a large body whole.
+func TestNetworkGrantTunnelsTLSEndToEnd(t *testing.T) {
+	const size = 8 << 20
+	big := strings.Repeat("0123456789abcdef", size/16)
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, big)
+	}))
+	defer secure.Close()
+	port := secure.Listener.Addr().(*net.TCPAddr).Port
+	sb := nativeSandbox(t, SandboxOptions{})
+	cert := secure.Certificate()
+	pemText := "-----BEGIN CERTIFICATE-----\n"
+	for _, line := range chunk(base64Std(cert.Raw), 64) {
+		pemText += line + "\n"
+	}
+	pemText += "-----END CERTIFICATE-----\n"
+	if err := os.WriteFile(filepath.Join(sb.Workspace(), "ca.pem"), []byte(pemText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runGranted(t, sb, "127.0.0.1", port, fmt.Sprintf(
+		"%s --cacert ca.pem -o big https://127.0.0.1:%d/ && wc -c < big && sha256sum < big", curl, port))
+	if !out.OK() {
+		t.Fatalf("%+v", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
+	if len(lines) != 2 || strings.TrimSpace(lines[0]) != strconv.Itoa(size) ||
+		!strings.HasPrefix(lines[1], sha256Hex(big)) {
+		t.Errorf("got %q", out.Stdout)
+	}
+	if out.NetworkGrant.Connections != 1 || out.NetworkGrant.Refused != 0 {
+		t.Errorf("summary %+v", out.NetworkGrant)
+	}
+}
+
+func chunk(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
+}
+
+func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
