@@ -102,7 +102,8 @@ type Dialer interface {
 // NetworkGrantSummary is what a granted command did with its grant
 // ([CommandOutput].NetworkGrant; Python's Admission.summary()).
 type NetworkGrantSummary struct {
-	// Host, Port and PolicyDigest are the grant's, the host canonical.
+	// Host, Port and PolicyDigest are the grant's, the host canonical
+	// (Port 0: 443 and 80).
 	Host         string
 	Port         int
 	PolicyDigest string
