@@ -3,8 +3,9 @@
 1. ci/gomodzip builds the module zip of this checkout (golang.org/x/mod/zip, as a proxy does) into
    a directory laid out as a proxy; the zip must hold the package, the C core it compiles
    (native/src, native/include), the init's sources (native/init), LICENSE, a package doc
-   (doc.go) and a README naming the repository, and none of python/, tests/, bench/, ci/
-   (each has a go.mod of its own), at the size bindings/go/README.md states (within 25%);
+   (doc.go) and a README naming the repository, and none of python/, tests/, bench/, ci/,
+   bindings/node/, native/tests/ (each has a go.mod of its own), at the size
+   bindings/go/README.md states (within 25%);
 2. a copy of ci/go_consumer (a fresh module) runs `go get` with GOPROXY=file://... and GOSUMDB=off,
    builds and runs a program that calls the API and runs a sandboxed command (the sandbox's init
    is the program itself: nothing else is installed), and runs the package's own tests from the
@@ -44,7 +45,16 @@ REQUIRED = [
     "bindings/go/doc.go",
 ]
 # What a Go user does not need: left out of the zip by a go.mod of their own (python/go.mod ...).
-FORBIDDEN_PREFIXES = ("python/", "tests/", "bench/", "ci/", "node_modules/", "prebuilds/")
+FORBIDDEN_PREFIXES = (
+    "python/",
+    "tests/",
+    "bench/",
+    "ci/",
+    "node_modules/",
+    "prebuilds/",
+    "bindings/node/",
+    "native/tests/",
+)
 # The one file a module zip cannot leave out although Go needs none of it: the npm lock file
 # of the npm package that shares the repository root (package.json beside go.mod).
 TOLERATED = {"package-lock.json"}
@@ -59,6 +69,7 @@ EXPECTED = [
     'sandbox bwrap true: "sandboxed\\n/run/a3s/init\\nrefused\\n" exit 0',
     'streamed "streamed\\n"',
     'process: "ping\\n"',
+    'grant: "granted\\n403\\n" connections 1 refused 1',
     "doctor ready true, 9 checks",
     "LD_PRELOAD: invalid argument true, ok false",
     "after Close: closed true",

@@ -49,7 +49,10 @@ def test_every_option_is_named_once_with_every_spelling() -> None:
             continue
         if o["node"] is None and o["go"] is None:  # an option of the Python binding only
             continue
-        assert o["node"].split(".")[-1] == _camel(o["name"]), o
+        # null: not (yet) an option of that binding
+        assert o["node"] is None or o["node"].split(".")[-1] == _camel(o["name"]), o
+        if o["go"] is None:
+            continue
         pascal = _camel(o["name"])[0].upper() + _camel(o["name"])[1:]
         form = o.get("go_form", "")
         if form.startswith("duration"):  # a time.Duration: the unit leaves the name

@@ -54,6 +54,8 @@ func ABIVersion() uint32 {
 //	ErrSandboxUnavailable  *SandboxUnavailableError: no boundary can run here
 //	ErrPolicy              *PolicyError: a malformed rule, policy or argument
 //	ErrCore                *CoreError: a failure of the C core no input explains
+//	ErrNetworkGrant        *NetworkGrantError: a malformed grant, or one the sandbox cannot mediate
+//	                       (it matches ErrInvalidArgument too)
 var (
 	// ErrClosed is returned by methods called on a closed handle.
 	ErrClosed = errors.New("codeward: use of a closed handle")

@@ -33,6 +33,23 @@
 // [Doctor] says what this machine offers the sandbox,
 // as `codeward doctor` does.
 //
+// # Network grants
+//
+// A sandbox has no network. [ExecOptions].NetworkGrant lets one command reach
+// one approved origin: the command finds a proxy at 127.0.0.1:3128 in its
+// sandbox, and a mediator in this program (the exec's own goroutines, gone
+// when Exec returns) admits HTTP CONNECT, absolute-form HTTP and SOCKS5
+// requests for that host and port only, deciding each as the Python
+// package's mediator does. The grant is pinned to the digest of
+// [Sandbox.Policy] the approver saw:
+//
+//	policy, _ := sb.Policy()
+//	out, err := sb.Exec(ctx, "git fetch", codeward.ExecOptions{
+//		NetworkGrant: &codeward.NetworkGrant{Host: "github.com", PolicyDigest: policy.Digest},
+//	})
+//	// out.NetworkGrant counts the connections and the refusals;
+//	// out.PolicyChanged: the policy is no longer the approved one, nothing ran
+//
 // # The permission policy
 //
 // [NewPermissionPolicy] compiles deny, allow and ask rules of the form
@@ -44,10 +61,11 @@
 // # Errors
 //
 // Every error matches one sentinel with errors.Is ([ErrInvalidArgument],
-// [ErrSandboxUnavailable], [ErrClosed], [ErrPolicy], [ErrCore]) or is a
-// context's error, and carries its details in a typed error errors.As finds
-// (*[SandboxArgumentError], *[SandboxUnavailableError], *[PolicyError],
-// *[CoreError]).
+// [ErrSandboxUnavailable], [ErrClosed], [ErrPolicy], [ErrCore],
+// [ErrNetworkGrant]) or is a context's error, and carries its details in a
+// typed error errors.As finds (*[SandboxArgumentError],
+// *[SandboxUnavailableError], *[PolicyError], *[CoreError],
+// *[NetworkGrantError]).
 //
 // # Handles
 //

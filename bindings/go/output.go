@@ -58,6 +58,12 @@ type CommandOutput struct {
 	// Neutralized lists what the sandbox found hostile in the workspace and
 	// did not follow or mount for this run, one line each (nil when nothing).
 	Neutralized []string
+	// PolicyChanged: the command was pinned to a sandbox policy digest (a
+	// NetworkGrant's PolicyDigest) and the sandbox's policy had changed:
+	// nothing ran (ExitCode 125, SetupError says to re-approve).
+	PolicyChanged bool
+	// NetworkGrant is what the command did with its grant (nil without one).
+	NetworkGrant *NetworkGrantSummary
 	// ExecStopped is what the exec check stopped ([ExecRules]; ExitCode is
 	// then 126), nil when it stopped nothing.
 	ExecStopped *ExecStop

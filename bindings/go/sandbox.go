@@ -150,6 +150,15 @@ type ExecOptions struct {
 	// the arguments it really runs, before its first instruction. nil: no
 	// check.
 	ExecRules *ExecRules
+	// NetworkGrant lets this one command reach one origin through a proxy
+	// at 127.0.0.1:3128 in its sandbox, mediated by this process
+	// (docs/security.md, "Network grants"): the exec's goroutines serve it
+	// and end with the command, or when ctx ends. Only the native sandbox
+	// mediates grants; a malformed grant or another backend is a
+	// *[NetworkGrantError]. The output's NetworkGrant says what the command
+	// did with it; PolicyChanged, that the sandbox's policy is no longer the
+	// approved PolicyDigest (nothing ran). nil: no network.
+	NetworkGrant *NetworkGrant
 }
 
 // ExecRules are what the exec check holds a command to: the patterns of
@@ -183,6 +192,11 @@ type Sandbox interface {
 	Sandboxed() bool
 	// Workspace is the directory commands run in.
 	Workspace() string
+	// Policy is the effective policy a command would run under now, as a
+	// canonical text, and its digest: what a human approves a
+	// [NetworkGrant] against (the error-only sandbox returns its
+	// *[SandboxUnavailableError]).
+	Policy() (SandboxPolicy, error)
 	// Close stops the sandbox: running commands are cancelled, a long-lived
 	// sandbox is stopped and its placeholders leave the workspace. Later
 	// calls of Exec return ErrClosed. It is safe to call more than once.
@@ -352,7 +366,10 @@ func (u *unavailableSandbox) Exec(context.Context, string, ExecOptions) (Command
 func (u *unavailableSandbox) Backend() string   { return "unavailable" }
 func (u *unavailableSandbox) Sandboxed() bool   { return false }
 func (u *unavailableSandbox) Workspace() string { return u.workspace }
-func (u *unavailableSandbox) Close() error      { return nil }
+func (u *unavailableSandbox) Policy() (SandboxPolicy, error) {
+	return SandboxPolicy{}, &SandboxUnavailableError{Workspace: u.workspace, Cause: u.cause}
+}
+func (u *unavailableSandbox) Close() error { return nil }
 
 // String names the handle and its cause.
 func (u *unavailableSandbox) String() string {

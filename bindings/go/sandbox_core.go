@@ -274,6 +274,16 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 	if err != nil {
 		return CommandOutput{}, err
 	}
+	var g *grant
+	if o.NetworkGrant != nil {
+		if g, err = checkGrant(o.NetworkGrant); err != nil {
+			return CommandOutput{}, err
+		}
+		if !s.sandboxed {
+			return CommandOutput{}, &NetworkGrantError{Message: fmt.Sprintf(
+				"the %s backend cannot mediate network grants: it has no boundary of its own", s.backend)}
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return CommandOutput{}, err
 	}
@@ -367,13 +377,32 @@ func (s *coreSandbox) Exec(ctx context.Context, command string, o ExecOptions) (
 		opts.on_output = C.output_callback()
 		opts.on_output_ctx = unsafe.Pointer(ctx)
 	}
+	var adm *admission
+	if o.NetworkGrant != nil { // this one command's grant, served until the exec returns
+		if adm, err = openAdmission(ctx, g); err != nil {
+			return CommandOutput{}, err
+		}
+		cdigest := C.CString(g.digest)
+		defer C.free(unsafe.Pointer(cdigest))
+		opts.flags |= C.A3S_EXEC_NETWORK_GRANT
+		opts.grant_fd = C.int(adm.peer)
+		opts.policy_digest = cdigest
+	}
 	var r *C.a3s_process_result
 	var cerr C.a3s_error
-	if rc := C.a3s_sandbox_exec(sb, &opts, &r, &cerr); rc != C.A3S_OK {
+	rc := C.a3s_sandbox_exec(sb, &opts, &r, &cerr)
+	var summary NetworkGrantSummary
+	if adm != nil {
+		summary = adm.close() // the grant ends with the command
+	}
+	if rc != C.A3S_OK {
 		return CommandOutput{}, sandboxError(rc, &cerr, s.workspace)
 	}
 	out := s.output(r)
 	C.a3s_process_result_free(r)
+	if adm != nil {
+		out.NetworkGrant = &summary
+	}
 	if sink != nil && sink.err != nil {
 		return out, sink.err
 	}
@@ -407,6 +436,8 @@ func (s *coreSandbox) output(r *C.a3s_process_result) CommandOutput {
 		Duration:   time.Duration(v.duration_us) * time.Microsecond,
 		OOMKilled:  flag(C.A3S_RESULT_OOM_KILLED),
 		Outlived:   flag(C.A3S_RESULT_OUTLIVED),
+
+		PolicyChanged: flag(C.A3S_RESULT_POLICY_CHANGED),
 	}
 	// both may hold names from the workspace: decoded as the output is
 	if v.setup_error != nil {
@@ -424,6 +455,27 @@ func (s *coreSandbox) output(r *C.a3s_process_result) CommandOutput {
 		out.ExecStopped = stop
 	}
 	return out
+}
+
+// Policy is the effective policy a command would run under now, and its
+// digest (a3s_sandbox_policy): what a network grant is approved against. A
+// *SandboxUnavailableError when a command would be refused right now (a
+// symlinked protected name ...).
+func (s *coreSandbox) Policy() (SandboxPolicy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock() // Close waits: the handle stays while it is planned on
+	if s.sb == nil {
+		return SandboxPolicy{}, ErrClosed
+	}
+	var p *C.a3s_policy
+	var cerr C.a3s_error
+	if rc := C.a3s_sandbox_policy(s.sb, &p, &cerr); rc != C.A3S_OK {
+		return SandboxPolicy{}, sandboxError(rc, &cerr, s.workspace)
+	}
+	defer C.a3s_policy_free(p)
+	var n C.size_t
+	text := C.a3s_policy_text(p, &n)
+	return SandboxPolicy{Text: C.GoStringN(text, C.int(n)), Digest: C.GoString(C.a3s_policy_digest(p))}, nil
 }
 
 // Close cancels the running execs, waits for them, stops the long-lived

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -103,6 +105,30 @@ func sandboxed() error {
 	if err := proc.Close(); err != nil {
 		return err
 	}
+	// a network grant: one origin (a server on the loopback), mediated by this program
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	server := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "granted\n")
+	})}
+	go server.Serve(ln)
+	defer server.Close()
+	policy, err := sb.Policy()
+	if err != nil {
+		return err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	out, err = sb.Exec(ctx, fmt.Sprintf("curl -sS http://127.0.0.1:%d/; "+
+		"curl -sS -o /dev/null -w '%%{http_code}\\n' http://127.0.0.1:9/", port),
+		codeward.ExecOptions{NetworkGrant: &codeward.NetworkGrant{
+			Host: "127.0.0.1", Port: port, PolicyDigest: policy.Digest}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("grant: %q connections %d refused %d\n", out.Stdout, out.NetworkGrant.Connections,
+		out.NetworkGrant.Refused)
 	report, err := codeward.Doctor(ctx)
 	if err != nil {
 		return err
