@@ -609,6 +609,8 @@ typedef struct a3s_child_stdio {
 #define A3S_CHILD_SANDBOXED (1ull << 2) /* it runs in a sandbox (a3s_sandbox_spawn) */
 #define A3S_CHILD_PID_NAMESPACE (1ull << 3) /* it runs in a pid namespace of its own (owned,
                                                or sandboxed); without it, under the subreaper */
+#define A3S_CHILD_CGROUP (1ull << 4) /* it runs in a cgroup of its own, owned where no pid
+                                        namespace could be made (see a3s_child_spawn) */
 
 typedef struct a3s_child_status {
     size_t struct_size; /* in: sizeof(a3s_child_status) */
