@@ -145,6 +145,9 @@ void grant_close(int *listener);
  * sandbox and its caller are gone. The exit status. */
 int janitor_main(int argc, char **argv);
 
+/* A descriptor number given as an argument (janitor and warden modes); -1 if it is not one. */
+int fd_number(const char *s);
+
 /* Warden mode (warden.c): on the host, the direct child of a3s_child_spawn for
  * a program owned by a cgroup of its own; empties the cgroup when the init
  * or the caller ends. The exit status. */

@@ -43,13 +43,6 @@
 
 extern char **environ;
 
-static int warden_fd(const char *s) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    return errno || *end || v < 0 || v > INT_MAX ? -1 : (int)v;
-}
-
 /* In the child (async-signal-safe): "E<what>: <errno text>" to the status fd, exit 125. */
 static _Noreturn void warden_fail(int status_fd, const char *what, int err) {
     char msg[256];
@@ -86,15 +79,15 @@ int warden_main(int argc, char **argv) {
         if (!strcmp(a, "--mode"))
             continue;
         else if (!strcmp(a, "--cgroup-fd"))
-            cgroup = warden_fd(v);
+            cgroup = fd_number(v);
         else if (!strcmp(a, "--init-fd"))
-            image = warden_fd(v);
+            image = fd_number(v);
         else if (!strcmp(a, "--status-fd"))
-            status = warden_fd(v);
+            status = fd_number(v);
         else if (!strcmp(a, "--lifeline-fd"))
-            lifeline = warden_fd(v);
+            lifeline = fd_number(v);
         else if (!strcmp(a, "--host-pidfd"))
-            host = warden_fd(v);
+            host = fd_number(v);
         else
             return 2;
     }
@@ -105,15 +98,11 @@ int warden_main(int argc, char **argv) {
     set_cloexec(cgroup);
     set_cloexec(image);
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    /* the program's terminal and session do not stop the warden; SIGCHLD is read */
-    sigset_t mask, old;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGQUIT);
-    sigprocmask(SIG_BLOCK, &mask, &old);
+    /* no signal but SIGKILL stops the warden (the program's terminal, its session, a
+     * SIGUSR1 of the program's); SIGCHLD is read */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);

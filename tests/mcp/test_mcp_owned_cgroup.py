@@ -120,50 +120,42 @@ def _require_cgroups(v1: bool) -> None:
         pytest.skip("unshare(1) is needed to hide the cgroup2 mount")
 
 
-def _kind(report: dict, v1: bool) -> None:  # type: ignore[type-arg]
-    """The daemon sits in a codeward cgroup of the hierarchy the case asked for."""
-    lines = report["cgroup"].splitlines()
-    wanted = [ln for ln in lines if (":freezer:" in ln if v1 else ln.startswith("0::"))]
-    assert wanted and "/codeward-" in wanted[0], report["cgroup"]
+def _started_in_a_cgroup(report: dict, v1: bool) -> None:  # type: ignore[type-arg]
+    """The daemon ran, the server is owned by a cgroup, and (forced v1) a freezer one."""
+    assert report["started"], f"the daemon did not start: {report}"
+    assert report["ownership"] == "cgroup", report
+    if v1:
+        lines = report["cgroup"].splitlines()
+        freezer = [ln for ln in lines if ":freezer:" in ln]
+        assert freezer and "/codeward-" in freezer[0], report["cgroup"]
 
 
-@pytest.mark.parametrize("v1", [False, True], ids=["v2-or-v1", "v1-freezer"])
-def test_a_stubborn_server_and_its_daemon_are_gone_when_close_returns(v1: bool) -> None:
+V1 = pytest.mark.parametrize("v1", [False, True], ids=["v2-or-v1", "v1-freezer"])
+
+
+@V1
+@pytest.mark.parametrize("mode", ["stubborn", "escape-all"])
+def test_the_server_and_its_daemon_are_gone_when_close_returns(mode: str, v1: bool) -> None:
+    """escape-all also SIGKILLs the warden and its init: the host empties the cgroup."""
     _require_cgroups(v1)
-    proc, marker, report = _host("stubborn", "close", v1=v1)
+    proc, marker, report = _host(mode, "close", v1=v1)
     try:
-        assert report["started"], "the daemon did not start"
-        assert report["ownership"] == "cgroup", report
-        if v1:
-            _kind(report, v1)
+        _started_in_a_cgroup(report, v1)
         assert report["left"] == [], f"alive after close(): {report}"
     finally:
         _finish(proc, marker)
 
 
-@pytest.mark.parametrize("v1", [False, True], ids=["v2-or-v1", "v1-freezer"])
+@V1
 def test_the_warden_ends_the_server_when_the_host_is_sigkilled(v1: bool) -> None:
     _require_cgroups(v1)
     proc, marker, report = _host("stubborn", "hold", v1=v1)
     try:
-        assert report["started"] and report["ownership"] == "cgroup", report
-        if v1:
-            _kind(report, v1)
+        _started_in_a_cgroup(report, v1)
         assert sleeping(marker), "the daemon is not running before the host dies"
         proc.kill()
         proc.wait(timeout=60)
         assert wait_for(lambda: not sleeping(marker), timeout_s=30), "the daemon outlived the host"
-    finally:
-        _finish(proc, marker)
-
-
-@pytest.mark.parametrize("v1", [False, True], ids=["v2-or-v1", "v1-freezer"])
-def test_a_server_that_kills_its_init_and_warden_is_still_gone_after_close(v1: bool) -> None:
-    _require_cgroups(v1)
-    proc, marker, report = _host("escape-all", "close", v1=v1)
-    try:
-        assert report["started"] and report["ownership"] == "cgroup", report
-        assert report["left"] == [], f"alive after close(): {report}"
     finally:
         _finish(proc, marker)
 
