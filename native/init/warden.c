@@ -74,21 +74,22 @@ static _Noreturn void warden_end(int cgroup, pid_t child, int code) {
 
 int warden_main(int argc, char **argv) {
     int cgroup = -1, image = -1, status = -1, lifeline = -1, host = -1, i = 1;
+    const struct {
+        const char *name;
+        int *fd;
+    } fds[] = {{"--cgroup-fd", &cgroup},
+               {"--init-fd", &image},
+               {"--status-fd", &status},
+               {"--lifeline-fd", &lifeline},
+               {"--host-pidfd", &host}};
+    const size_t nfds = sizeof fds / sizeof *fds;
     for (; i + 1 < argc && strcmp(argv[i], "--") != 0; i += 2) {
-        const char *a = argv[i], *v = argv[i + 1];
-        if (!strcmp(a, "--mode"))
-            continue;
-        else if (!strcmp(a, "--cgroup-fd"))
-            cgroup = fd_number(v);
-        else if (!strcmp(a, "--init-fd"))
-            image = fd_number(v);
-        else if (!strcmp(a, "--status-fd"))
-            status = fd_number(v);
-        else if (!strcmp(a, "--lifeline-fd"))
-            lifeline = fd_number(v);
-        else if (!strcmp(a, "--host-pidfd"))
-            host = fd_number(v);
-        else
+        size_t k = 0;
+        while (k < nfds && strcmp(argv[i], fds[k].name) != 0)
+            k++;
+        if (k < nfds)
+            *fds[k].fd = fd_number(argv[i + 1]);
+        else if (strcmp(argv[i], "--mode") != 0)
             return 2;
     }
     if (cgroup < 0 || image < 0 || status < 0 || lifeline < 0 || i + 1 >= argc ||
