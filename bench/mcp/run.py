@@ -40,6 +40,8 @@ try:
 except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
 
+from pipeclient import PipeClient  # noqa: E402
+
 from codeward.mcp import McpClient, McpServerConfig  # noqa: E402
 from report import loadavg, section, table  # noqa: E402
 
@@ -60,46 +62,10 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-class RawPipes:
+def raw_pipes() -> PipeClient:
     """The floor: the same server behind bare blocking pipes, one request at a time, no
     threads, no timeouts, no ownership (what any client must at least spend)."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        self.ids = 0
-        self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        )
-        self.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def write(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any]) -> Any:
-        assert self.proc.stdout is not None
-        self.ids += 1
-        self.write({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
-        while True:
-            message = json.loads(self.proc.stdout.readline())
-            if message.get("id") == self.ids:
-                return message["result"]
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait()
+    return PipeClient([sys.executable, str(SERVER)], "raw", quiet=True)
 
 
 async def run(calls: int) -> dict[str, Any]:
@@ -108,7 +74,7 @@ async def run(calls: int) -> dict[str, Any]:
     ours_ms: list[float] = []
     sdk_ms: list[float] = []
     raw_ms: list[float] = []
-    raw = RawPipes()
+    raw = raw_pipes()
     rss: list[float] = []
     params = StdioServerParameters(command=sys.executable, args=[str(SERVER)])
     config = McpServerConfig("bench", sys.executable, (str(SERVER),))

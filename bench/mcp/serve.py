@@ -24,12 +24,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -37,6 +35,8 @@ try:
     import codeward  # noqa: F401
 except ImportError:  # a source tree with the extension built in place
     sys.path.insert(0, str(ROOT / "python"))
+
+from pipeclient import PipeClient  # noqa: E402
 
 from codeward import Agent, SessionOptions, ToolCall  # noqa: E402
 from report import loadavg, section, table  # noqa: E402
@@ -51,44 +51,16 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-class Server:
+class Server(PipeClient):
     """The server behind bare pipes: what any client must at least spend."""
 
     def __init__(self, workspace: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "codeward", "mcp", "serve", "--workspace", workspace],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        self.ids = 0
-        self.request(
-            "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b"}},
-        )
-        self.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def write(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any]) -> Any:
-        assert self.proc.stdout is not None
-        self.ids += 1
-        self.write({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
-        while True:
-            message = json.loads(self.proc.stdout.readline())
-            if message.get("id") == self.ids:
-                return message["result"]
+        argv = [sys.executable, "-m", "codeward", "mcp", "serve", "--workspace", workspace]
+        super().__init__(argv, "b")
 
     def true(self) -> None:
         got = self.request("tools/call", {"name": "bash", "arguments": {"command": "true"}})
         assert got["structuredContent"]["exit_code"] == 0, got
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait()
 
 
 def summary(samples: list[float]) -> dict[str, float]:

@@ -45,6 +45,7 @@
  */
 #define _GNU_SOURCE
 #include "init.h"
+#include "../src/mountinfo.h"
 #include "../src/session_msg.h"
 
 #include <arpa/inet.h>
@@ -196,27 +197,12 @@ static void prove_isolation(struct config *cfg) {
     cfg->owns_pidns = true;
 }
 
-/* Unescapes a mountinfo field in place (\040 and the like: octal escapes). */
-static void unescape_mount_field(char *s) {
-    char *w = s;
-    for (const char *r = s; *r; w++) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-            r[3] >= '0' && r[3] <= '7') {
-            *w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-            r += 4;
-        } else {
-            *w = *r++;
-        }
-    }
-    *w = '\0';
-}
-
 /* Owned host mode: no proc file system but the namespace's own /proc may be
  * reachable by path. A proc mount elsewhere (a chroot's, a container
  * runtime's) would show the host's processes, their environment and memory
  * maps; the caller covers each with a tmpfs, and this checks it did: every
  * proc mount point listed resolves to our /proc or to something that is not
- * a proc file system. */
+ * a proc file system. A line it cannot read could be such a mount: refused. */
 static void check_no_foreign_proc(const struct config *cfg) {
     struct stat own;
     if (stat("/proc", &own) < 0)
@@ -224,28 +210,23 @@ static void check_no_foreign_proc(const struct config *cfg) {
     FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
         die(cfg, "cannot read /proc/self/mountinfo: %s", strerror(errno));
-    char line[8192];
-    while (fgets(line, sizeof line, f)) {
-        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
-        char *fields[5], *save = NULL, *tok = strtok_r(line, " \n", &save);
-        int n = 0;
-        while (tok && n < 5) {
-            fields[n++] = tok;
-            tok = strtok_r(NULL, " \n", &save);
+    char line[65536]; /* two paths of PATH_MAX, each escaped up to four times */
+    struct a3s_mount m;
+    int rc;
+    while ((rc = a3s_mountinfo_next(f, line, sizeof line, &m)) != 0) {
+        if (rc < 0) {
+            fclose(f);
+            die(cfg, "a line of /proc/self/mountinfo cannot be read");
         }
-        while (tok && strcmp(tok, "-") != 0)
-            tok = strtok_r(NULL, " \n", &save);
-        const char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
-        if (n < 5 || !fstype || strcmp(fstype, "proc") != 0)
+        if (strcmp(m.fstype, "proc") != 0)
             continue;
-        unescape_mount_field(fields[4]);
         struct statfs sf;
         struct stat st;
-        if (statfs(fields[4], &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC &&
-            stat(fields[4], &st) == 0 && st.st_dev != own.st_dev) {
+        if (statfs(m.mount_point, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC &&
+            stat(m.mount_point, &st) == 0 && st.st_dev != own.st_dev) {
             fclose(f);
             die(cfg, "a proc file system other than the namespace's own is reachable at %s",
-                fields[4]);
+                m.mount_point);
         }
     }
     fclose(f);
@@ -646,6 +627,8 @@ int main(int argc, char **argv) {
         return run_probe();
     if (argc > 2 && strcmp(argv[1], "--mode") == 0 && strcmp(argv[2], "janitor") == 0)
         return janitor_main(argc, argv); /* on the host, outside any sandbox (janitor.c) */
+    if (argc > 2 && strcmp(argv[1], "--mode") == 0 && strcmp(argv[2], "warden") == 0)
+        return warden_main(argc, argv); /* a host program's cgroup (warden.c) */
     struct config cfg;
     struct exectrace trace = {.root = -1, .tell_fd = -1};
     parse_args(argc, argv, &cfg, &trace);

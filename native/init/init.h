@@ -145,6 +145,14 @@ void grant_close(int *listener);
  * sandbox and its caller are gone. The exit status. */
 int janitor_main(int argc, char **argv);
 
+/* A descriptor number given as an argument (janitor and warden modes); -1 if it is not one. */
+int fd_number(const char *s);
+
+/* Warden mode (warden.c): on the host, the direct child of a3s_child_spawn for
+ * a program owned by a cgroup of its own; empties the cgroup when the init
+ * or the caller ends. The exit status. */
+int warden_main(int argc, char **argv);
+
 /* The self-test's seccomp check (probe_seccomp.c): calls every system call
  * the filter refuses whatever its arguments, without running any of them,
  * and checks each errno. The number checked, or minus the number that

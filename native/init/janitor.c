@@ -50,7 +50,7 @@
 
 #define JANITOR_MAX_JOURNAL 65536
 
-static int janitor_fd(const char *s) {
+int fd_number(const char *s) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -93,11 +93,11 @@ int janitor_main(int argc, char **argv) {
         if (!strcmp(a, "--mode"))
             continue;
         else if (!strcmp(a, "--alive-fd"))
-            alive = janitor_fd(v);
+            alive = fd_number(v);
         else if (!strcmp(a, "--lock-fd"))
-            lock = janitor_fd(v);
+            lock = fd_number(v);
         else if (!strcmp(a, "--journal-fd"))
-            journal = janitor_fd(v);
+            journal = fd_number(v);
         else if (!strcmp(a, "--journal"))
             journal_path = v;
         else if (!strcmp(a, "--workspace"))

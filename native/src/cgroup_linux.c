@@ -16,12 +16,14 @@
  */
 #define _GNU_SOURCE
 #include "cgroup_linux.h"
+#include "mountinfo.h"
 
 #if defined(__linux__)
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,27 +64,21 @@ static bool find_mount(const char *controller, char mnt[PATH_MAX], char root[PAT
     if (!f)
         return false;
     char line[4096];
+    struct a3s_mount m;
     bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        char *tok[64];
-        size_t n = 0;
-        for (char *save = NULL, *t = strtok_r(line, " \n", &save); t && n < 64;
-             t = strtok_r(NULL, " \n", &save))
-            tok[n++] = t;
-        size_t sep = 6;
-        while (sep < n && strcmp(tok[sep], "-") != 0)
-            sep++;
-        if (sep + 3 >= n)
+    int rc;
+    while (!found && (rc = a3s_mountinfo_next(f, line, sizeof line, &m)) != 0) {
+        if (rc < 0)
             continue;
-        const char *fstype = tok[sep + 1], *super = tok[sep + 3];
-        bool match = controller ? !strcmp(fstype, "cgroup") && has_token(super, controller, ',')
-                                : !strcmp(fstype, "cgroup2");
-        /* an escaped character (\040 ...) in a path: not worth decoding */
-        if (!match || strchr(tok[3], '\\') || strchr(tok[4], '\\') ||
-            strlen(tok[3]) >= PATH_MAX || strlen(tok[4]) >= PATH_MAX)
+        bool match = controller ? !strcmp(m.fstype, "cgroup") &&
+                                      has_token(m.super_options, controller, ',')
+                                : !strcmp(m.fstype, "cgroup2");
+        /* an escaped character (\040 ...) in a path: not worth the risk */
+        if (!match || m.escaped || strlen(m.root) >= PATH_MAX ||
+            strlen(m.mount_point) >= PATH_MAX)
             continue;
-        snprintf(root, PATH_MAX, "%s", tok[3]);
-        snprintf(mnt, PATH_MAX, "%s", tok[4]);
+        snprintf(root, PATH_MAX, "%s", m.root);
+        snprintf(mnt, PATH_MAX, "%s", m.mount_point);
         found = true;
     }
     fclose(f);
@@ -334,6 +330,100 @@ void a3s_cgroup_destroy(struct a3s_cgroup *cg) {
     }
     close_all(cg);
     a3s_cgroup_init(cg);
+}
+
+/* ---- a cgroup to own a program by ---------------------------------------------- */
+
+bool a3s_cgroup_create_killable(struct a3s_cgroup *cg, char *why, size_t cap) {
+    a3s_cgroup_init(cg);
+    char parent[PATH_MAX], mnt[PATH_MAX], own[PATH_MAX];
+    if (v2_parent(parent, mnt) && make_one(cg, parent, true, UINT64_MAX, UINT64_MAX, true)) {
+        if (faccessat(cg->dir_fd[0], "cgroup.kill", W_OK, 0) == 0)
+            return true;
+        a3s_cgroup_destroy(cg); /* before Linux 5.14: no cgroup.kill */
+    }
+    if (own_cgroup("freezer", own) && make_one(cg, own, false, UINT64_MAX, UINT64_MAX, true)) {
+        if (faccessat(cg->dir_fd[0], "freezer.state", W_OK, 0) == 0)
+            return true;
+        a3s_cgroup_destroy(cg);
+    }
+    snprintf(why, cap,
+             "no cgroup of its own can be made (neither a cgroup v2 parent this process may "
+             "create a cgroup with cgroup.kill under, nor a cgroup v1 freezer hierarchy it may "
+             "write to)");
+    return false;
+}
+
+static bool read_at(int dfd, const char *file, char *buf, size_t cap) {
+    int fd = openat(dfd, file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    if (n < 0)
+        return false;
+    buf[n] = '\0';
+    return true;
+}
+
+/* Whether cgroup.procs lists no process (unreadable: not known to be empty). */
+static bool empty(int dfd) {
+    char c[2];
+    return read_at(dfd, "cgroup.procs", c, sizeof c) && c[0] == '\0';
+}
+
+static void pause_ms(long ms) {
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* v1: FROZEN until freezer.state says so (up to 100 ms a round), or THAWED. */
+static bool set_freezer(int dfd, const char *state) {
+    if (!write_at(dfd, "freezer.state", state))
+        return false;
+    char now[32];
+    for (int i = 0; i < 100; i++) {
+        if (read_at(dfd, "freezer.state", now, sizeof now) &&
+            !strncmp(now, state, strlen(state)))
+            return true;
+        pause_ms(1);
+    }
+    return false;
+}
+
+/* v1: every pid in the frozen cgroup gets SIGKILL, delivered once it thaws. */
+static void kill_frozen(int dfd) {
+    int fd = openat(dfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    int pid;
+    while (fscanf(f, "%d", &pid) == 1)
+        if (pid > 0)
+            kill(pid, SIGKILL);
+    fclose(f);
+}
+
+bool a3s_cgroup_kill_all(int dfd) {
+    bool v2 = faccessat(dfd, "cgroup.kill", F_OK, 0) == 0;
+    for (int round = 0; round < 20; round++) {
+        if (empty(dfd))
+            return true;
+        if (v2) {
+            write_at(dfd, "cgroup.kill", "1");
+        } else {
+            /* a pid is signalled only while the cgroup is frozen: then it cannot
+             * exit and be reused by a process that is not ours */
+            if (set_freezer(dfd, "FROZEN"))
+                kill_frozen(dfd);
+            set_freezer(dfd, "THAWED");
+        }
+        pause_ms(5 * (round + 1));
+    }
+    return empty(dfd);
 }
 
 void a3s_cgroup_abandon(struct a3s_cgroup *cg) {

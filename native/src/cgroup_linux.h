@@ -74,6 +74,23 @@ void a3s_cgroup_destroy(struct a3s_cgroup *cg);
  * A cgroup still busy is left to the sweep of a later handle. */
 void a3s_cgroup_abandon(struct a3s_cgroup *cg);
 
+/* A cgroup of its own for a program that must be owned where no user
+ * namespace can be made (a3s_child_spawn's middle tier): one that can be
+ * emptied at once, so a process that leaves its parent (setsid, a double
+ * fork) is still found. cgroup v2 with cgroup.kill (a sibling of the
+ * caller's cgroup, as above) is preferred, else a child of the caller's
+ * cgroup in a cgroup v1 freezer hierarchy. No bound is set. false, with
+ * why[] saying what is missing, if neither can be made. */
+bool a3s_cgroup_create_killable(struct a3s_cgroup *cg, char *why, size_t cap);
+
+/* Kills every process in the cgroup whose directory is open as dfd and
+ * waits (about a second, two at the most) until it holds none: cgroup.kill on v2; on v1 it
+ * freezes the cgroup (nothing in it can fork or exit, so no pid read from
+ * cgroup.procs is stale), SIGKILLs each pid listed, thaws, and repeats
+ * until it is empty. Built into the init too (its warden mode, warden.c).
+ * true once empty. */
+bool a3s_cgroup_kill_all(int dfd);
+
 /* For a copy inherited through fork: closes the fds, removes nothing. */
 void a3s_cgroup_forget(struct a3s_cgroup *cg);
 

@@ -49,6 +49,7 @@ struct a3s_child_launch {
     bool nested;
     bool sandboxed;
     bool pid_namespace; /* the program runs in a pid namespace of its own */
+    bool cgroup;        /* ... or in a cgroup of its own, under a warden (warden.c) */
     int exec_fd; /* set it: -1 runs `path` */
     uint64_t grace_ms;
     a3s_child_release_fn release; /* may be NULL */

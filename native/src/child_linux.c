@@ -22,6 +22,7 @@
 
 #if defined(__linux__)
 
+#include "cgroup_linux.h"
 #include "child_internal.h"
 #include "child_owned.h"
 #include "env.h"
@@ -59,6 +60,7 @@ struct a3s_child {
     bool nested;
     bool sandboxed;
     bool pid_namespace; /* PID 1 of a pid namespace of its own (owned, or sandboxed) */
+    bool cgroup;        /* owned by a cgroup of its own, under a warden */
     uint64_t grace_ms;
     pthread_mutex_t lock; /* guards the fields below and every signal sent by pid */
     bool reaped, killed, released;
@@ -222,7 +224,8 @@ static int try_reap(struct a3s_child *c) {
 static void fill(const struct a3s_child *c, a3s_child_status *out) {
     out->flags = (c->reaped ? A3S_CHILD_EXITED : 0) | (c->killed ? A3S_CHILD_KILLED : 0) |
                  (c->sandboxed ? A3S_CHILD_SANDBOXED : 0) |
-                 (c->sandboxed || c->pid_namespace ? A3S_CHILD_PID_NAMESPACE : 0);
+                 (c->sandboxed || c->pid_namespace ? A3S_CHILD_PID_NAMESPACE : 0) |
+                 (c->cgroup ? A3S_CHILD_CGROUP : 0);
     out->exit_code = c->reaped ? c->exit_code : EXIT_RUNNING;
     out->pid = (int32_t)c->pid;
     out->pidfd = c->pidfd;
@@ -291,8 +294,13 @@ A3S_API int a3s_child_wait(a3s_child *c, uint64_t timeout_ms, a3s_child_status *
     if (c->owner != getpid())
         return a3s_fail(err, A3S_E_INVALID, 0, 0,
                         "a3s_child_wait: the child belongs to the process that spawned it");
-    if (wait_for(c, timeout_ms) < 0)
+    int done = wait_for(c, timeout_ms);
+    if (done < 0)
         return wait_failed(c, errno, err);
+    /* a warden killed with SIGKILL did not empty the cgroup: the program has not
+     * ended while anything of it is left */
+    if (done == 1 && c->cgroup)
+        release_once(c, true);
     pthread_mutex_lock(&c->lock);
     fill(c, out);
     pthread_mutex_unlock(&c->lock);
@@ -481,6 +489,7 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
     c->nested = l->nested;
     c->sandboxed = l->sandboxed;
     c->pid_namespace = l->pid_namespace;
+    c->cgroup = l->cgroup;
     c->grace_ms = l->grace_ms ? l->grace_ms : A3S_CHILD_DEFAULT_GRACE_MS;
     c->exit_code = EXIT_RUNNING;
     c->release = l->release;
@@ -614,33 +623,64 @@ static void push_num(struct a3s_strvec *v, const char *opt, long long n) {
     a3s_strvec_push(v, buf);
 }
 
+/* How a3s_child_spawn owns the program, best first (docs/mcp.md). */
+enum own_by { OWN_PIDNS, OWN_CGROUP, OWN_NONE };
+
+/* A cgroup launch's release: whatever is left in the cgroup goes with it. */
+static void release_cgroup(void *ctx, bool owner) {
+    struct a3s_cgroup *cg = ctx;
+    if (owner) {
+        a3s_cgroup_kill_all(cg->dir_fd[0]);
+        a3s_cgroup_destroy(cg);
+    } else {
+        a3s_cgroup_forget(cg); /* a forked copy leaves the caller's cgroup alone */
+    }
+    free(cg);
+}
+
 /* One launch of a3s_child_spawn: under bubblewrap in namespaces of its own
- * (bwrap non-NULL), or under the subreaper init. *silent says the
- * supervisor was executed but ended without a word from the init. */
-static int launch_host(const a3s_child_options *opts, int image, const char *bwrap,
-                       struct a3s_strvec *env, a3s_child **out, a3s_child_stdio *stdio,
-                       bool *silent, a3s_error *err) {
-    bool owned = bwrap != NULL;
+ * (OWN_PIDNS), under the warden in the cgroup cg (OWN_CGROUP, which takes
+ * cg), or under the subreaper init. *silent says the supervisor was
+ * executed but ended without a word from the init. */
+static int launch_host(const a3s_child_options *opts, int image, enum own_by by, const char *bwrap,
+                       struct a3s_cgroup *cg, struct a3s_strvec *env, a3s_child **out,
+                       a3s_child_stdio *stdio, bool *silent, a3s_error *err) {
     struct a3s_strvec argv = {0};
     struct a3s_child_fds f;
     int rc = a3s_child_fds_open(&f, err);
-    if (rc)
+    if (rc) {
+        if (cg)
+            release_cgroup(cg, true);
         return rc;
+    }
     uint64_t grace = opts->kill_grace_ms ? opts->kill_grace_ms : A3S_CHILD_DEFAULT_GRACE_MS;
     unsigned long long pidns = 0;
-    if (owned) {
+    if (by == OWN_PIDNS) {
         rc = a3s_child_owned_argv(bwrap, image, &argv, &pidns, err);
         if (rc) {
             a3s_strvec_free(&argv);
             a3s_child_fds_close(&f);
             return rc;
         }
+    } else if (by == OWN_CGROUP) {
+        /* the warden, outside the cgroup, runs the init (this image again) in it */
+        a3s_strvec_push(&argv, opts->init_path);
+        a3s_strvec_push(&argv, "--mode");
+        a3s_strvec_push(&argv, "warden");
+        push_num(&argv, "--cgroup-fd", cg->dir_fd[0]);
+        push_num(&argv, "--init-fd", image);
+        push_num(&argv, "--status-fd", f.status[1]);
+        push_num(&argv, "--lifeline-fd", f.lifeline[0]);
+        if (f.host_pidfd >= 0)
+            push_num(&argv, "--host-pidfd", f.host_pidfd);
+        a3s_strvec_push(&argv, "--");
+        a3s_strvec_push(&argv, opts->init_path);
     } else {
         a3s_strvec_push(&argv, opts->init_path);
     }
     a3s_strvec_push(&argv, "--mode");
     a3s_strvec_push(&argv, "host");
-    if (owned)
+    if (by == OWN_PIDNS)
         push_num(&argv, "--own-pidns", (long long)pidns);
     push_num(&argv, "--status-fd", f.status[1]);
     push_num(&argv, "--lifeline-fd", f.lifeline[0]);
@@ -654,26 +694,45 @@ static int launch_host(const a3s_child_options *opts, int image, const char *bwr
     if (argv.failed || env->failed) {
         a3s_strvec_free(&argv);
         a3s_child_fds_close(&f);
+        if (cg)
+            release_cgroup(cg, true);
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
     }
-    int keep[] = {image};
+    int keep[] = {image, cg ? cg->dir_fd[0] : -1};
     struct a3s_child_launch l = {
-        .path = owned ? bwrap : opts->init_path,
-        .exec_fd = owned ? -1 : image, /* owned: bubblewrap runs the image by its fd */
+        .path = by == OWN_PIDNS ? bwrap : opts->init_path,
+        .exec_fd = by == OWN_PIDNS ? -1 : image, /* owned: bubblewrap runs the image by its fd */
         .argv = argv.items,
         .envp = env->items,
         .cwd = opts->cwd,
-        .keep = owned ? keep : NULL,
-        .nkeep = owned ? 1 : 0,
-        .nested = owned,
-        .pid_namespace = owned,
+        .keep = by == OWN_NONE ? NULL : keep,
+        .nkeep = by == OWN_NONE ? 0 : 2,
+        .nested = by != OWN_NONE, /* the init is bubblewrap's or the warden's child */
+        .pid_namespace = by == OWN_PIDNS,
+        .cgroup = by == OWN_CGROUP,
         .grace_ms = grace,
+        .release = cg ? release_cgroup : NULL,
+        .release_ctx = cg,
         .silent = silent,
     };
     rc = a3s_child_launch(&l, &f, out, stdio, err);
     a3s_strvec_free(&argv);
     /* the init's own failures name the program; ours name the init */
     return rc;
+}
+
+/* A cgroup of its own for the program (NULL, with why[] set, if none can be made). */
+static struct a3s_cgroup *own_cgroup(char *why, size_t cap) {
+    struct a3s_cgroup *cg = malloc(sizeof *cg);
+    if (!cg) {
+        snprintf(why, cap, "out of memory");
+        return NULL;
+    }
+    if (!a3s_cgroup_create_killable(cg, why, cap)) {
+        free(cg);
+        return NULL;
+    }
+    return cg;
 }
 
 /* The field of opts at `offset` if the caller's struct has it. */
@@ -701,14 +760,18 @@ A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
     if (rc)
         return rc;
     const char *bwrap = HAS_FIELD(opts, bwrap_path) ? opts->bwrap_path : NULL;
-    char why[256];
-    bool owned = a3s_child_can_own(bwrap, why, sizeof why);
-    if (!owned && !(opts->flags & A3S_CHILD_ALLOW_UNOWNED)) {
+    bool allow = opts->flags & A3S_CHILD_ALLOW_UNOWNED;
+    char why[256], why_cgroup[256];
+    struct a3s_cgroup *cg = NULL;
+    enum own_by by = OWN_PIDNS;
+    if (!a3s_child_can_own(bwrap, why, sizeof why))
+        by = (cg = own_cgroup(why_cgroup, sizeof why_cgroup)) ? OWN_CGROUP : OWN_NONE;
+    if (by == OWN_NONE && !allow) {
         close(image);
         return a3s_fail(err, A3S_E_UNSUPPORTED, 0, A3S_CHILD_UNOWNABLE,
                         "cannot be owned here: %s, so no pid namespace of its own would keep "
-                        "it from escaping or from this process's /proc",
-                        why);
+                        "it from escaping or from this process's /proc; and %s",
+                        why, why_cgroup);
     }
     const char *const *host = opts->host_env ? opts->host_env : (const char *const *)environ;
     size_t nhost = opts->host_env ? opts->host_envc : 0;
@@ -719,18 +782,22 @@ A3S_API int a3s_child_spawn(const a3s_child_options *opts, a3s_child **out,
     rc = a3s_env_build_host(host, nhost, opts->env, opts->envc, &env, err);
     bool silent = false;
     if (rc == A3S_OK)
-        rc = launch_host(opts, image, owned ? bwrap : NULL, &env, out, stdio, &silent, err);
-    if (rc != A3S_OK && owned && silent) {
+        rc = launch_host(opts, image, by, bwrap, cg, &env, out, stdio, &silent, err);
+    else if (cg)
+        release_cgroup(cg, true);
+    if (rc != A3S_OK && by == OWN_PIDNS && silent) {
         /* bubblewrap ended before the init said a word: it could not make the
          * namespaces here (a kernel or LSM that refuses them to this caller) */
         char bwrap_said[A3S_ERROR_MESSAGE_MAX];
         snprintf(bwrap_said, sizeof bwrap_said, "%s", err ? err->message : "");
-        if (opts->flags & A3S_CHILD_ALLOW_UNOWNED)
-            rc = launch_host(opts, image, NULL, &env, out, stdio, &silent, err);
+        by = (cg = own_cgroup(why_cgroup, sizeof why_cgroup)) ? OWN_CGROUP : OWN_NONE;
+        if (by != OWN_NONE || allow)
+            rc = launch_host(opts, image, by, bwrap, cg, &env, out, stdio, &silent, err);
         else
             rc = a3s_fail(err, A3S_E_UNSUPPORTED, 0, A3S_CHILD_UNOWNABLE,
-                          "cannot be owned here: bubblewrap could not make its namespaces (%s)",
-                          bwrap_said[0] ? bwrap_said : "no message");
+                          "cannot be owned here: bubblewrap could not make its namespaces (%s); "
+                          "and %s",
+                          bwrap_said[0] ? bwrap_said : "no message", why_cgroup);
     }
     close(image); /* the init runs from its own mapping now */
     a3s_strvec_free(&env);

@@ -26,6 +26,7 @@
 #if defined(__linux__)
 
 #include "child_owned.h"
+#include "mountinfo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,21 +58,6 @@ static void push_pair(struct a3s_strvec *v, const char *opt, const char *value) 
     a3s_strvec_push(v, value);
 }
 
-/* Unescapes a mountinfo field in place (octal escapes such as \040). */
-static void unescape(char *s) {
-    char *w = s;
-    for (const char *r = s; *r; w++) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-            r[3] >= '0' && r[3] <= '7') {
-            *w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-            r += 4;
-        } else {
-            *w = *r++;
-        }
-    }
-    *w = '\0';
-}
-
 /* `--tmpfs P` for every proc mount of this process's view but /proc and
  * what lies under it (covered by the new /proc). */
 static void cover_other_procs(struct a3s_strvec *argv) {
@@ -79,24 +65,14 @@ static void cover_other_procs(struct a3s_strvec *argv) {
     if (!f)
         return; /* the init's check still refuses a reachable one */
     char line[8192];
-    while (fgets(line, sizeof line, f)) {
-        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
-        char *fields[5], *save = NULL, *tok = strtok_r(line, " \n", &save);
-        int n = 0;
-        while (tok && n < 5) {
-            fields[n++] = tok;
-            tok = strtok_r(NULL, " \n", &save);
-        }
-        while (tok && strcmp(tok, "-") != 0)
-            tok = strtok_r(NULL, " \n", &save);
-        const char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
-        if (n < 5 || !fstype || strcmp(fstype, "proc") != 0)
+    struct a3s_mount m;
+    int rc;
+    while ((rc = a3s_mountinfo_next(f, line, sizeof line, &m)) != 0) {
+        if (rc < 0 || strcmp(m.fstype, "proc") != 0)
+            continue; /* one we cannot read: the init's check refuses it if it is proc */
+        if (strcmp(m.mount_point, "/proc") == 0 || strncmp(m.mount_point, "/proc/", 6) == 0)
             continue;
-        char *mp = fields[4];
-        unescape(mp);
-        if (strcmp(mp, "/proc") == 0 || strncmp(mp, "/proc/", 6) == 0)
-            continue;
-        push_pair(argv, "--tmpfs", mp);
+        push_pair(argv, "--tmpfs", m.mount_point);
     }
     fclose(f);
 }

@@ -74,7 +74,85 @@ static int forks_in(const struct a3s_cgroup *cg) {
     return got;
 }
 
+/* A process in the cgroup dfd whose setsid grandchild outlives it: the
+ * grandchild's pid in *daemon. The child itself is reaped here. */
+static bool start_daemon_in(int dfd, pid_t *daemon) {
+    int p[2];
+    if (pipe(p) < 0)
+        return false;
+    pid_t child = fork();
+    if (child == 0) {
+        int procs = openat(dfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+        if (procs < 0 || write(procs, "0", 1) != 1)
+            _exit(1);
+        pid_t d = fork();
+        if (d == 0) {
+            setsid();
+            close(p[1]);
+            for (;;)
+                pause();
+        }
+        ssize_t w = write(p[1], &d, sizeof d);
+        _exit(w == (ssize_t)sizeof d ? 0 : 1);
+    }
+    close(p[1]);
+    bool ok = read(p[0], daemon, sizeof *daemon) == (ssize_t)sizeof *daemon;
+    close(p[0]);
+    int st;
+    waitpid(child, &st, 0);
+    return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* a3s_cgroup_kill_all empties the cgroup dfd, a setsid daemon included. */
+static void check_kill_all(int dfd, const char *what) {
+    pid_t daemon = -1;
+    CHECK(start_daemon_in(dfd, &daemon), "%s: a daemon in the cgroup", what);
+    CHECK(daemon > 0 && kill(daemon, 0) == 0, "%s: the daemon runs", what);
+    CHECK(a3s_cgroup_kill_all(dfd), "%s: the cgroup was emptied", what);
+    /* reparented to the system's init, which reaps it; gone or a zombie for a moment */
+    char stat_path[64], buf[256] = "";
+    snprintf(stat_path, sizeof stat_path, "/proc/%d/stat", (int)daemon);
+    FILE *f = fopen(stat_path, "re");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f))
+            buf[0] = '\0';
+        fclose(f);
+    }
+    const char *state = strrchr(buf, ')');
+    CHECK(!f || (state && (state[2] == 'Z' || state[2] == 'X')), "%s: the daemon is gone",
+          what);
+}
+
+/* The cgroup that owns a program where no user namespace can be made
+ * (a3s_child_spawn's middle tier), and the v1 freezer's kill where there is
+ * a freezer hierarchy this caller may write to. */
+static void test_killable(void) {
+    struct a3s_cgroup cg;
+    char why[256];
+    if (!a3s_cgroup_create_killable(&cg, why, sizeof why)) {
+        CHECK(cg.ndirs == 0 && strstr(why, "no cgroup of its own"), "refused: %s", why);
+        printf("test_cgroup: no killable cgroup here: %s\n", why);
+        return;
+    }
+    check_kill_all(cg.dir_fd[0], cg.dir[0]);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", cg.dir[0]);
+    a3s_cgroup_destroy(&cg);
+    CHECK(!exists(dir), "%s removed", dir);
+    char v1[PATH_MAX];
+    snprintf(v1, sizeof v1, "/sys/fs/cgroup/freezer/codeward-test-%d", (int)getpid());
+    if (mkdir(v1, 0755) < 0)
+        return; /* no v1 freezer hierarchy, or not ours to write to */
+    int dfd = open(v1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        check_kill_all(dfd, "v1 freezer");
+        close(dfd);
+    }
+    CHECK(rmdir(v1) == 0, "the v1 cgroup is empty and removed: %s", strerror(errno));
+}
+
 int main(void) {
+    test_killable();
     struct a3s_cgroup cg;
     a3s_cgroup_create(&cg, UINT64_MAX, UINT64_MAX, false);
     CHECK(cg.ndirs == 0 && !cg.memory && !cg.pids, "nothing is made without a bound");

@@ -387,6 +387,26 @@ static void test_sandboxed(const char *bwrap) {
     CHECK(system(cmd) == 0, "cleanup");
 }
 
+/* Owned by a cgroup (no bwrap_path, and this caller may make a cgroup of its
+ * own: the middle tier): the program ignores TERM, starts a setsid daemon and
+ * SIGKILLs its init; the warden then empties the cgroup, daemon included. */
+static void check_cgroup_owned(a3s_child *c, a3s_child_stdio *io, const char *marker) {
+    a3s_child_status st = {.struct_size = sizeof st};
+    a3s_error err;
+    CHECK(a3s_child_info(c, &st, &err) == A3S_OK && (st.flags & A3S_CHILD_CGROUP) &&
+              !(st.flags & A3S_CHILD_PID_NAMESPACE),
+          "owned by a cgroup: flags %llx", (unsigned long long)st.flags);
+    char buf[256];
+    CHECK(read_until(io->stdout_fd, "ready", buf, sizeof buf), "ready: %s", buf);
+    uint64_t end = now_ms() + 10000;
+    while (count_marked(marker) > 0 && now_ms() < end)
+        poll(NULL, 0, 10);
+    CHECK(count_marked(marker) == 0, "left once its init was killed: %d", count_marked(marker));
+    CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "stop: %s", err.message);
+    a3s_child_free(c);
+    close_io(io);
+}
+
 /* Owned (bwrap_path): the program is in a pid namespace of its own. It
  * SIGKILLs its init and its parent, ignores TERM, starts a setsid daemon,
  * and looks for the caller in /proc: the init lives on, the caller is not
@@ -416,9 +436,23 @@ static void test_owned(const char *bwrap) {
     a3s_child *c = NULL;
     a3s_child_stdio io = {.struct_size = sizeof io};
     a3s_error err;
+    /* the middle tier's program: no `kill -9 1`, which would reach the host's init */
+    char cg_script[256];
+    snprintf(cg_script, sizeof cg_script,
+             "trap '' TERM; setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 & "
+             "echo ready; sleep 0.2; kill -9 $PPID; sleep %s9",
+             marker, marker);
+    const char *cg_args[] = {"-c", cg_script};
+    o.args = cg_args;
     int rc = a3s_child_spawn(&o, &c, &io, &err);
-    CHECK(rc == A3S_E_UNSUPPORTED && err.detail == A3S_CHILD_UNOWNABLE && c == NULL,
-          "no bwrap_path, not allowed: refused (%d %s)", rc, err.message);
+    if (rc == A3S_OK && c)
+        check_cgroup_owned(c, &io, marker);
+    else
+        CHECK(rc == A3S_E_UNSUPPORTED && err.detail == A3S_CHILD_UNOWNABLE && c == NULL &&
+                  strstr(err.message, "no cgroup of its own"),
+              "no bwrap_path, no cgroup, not allowed: refused (%d %s)", rc, err.message);
+    c = NULL;
+    o.args = args;
     /* a bubblewrap that ends before the init says a word (as one the kernel refuses its
      * namespaces does): refused as unownable, or, where allowed, run under the subreaper */
     const char *quick[] = {"-c", "echo unowned-ran"};
@@ -429,9 +463,18 @@ static void test_owned(const char *bwrap) {
                            .init_path = init_path,
                            .bwrap_path = "/bin/false"};
     rc = a3s_child_spawn(&q, &c, &io, &err);
-    CHECK(rc == A3S_E_UNSUPPORTED && err.detail == A3S_CHILD_UNOWNABLE &&
-              strstr(err.message, "bubblewrap could not make its namespaces"),
-          "a failing bubblewrap: refused (%d %s)", rc, err.message);
+    if (rc == A3S_OK && c) { /* the middle tier took it: a cgroup of its own */
+        a3s_child_status qs = {.struct_size = sizeof qs};
+        CHECK(a3s_child_info(c, &qs, &err) == A3S_OK && (qs.flags & A3S_CHILD_CGROUP),
+              "a failing bubblewrap: owned by a cgroup: flags %llx", (unsigned long long)qs.flags);
+        a3s_child_free(c);
+        close_io(&io);
+        c = NULL;
+    } else {
+        CHECK(rc == A3S_E_UNSUPPORTED && err.detail == A3S_CHILD_UNOWNABLE &&
+                  strstr(err.message, "bubblewrap could not make its namespaces"),
+              "a failing bubblewrap: refused (%d %s)", rc, err.message);
+    }
     q.flags = A3S_CHILD_ALLOW_UNOWNED;
     rc = a3s_child_spawn(&q, &c, &io, &err);
     CHECK(rc == A3S_OK, "a failing bubblewrap, unowned allowed: %s", err.message);

@@ -817,13 +817,14 @@ typedef struct {
 } ChildObject;
 
 static PyObject *child_status_dict(const a3s_child_status *st) {
-    return Py_BuildValue("{s:O,s:i,s:i,s:O,s:O,s:O}", "exited",
+    return Py_BuildValue("{s:O,s:i,s:i,s:O,s:O,s:O,s:O}", "exited",
                          (st->flags & A3S_CHILD_EXITED) ? Py_True : Py_False, "exit_code",
                          (int)st->exit_code, "pid", (int)st->pid, "killed",
                          (st->flags & A3S_CHILD_KILLED) ? Py_True : Py_False, "sandboxed",
                          (st->flags & A3S_CHILD_SANDBOXED) ? Py_True : Py_False,
                          "pid_namespace",
-                         (st->flags & A3S_CHILD_PID_NAMESPACE) ? Py_True : Py_False);
+                         (st->flags & A3S_CHILD_PID_NAMESPACE) ? Py_True : Py_False, "cgroup",
+                         (st->flags & A3S_CHILD_CGROUP) ? Py_True : Py_False);
 }
 
 /* Runs a3s_child_spawn or a3s_sandbox_spawn without the GIL and wraps the

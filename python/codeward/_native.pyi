@@ -98,7 +98,7 @@ class Sandbox:
 
 class Child:
     """An owned process; its status dicts hold exited, exit_code, pid, killed, sandboxed,
-    pid_namespace."""
+    pid_namespace, cgroup."""
 
     def wait(self, timeout_ms: int) -> dict[str, Any]: ...
     def stop(self) -> dict[str, Any]: ...

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from mcpkit import HERE, hostile_config, new_marker
+from mcpkit import HERE, hostile_config, new_marker, without_cgroups
 
 from codeward import _native
 from codeward.mcp import McpClient, McpUnownedError, _process
@@ -69,6 +70,8 @@ def _run_host(mode: str, user: int | None) -> dict:  # type: ignore[type-arg]
     argv = [sys.executable, str(script), marker, mode]
     if user is not None:
         argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
+    if mode == "unowned":
+        argv = without_cgroups(argv)
     env = dict(os.environ, **{SECRET: "s3cr3t-of-the-host"})
     try:
         done = subprocess.run(argv, env=env, capture_output=True, timeout=120, cwd="/")
@@ -113,18 +116,36 @@ def test_control_unowned_the_same_server_escapes_and_reads_the_secret(user) -> N
                     os.kill(pid, 9)
 
 
-def test_a_server_that_cannot_be_owned_is_refused_unless_allowed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_without_a_pid_namespace_a_server_is_owned_by_a_cgroup_or_refused(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(_process, "find_bwrap", lambda *a, **k: None)
-    with pytest.raises(McpUnownedError, match=r"cannot be owned here.*allow_unowned"):
-        McpClient(hostile_config("well"))
+    try:  # the middle tier where this process may make a cgroup (test_mcp_owned_cgroup.py)
+        with McpClient(hostile_config("well")) as client:
+            assert client.owned and client.ownership == "cgroup"
+    except McpUnownedError as exc:
+        assert re.search(r"cannot be owned here.*no cgroup of its own.*allow_unowned", str(exc))
     with McpClient(hostile_config("well", allow_unowned=True)) as client:
         assert client.call_tool("work", {"a": 1}).content[0]["text"] == '{"a": 1}'
 
 
-def test_the_c_core_refuses_an_unowned_spawn_with_its_typed_detail() -> None:
+REFUSE = textwrap.dedent(
+    """
+    import json
+    from codeward import _native
     from codeward.sandbox._locate import init_path
-
-    with pytest.raises(_native.NativeError) as caught:
+    try:
         _native.spawn_child("/bin/true", [], [], init=init_path(), init_sha256=_native.INIT_SHA256)
-    status, message, detail = caught.value.args[0], caught.value.args[1], caught.value.args[2]
+    except _native.NativeError as exc:
+        print(json.dumps(list(exc.args[:3])))
+    """
+)
+
+
+def test_the_c_core_refuses_an_unowned_spawn_with_its_typed_detail() -> None:
+    # no bubblewrap, and no cgroup file system in this process's view
+    done = subprocess.run(
+        without_cgroups([sys.executable, "-c", REFUSE]), capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    status, message, detail = json.loads(done.stdout)
     assert (status, detail) == ("unsupported", 1) and "cannot be owned" in message
+    assert "no cgroup of its own can be made" in message

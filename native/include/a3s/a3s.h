@@ -526,9 +526,20 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
  *    "nobody" and, with no capability, a root caller's program cannot
  *    override their permissions, load modules, mount on the host or bind a
  *    port below 1024; setuid programs do not raise privileges.
- *  - Unowned (A3S_CHILD_ALLOW_UNOWNED, where the above cannot be had: no
- *    bwrap_path, no user and pid namespaces, or a bubblewrap that cannot
- *    make them and ends before the init starts): the direct child is
+ *  - Owned by a cgroup (A3S_CHILD_CGROUP in the status), where the above
+ *    cannot be had (no bwrap_path, no user and pid namespaces, or a
+ *    bubblewrap that cannot make them and ends before the init starts) but
+ *    this caller may make a cgroup of its own (cgroup v2 with cgroup.kill,
+ *    or a cgroup v1 freezer hierarchy): the direct child is a3s-init in
+ *    warden mode, outside the cgroup; its child joins the cgroup and runs
+ *    the init in host mode, so everything the program starts is in it. The
+ *    warden empties the cgroup when the init ends (killing the init ends
+ *    the program) or the caller dies; a3s_child_wait and a3s_child_stop
+ *    empty it too once the warden is reaped. The program shares the
+ *    caller's pid namespace: it sees the caller's processes and can read
+ *    their environment and memory where its uid allows, and one that kills
+ *    the warden and its init and then outlives the caller escapes.
+ *  - Unowned (A3S_CHILD_ALLOW_UNOWNED, where neither can be had): the direct child is
  *    a3s-init in host mode, a child subreaper (every descendant that loses
  *    its parent is reparented to it), which a program of the caller's uid
  *    can kill to escape, and which does not keep it from the caller's /proc.
@@ -560,10 +571,10 @@ typedef struct a3s_child a3s_child;
 #define A3S_CHILD_DEFAULT_GRACE_MS 2000u /* kill_grace_ms 0 means this */
 
 /* Flags in a3s_child_options.flags (a3s_child_spawn; a3s_sandbox_spawn takes none). */
-#define A3S_CHILD_ALLOW_UNOWNED (1ull << 0) /* where the program cannot be owned (no bwrap_path,
-                                               no user and pid namespaces), run it under the
-                                               subreaper init, which it can escape, instead of
-                                               refusing */
+#define A3S_CHILD_ALLOW_UNOWNED (1ull << 0) /* where the program cannot be owned (no pid
+                                               namespace and no cgroup of its own), run it
+                                               under the subreaper init, which it can escape,
+                                               instead of refusing */
 /* a3s_error.detail of the A3S_E_UNSUPPORTED a3s_child_spawn returns when the
  * program cannot be owned and A3S_CHILD_ALLOW_UNOWNED is not set. */
 #define A3S_CHILD_UNOWNABLE 1
@@ -609,6 +620,8 @@ typedef struct a3s_child_stdio {
 #define A3S_CHILD_SANDBOXED (1ull << 2) /* it runs in a sandbox (a3s_sandbox_spawn) */
 #define A3S_CHILD_PID_NAMESPACE (1ull << 3) /* it runs in a pid namespace of its own (owned,
                                                or sandboxed); without it, under the subreaper */
+#define A3S_CHILD_CGROUP (1ull << 4) /* it runs in a cgroup of its own, owned where no pid
+                                        namespace could be made (see a3s_child_spawn) */
 
 typedef struct a3s_child_status {
     size_t struct_size; /* in: sizeof(a3s_child_status) */
@@ -647,7 +660,8 @@ typedef struct a3s_child_status {
  *                  detail A3S_CHILD_UNOWNABLE: the program cannot be owned
  *                  here (no bwrap_path, no user and pid namespaces, or
  *                  bubblewrap ended before the init started: it could not
- *                  make them) and A3S_CHILD_ALLOW_UNOWNED is not set (the
+ *                  make them; and no cgroup of its own can be made) and
+ *                  A3S_CHILD_ALLOW_UNOWNED is not set (the
  *                  message says why; with the flag the program is started
  *                  under the subreaper instead).
  *   A3S_E_SYSTEM   also: the init found a proc file system other than its

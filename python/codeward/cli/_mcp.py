@@ -80,7 +80,8 @@ def run_list(args: argparse.Namespace) -> int:
                     if k in ("name", "version", "title")
                 }
                 entry["protocol_version"] = client.protocol_version
-                entry["owned"] = client.owned  # in a pid namespace of its own
+                entry["owned"] = client.owned  # in a pid namespace or a cgroup of its own
+                entry["ownership"] = client.ownership
                 entry["tools"] = _tools(client.list_tools(), server.name, workspace, policy)
         except McpError as exc:
             failed = True
@@ -188,7 +189,13 @@ def _print(report: list[dict[str, Any]]) -> None:
         info = entry["server_info"]
         where = "in a sandbox" if entry["sandboxed"] else "on the host"
         if not entry["sandboxed"]:
-            where += " (owned)" if entry.get("owned") else " (UNOWNED: it can escape close())"
+            where += (
+                " (UNOWNED: it can escape close())"
+                if not entry.get("owned")
+                else " (owned by a cgroup: it can read the host's /proc)"
+                if entry.get("ownership") == "cgroup"
+                else " (owned)"
+            )
         print(
             f"server {name}: {info.get('name', '?')} {info.get('version', '')}, protocol "
             f"{entry['protocol_version']}, {where}, {len(entry['tools'])} tools",

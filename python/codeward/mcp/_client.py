@@ -283,9 +283,20 @@ class McpClient:
 
     @property
     def owned(self) -> bool:
-        """Whether the server runs in a pid namespace of its own (on the host, or sandboxed);
-        False only for a host-mode server the host allowed to run unowned."""
-        return self._transport.process.pid_namespace
+        """Whether every process of the server is the client's to end: it runs in a pid
+        namespace of its own (on the host, or sandboxed) or, on the host where no user
+        namespace can be made, in a cgroup of its own; False only for a host-mode server the
+        host allowed to run unowned."""
+        return self.ownership != "none"
+
+    @property
+    def ownership(self) -> str:
+        """How the server is owned: "pid-namespace", "cgroup" or "none" (docs/mcp.md says
+        what each guarantees)."""
+        process = self._transport.process
+        if process.pid_namespace:
+            return "pid-namespace"
+        return "cgroup" if process.cgroup else "none"
 
     @property
     def transport(self) -> StdioTransport:

@@ -44,8 +44,9 @@ class McpStartError(McpError):
 
 
 class McpUnownedError(McpStartError):
-    """A host-mode server was refused: it cannot be owned here (no user and pid namespaces,
-    or no bubblewrap), and the host did not allow an unowned server (``allow_unowned``)."""
+    """A host-mode server was refused: it cannot be owned here (no user and pid namespaces or
+    no bubblewrap, and no cgroup of its own can be made), and the host did not allow an
+    unowned server (``allow_unowned``)."""
 
 
 class McpConnectionError(McpError):

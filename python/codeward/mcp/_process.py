@@ -3,9 +3,12 @@
 On the host the program runs under a3s-init in host mode as PID 1 of a pid
 namespace of its own (bubblewrap makes it, with a /proc of its own): it
 cannot kill its init to escape, and it sees no process of the host, so
-neither their environment nor their memory. Where that cannot be had, the
-spawn is refused (McpUnownedError) unless the host allowed an unowned
-server, which then runs under the init as a subreaper. In a sandbox,
+neither their environment nor their memory. Where no user namespace can be
+made, it runs in a cgroup of its own under a warden that empties the
+cgroup when the server's init or the host ends (it still sees the host's
+processes). Where neither can be had, the spawn is refused
+(McpUnownedError) unless the host allowed an unowned server, which then
+runs under the init as a subreaper. In a sandbox,
 bubblewrap's PID 1 is the same init. Either way stopping it, garbage
 collection and the host's death (even SIGKILL) take every process of the
 server down (docs/mcp.md).
@@ -53,7 +56,9 @@ class OwnedProcess:
         info = child.info()
         self.pid: int = info["pid"]
         self.sandboxed: bool = info["sandboxed"]
-        self.pid_namespace: bool = info["pid_namespace"]  # False: unowned, under the subreaper
+        self.pid_namespace: bool = info["pid_namespace"]
+        self.cgroup: bool = info["cgroup"]  # owned by a cgroup of its own, under a warden
+        # neither: unowned, under the subreaper
 
     def wait(self, timeout_ms: int) -> int | None:
         """The exit status once the server has ended (waiting up to ``timeout_ms``), else None."""
