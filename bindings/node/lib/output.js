@@ -19,8 +19,9 @@ class CommandOutput {
    * in the workspace and did not follow or mount for this run. execStopped
    * says what the exec check stopped ({decision: 'deny' | 'ask', rule,
    * command}; exitCode is then 126), or null. networkGrant, for a command
-   * run with one: {host, port, policyDigest, connections, refused,
-   * refusals}: what it did with its grant (refusals: why, the first few).
+   * run with one: {host, port, policyDigest, listening, connections,
+   * refused, refusals}: what it did with its grant (listening: the sandbox
+   * handed its proxy socket over; refusals: why, the first few).
    */
   constructor(fields) {
     this.stdout = fields.stdout;

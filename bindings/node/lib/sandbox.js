@@ -26,7 +26,7 @@ const { fromRaw } = require('./output');
 const { initPath } = require('./init');
 const { findBwrap, bwrapVersion, tooOld } = require('./locate');
 const { NetworkGrant } = require('./netgrant/grant');
-const { NetworkMediator, defaultMediator } = require('./netgrant/mediator');
+const { defaultMediator } = require('./netgrant/mediator');
 const { startOwned } = require('./process');
 
 const ENV_OPT_IN = 'A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX';
@@ -67,7 +67,6 @@ const EXEC_KEYS = [
   'execRules',
   'stdin',
   'networkGrant',
-  'networkMediator',
 ];
 const PROCESS_KEYS = ['env', 'cwd', 'killGraceMs'];
 const EXEC_RULE_KEYS = ['deny', 'ask', 'approved'];
@@ -213,13 +212,6 @@ function parseExec(command, options) {
   }
   const stdin = stdinBytes(own(options, 'stdin', null));
   const grant = networkGrant(own(options, 'networkGrant', null));
-  const mediator = own(options, 'networkMediator', null);
-  if (mediator !== null && !(mediator instanceof NetworkMediator)) {
-    throw new ArgumentTypeError(`networkMediator must be a NetworkMediator, not ${typeName(mediator)}`);
-  }
-  if (mediator !== null && grant === null) {
-    throw new SandboxArgumentError('networkMediator is given without a networkGrant');
-  }
   const onOutput = own(options, 'onOutput', null);
   if (onOutput !== null && typeof onOutput !== 'function') {
     throw new ArgumentTypeError(`onOutput must be a function, not ${typeName(onOutput)}`);
@@ -239,17 +231,16 @@ function parseExec(command, options) {
     execRules: execRules(own(options, 'execRules', null)),
     stdin,
     grant,
-    mediator,
   };
 }
 
-// exec's networkGrant: a NetworkGrant, or {host, port, policyDigest} to make one of.
+// exec's networkGrant: a NetworkGrant, or {host, port, policyDigest, mediator} to make one of.
 function networkGrant(value) {
   if (value === null || value instanceof NetworkGrant) return value;
   if (!isPlainObject(value)) {
     throw new ArgumentTypeError(`networkGrant must be a NetworkGrant or an object, not ${typeName(value)}`);
   }
-  checkKeys(value, ['host', 'port', 'policyDigest'], 'networkGrant key');
+  checkKeys(value, ['host', 'port', 'policyDigest', 'mediator'], 'networkGrant key');
   return new NetworkGrant(value);
 }
 
@@ -348,7 +339,7 @@ class Sandbox {
         'a network grant needs the enforcing sandbox: the process host shares the host network',
       );
     }
-    const admission = o.grant === null ? null : (o.mediator ?? defaultMediator()).admit(o.grant);
+    const admission = o.grant === null ? null : (o.grant.mediator ?? defaultMediator()).admit(o.grant);
     const id = nextId++;
     const onAbort = () => this.#native.cancel(id);
     if (o.signal) o.signal.addEventListener('abort', onAbort, { once: true });

@@ -104,9 +104,11 @@ function canonicalHost(text, what = 'host') {
  * One approved origin for one command: `host`, `port` (null: 443 and 80) and
  * `policyDigest`, the sandbox policy the approver was shown
  * (`await sandbox.policy()`): the command runs only under that policy.
+ * `mediator` is the NetworkMediator that serves it (null: a default one with
+ * the system resolver and plain TCP connections).
  */
 class NetworkGrant {
-  constructor({ host, port = null, policyDigest } = {}) {
+  constructor({ host, port = null, policyDigest, mediator = null } = {}) {
     const { host: canonical, kind } = canonicalHost(host);
     if (port !== null && port !== undefined) {
       if (typeof port !== 'number') {
@@ -125,6 +127,10 @@ class NetworkGrant {
     this.port = port ?? null;
     this.policyDigest = policyDigest;
     this.kind = kind;
+    if (mediator !== null && (typeof mediator !== 'object' || typeof mediator.admit !== 'function')) {
+      throw new ArgumentTypeError(`mediator must be a NetworkMediator, not ${typeName(mediator)}`);
+    }
+    this.mediator = mediator;
     Object.freeze(this);
   }
 

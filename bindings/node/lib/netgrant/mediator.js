@@ -129,6 +129,7 @@ class Admission {
   summary() {
     return {
       ...this.grant.toJSON(),
+      listening: this.listening,
       connections: this.connections,
       refused: this.refused,
       refusals: [...this.refusals],
@@ -271,7 +272,10 @@ class Admission {
         client.once('drain', () => upstream.resume());
       }
     });
-    upstream.once('end', () => finish(client)); // the answer is complete
+    upstream.once('end', () => {
+      finish(client); // the answer is complete
+      upstream.destroy();
+    });
     upstream.once('close', () => finish(client));
     client.once('close', () => upstream.destroy());
     client.resume();
