@@ -582,12 +582,7 @@ static void proc_stop_complete(napi_env env, napi_status status, void *data) {
 }
 
 static struct proc *proc_of(napi_env env, napi_value this_arg) {
-    struct proc *p = unwrap(env, this_arg, &PROCESS_TAG, "NativeProcess");
-    if (p && p->released) {
-        throw_type_error(env, "the process was released");
-        return NULL;
-    }
-    return p;
+    return unwrap(env, this_arg, &PROCESS_TAG, "NativeProcess"); /* released: unwrapped */
 }
 
 /* stop() -> Promise<exit code>: TERM to every process of it, KILL after the grace. */
@@ -624,7 +619,7 @@ static napi_value process_stop(napi_env env, napi_callback_info info) {
 }
 
 /* release(): the JS side is done with it (it has ended); the handle goes once the
- * waiter is done too. */
+ * waiter is done too. The object is unwrapped: a later call on it is a TypeError. */
 static napi_value process_release(napi_env env, napi_callback_info info) {
     napi_value this_arg;
     if (!get_args(env, info, 0, NULL, &this_arg))
@@ -633,6 +628,12 @@ static napi_value process_release(napi_env env, napi_callback_info info) {
     if (!p)
         return NULL;
     if (!p->released) {
+        /* the object lets go of p now: its finalizer must not run on a freed p later */
+        void *ignored;
+        if (napi_remove_wrap(env, this_arg, &ignored) != napi_ok) {
+            throw_napi_failure(env, "releasing a process");
+            return NULL;
+        }
         p->released = true;
         if (p->hooked) {
             napi_remove_env_cleanup_hook(env, proc_cleanup_hook, p);

@@ -13,11 +13,17 @@ const net = require('node:net');
 const path = require('node:path');
 const { test, before, after } = require('node:test');
 
-const { NetworkGrant } = require('..');
-const { Refused, readRequest } = require('../lib/netgrant/protocol');
-const { admit, openUpstream } = require('../lib/netgrant/upstream');
+const installedIn = process.env.CODEWARD_TEST_INSTALLED;
+const pkgDir = installedIn
+  ? path.dirname(require.resolve('codeward/package.json', { paths: [installedIn] }))
+  : path.join(__dirname, '..', '..', '..');
+const lib = path.join(pkgDir, 'bindings', 'node', 'lib', 'netgrant');
+const { NetworkGrant } = require(pkgDir);
+const { Refused, readRequest } = require(path.join(lib, 'protocol.js'));
+const { admit, openUpstream } = require(path.join(lib, 'upstream.js'));
 
-const FILE = path.join(__dirname, '..', '..', '..', 'tests', 'vectors', 'netgrant_requests.json');
+const VECTORS = process.env.A3S_VECTORS_DIR || path.join(__dirname, '..', '..', '..', 'tests', 'vectors');
+const FILE = path.join(VECTORS, 'netgrant_requests.json');
 const { cases } = JSON.parse(fs.readFileSync(FILE, 'utf8'));
 const DIGEST = `sha256:${'0'.repeat(64)}`;
 const DEFAULT_ANSWER = '93.184.215.14';
