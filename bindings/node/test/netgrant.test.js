@@ -95,6 +95,7 @@ test('a granted command reaches the granted origin and nothing else', async () =
     [
       `${CURL} http://127.0.0.1:${granted.port}/hello`,
       `${CURL} -p http://127.0.0.1:${granted.port}/tunnel`, // CONNECT, then the request inside
+      `${CURL} -x "$ALL_PROXY" http://127.0.0.1:${granted.port}/socks`, // socks5h://127.0.0.1:3128
       `${CURL} http://127.0.0.1:${other.port}/other; echo "other=$?"`,
       `${CURL} -x '' --max-time 5 http://127.0.0.1:${granted.port}/direct; echo "direct=$?"`,
     ].join('; '),
@@ -103,20 +104,21 @@ test('a granted command reaches the granted origin and nothing else', async () =
   assert.equal(out.setupError, null);
   assert.match(out.stdout, /hello from \/hello/);
   assert.match(out.stdout, /hello from \/tunnel/);
+  assert.match(out.stdout, /hello from \/socks/);
   assert.match(out.stdout, /is not the granted origin; this command may reach 127\.0\.0\.1:\d+/);
   assert.match(out.stdout, /direct=[1-9]/); // no network but the proxy's
-  assert.deepEqual(granted.seen, ['GET /hello', 'GET /tunnel']);
+  assert.deepEqual(granted.seen, ['GET /hello', 'GET /tunnel', 'GET /socks']);
   assert.deepEqual(other.seen, []);
   const g = out.networkGrant;
   assert.equal(g.host, '127.0.0.1');
   assert.equal(g.listening, true);
-  assert.equal(g.connections, 2);
+  assert.equal(g.connections, 3);
   assert.equal(g.refused, 1);
   // the grant ended with the command: the next one has no network at all
   const next = await sb.exec(`${CURL} http://127.0.0.1:${granted.port}/after; echo "after=$?"`);
   assert.match(next.stdout, /after=[1-9]/);
   assert.equal(next.networkGrant, null);
-  assert.deepEqual(granted.seen, ['GET /hello', 'GET /tunnel']);
+  assert.deepEqual(granted.seen, ['GET /hello', 'GET /tunnel', 'GET /socks']);
 });
 
 test('a request pipelined behind the first never reaches the origin', async () => {
@@ -177,6 +179,23 @@ test('a redirect to another origin is refused', async () => {
   assert.deepEqual(start.seen, ['GET /start']);
   assert.deepEqual(landing.seen, []);
   assert.equal(out.networkGrant.refused, 1);
+});
+
+test('too many connections at once, and an idle one, are turned away', async () => {
+  const sb = await nativeSandbox();
+  const o = await origin();
+  const { digest } = await sb.policy();
+  const mediator = new NetworkMediator({ maxConnections: 1, handshakeTimeoutMs: 1000 });
+  closers.push(() => mediator.close());
+  const out = await sb.exec(
+    'exec 3<>/dev/tcp/127.0.0.1/3128; sleep 0.3; exec 4<>/dev/tcp/127.0.0.1/3128; cat <&4; cat <&3',
+    { networkGrant: { host: '127.0.0.1', port: o.port, policyDigest: digest, mediator } },
+  );
+  assert.match(out.stdout, /^HTTP\/1\.1 408 codeward network grant: no complete request in time/m);
+  assert.equal(out.networkGrant.refused, 2);
+  assert.ok(out.networkGrant.refusals.includes('too many connections at once'), out.networkGrant.refusals);
+  assert.deepEqual(o.seen, []);
+  assert.throws(() => new NetworkMediator({ resolve: () => [] }), { code: 'ERR_INVALID_ARG_TYPE' });
 });
 
 test('a grant under a policy digest that is not the sandbox policy runs nothing', async () => {

@@ -30,6 +30,7 @@ const { admit, openUpstream, plainDialer, systemResolver } = require('./upstream
 const PROXY_PORT = 3128; // A3S_GRANT_PROXY_PORT: where the init binds the proxy's socket
 const MAX_REFUSALS_KEPT = 10;
 const LINGER_MS = 2000;
+const MEDIATOR_KEYS = ['resolver', 'dialer', 'connectTimeoutMs', 'handshakeTimeoutMs', 'maxConnections'];
 const PIPELINED = 'a request pipelined behind the first was dropped, not forwarded';
 
 function positiveMs(name, value) {
@@ -49,13 +50,18 @@ class NetworkMediator {
   #admissions = new Set();
   #closed = false;
 
-  constructor({
-    resolver = systemResolver,
-    dialer = plainDialer,
-    connectTimeoutMs = 30_000,
-    handshakeTimeoutMs = 15_000,
-    maxConnections = 128,
-  } = {}) {
+  constructor(options = {}) {
+    const unknown = Object.keys(options).filter((k) => !MEDIATOR_KEYS.includes(k));
+    if (unknown.length) {
+      throw new ArgumentTypeError(`unknown NetworkMediator option '${unknown[0]}'; allowed: ${MEDIATOR_KEYS.join(', ')}`);
+    }
+    const {
+      resolver = systemResolver,
+      dialer = plainDialer,
+      connectTimeoutMs = 30_000,
+      handshakeTimeoutMs = 15_000,
+      maxConnections = 128,
+    } = options;
     if (typeof resolver !== 'function' || typeof dialer !== 'function') {
       throw new ArgumentTypeError('resolver and dialer must be functions');
     }
@@ -101,7 +107,8 @@ class Admission {
   #theirs;
   #accepting;
   #server = null;
-  #live = new Set();
+  #live = new Set(); // every socket of it: the clients and their origins
+  #clients = 0; // connections being served
   #closed = false;
   #closing = null;
 
@@ -184,11 +191,15 @@ class Admission {
 
   async #onConnection(client) {
     const mediator = this.#mediator;
-    if (this.#closed || this.#live.size >= 2 * mediator.maxConnections) {
+    if (this.#closed || this.#clients >= mediator.maxConnections) {
       client.destroy();
       this.#noteRefusal('too many connections at once');
       return;
     }
+    this.#clients += 1;
+    client.once('close', () => {
+      this.#clients -= 1;
+    });
     this.#track(client);
     let request = null;
     let upstream = null;
