@@ -13,7 +13,8 @@
    vectors and, with a real sandbox, the shared sandbox vectors (the test files of this
    checkout, pointed at the installed package), and in the last two also as an unprivileged
    user (setpriv to 65534, from a copy of the tests in the world-readable project), where the
-   prebuild-only install also runs the sandbox's lifetime tests (a worker's exit, SIGKILL).
+   prebuild-only install also runs the sandbox's lifetime tests (a worker's exit, SIGKILL), and
+   as root the network grant and owned process tests.
 
 Before 1, `npm pack` without a prebuild must refuse and name the command that builds it (its
 prepack script, bindings/node/scripts/pack.js), and the tarball's README.md must be the Node one.
@@ -257,7 +258,12 @@ def consume(tgz: Path, work: Path, how: str) -> None:
     init = expected.parent / "a3s-init"
     if not os.access(init, os.X_OK) or os.stat(init).st_mode & 0o005 != 0o005:
         fail(f"{init} is missing, or not executable by every user")
-    node_test(project, ["vectors.test.js", "sandbox-vectors.test.js", "errors.test.js"])
+    node_test(
+        project,
+        ["vectors.test.js", "sandbox-vectors.test.js", "errors.test.js", "netgrant-vectors.test.js"],
+    )
+    if how == "ignore-scripts":  # the grant's mediator and owned processes, as installed
+        node_test(project, ["netgrant.test.js", "process.test.js"])
     if how != "default" and os.geteuid() == 0:
         lifetime = ["sandbox.test.js"] if how == "ignore-scripts" else []
         node_test(project, ["sandbox-vectors.test.js", *lifetime], nobody=True)

@@ -131,6 +131,7 @@ export type ErrorCode =
   | 'ERR_CODEWARD_SANDBOX_ARGUMENT'
   | 'ERR_CODEWARD_SANDBOX_UNAVAILABLE'
   | 'ERR_SANDBOX_CLOSED'
+  | 'ERR_CODEWARD_NETWORK_GRANT'
   | 'ABORT_ERR';
 
 /** The type of an argument or option is wrong (an unknown key, a number where a string belongs). */
@@ -250,6 +251,139 @@ export interface ExecOptions {
   onOutput?: ((chunk: Buffer, stream: 'stdout' | 'stderr') => void) | null;
   /** The exec check (docs/policy.md): every program the command runs is checked at its exec against these bash rule patterns. */
   execRules?: ExecRules | null;
+  /**
+   * Lets this one command reach one approved origin through a mediator on the host, and nothing
+   * else (docs/security.md, "Network grants"): a NetworkGrant, or its options. The command gets
+   * HTTP_PROXY, HTTPS_PROXY and ALL_PROXY for a proxy on 127.0.0.1:3128 in its sandbox. Under a
+   * sandbox policy other than policyDigest nothing runs (exit 125, setupError). A malformed grant,
+   * or one the process host cannot enforce, rejects with a NetworkGrantError.
+   */
+  networkGrant?: NetworkGrant | NetworkGrantOptions | null;
+}
+
+/** What a network grant names. */
+export interface NetworkGrantOptions {
+  /** One host exactly: a DNS name (Unicode names are mapped to their A-label), a dotted quad or an IPv6 address. No wildcard, scheme, port or path. */
+  host: string;
+  /** 1 to 65535; null or absent: 443 and 80. */
+  port?: number | null;
+  /** The digest of the sandbox policy the approver was shown: `(await sandbox.policy()).digest`. */
+  policyDigest: string;
+  /** The mediator that serves it (default: one with the system resolver and plain TCP connections). */
+  mediator?: NetworkMediator | null;
+}
+
+/** One approved origin for one command, its host in canonical form. Frozen. */
+export class NetworkGrant {
+  /** Throws a NetworkGrantError for a host that is not exact, a port out of range, a missing digest. */
+  constructor(options: NetworkGrantOptions);
+  readonly host: string;
+  readonly port: number | null;
+  readonly policyDigest: string;
+  readonly kind: 'name' | 'ipv4' | 'ipv6';
+  readonly mediator: NetworkMediator | null;
+  /** [port], or [443, 80]. */
+  readonly ports: readonly number[];
+  /** In words, as a prompt should show it: 'example.com:8443', or both web ports. */
+  readonly origin: string;
+  /** Whether a canonical host and a port are this grant's origin, exactly. */
+  admits(host: string, port: number): boolean;
+  toJSON(): { host: string; port: number | null; policyDigest: string };
+}
+
+/** The canonical form of an exact host and its kind; throws a NetworkGrantError otherwise. */
+export function canonicalHost(host: string, what?: string): { host: string; kind: 'name' | 'ipv4' | 'ipv6' };
+
+/** Where the init binds a granted command's proxy inside its sandbox (127.0.0.1:3128). */
+export const PROXY_PORT: 3128;
+
+export interface NetworkMediatorOptions {
+  /** Resolves a granted name to IP address strings (default: the system resolver, asked with a trailing dot). Every answer is checked: one that is not public unicast refuses the connection. */
+  resolver?: (host: string, port: number) => string[] | Promise<string[]>;
+  /** Connects to a checked address (default: a plain TCP connection). */
+  dialer?: (ip: string, port: number, timeoutMs: number) => import('node:net').Socket | Promise<import('node:net').Socket>;
+  /** Resolving and connecting, per connection (default 30000). */
+  connectTimeoutMs?: number;
+  /** Reading one whole proxy request (default 15000); a client that trickles gets 408. */
+  handshakeTimeoutMs?: number;
+  /** Connections served at once per command (default 128). */
+  maxConnections?: number;
+}
+
+/**
+ * Serves the proxies of granted commands: HTTP CONNECT, absolute-form HTTP (one request per
+ * connection, exactly its Content-Length body) and SOCKS5, for the grant's origin only; names
+ * resolve to public addresses only. Each exec with a grant gets an admission that ends with it.
+ */
+export class NetworkMediator {
+  constructor(options?: NetworkMediatorOptions);
+  readonly closed: boolean;
+  /** Ends every admission; a grant of this mediator then rejects with a NetworkGrantError. */
+  close(): Promise<void>;
+}
+
+/** What a granted command did with its grant (CommandOutput.networkGrant). */
+export interface NetworkGrantSummary {
+  readonly host: string;
+  readonly port: number | null;
+  readonly policyDigest: string;
+  /** The sandbox handed its proxy socket over (false when nothing ran, e.g. a stale digest). */
+  readonly listening: boolean;
+  /** Connections admitted and connected to the origin. */
+  readonly connections: number;
+  /** Connections and requests refused; refusals says why for the first 10. */
+  readonly refused: number;
+  readonly refusals: readonly string[];
+}
+
+/** A network grant is malformed, this sandbox cannot enforce it, or its mediator is closed. */
+export class NetworkGrantError extends Error {
+  readonly name: 'NetworkGrantError';
+  readonly code: 'ERR_CODEWARD_NETWORK_GRANT';
+}
+
+/** The sandbox's effective policy: what a network grant is approved against. */
+export interface SandboxPolicy {
+  /** One "key value" line per element of the policy, sorted (docs/security.md). */
+  readonly text: string;
+  /** "sha256:" and 64 hex digits. */
+  readonly digest: string;
+}
+
+/** Options of startProcess; an unknown key is a TypeError. */
+export interface ProcessOptions {
+  /** Variables added to the program's environment as given (the host's configuration of it, e.g. an MCP server's token), on top of the scrubbed environment. */
+  env?: { [name: string]: string } | null;
+  /** The directory it starts in: absolute, or relative to the workspace (default). */
+  cwd?: string | null;
+  /** Between TERM and KILL when it is stopped, 1 to 600000 (default 2000). */
+  killGraceMs?: number;
+}
+
+/**
+ * A long-lived program in a sandbox of its own, owned whole: whatever it starts (a setsid
+ * daemon included) ends when it is killed or closed, when its sandbox is closed, or when this
+ * process dies. While it runs it keeps the event loop alive, as a child process does.
+ */
+export class OwnedProcess {
+  private constructor();
+  /** Host pid of its supervisor (bubblewrap). */
+  readonly pid: number;
+  /** Its exit status once it has ended (128+N for signal N), else null. */
+  readonly exitCode: number | null;
+  /** Its standard input: end() or destroy() sends end of file. */
+  readonly stdin: import('node:stream').Writable;
+  /** Its standard output and error: read them while it runs (a full pipe holds it back). */
+  readonly stdout: import('node:stream').Readable;
+  readonly stderr: import('node:stream').Readable;
+  /** Resolves with the exit status once it and everything it started have ended. */
+  wait(): Promise<number>;
+  /** TERM to every process of it, KILL after killGraceMs; resolves with the exit status. Idempotent. */
+  kill(): Promise<number>;
+  /** kill() if it runs, then closes the streams and frees the handle; resolves with the exit status. Idempotent. */
+  close(): Promise<number>;
+  /** `await using p = await sandbox.startProcess(...)`: close() at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** The exec check's rules: patterns of the policy's bash deny and ask rules (the text inside bash(...)), and the simple commands approved for this call. */
@@ -297,6 +431,8 @@ export class CommandOutput {
   readonly neutralized: readonly string[];
   /** What the exec check stopped (exitCode is then 126), or null. */
   readonly execStopped: ExecStop | null;
+  /** For a command run with a networkGrant: what it did with it; else null. */
+  readonly networkGrant: NetworkGrantSummary | null;
   /** The command ran and exited 0 (false for a refusal, a timeout, a cancellation). */
   readonly ok: boolean;
 }
@@ -340,7 +476,20 @@ export class Sandbox {
    */
   exec(command: string, options?: ExecOptions): Promise<CommandOutput>;
   /**
-   * Cancels running commands, stops the long-lived sandbox (its placeholders
+   * The sandbox's effective policy and its digest, what a network grant is approved against.
+   * Rejects with a SandboxUnavailableError when a command would be refused right now.
+   */
+  policy(): Promise<SandboxPolicy>;
+  /**
+   * Starts the program at `path` (absolute, as the sandbox sees it) with `args` in a sandbox of
+   * its own over the workspace (the boundary a command gets), and resolves once it runs. Rejects
+   * with a SandboxArgumentError on the process host or for a relative path, a NativeCoreError
+   * when it cannot be started (the message names the step and the program), a
+   * SandboxUnavailableError when the sandbox refused to start, a SandboxClosedError once closed.
+   */
+  startProcess(path: string, args?: string[], options?: ProcessOptions): Promise<OwnedProcess>;
+  /**
+   * Closes its owned processes, cancels running commands, stops the long-lived sandbox (its placeholders
    * leave the workspace) and resolves once that is done. Final; may be
    * repeated. A worker's or the process's exit does the same. The commands it
    * cancels reject with a SandboxClosedError that is never reported as an
@@ -360,6 +509,8 @@ export class UnavailableSandbox {
   /** Why no boundary can run. */
   readonly reason: string;
   exec(command: string, options?: ExecOptions): Promise<never>;
+  policy(): Promise<never>;
+  startProcess(path: string, args?: string[], options?: ProcessOptions): Promise<never>;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

@@ -13,7 +13,11 @@ const {
   SandboxArgumentError,
   SandboxClosedError,
   SandboxUnavailableError,
+  NetworkGrantError,
 } = require('./lib/errors');
+const { NetworkGrant, canonicalHost } = require('./lib/netgrant/grant');
+const { NetworkMediator, PROXY_PORT } = require('./lib/netgrant/mediator');
+const { OwnedProcess } = require('./lib/process');
 const { doctor } = require('./lib/doctor');
 const { canonicalJson } = require('./lib/canonical-json');
 const { argumentString, canonicalTool, normalizePath } = require('./lib/subject');
@@ -53,6 +57,12 @@ module.exports = {
   SandboxArgumentError,
   SandboxUnavailableError,
   SandboxClosedError,
+  NetworkGrantError,
+  NetworkGrant,
+  NetworkMediator,
+  PROXY_PORT,
+  canonicalHost,
+  OwnedProcess,
   AbortError,
   ArgumentTypeError,
   PermissionPolicy,

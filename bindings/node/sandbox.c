@@ -47,6 +47,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #if defined(_WIN32)
 /* The sandbox is Linux-only (the C core says so for every call); Windows has
@@ -58,7 +61,7 @@ bool register_sandbox(napi_env env, napi_value exports) {
 }
 #else
 
-enum job_kind { JOB_EXEC, JOB_PROBE, JOB_CLOSE, JOB_CHUNK };
+enum job_kind { JOB_EXEC, JOB_PROBE, JOB_CLOSE, JOB_CHUNK, JOB_SPAWN };
 
 struct handle;
 
@@ -77,8 +80,14 @@ struct job {
     char **env;
     size_t envc;
     uint64_t timeout_ms, grace_ms, max_output;
-    char **rules[3]; /* exec: the exec check's deny and ask patterns, approved commands */
+    char **rules[3]; /* exec: the exec check's deny and ask patterns, approved commands;
+                        spawn: rules[0] holds the program's arguments */
     size_t nrules[3];
+    int grant_fd;    /* exec: the caller's end of a network grant's socket, or -1 */
+    char *digest;    /* exec: the policy digest the command must run under, or NULL */
+    a3s_child *child;     /* spawn: the started program, until the loop takes it */
+    struct handle *owner; /* spawn: the handle it counts in (h->procs, a reference) */
+    a3s_child_stdio stdio; /* spawn: its pipes, until the loop takes them */
     napi_deferred deferred;
     napi_ref on_output;  /* exec: the function given each piece of output, or NULL */
     napi_threadsafe_function tsfn; /* the output's pieces, then the result, in order */
@@ -102,6 +111,7 @@ struct handle {
     bool freeing;           /* a3s_sandbox_free runs */
     bool hooked;            /* the environment's cleanup hook is registered */
     struct job *jobs;       /* running execs and probes */
+    unsigned procs;         /* owned processes started in it (they need the sandbox) */
     /* Execs and probes run on the handle's worker threads, which wait for
      * the next one a while before they end: a thread that sleeps in a
      * condition wait is woken at once, where a new thread for each call
@@ -134,7 +144,7 @@ static void handle_unref(struct handle *h) {
 static void release_if_idle(struct handle *h) {
     pthread_mutex_lock(&h->lock);
     a3s_sandbox *sb = NULL;
-    if (h->closed && !h->jobs && h->sb) {
+    if (h->closed && !h->jobs && !h->procs && h->sb) {
         sb = h->sb;
         h->sb = NULL;
         h->freeing = true;
@@ -187,12 +197,24 @@ static void sandbox_finalize(napi_env env, void *data, void *hint) {
     handle_unref(h);
 }
 
+/* An owned process of h is gone: the sandbox may be freed once closed. */
+static void proc_left(struct handle *h) {
+    pthread_mutex_lock(&h->lock);
+    h->procs--;
+    pthread_mutex_unlock(&h->lock);
+    release_if_idle(h);
+    handle_unref(h);
+}
+
 static struct job *job_new(enum job_kind kind) {
     struct job *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
     j->kind = kind;
     j->cancel[0] = j->cancel[1] = -1;
+    j->grant_fd = -1;
+    j->stdio = (a3s_child_stdio){.struct_size = sizeof j->stdio,
+                                 .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
     pthread_mutex_init(&j->gate, NULL);
     j->refs = 1; /* the creator's, handed to the thread */
     return j;
@@ -215,6 +237,15 @@ static void job_free(struct job *j) {
     free(j->command);
     free(j->cwd);
     free(j->stdin_data);
+    free(j->digest);
+    if (j->child) { /* a spawn nobody took (a teardown): stopped */
+        a3s_child_free(j->child);
+        proc_left(j->owner);
+    }
+    int fds[3] = {j->stdio.stdin_fd, j->stdio.stdout_fd, j->stdio.stderr_fd};
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     a3s_process_result_free(j->result);
     free(j);
 }
@@ -374,6 +405,306 @@ static void queue_chunk(void *ctx, int stream, const char *data, size_t len) {
         free(c);
 }
 
+/* ---- owned processes (a3s_sandbox_spawn) ---------------------------------------
+ *
+ * A process started by spawn() is held by a struct proc: the JS object (until
+ * release() or the collector), its waiter thread (until the program ends)
+ * and each stop() in flight hold a reference; the last one frees the C
+ * handle (a3s_child_free must not race with a wait or a stop) and lets the
+ * sandbox go. The waiter thread blocks in a3s_child_wait and reports the
+ * exit through a thread-safe function, which keeps the event loop alive
+ * while the program runs, as a child_process does. */
+
+static const napi_type_tag PROCESS_TAG = {0x6133735f70726f63ull, 0x1112131415161718ull};
+
+static int start_thread(void *(*fn)(void *), void *arg);
+
+struct proc {
+    pthread_mutex_t lock;
+    unsigned refs;
+    a3s_child *c;
+    struct handle *owner;
+    napi_threadsafe_function tsfn; /* onExit(code | Error) */
+    bool tsfn_gone;
+    bool released;  /* the JS object let go (release()) */
+    bool hooked;    /* the environment's cleanup hook is registered */
+    napi_env env;
+};
+
+struct proc_exit {
+    int rc;
+    int32_t code;
+    a3s_error err;
+};
+
+static void proc_unref(struct proc *p) {
+    pthread_mutex_lock(&p->lock);
+    bool last = --p->refs == 0;
+    pthread_mutex_unlock(&p->lock);
+    if (!last)
+        return;
+    a3s_child_free(p->c); /* it has ended (or the environment is going: stopped) */
+    proc_left(p->owner);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+static void *proc_waiter(void *arg) {
+    struct proc *p = arg;
+    struct proc_exit *e = calloc(1, sizeof *e);
+    a3s_child_status st = {.struct_size = sizeof st};
+    a3s_error err = {0};
+    int rc;
+    do
+        rc = a3s_child_wait(p->c, 3600 * 1000, &st, &err);
+    while (rc == A3S_OK && !(st.flags & A3S_CHILD_EXITED));
+    pthread_mutex_lock(&p->lock);
+    if (!p->tsfn_gone) {
+        if (e) {
+            e->rc = rc;
+            e->code = st.exit_code;
+            e->err = err;
+        }
+        if (!e || napi_call_threadsafe_function(p->tsfn, e, napi_tsfn_blocking) != napi_ok)
+            free(e);
+        napi_release_threadsafe_function(p->tsfn, napi_tsfn_release);
+    } else {
+        free(e);
+    }
+    pthread_mutex_unlock(&p->lock);
+    proc_unref(p); /* the waiter's */
+    return NULL;
+}
+
+/* On the loop: onExit(exitCode) or onExit(Error). */
+static void proc_exited(napi_env env, napi_value js_cb, void *context, void *data) {
+    (void)context;
+    struct proc_exit *e = data;
+    if (env && js_cb) {
+        napi_value arg = NULL, global, ignored;
+        if (e->rc == A3S_OK)
+            napi_create_int32(env, e->code, &arg);
+        else
+            arg = make_core_error(env, &e->err);
+        if (arg && napi_get_global(env, &global) == napi_ok &&
+            napi_call_function(env, global, js_cb, 1, &arg, &ignored) != napi_ok) {
+            bool pending = false;
+            napi_is_exception_pending(env, &pending);
+            if (pending) /* lib/process.js's handler does not throw; keep the loop going */
+                napi_get_and_clear_last_exception(env, &ignored);
+        }
+    }
+    free(e);
+}
+
+static void proc_tsfn_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    struct proc *p = data;
+    pthread_mutex_lock(&p->lock);
+    p->tsfn_gone = true;
+    pthread_mutex_unlock(&p->lock);
+    proc_unref(p);
+}
+
+/* Stops the program on a thread of its own (a teardown or the collector). */
+static void *proc_stopper(void *arg) {
+    struct proc *p = arg;
+    a3s_child_stop(p->c, NULL, NULL);
+    proc_unref(p);
+    return NULL;
+}
+
+static void proc_stop_detached(struct proc *p) {
+    pthread_mutex_lock(&p->lock);
+    p->refs++;
+    pthread_mutex_unlock(&p->lock);
+    if (start_thread(proc_stopper, p) != 0) {
+        a3s_child_stop(p->c, NULL, NULL);
+        proc_unref(p);
+    }
+}
+
+static void proc_cleanup_hook(void *arg) {
+    struct proc *p = arg;
+    p->hooked = false;
+    proc_stop_detached(p); /* at the process's exit the init's lifeline ends it anyway */
+}
+
+static void proc_finalize(napi_env env, void *data, void *hint) {
+    (void)hint;
+    struct proc *p = data;
+    if (p->hooked) {
+        napi_remove_env_cleanup_hook(env, proc_cleanup_hook, p);
+        p->hooked = false;
+    }
+    if (!p->released) {
+        p->released = true;
+        proc_stop_detached(p); /* collected while it runs: it dies with its handle */
+        proc_unref(p);
+    }
+}
+
+struct proc_stop_work {
+    struct proc *p;
+    napi_async_work work;
+    napi_deferred deferred;
+    int rc;
+    a3s_child_status st;
+    a3s_error err;
+};
+
+static void proc_stop_execute(napi_env env, void *data) {
+    (void)env;
+    struct proc_stop_work *w = data;
+    w->st.struct_size = sizeof w->st;
+    w->rc = a3s_child_stop(w->p->c, &w->st, &w->err);
+}
+
+static void proc_stop_complete(napi_env env, napi_status status, void *data) {
+    struct proc_stop_work *w = data;
+    napi_value v = NULL;
+    if (status == napi_ok && w->rc == A3S_OK && napi_create_int32(env, w->st.exit_code, &v) == napi_ok)
+        napi_resolve_deferred(env, w->deferred, v);
+    else {
+        if (w->rc == A3S_OK) {
+            w->err = (a3s_error){.code = A3S_E_SYSTEM};
+            snprintf(w->err.message, sizeof w->err.message, "stopping the process was cancelled");
+        }
+        v = make_core_error(env, &w->err);
+        if (!v)
+            napi_get_undefined(env, &v);
+        napi_reject_deferred(env, w->deferred, v);
+    }
+    napi_delete_async_work(env, w->work);
+    proc_unref(w->p);
+    free(w);
+}
+
+static struct proc *proc_of(napi_env env, napi_value this_arg) {
+    return unwrap(env, this_arg, &PROCESS_TAG, "NativeProcess"); /* released: unwrapped */
+}
+
+/* stop() -> Promise<exit code>: TERM to every process of it, KILL after the grace. */
+static napi_value process_stop(napi_env env, napi_callback_info info) {
+    napi_value this_arg, promise, name;
+    if (!get_args(env, info, 0, NULL, &this_arg))
+        return NULL;
+    struct proc *p = proc_of(env, this_arg);
+    if (!p)
+        return NULL;
+    struct proc_stop_work *w = calloc(1, sizeof *w);
+    if (!w)
+        return throw_nomem(env);
+    w->p = p;
+    if (napi_create_promise(env, &w->deferred, &promise) != napi_ok ||
+        napi_create_string_utf8(env, "codeward.process.stop", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+        napi_create_async_work(env, NULL, name, proc_stop_execute, proc_stop_complete, w,
+                               &w->work) != napi_ok) {
+        free(w);
+        throw_napi_failure(env, "stopping a process");
+        return NULL;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->refs++;
+    pthread_mutex_unlock(&p->lock);
+    if (napi_queue_async_work(env, w->work) != napi_ok) {
+        napi_delete_async_work(env, w->work);
+        proc_unref(p);
+        free(w);
+        throw_napi_failure(env, "stopping a process");
+        return NULL;
+    }
+    return promise;
+}
+
+/* release(): the JS side is done with it (it has ended); the handle goes once the
+ * waiter is done too. The object is unwrapped: a later call on it is a TypeError. */
+static napi_value process_release(napi_env env, napi_callback_info info) {
+    napi_value this_arg;
+    if (!get_args(env, info, 0, NULL, &this_arg))
+        return NULL;
+    struct proc *p = unwrap(env, this_arg, &PROCESS_TAG, "NativeProcess");
+    if (!p)
+        return NULL;
+    if (!p->released) {
+        /* the object lets go of p now: its finalizer must not run on a freed p later */
+        void *ignored;
+        if (napi_remove_wrap(env, this_arg, &ignored) != napi_ok) {
+            throw_napi_failure(env, "releasing a process");
+            return NULL;
+        }
+        p->released = true;
+        if (p->hooked) {
+            napi_remove_env_cleanup_hook(env, proc_cleanup_hook, p);
+            p->hooked = false;
+        }
+        proc_stop_detached(p); /* a no-op for an ended program: it only reaps */
+        proc_unref(p);
+    }
+    return NULL;
+}
+
+/* The spawn job's result: {pid, stdin, stdout, stderr (fds), process (stop(), release())};
+ * the job's onExit (rules' slot: on_output) gets the exit code. */
+static napi_value make_process(napi_env env, struct job *j) {
+    struct proc *p = calloc(1, sizeof *p);
+    if (!p)
+        return throw_nomem(env);
+    pthread_mutex_init(&p->lock, NULL);
+    p->env = env;
+    napi_value obj, fn, name;
+    a3s_child_status st = {.struct_size = sizeof st};
+    a3s_child_info(j->child, &st, NULL);
+    static const napi_property_descriptor methods[] = {
+        {"stop", NULL, process_stop, NULL, NULL, NULL, napi_default_method, NULL},
+        {"release", NULL, process_release, NULL, NULL, NULL, napi_default_method, NULL},
+    };
+    if (napi_create_object(env, &obj) != napi_ok ||
+        napi_define_properties(env, obj, 2, methods) != napi_ok ||
+        napi_get_reference_value(env, j->on_output, &fn) != napi_ok ||
+        napi_create_string_utf8(env, "codeward.process", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+        napi_create_threadsafe_function(env, fn, NULL, name, 0, 1, p, proc_tsfn_finalize, NULL,
+                                        proc_exited, &p->tsfn) != napi_ok) {
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        throw_napi_failure(env, "wrapping a process");
+        return NULL;
+    }
+    /* from here on p owns the child: the tsfn's reference frees it at worst */
+    p->c = j->child;
+    p->owner = j->owner;
+    j->child = NULL;
+    j->owner = NULL;
+    p->refs = 2; /* the tsfn's, the waiter's */
+    pthread_mutex_lock(&p->lock);
+    p->refs++; /* the JS object's */
+    pthread_mutex_unlock(&p->lock);
+    if (napi_type_tag_object(env, obj, &PROCESS_TAG) != napi_ok ||
+        napi_wrap(env, obj, p, proc_finalize, NULL, NULL) != napi_ok) {
+        p->released = true;
+        proc_unref(p); /* the JS object's */
+    }
+    if (start_thread(proc_waiter, p) != 0) {
+        /* no waiter: stop it now (nothing will report its end) */
+        a3s_child_stop(p->c, NULL, NULL);
+        napi_release_threadsafe_function(p->tsfn, napi_tsfn_abort);
+        proc_unref(p); /* the waiter's that never was */
+        throw_napi_failure(env, "starting a process's waiter thread");
+        return NULL;
+    }
+    if (!p->released && napi_add_env_cleanup_hook(env, proc_cleanup_hook, p) == napi_ok)
+        p->hooked = true;
+    bool ok = set_number(env, obj, "pid", st.pid) &&
+              set_number(env, obj, "stdin", j->stdio.stdin_fd) &&
+              set_number(env, obj, "stdout", j->stdio.stdout_fd) &&
+              set_number(env, obj, "stderr", j->stdio.stderr_fd);
+    if (!ok)
+        return NULL; /* the fds are still the job's: closed with it */
+    j->stdio.stdin_fd = j->stdio.stdout_fd = j->stdio.stderr_fd = -1; /* the caller's now */
+    return obj;
+}
+
 static void job_done(napi_env env, napi_value js_cb, void *context, void *data) {
     (void)js_cb;
     (void)context;
@@ -389,6 +720,8 @@ static void job_done(napi_env env, napi_value js_cb, void *context, void *data) 
             value = make_core_error(env, &j->err);
         else if (j->kind == JOB_EXEC)
             value = make_result(env, j);
+        else if (j->kind == JOB_SPAWN)
+            value = make_process(env, j);
         else
             napi_get_undefined(env, &value);
         if (!value) { /* building it failed: reject with what is pending, or a plain error */
@@ -431,7 +764,9 @@ static void run_job(struct job *j) {
     if (j->kind == JOB_EXEC) {
         a3s_exec_options o = {
             .struct_size = sizeof o,
-            .flags = A3S_EXEC_CANCEL_FD,
+            .flags = A3S_EXEC_CANCEL_FD | (j->grant_fd >= 0 ? A3S_EXEC_NETWORK_GRANT : 0),
+            .grant_fd = j->grant_fd,
+            .policy_digest = j->digest,
             .command = j->command,
             .command_len = j->command_len,
             .env = (const char *const *)j->env,
@@ -455,6 +790,25 @@ static void run_job(struct job *j) {
         j->rc = a3s_sandbox_exec(h->sb, &o, &j->result, &j->err);
     } else if (j->kind == JOB_PROBE) {
         j->rc = a3s_sandbox_probe(h->sb, j->timeout_ms, &j->err);
+    } else if (j->kind == JOB_SPAWN) {
+        a3s_child_options o = {
+            .struct_size = sizeof o,
+            .path = j->command,
+            .args = (const char *const *)j->rules[0],
+            .nargs = j->nrules[0],
+            .env = (const char *const *)j->env,
+            .envc = j->envc,
+            .cwd = j->cwd,
+            .kill_grace_ms = j->grace_ms,
+        };
+        j->rc = a3s_sandbox_spawn(h->sb, &o, &j->child, &j->stdio, &j->err);
+        if (j->rc == A3S_OK) { /* counted before the job ends: the sandbox stays */
+            pthread_mutex_lock(&h->lock);
+            h->procs++;
+            h->refs++;
+            pthread_mutex_unlock(&h->lock);
+            j->owner = h;
+        }
     }
     if (j->kind == JOB_CLOSE) {
         /* wait for the cancelled commands, then free the sandbox (or wait
@@ -844,10 +1198,12 @@ static bool get_stdin(napi_env env, napi_value v, struct job *j) {
 }
 
 /* exec(id, command, env[], timeoutMs, graceMs, maxOutputBytes, onOutput, cwd, [deny[], ask[],
- * approved[]] (the exec check's lists, a3s_exec_options), stdin) -> Promise<raw result> */
+ * approved[]] (the exec check's lists, a3s_exec_options), stdin, grantFd, policyDigest)
+ * -> Promise<raw result>; grantFd (a network grant's socket, grantPair) is the caller's and
+ * stays open */
 static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
-    napi_value argv[10], this_arg;
-    if (!get_args(env, info, 10, argv, &this_arg))
+    napi_value argv[12], this_arg;
+    if (!get_args(env, info, 12, argv, &this_arg))
         return NULL;
     struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
     if (!h)
@@ -910,6 +1266,13 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
         }
     }
     ok = ok && get_stdin(env, argv[9], j);
+    napi_valuetype grant_type = napi_undefined;
+    if (ok && napi_typeof(env, argv[10], &grant_type) == napi_ok && grant_type == napi_number &&
+        (napi_get_value_int32(env, argv[10], &j->grant_fd) != napi_ok || j->grant_fd < 0)) {
+        throw_type_error(env, "grantFd must be a descriptor number");
+        ok = false;
+    }
+    ok = ok && get_optional_path(env, argv[11], "policyDigest", &j->digest);
     napi_valuetype sink_type = napi_undefined;
     if (ok && napi_typeof(env, argv[6], &sink_type) == napi_ok && sink_type == napi_function &&
         napi_create_reference(env, argv[6], 1, &j->on_output) != napi_ok)
@@ -921,6 +1284,246 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
         return NULL;
     }
     return start_job(env, h, j);
+}
+
+/* spawn(path, args[], env[], cwd|undefined, graceMs, onExit) -> Promise<{pid, stdin, stdout,
+ * stderr, stop(), release()}>: a long-lived program in a sandbox of its own (a3s_sandbox_spawn),
+ * owned whole; onExit(code | Error) is called once it has ended. */
+static napi_value sandbox_spawn(napi_env env, napi_callback_info info) {
+    napi_value argv[6], this_arg;
+    if (!get_args(env, info, 6, argv, &this_arg))
+        return NULL;
+    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
+    if (!h)
+        return NULL;
+    struct job *j = job_new(JOB_SPAWN);
+    if (!j)
+        return throw_nomem(env);
+    napi_valuetype fn_type = napi_undefined;
+    bool ok = get_optional_path(env, argv[0], "path", &j->command) && j->command &&
+              get_string_array(env, argv[1], "args", &j->rules[0], &j->nrules[0]) &&
+              get_string_array(env, argv[2], "env", &j->env, &j->envc) &&
+              get_optional_path(env, argv[3], "cwd", &j->cwd) &&
+              get_u64_number(env, argv[4], "killGraceMs", &j->grace_ms) &&
+              napi_typeof(env, argv[5], &fn_type) == napi_ok;
+    if (ok && fn_type != napi_function) {
+        throw_type_error(env, "onExit must be a function");
+        ok = false;
+    }
+    if (ok && napi_create_reference(env, argv[5], 1, &j->on_output) != napi_ok)
+        ok = false;
+    if (!ok) {
+        bool pending = false;
+        napi_is_exception_pending(env, &pending);
+        if (!pending)
+            throw_type_error(env, "path must be a string");
+        if (j->on_output)
+            napi_delete_reference(env, j->on_output);
+        job_free(j);
+        return NULL;
+    }
+    return start_job(env, h, j);
+}
+
+/* policy() -> {text, digest}: the sandbox's effective policy (a3s_sandbox_policy), what a
+ * network grant is approved against. */
+static napi_value sandbox_policy(napi_env env, napi_callback_info info) {
+    napi_value this_arg, obj, text, digest;
+    if (!get_args(env, info, 0, NULL, &this_arg))
+        return NULL;
+    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
+    if (!h)
+        return NULL;
+    a3s_policy *policy = NULL;
+    a3s_error err = {0};
+    int rc = A3S_E_INVALID;
+    pthread_mutex_lock(&h->lock); /* the sandbox is not freed meanwhile */
+    if (h->sb)
+        rc = a3s_sandbox_policy(h->sb, &policy, &err);
+    else {
+        err.code = A3S_E_INVALID;
+        snprintf(err.message, sizeof err.message, "codeward: the sandbox is closed");
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (rc != A3S_OK)
+        return throw_core(env, &err);
+    size_t len = 0;
+    const char *t = a3s_policy_text(policy, &len);
+    bool ok = napi_create_object(env, &obj) == napi_ok &&
+              napi_create_string_utf8(env, t, len, &text) == napi_ok &&
+              napi_create_string_utf8(env, a3s_policy_digest(policy), NAPI_AUTO_LENGTH,
+                                      &digest) == napi_ok &&
+              set_named(env, obj, "text", text) && set_named(env, obj, "digest", digest);
+    a3s_policy_free(policy);
+    if (!ok) {
+        throw_napi_failure(env, "building the policy");
+        return NULL;
+    }
+    return obj;
+}
+
+/* ---- network grants (docs/security.md, "Network grants") ---------------------------
+ *
+ * Node's sockets cannot carry a descriptor (SCM_RIGHTS) nor speak SOCK_SEQPACKET, so the
+ * grant socket's handshake is done here: grantPair() makes the pair, grantAccept(fd) waits
+ * (on libuv's pool) for the proxy socket the init sends, checks it is exactly the TCP
+ * socket bound to 127.0.0.1:A3S_GRANT_PROXY_PORT, listens on it, answers 'L' and resolves
+ * with its fd, which lib/netgrant/mediator.js serves with node:net. grantShutdown(fd)
+ * ends a wait (and tells the init the grant is refused, if it has not started). */
+
+/* grantPair() -> [mediator's end, exec's end] */
+static napi_value grant_pair(napi_env env, napi_callback_info info) {
+    (void)info;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        a3s_error err = {.code = A3S_E_SYSTEM, .sys_errno = errno};
+        snprintf(err.message, sizeof err.message, "socketpair for a network grant: %s",
+                 strerror(errno));
+        return throw_core(env, &err);
+    }
+    napi_value arr, a, b;
+    if (napi_create_array_with_length(env, 2, &arr) != napi_ok ||
+        napi_create_int32(env, sv[0], &a) != napi_ok ||
+        napi_create_int32(env, sv[1], &b) != napi_ok || napi_set_element(env, arr, 0, a) != napi_ok ||
+        napi_set_element(env, arr, 1, b) != napi_ok) {
+        close(sv[0]);
+        close(sv[1]);
+        throw_napi_failure(env, "grantPair");
+        return NULL;
+    }
+    return arr;
+}
+
+struct grant_work {
+    int fd;       /* the mediator's end of the grant socket */
+    int listener; /* out: the proxy socket, listening; -1 if refused */
+    char why[160];
+    napi_async_work work;
+    napi_deferred deferred;
+};
+
+/* The proxy socket of one grant message, checked; -1 (why says it) otherwise. */
+static int grant_receive(struct grant_work *w) {
+    unsigned char msg[64];
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+    } control;
+    struct iovec iov = {.iov_base = msg, .iov_len = sizeof msg};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf};
+    struct pollfd pfd = {.fd = w->fd, .events = POLLIN};
+    while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+        ;
+    ssize_t n;
+    do
+        n = recvmsg(w->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    int fds[4], nfds = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k && nfds < 4; i++)
+            memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+    }
+    if (n <= 0) {
+        snprintf(w->why, sizeof w->why, "the grant socket closed before the sandbox's message");
+        goto refuse;
+    }
+    /* "A3SM", u16 type 18, u16 version 1, u32 length 14, u16 port, little-endian */
+    static const unsigned char want[A3S_GRANT_MESSAGE_SIZE] = {
+        'A', '3', 'S', 'M', 18, 0, 1, 0, 14, 0, 0, 0,
+        A3S_GRANT_PROXY_PORT & 0xff, A3S_GRANT_PROXY_PORT >> 8};
+    if (n != A3S_GRANT_MESSAGE_SIZE || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfds != 1 ||
+        memcmp(msg, want, sizeof want) != 0) {
+        snprintf(w->why, sizeof w->why, "a malformed grant message was refused");
+        goto refuse;
+    }
+    int domain = 0, type = 0;
+    socklen_t ol = sizeof domain;
+    struct sockaddr_in sin;
+    socklen_t sl = sizeof sin;
+    if (getsockopt(fds[0], SOL_SOCKET, SO_DOMAIN, &domain, &ol) < 0 || domain != AF_INET ||
+        (ol = sizeof type, getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &ol) < 0) ||
+        type != SOCK_STREAM || getsockname(fds[0], (struct sockaddr *)&sin, &sl) < 0 ||
+        sl != sizeof sin || sin.sin_family != AF_INET ||
+        sin.sin_addr.s_addr != htonl(INADDR_LOOPBACK) ||
+        ntohs(sin.sin_port) != A3S_GRANT_PROXY_PORT) {
+        snprintf(w->why, sizeof w->why, "the sandbox's proxy socket was not as expected");
+        goto refuse;
+    }
+    if (listen(fds[0], 256) < 0 || send(w->fd, "L", 1, MSG_NOSIGNAL) != 1) {
+        snprintf(w->why, sizeof w->why, "listening on the proxy socket failed: %s",
+                 strerror(errno));
+        goto refuse;
+    }
+    return fds[0];
+refuse:
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
+    shutdown(w->fd, SHUT_RDWR); /* the init sees the refusal */
+    return -1;
+}
+
+static void grant_execute(napi_env env, void *data) {
+    (void)env;
+    struct grant_work *w = data;
+    w->listener = grant_receive(w);
+}
+
+static void grant_complete(napi_env env, napi_status status, void *data) {
+    struct grant_work *w = data;
+    napi_value v = NULL, msg;
+    if (status == napi_ok && w->listener >= 0 && napi_create_int32(env, w->listener, &v) == napi_ok)
+        napi_resolve_deferred(env, w->deferred, v);
+    else {
+        if (w->listener >= 0)
+            close(w->listener);
+        napi_create_string_utf8(env, w->why[0] ? w->why : "the grant handshake failed",
+                                NAPI_AUTO_LENGTH, &msg);
+        napi_create_error(env, NULL, msg, &v);
+        napi_reject_deferred(env, w->deferred, v);
+    }
+    napi_delete_async_work(env, w->work);
+    free(w);
+}
+
+/* grantAccept(fd) -> Promise<listening proxy socket fd> (rejects: refused, or ended) */
+static napi_value grant_accept(napi_env env, napi_callback_info info) {
+    napi_value argv[1], promise, name;
+    int32_t fd;
+    if (!get_args(env, info, 1, argv, NULL))
+        return NULL;
+    if (napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0)
+        return throw_type_error(env, "fd must be a descriptor number");
+    struct grant_work *w = calloc(1, sizeof *w);
+    if (!w)
+        return throw_nomem(env);
+    w->fd = fd;
+    w->listener = -1;
+    if (napi_create_promise(env, &w->deferred, &promise) != napi_ok ||
+        napi_create_string_utf8(env, "codeward.grant", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+        napi_create_async_work(env, NULL, name, grant_execute, grant_complete, w, &w->work) !=
+            napi_ok ||
+        napi_queue_async_work(env, w->work) != napi_ok) {
+        free(w);
+        throw_napi_failure(env, "grantAccept");
+        return NULL;
+    }
+    return promise;
+}
+
+/* grantShutdown(fd): shuts the grant socket down both ways (a waiting grantAccept ends) */
+static napi_value grant_shutdown(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    int32_t fd;
+    if (!get_args(env, info, 1, argv, NULL))
+        return NULL;
+    if (napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0)
+        return throw_type_error(env, "fd must be a descriptor number");
+    shutdown(fd, SHUT_RDWR);
+    return NULL;
 }
 
 /* cancel(id) -> whether a running command had that id (it is being stopped) */
@@ -1060,8 +1663,11 @@ bool register_sandbox(napi_env env, napi_value exports) {
         METHOD("exec", sandbox_exec),   METHOD("cancel", sandbox_cancel),
         METHOD("probe", sandbox_probe), METHOD("close", sandbox_close),
         METHOD("info", sandbox_info),   METHOD("workspace", sandbox_workspace),
+        METHOD("spawn", sandbox_spawn), METHOD("policy", sandbox_policy),
     };
-    static const napi_property_descriptor functions[] = {METHOD("features", features)};
+    static const napi_property_descriptor functions[] = {
+        METHOD("features", features), METHOD("grantPair", grant_pair),
+        METHOD("grantAccept", grant_accept), METHOD("grantShutdown", grant_shutdown)};
     static const struct {
         const char *name;
         double value;
@@ -1072,7 +1678,8 @@ bool register_sandbox(napi_env env, napi_value exports) {
     };
     if (!define_class(env, exports, "NativeSandbox", sandbox_construct, methods,
                       sizeof methods / sizeof methods[0]) ||
-        napi_define_properties(env, exports, 1, functions) != napi_ok)
+        napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions) !=
+            napi_ok)
         return false;
     for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++)
         if (!set_number(env, exports, constants[i].name, constants[i].value))

@@ -21,6 +21,7 @@
 //   SandboxArgumentError     ERR_CODEWARD_SANDBOX_ARGUMENT
 //   SandboxUnavailableError  ERR_CODEWARD_SANDBOX_UNAVAILABLE
 //   SandboxClosedError       ERR_SANDBOX_CLOSED
+//   NetworkGrantError        ERR_CODEWARD_NETWORK_GRANT
 //   AbortError               ABORT_ERR                         (Node's own code)
 
 /** The type of an argument or option is wrong (an unknown key, a number where a string belongs). */
@@ -89,6 +90,21 @@ class SandboxClosedError extends Error {
 }
 
 /**
+ * A network grant is malformed (a host that is not exact, a port out of
+ * range, no policy digest), this sandbox cannot enforce it (the process
+ * host), or its mediator is closed. A connection the mediator refuses is not
+ * an error of the host's: the command's tool gets the refusal (an HTTP status
+ * or a SOCKS reply), and the output's networkGrant counts it.
+ */
+class NetworkGrantError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'NetworkGrantError';
+    this.code = 'ERR_CODEWARD_NETWORK_GRANT';
+  }
+}
+
+/**
  * A command stopped by its AbortSignal, once its whole process tree is gone:
  * `output` is what it did (null if it never started), `cause` the signal's
  * reason, as Node's own AbortError carries it.
@@ -149,6 +165,7 @@ module.exports = {
   ArgumentTypeError,
   AbortError,
   SandboxClosedError,
+  NetworkGrantError,
   PolicyError,
   NativeCoreError,
   SandboxArgumentError,

@@ -18,7 +18,10 @@ class CommandOutput {
    * for the process host. neutralized lists what the sandbox found hostile
    * in the workspace and did not follow or mount for this run. execStopped
    * says what the exec check stopped ({decision: 'deny' | 'ask', rule,
-   * command}; exitCode is then 126), or null.
+   * command}; exitCode is then 126), or null. networkGrant, for a command
+   * run with one: {host, port, policyDigest, listening, connections,
+   * refused, refusals}: what it did with its grant (listening: the sandbox
+   * handed its proxy socket over; refusals: why, the first few).
    */
   constructor(fields) {
     this.stdout = fields.stdout;
@@ -36,6 +39,9 @@ class CommandOutput {
     this.outlived = fields.outlived ?? false;
     this.neutralized = Object.freeze([...(fields.neutralized ?? [])]);
     this.execStopped = fields.execStopped ? Object.freeze({ ...fields.execStopped }) : null;
+    this.networkGrant = fields.networkGrant
+      ? Object.freeze({ ...fields.networkGrant, refusals: Object.freeze([...fields.networkGrant.refusals]) })
+      : null;
     Object.freeze(this);
   }
 
@@ -46,7 +52,7 @@ class CommandOutput {
 }
 
 /** The addon's raw result as a CommandOutput of `backend`. */
-function fromRaw(raw, backend, sandboxed) {
+function fromRaw(raw, backend, sandboxed, networkGrant = null) {
   return new CommandOutput({
     stdout: raw.stdout.toString('utf8'),
     stderr: raw.stderr.toString('utf8'),
@@ -64,6 +70,7 @@ function fromRaw(raw, backend, sandboxed) {
     // one line each (their control bytes are '?' already)
     neutralized: raw.neutralized ? raw.neutralized.replace(/\n$/, '').split('\n') : [],
     execStopped: raw.execStopped ?? null,
+    networkGrant,
   });
 }
 

@@ -17,6 +17,7 @@ const {
   SandboxArgumentError,
   SandboxClosedError,
   SandboxUnavailableError,
+  NetworkGrantError,
   fromNativeSandbox,
   typeName,
 } = require('./errors');
@@ -24,6 +25,9 @@ const { isPlainObject } = require('./canonical-json');
 const { fromRaw } = require('./output');
 const { initPath } = require('./init');
 const { findBwrap, bwrapVersion, tooOld } = require('./locate');
+const { NetworkGrant } = require('./netgrant/grant');
+const { defaultMediator } = require('./netgrant/mediator');
+const { startOwned } = require('./process');
 
 const ENV_OPT_IN = 'A3S_CODE_ALLOW_PROCESS_HOST_SANDBOX';
 /** A bound of `limits` that leaves its resource unbounded (the C ABI's A3S_NO_LIMIT). */
@@ -62,7 +66,9 @@ const EXEC_KEYS = [
   'cwd',
   'execRules',
   'stdin',
+  'networkGrant',
 ];
+const PROCESS_KEYS = ['env', 'cwd', 'killGraceMs'];
 const EXEC_RULE_KEYS = ['deny', 'ask', 'approved'];
 
 // Python's str.isspace, which str.strip() removes (not JS's trim: \x1c-\x1f
@@ -205,6 +211,7 @@ function parseExec(command, options) {
     throw new SandboxArgumentError(`cwd must be a non-empty path without NUL, not ${JSON.stringify(cwd)}`);
   }
   const stdin = stdinBytes(own(options, 'stdin', null));
+  const grant = networkGrant(own(options, 'networkGrant', null));
   const onOutput = own(options, 'onOutput', null);
   if (onOutput !== null && typeof onOutput !== 'function') {
     throw new ArgumentTypeError(`onOutput must be a function, not ${typeName(onOutput)}`);
@@ -223,7 +230,18 @@ function parseExec(command, options) {
     cwd,
     execRules: execRules(own(options, 'execRules', null)),
     stdin,
+    grant,
   };
+}
+
+// exec's networkGrant: a NetworkGrant, or {host, port, policyDigest, mediator} to make one of.
+function networkGrant(value) {
+  if (value === null || value instanceof NetworkGrant) return value;
+  if (!isPlainObject(value)) {
+    throw new ArgumentTypeError(`networkGrant must be a NetworkGrant or an object, not ${typeName(value)}`);
+  }
+  checkKeys(value, ['host', 'port', 'policyDigest', 'mediator'], 'networkGrant key');
+  return new NetworkGrant(value);
 }
 
 // The bytes of exec's stdin option: a string as UTF-8, a Buffer or any Uint8Array as it is.
@@ -271,6 +289,7 @@ class Sandbox {
   #sandboxed;
   #workspace;
   #pending = new Set(); // the promises exec returned that have not settled
+  #processes = new Set(); // the owned processes started in it, not closed yet
 
   /** @private Use selectSandbox. */
   constructor(handle, backend, sandboxed) {
@@ -315,6 +334,12 @@ class Sandbox {
   async #exec(command, options) {
     const o = parseExec(command, options);
     if (o.signal && o.signal.aborted) throw new AbortError(o.signal, null);
+    if (o.grant !== null && !this.#sandboxed) {
+      throw new NetworkGrantError(
+        'a network grant needs the enforcing sandbox: the process host shares the host network',
+      );
+    }
+    const admission = o.grant === null ? null : (o.grant.mediator ?? defaultMediator()).admit(o.grant);
     const id = nextId++;
     const onAbort = () => this.#native.cancel(id);
     if (o.signal) o.signal.addEventListener('abort', onAbort, { once: true });
@@ -344,15 +369,19 @@ class Sandbox {
         o.cwd === null ? undefined : o.cwd,
         o.execRules ?? undefined,
         o.stdin === null ? undefined : o.stdin,
+        admission === null ? undefined : admission.fd,
+        o.grant === null ? undefined : o.grant.policyDigest,
       );
     } catch (err) {
       if (err && err.code === 'ERR_SANDBOX_CLOSED') throw new SandboxClosedError(null);
       throw fromNativeSandbox(err, this.#workspace);
     } finally {
       if (o.signal) o.signal.removeEventListener('abort', onAbort);
+      // the command has ended: its proxy is shut down, and nothing of the grant is left
+      if (admission !== null) await admission.close();
     }
     if (sinkError !== null) throw sinkError.err;
-    const output = fromRaw(raw, this.#backend, this.#sandboxed);
+    const output = fromRaw(raw, this.#backend, this.#sandboxed, admission && admission.summary());
     if (output.cancelled && raw.closed) throw new SandboxClosedError(output);
     if (output.cancelled && o.signal && o.signal.aborted) throw new AbortError(o.signal, output);
     return output;
@@ -364,6 +393,8 @@ class Sandbox {
    * that is done. Final: a later exec rejects. Safe to call more than once.
    */
   async close() {
+    // The owned processes go first: they need the sandbox's run directory.
+    await Promise.allSettled([...this.#processes].map((p) => p.close()));
     // The commands close() cancels reject with a SandboxClosedError; the
     // caller asked for that, so it is not an unhandled rejection when the
     // caller awaits close() before (or instead of) their promises. A
@@ -375,6 +406,66 @@ class Sandbox {
   /** `await using sb = await selectSandbox(...)` closes the sandbox at the end of the scope. */
   [asyncDispose]() {
     return this.close();
+  }
+
+  /**
+   * The sandbox's effective policy, {text, digest}: what a network grant is
+   * approved against (the digest goes into the grant; a command runs under a
+   * grant only while the policy still has it). Rejects with a
+   * SandboxUnavailableError when a command would be refused right now.
+   */
+  async policy() {
+    try {
+      return this.#native.policy();
+    } catch (err) {
+      if (err && err.status === 'invalid') throw new SandboxClosedError(null);
+      throw fromNativeSandbox(err, this.#workspace);
+    }
+  }
+
+  /**
+   * Starts the program at `path` (absolute, as the sandbox sees it) with
+   * `args`, in a sandbox of its own over the workspace with the boundary a
+   * command gets, and resolves once it runs with an OwnedProcess (stdin,
+   * stdout, stderr streams, pid, wait(), kill(), close()). It is owned whole:
+   * everything it starts ends when it is closed, when the sandbox is closed,
+   * or when this process dies. Options: env (variables added as given: the
+   * host's configuration of the program), cwd (absolute or relative to the
+   * workspace), killGraceMs (TERM to KILL when it is stopped).
+   */
+  async startProcess(path_, args = [], options = {}) {
+    if (typeof path_ !== 'string' || !path.isAbsolute(path_) || path_.includes('\0')) {
+      throw new SandboxArgumentError(`the program must be an absolute path without NUL, not ${JSON.stringify(path_)}`);
+    }
+    if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) {
+      throw new ArgumentTypeError('args must be an array of strings');
+    }
+    if (args.some((a) => a.includes('\0'))) throw new SandboxArgumentError('an argument contains a NUL byte');
+    checkKeys(options, PROCESS_KEYS, 'startProcess option');
+    if (!this.#sandboxed) {
+      throw new SandboxArgumentError(
+        `startProcess needs the native sandbox (backend bwrap), not ${this.#backend}`,
+      );
+    }
+    const env = envEntries(own(options, 'env', null));
+    let cwd = own(options, 'cwd', null);
+    if (cwd !== null) {
+      if (typeof cwd !== 'string') throw new ArgumentTypeError(`cwd must be a string, not ${typeName(cwd)}`);
+      if (cwd === '' || cwd.includes('\0')) throw new SandboxArgumentError('cwd must be a non-empty path without NUL');
+      cwd = path.resolve(this.#workspace, cwd); // the workspace has the same path inside
+    }
+    const grace = positive('killGraceMs', own(options, 'killGraceMs', DEFAULT_GRACE_MS), MAX_GRACE_MS);
+    const owned = await startOwned(
+      this.#native,
+      { path: path_, args: [...args], env, cwd: cwd ?? undefined, killGraceMs: grace },
+      (err) =>
+        err && err.code === 'ERR_SANDBOX_CLOSED'
+          ? new SandboxClosedError(null)
+          : fromNativeSandbox(err, this.#workspace),
+      (closed) => this.#processes.delete(closed),
+    );
+    this.#processes.add(owned);
+    return owned;
   }
 
   [kInfo]() {
@@ -407,6 +498,14 @@ class UnavailableSandbox {
   }
 
   async exec() {
+    throw unavailableError(this.workspace, this.reason);
+  }
+
+  async policy() {
+    throw unavailableError(this.workspace, this.reason);
+  }
+
+  async startProcess() {
     throw unavailableError(this.workspace, this.reason);
   }
 
@@ -588,4 +687,5 @@ module.exports = {
   SELECT_KEYS,
   LIMIT_KEYS,
   EXEC_KEYS,
+  PROCESS_KEYS,
 };

@@ -1,0 +1,175 @@
+'use strict';
+// Owned processes (sandbox.startProcess): a long-lived program in a sandbox
+// of its own, talked to over its standard streams, and owned whole: a daemon
+// it forks with setsid is gone after close(), and so is everything when the
+// host process dies (Go's StartProcess, bindings/go/process_test.go).
+
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+const { test, after } = require('node:test');
+
+const installedIn = process.env.CODEWARD_TEST_INSTALLED;
+const pkgDir = installedIn
+  ? path.dirname(require.resolve('codeward/package.json', { paths: [installedIn] }))
+  : path.join(__dirname, '..', '..', '..');
+const codeward = require(pkgDir);
+const { selectSandbox, OwnedProcess, SandboxArgumentError, SandboxClosedError, NativeCoreError } = codeward;
+
+const dirs = [];
+const closers = [];
+function workspace() {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cw-proc-')));
+  dirs.push(dir);
+  return dir;
+}
+after(async () => {
+  for (const close of closers) await close();
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function nativeSandbox() {
+  const sb = await selectSandbox(workspace());
+  assert.equal(sb.backend, 'bwrap', `the native sandbox cannot run here: ${sb}`);
+  closers.push(() => sb.close());
+  return sb;
+}
+
+const marker = () => `cwproc${process.pid}x${Math.random().toString(36).slice(2)}`;
+
+/** The live pids on this machine whose argv[0] starts with `m` (a sandbox's pids are visible here). */
+function survivors(m) {
+  return fs
+    .readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .filter((pid) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z' && fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').startsWith(m);
+      } catch {
+        return false;
+      }
+    });
+}
+
+async function gone(m, ms = 30_000) {
+  for (let waited = 0; waited < ms && survivors(m).length; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return survivors(m);
+}
+
+/** A program that forks a setsid daemon and runs on: both carry `m` in their argv[0]. */
+function daemonizing(m) {
+  return `setsid bash -c 'exec -a ${m}-daemon sleep 1000' </dev/null >/dev/null 2>&1 & echo started; exec -a ${m}-main sleep 1000`;
+}
+
+async function firstLine(stream) {
+  const lines = readline.createInterface({ input: stream });
+  for await (const line of lines) {
+    lines.close();
+    return line;
+  }
+  return null;
+}
+
+test('stdio round trip: a line-echo program answers each line, then ends with its input', async () => {
+  const sb = await nativeSandbox();
+  const p = await sb.startProcess('/bin/bash', ['-c', 'while IFS= read -r l; do echo "echo: $l"; done; echo bye >&2; exit 7']);
+  assert.ok(p instanceof OwnedProcess);
+  assert.ok(p.pid > 0);
+  assert.equal(p.exitCode, null);
+  const lines = readline.createInterface({ input: p.stdout });
+  const it = lines[Symbol.asyncIterator]();
+  for (const text of ['one', 'twó', 'x'.repeat(10_000)]) {
+    p.stdin.write(`${text}\n`);
+    assert.equal((await it.next()).value, `echo: ${text}`);
+  }
+  let stderr = '';
+  p.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  p.stdin.end();
+  assert.equal(await p.wait(), 7);
+  assert.equal(p.exitCode, 7);
+  assert.equal(await p.close(), 7);
+  assert.equal(stderr, 'bye\n');
+  assert.equal(await p.close(), 7); // idempotent
+});
+
+test('close() ends a long-running program and the setsid daemon it forked', async () => {
+  const sb = await nativeSandbox();
+  const m = marker();
+  const p = await sb.startProcess('/bin/bash', ['-c', daemonizing(m)], { killGraceMs: 500 });
+  assert.equal(await firstLine(p.stdout), 'started');
+  for (let i = 0; i < 200 && survivors(m).length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(survivors(m).length, 2, 'the program and its daemon run');
+  const code = await p.close();
+  assert.ok(code > 128, `ended by a signal, not ${code}`);
+  assert.deepEqual(survivors(m), [], 'nothing of it is left once close() resolves');
+});
+
+test('kill() and closing the sandbox end the program; the sandbox closes its processes', async () => {
+  const sb = await nativeSandbox();
+  const m = marker();
+  const p = await sb.startProcess('/bin/bash', ['-c', daemonizing(m)]);
+  assert.equal(await firstLine(p.stdout), 'started');
+  const code = await p.kill();
+  assert.equal(await p.wait(), code);
+  assert.deepEqual(await gone(m, 1000), []);
+  await p.close();
+
+  const m2 = marker();
+  const q = await sb.startProcess('/bin/bash', ['-c', daemonizing(m2)]);
+  assert.equal(await firstLine(q.stdout), 'started');
+  await sb.close();
+  assert.deepEqual(survivors(m2), []);
+  assert.notEqual(q.exitCode, null);
+  await assert.rejects(sb.startProcess('/bin/true'), SandboxClosedError);
+});
+
+test('when the host process dies, nothing of its programs is left', async () => {
+  const ws = workspace();
+  const m = marker();
+  const script = `
+    const { selectSandbox } = require(${JSON.stringify(pkgDir)});
+    (async () => {
+      const sb = await selectSandbox(${JSON.stringify(ws)});
+      const p = await sb.startProcess('/bin/bash', ['-c', ${JSON.stringify(daemonizing(m))}]);
+      p.stdout.once('data', () => console.log('ready'));
+    })();
+  `;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const ready = await firstLine(child.stdout);
+  assert.equal(ready, 'ready');
+  for (let i = 0; i < 200 && survivors(m).length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(survivors(m).length, 2);
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+  assert.deepEqual(await gone(m), [], 'the programs died with their host');
+});
+
+test('startProcess refuses what it cannot run, with the package errors', async () => {
+  const sb = await nativeSandbox();
+  await assert.rejects(sb.startProcess('bash'), { code: 'ERR_CODEWARD_SANDBOX_ARGUMENT' });
+  await assert.rejects(sb.startProcess('/bin/bash', 'not an array'), { code: 'ERR_INVALID_ARG_TYPE' });
+  await assert.rejects(sb.startProcess('/bin/bash', [], { timeoutMs: 5 }), { code: 'ERR_INVALID_ARG_TYPE' });
+  await assert.rejects(sb.startProcess('/bin/bash', [], { killGraceMs: 0 }), SandboxArgumentError);
+  await assert.rejects(sb.startProcess('/no/such/program'), (err) => {
+    assert.ok(err instanceof NativeCoreError, String(err));
+    assert.equal(err.code, 'ERR_CODEWARD_CORE');
+    assert.match(err.message, /no\/such\/program/);
+    return true;
+  });
+  // env and cwd reach the program
+  fs.mkdirSync(path.join(sb.workspace, 'sub'));
+  const p = await sb.startProcess('/bin/bash', ['-c', 'echo "$TOKEN $(pwd)"'], { env: { TOKEN: 't0k' }, cwd: 'sub' });
+  assert.equal(await firstLine(p.stdout), `t0k ${path.join(sb.workspace, 'sub')}`);
+  assert.equal(await p.close(), 0);
+  const unavailable = await selectSandbox(workspace(), { sandboxHandle: { exec() {} } });
+  assert.equal(typeof unavailable.startProcess, 'undefined');
+});
