@@ -32,6 +32,8 @@
 #define grant_open a3s_init_grant_open
 #define grant_close a3s_init_grant_close
 #define janitor_main a3s_init_janitor_main
+#define names_start a3s_init_names_start
+#define links_take a3s_init_links_take
 #define exectrace_add_rule a3s_init_exectrace_add_rule
 #define exectrace_active a3s_init_exectrace_active
 #define exectrace_reset a3s_init_exectrace_reset

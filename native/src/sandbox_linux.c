@@ -675,6 +675,11 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
     }
     sb->init = strdup(self_init ? "/proc/self/exe" : cfg->init_path);
     sb->init_pinned = self_init || (cfg->init_sha256 && cfg->init_sha256[0]);
+    /* A3S_CODE_PROTECT_NAMES=placeholders: the fallback, as on an older
+     * kernel (for tests and for comparing the two) */
+    const char *names_mode = getenv("A3S_CODE_PROTECT_NAMES");
+    sb->names_emulated = !host && a3s_names_emulation_available() &&
+                         !(names_mode && !strcmp(names_mode, "placeholders"));
     sb->bwrap = host ? NULL : strdup(cfg->bwrap_path);
     sb->bash = resolve_bash();
     const char *tmp = cfg->scratch_parent;
@@ -784,6 +789,7 @@ static void plan_free(struct plan *p) {
     a3s_strvec_free(&p->argv);
     a3s_strvec_free(&p->env);
     a3s_strvec_free(&p->placeholders);
+    a3s_strvec_free(&p->missing);
     a3s_strvec_free(&p->masks);
     a3s_strvec_free(&p->found);
     a3s_strvec_free(&p->link_dirs);
@@ -1640,6 +1646,18 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                 }
                 if (pass == 0)
                     continue;
+                if (sb->names_emulated) {
+                    /* kept missing inside the sandbox only: the init refuses
+                     * every call that would make it (init/names.c); nothing
+                     * appears on the host. A long-lived sandbox is not reused
+                     * once the host has made it meanwhile (p->extra). */
+                    if (!was_bound) {
+                        a3s_strvec_push(&p->missing, name);
+                        if (p->server)
+                            a3s_strvec_push(&p->extra, path);
+                    }
+                    continue;
+                }
                 if (p->describe) { /* the bind a run would make, over nothing made */
                     if (!was_bound)
                         push3(binds, "--ro-bind", path, path);
@@ -2077,6 +2095,11 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
              * own allocations could fail) */
             push_num(a, "--kernel-memory-max", sb->memory_max / 4 * 3);
         }
+        if (p->missing.len) {
+            push2(a, "--names-root", sb->workspace);
+            for (size_t i = 0; i < p->missing.len; i++)
+                push2(a, "--protect-missing", p->missing.items[i]);
+        }
         /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
         for (size_t i = 0; i < COUNT(rw); i++) {
@@ -2365,7 +2388,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     push_init(sb, p, o, a, true, fds);
     if (p->server && (rc = record_watch(sb, p, err)) != A3S_OK)
         return rc;
-    if (a->failed || p->env.failed || p->placeholders.failed || p->masks.failed ||
+    if (a->failed || p->env.failed || p->placeholders.failed || p->masks.failed || p->missing.failed ||
         p->notes.failed || p->extra.failed || p->link_dirs.failed || p->found.failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory planning the sandbox");
     return A3S_OK;
