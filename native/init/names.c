@@ -89,6 +89,7 @@ struct names_req {
     unsigned umask;
     char path[2][PATH_MAX]; /* the name made (path[0]; link, rename: the old one first) */
     char text[PATH_MAX];    /* symlink: its target */
+    bool whole[2];          /* path[i] was the caller's /proc fd link itself (magic_prefix) */
 };
 
 struct names_rt {
@@ -328,6 +329,27 @@ static void open_blocking(const struct helper_ctx *h, uint64_t id, int dirfd, co
 }
 
 static void do_open(const struct helper_ctx *h, const struct names_req *q, int base) {
+    if (q->whole[0]) {
+        /* an open file of the caller, reopened (no name is made): as the
+         * kernel does, following the link, under our Landlock domain */
+        int fd = open(q->path[0], q->flags | O_NONBLOCK, q->mode);
+        if (fd < 0 && errno == ENXIO && !(q->flags & O_NONBLOCK)) {
+            open_blocking(h, q->id, AT_FDCWD, q->path[0], q->flags, q->mode);
+            return;
+        }
+        if (fd < 0) {
+            answer(h->listener, q->id, -errno, 0);
+            return;
+        }
+        if (!(q->flags & O_NONBLOCK)) {
+            int fl = fcntl(fd, F_GETFL);
+            if (fl >= 0)
+                fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        }
+        answer_fd(h->listener, q->id, fd, q->flags);
+        close(fd);
+        return;
+    }
     bool follow = !(q->flags & (O_EXCL | O_NOFOLLOW));
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s", q->path[0]);
@@ -524,6 +546,11 @@ static void *helper_thread(void *arg) {
             if (q.dev >> 62 & (1ull << slot))
                 base[slot] = k < nfds ? fds[k++] : -1;
         q.dev &= ~(3ull << 62);
+        for (int slot = 0; slot < 2; slot++)
+            if (q.whole[slot] && base[slot] >= 0) { /* the caller's fd link, reopened */
+                snprintf(q.path[slot], sizeof q.path[slot], "/proc/self/fd/%d", base[slot]);
+                base[slot] = -1;
+            }
         if (h.listener >= 0)
             perform(&h, &q, base[0], base[1]);
         for (size_t i = 0; i < nfds; i++)
@@ -557,23 +584,81 @@ static int read_string(int mem, uint64_t addr, char *out, size_t cap) {
     return -ENAMETOOLONG;
 }
 
-/* /proc/self and /proc/thread-self mean the caller, not us. */
-static int rewrite_self(pid_t tid, char *path) {
-    const char *rest = NULL;
-    char head[64];
-    if (!strncmp(path, "/proc/self", 10) && (path[10] == '/' || !path[10])) {
-        rest = path + 10;
-        snprintf(head, sizeof head, "/proc/%d", (int)tid);
-    } else if (!strncmp(path, "/proc/thread-self", 17) && (path[17] == '/' || !path[17])) {
-        rest = path + 17;
-        snprintf(head, sizeof head, "/proc/%d/task/%d", (int)tid, (int)tid);
+/* Paths through the caller's own /proc entries: /proc/self, /proc/thread-self,
+ * /dev/fd, /dev/std{in,out,err} mean the caller, not us, and the helper (in a
+ * Landlock domain of its own) may not walk another process's cwd, root or fd
+ * links. So a path that starts with the caller's /proc/PID/{cwd,root,fd/N}
+ * (PID its thread or its process) starts from that link, opened here
+ * (O_PATH), and goes on with the rest; *whole says the path was the link
+ * itself (an fd reopened, as `> /dev/stderr` does: the helper opens it
+ * through its own /proc/self/fd, which Landlock checks as the caller's
+ * reopening). *base stays -1 for any other path; 0 or -errno. */
+static int magic_prefix(pid_t tid, pid_t tgid, char *path, int *base, bool *whole) {
+    *base = -1;
+    *whole = false;
+    static const struct {
+        const char *from, *to;
+    } alias[] = {
+        {"/dev/stdin", "/fd/0"},     {"/dev/stdout", "/fd/1"}, {"/dev/stderr", "/fd/2"},
+        {"/dev/fd", "/fd"},          {"/proc/self", ""},       {"/proc/thread-self", "/task/T"},
+    };
+    char tmp[PATH_MAX];
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) {
+        size_t n = strlen(alias[i].from);
+        if (strncmp(path, alias[i].from, n) != 0 || (path[n] != '/' && path[n] != '\0'))
+            continue;
+        int w;
+        if (!strcmp(alias[i].to, "/task/T"))
+            w = snprintf(tmp, sizeof tmp, "/proc/%d/task/%d%s", (int)tid, (int)tid, path + n);
+        else
+            w = snprintf(tmp, sizeof tmp, "/proc/%d%s%s", (int)tid, alias[i].to, path + n);
+        if (w < 0 || (size_t)w >= sizeof tmp)
+            return -ENAMETOOLONG;
+        strcpy(path, tmp);
+        break;
+    }
+    /* /proc/PID[/task/TID]/(cwd|root|fd/N)[/rest] */
+    const char *p = path;
+    if (strncmp(p, "/proc/", 6) != 0)
+        return 0;
+    char *end;
+    long pid = strtol(p + 6, &end, 10);
+    if (end == p + 6 || *end != '/' || (pid != tid && pid != tgid))
+        return 0;
+    p = end + 1;
+    if (!strncmp(p, "task/", 5)) {
+        long t = strtol(p + 5, &end, 10);
+        if (end == p + 5 || *end != '/' || t != tid)
+            return 0;
+        p = end + 1;
+    }
+    if (!strncmp(p, "cwd", 3) || !strncmp(p, "root", 4)) {
+        p += p[0] == 'c' ? 3 : 4;
+    } else if (!strncmp(p, "fd/", 3)) {
+        (void)strtol(p + 3, &end, 10);
+        if (end == p + 3)
+            return 0;
+        p = end;
     } else {
         return 0;
     }
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s%s", head, rest) >= sizeof tmp)
-        return -ENAMETOOLONG;
-    strcpy(path, tmp);
+    if (*p != '/' && *p != '\0')
+        return 0;
+    size_t plen = (size_t)(p - path);
+    memcpy(tmp, path, plen);
+    tmp[plen] = '\0';
+    int fd = open(tmp, O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    while (*p == '/')
+        p++;
+    if (!*p) {
+        *whole = true;
+        path[0] = '\0';
+    } else {
+        memmove(path, p, strlen(p) + 1);
+    }
+    *base = fd;
     return 0;
 }
 
@@ -597,19 +682,26 @@ static int open_base(pid_t tid, int64_t dirfd, const char *path, bool empty_ok) 
     return fd;
 }
 
-static unsigned caller_umask(pid_t tid) {
-    char proc[64], buf[2048];
+/* The caller's umask and thread group, from its /proc/TID/status. */
+static void caller_status(pid_t tid, unsigned *umask_out, pid_t *tgid) {
+    char proc[64], buf[4096];
+    *umask_out = 022;
+    *tgid = tid;
     snprintf(proc, sizeof proc, "/proc/%d/status", (int)tid);
     int fd = open(proc, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 022;
+        return;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
-        return 022;
+        return;
     buf[n] = '\0';
     const char *u = strstr(buf, "\nUmask:");
-    return u ? (unsigned)strtoul(u + 7, NULL, 8) : 022;
+    if (u)
+        *umask_out = (unsigned)strtoul(u + 7, NULL, 8);
+    const char *t = strstr(buf, "\nTgid:");
+    if (t)
+        *tgid = (pid_t)strtol(t + 6, NULL, 10);
 }
 
 /* Reads one notified call into q and its base fds; 0 or -errno (answered
@@ -619,6 +711,7 @@ static int take_args(const struct seccomp_notif *n, struct names_req *q, int bas
 static int take_call(const struct seccomp_notif *n, struct names_req *q, int base[2]) {
     pid_t tid = (pid_t)n->pid;
     memset(q, 0, offsetof(struct names_req, path));
+    q->whole[0] = q->whole[1] = false;
     q->id = n->id;
     q->path[0][0] = q->path[1][0] = q->text[0] = '\0';
     char proc[64];
@@ -714,27 +807,23 @@ static int take_args(const struct seccomp_notif *n, struct names_req *q, int bas
     default:
         return -ENOSYS;
     }
+    pid_t tgid;
+    caller_status(tid, &q->umask, &tgid);
     for (int i = 0; i < npaths; i++) {
         int rc = read_string(mem, addr[i], q->path[i], sizeof q->path[i]);
-        if (rc == 0)
-            rc = rewrite_self(tid, q->path[i]);
         if (rc < 0)
             return rc;
-    }
-    if (q->op != OP_SYMLINK && q->op != OP_LINK && q->op != OP_RENAME && q->op != OP_OPEN &&
-        !q->path[0][0])
-        return -ENOENT;
-    q->umask = caller_umask(tid);
-    for (int i = 0; i < npaths; i++) {
-        int fd = open_base(tid, dfd[i], q->path[i], i == 0 && empty_ok);
-        if (fd < -1)
+        bool empty = !q->path[i][0], whole = false;
+        if (empty && !(i == 0 && empty_ok))
+            return -ENOENT;
+        int fd = -1;
+        if ((rc = magic_prefix(tid, tgid, q->path[i], &fd, &whole)) < 0)
+            return rc;
+        q->whole[i] = whole;
+        if (fd < 0 && (fd = open_base(tid, dfd[i], q->path[i], empty)) < -1)
             return fd;
         base[i] = fd;
     }
-    if (npaths == 1 && q->op != OP_OPEN && !q->path[0][0])
-        return -ENOENT;
-    if (q->op == OP_OPEN && !q->path[0][0])
-        return -ENOENT;
     return 0;
 }
 

@@ -289,7 +289,9 @@ def _ordinary(ws: Path, reuse: bool) -> str:
         assert out.exit_code == 0, out
         # a FIFO open waits for its reader, and a git repository in a subdirectory
         fifo = sb.exec(
-            "cd t && (sleep 0.3; cat f > got) & cd t && echo hello > f; wait; cat got;"
+            "echo out > /dev/stdout; echo err > /dev/stderr; echo p > /proc/self/cwd/t/viaproc;"
+            " exec 3<t; echo q > /dev/fd/3/viafd; cat t/viaproc t/viafd;"
+            " cd t && (sleep 0.3; cat f > got) & cd t && echo hello > f; wait; cat got;"
             " mkdir -p g && cd g && git init -q . && git config user.email a@b && "
             " git config user.name a && echo x > x && git add x && git commit -qm m && echo ok"
         )
@@ -309,7 +311,7 @@ def test_ordinary_creations_behave_as_the_kernels(ws, reuse, monkeypatch):
     assert "efault ok EFAULT" in emulated
     assert "create-cloexec-append ok 0o640 append=True cloexec=True" in emulated
     assert "excl-exists EEXIST" in emulated and "outside-rofs EROFS" in emulated
-    assert "hello" in emulated and emulated.rstrip().endswith("ok")
+    assert "out\np\nq\nhello\n" in emulated and emulated.rstrip().endswith("ok")
 
 
 _CHILD = textwrap.dedent(
