@@ -276,7 +276,7 @@ rec("create-inheritable", inheritable)
 rec("many", lambda: sum(1 for i in range(2000) if os.close(os.open(f"m{i}", os.O_CREAT | os.O_WRONLY)) is None))
 rec("umask-still", lambda: oct(os.umask(0o027)))
 print("\n".join(out))
-"""
+"""  # noqa: E501
 
 
 def _ordinary(ws: Path, reuse: bool) -> str:

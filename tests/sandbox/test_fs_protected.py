@@ -196,7 +196,7 @@ def test_missing_protected_name_is_blocked_during_run_and_gone_afterwards(
 
 @pytest.mark.parametrize("variant", [".GIT", ".Vscode", ".Bashrc"])
 def test_another_spelling_is_ordinary_and_the_exact_name_stays_protected(
-    variant, ws, fs, fs_sandbox
+    variant, ws, fs, fs_sandbox, fs_names_emulated
 ):
     """On a case-sensitive file system `.GIT` is not `.git`: git, editors and shells never
     read it, so it is an ordinary, writable name (a protection there could only be made
@@ -208,7 +208,9 @@ def test_another_spelling_is_ordinary_and_the_exact_name_stays_protected(
         f"echo x > {variant}/f && echo WROTE; test -e {exact} && echo HELD; "
         f"echo evil > {exact}/f 2>/dev/null || echo READ-ONLY",
     )
-    assert out.stdout == "WROTE\nHELD\nREAD-ONLY\n", out
+    # the missing exact name: held by a placeholder on the fallback, missing with the emulation
+    held = "" if fs_names_emulated else "HELD\n"
+    assert out.stdout == f"WROTE\n{held}READ-ONLY\n", out
     assert (ws / variant / "f").read_text() == "x\n"
     assert not os.path.lexists(ws / exact)
 

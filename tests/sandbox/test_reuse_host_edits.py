@@ -130,7 +130,9 @@ def test_placeholder_removed_on_the_host_is_put_back(fs_force_placeholders, sb, 
 
 
 @pytest.mark.parametrize("name", [".zshrc", ".claude"])
-def test_placeholder_replaced_by_a_real_one_on_the_host_is_protected_and_kept(fs_force_placeholders, sb, ws, name) -> None:
+def test_placeholder_replaced_by_a_real_one_on_the_host_is_protected_and_kept(
+    fs_force_placeholders, sb, ws, name
+) -> None:
     run(sb, "true")
     placeholder = ws / name
     if placeholder.is_dir():
