@@ -339,3 +339,20 @@ def test_sigkill_of_the_host_leaves_nothing(ws, reuse, fs):
         child.wait()
     time.sleep(1)
     assert listing(ws) == before
+
+
+def test_a_name_the_host_makes_while_the_sandbox_lives_is_protected_next(ws):
+    """The user creates `.mcp.json` on the host while a long-lived sandbox is open: the next
+    command gets it read-only (the sandbox is rebuilt around it), by any route."""
+    with NativeBashSandbox(ws, reuse=True) as sb:
+        assert sb.exec("true").exit_code == 0
+        (ws / ".mcp.json").write_text('{"mine": 1}\n')
+        (ws / ".vscode").mkdir()
+        out = sb.exec(
+            "cat .mcp.json; echo evil > .mcp.json; echo evil >> .mcp.json; "
+            f'{PYTHON} -c \'import os; os.write(os.open(".mcp.json", os.O_WRONLY), b"evil")\'; '
+            "echo evil > .vscode/tasks.json; echo tried"
+        )
+        assert out.stdout == '{"mine": 1}\ntried\n', out
+    assert (ws / ".mcp.json").read_text() == '{"mine": 1}\n'
+    assert os.listdir(ws / ".vscode") == []
