@@ -1059,9 +1059,24 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
  * bubblewrap (and so to the init): it reads end-of-file only when the sandbox
  * is gone, so a janitor never detaches a mount a running sandbox relies on. */
 
-/* In the janitor's first child (a fork of a possibly multi-threaded caller):
- * async-signal-safe calls only. It forks the janitor and exits at once. */
-static _Noreturn void janitor_child(int exec_fd, char *const *argv, const int *keep, size_t nkeep) {
+struct janitor_spawn {
+    int exec_fd;
+    char *const *argv;
+    const int *keep;
+    size_t nkeep;
+};
+
+/* The janitor's child, sharing the caller's memory (a3s_spawn_shared: a fork
+ * of a large, threaded host cost more than the whole sandbox's start): async-
+ * signal-safe calls only, nothing of the caller's memory written. It execs
+ * the init in janitor mode with --detach 1, which forks the janitor (a copy
+ * of a small static process) and exits at once. */
+static int janitor_child(void *arg) {
+    const struct janitor_spawn *js = arg;
+    int exec_fd = js->exec_fd;
+    char *const *argv = js->argv;
+    const int *keep = js->keep;
+    size_t nkeep = js->nkeep;
     sigset_t none;
     sigemptyset(&none);
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -1081,13 +1096,9 @@ static _Noreturn void janitor_child(int exec_fd, char *const *argv, const int *k
         if (s != SIGKILL && s != SIGSTOP)
             sigaction(s, &dfl, NULL);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
-    if (pid == 0) {
-        char *const empty_env[] = {NULL};
-        syscall(SYS_execveat, exec_fd, "", argv, empty_env, AT_EMPTY_PATH);
-        _exit(127);
-    }
-    _exit(pid < 0 ? 1 : 0);
+    char *const empty_env[] = {NULL};
+    syscall(SYS_execveat, exec_fd, "", argv, empty_env, AT_EMPTY_PATH);
+    _exit(127);
 }
 
 /* Starts the janitor of plan p, whose journal is open. Without one (no
@@ -1121,15 +1132,10 @@ static void start_janitor(const a3s_sandbox *sb, struct plan *p) {
     char *const argv[] = {(char *)(sb->init_fd >= 0 ? INIT_INSIDE : "a3s-init"),
                           "--mode", "janitor", "--alive-fd", num[0], "--lock-fd", num[1],
                           "--journal-fd", num[2], "--journal", p->journal,
-                          "--workspace", sb->workspace, NULL};
+                          "--workspace", sb->workspace, "--detach", "1", NULL};
     int keep[] = {alive[0], lock, journal, exec_fd};
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t mid = fork();
-    if (mid == 0)
-        janitor_child(exec_fd, argv, keep, COUNT(keep));
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    struct janitor_spawn js = {.exec_fd = exec_fd, .argv = argv, .keep = keep, .nkeep = COUNT(keep)};
+    pid_t mid = a3s_spawn_shared(janitor_child, &js);
     if (mid > 0) {
         int st;
         while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {
