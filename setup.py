@@ -35,6 +35,7 @@ INIT_SOURCES = [
     "native/init/grant.c",
     "native/init/janitor.c",
     "native/init/warden.c",
+    "native/init/names.c",
     "native/init/exectrace.c",
     "native/src/error.c",
     "native/src/landlock_linux.c",

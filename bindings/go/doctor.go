@@ -109,6 +109,10 @@ func Doctor(ctx context.Context) (Report, error) {
 	add("pidfd", pidfd, false, pick(pidfd, "available", "unavailable (optional)"), "")
 	kill := has(C.A3S_FEATURE_CGROUP_KILL)
 	add("cgroup kill", kill, false, pick(kill, "available", "unavailable (optional)"), "")
+	emulated := has(C.A3S_FEATURE_NAMES_EMULATED) && !placeholdersForced()
+	add("protected names", true, false, pick(emulated,
+		"kept missing inside the sandbox (call emulation): nothing appears in the workspace",
+		"read-only placeholders in the workspace while a sandbox lives"), "")
 	if ready(checks) {
 		done := make(chan string, 1)
 		go func() { done <- runProbe(bwrap) }()
@@ -139,4 +143,19 @@ func joinInts(v []int) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ".")
+}
+
+// placeholdersForced reports A3S_CODE_PROTECT_NAMES=placeholders, which makes
+// the core use the placeholder fallback even where the kernel can emulate.
+func placeholdersForced() bool {
+	return os.Getenv("A3S_CODE_PROTECT_NAMES") == "placeholders"
+}
+
+// namesEmulated reports whether a sandbox made now keeps missing protected
+// names missing inside it (Linux 5.14), leaving nothing in the workspace.
+func namesEmulated() bool {
+	var f C.uint64_t
+	var cabi C.int
+	C.doctor_features(&f, &cabi)
+	return f&C.A3S_FEATURE_NAMES_EMULATED != 0 && !placeholdersForced()
 }

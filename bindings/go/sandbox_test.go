@@ -319,15 +319,89 @@ func TestSIGKILLOfTheCallerTakesTheSandboxDown(t *testing.T) {
 	if len(survivors(m)) == 0 {
 		t.Fatal("the helper's command does not run")
 	}
-	if names := listing(t, ws); len(names) < 2 {
+	names := listing(t, ws)
+	if namesEmulated() && strings.Join(names, " ") != "started" {
+		t.Fatalf("the running sandbox shows in the workspace: %v", names)
+	} else if !namesEmulated() && len(names) < 2 {
 		t.Fatalf("no placeholders while the sandbox runs: %v", names)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	waitGone(t, pid)
 	waitNoSurvivors(t, m)
-	// its janitor removes the placeholders once the sandbox is gone
+	// with the emulation there was nothing to remove; on the fallback its
+	// janitor removes the placeholders once the sandbox is gone
 	waitListing(t, ws, "started")
+}
+
+// hostListing is the host's view of a workspace: each entry's mode and inode,
+// and an lstat of protected names (missing: "-").
+func hostListing(t *testing.T, ws string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, name := range listing(t, ws) {
+		st, err := os.Lstat(filepath.Join(ws, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %v %d\n", name, st.Mode(), st.Sys().(*syscall.Stat_t).Ino)
+	}
+	for _, name := range []string{".git", ".vscode", ".mcp.json", ".bashrc", ".gitmodules"} {
+		if _, err := os.Lstat(filepath.Join(ws, name)); err == nil {
+			fmt.Fprintf(&b, "lstat %s present\n", name)
+		}
+	}
+	return b.String()
+}
+
+func TestTheHostListingIsTheSameWhileASandboxIsOpen(t *testing.T) {
+	if !namesEmulated() {
+		t.Skip("the kernel lacks SECCOMP_ADDFD_FLAG_SEND (Linux 5.14): placeholders are used")
+	}
+	for _, reuse := range []bool{true, false} {
+		ws := t.TempDir()
+		if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		before := hostListing(t, ws)
+		sb, err := SelectSandbox(context.Background(), ws, SandboxOptions{OneShot: !reuse})
+		if err != nil || sb.Backend() != "bwrap" {
+			t.Fatalf("no native sandbox: %v", err)
+		}
+		if _, err := sb.Exec(context.Background(), "true", ExecOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := hostListing(t, ws); got != before {
+			t.Fatalf("reuse=%v: the open sandbox shows:\n%s\nwas\n%s", reuse, got, before)
+		}
+		done := make(chan CommandOutput, 1)
+		go func() {
+			out, _ := sb.Exec(context.Background(),
+				"echo go > sub/started; sleep 2; echo x > .mcp.json; mkdir .vscode", ExecOptions{})
+			done <- out
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, err := os.Stat(filepath.Join(ws, "sub", "started")); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the command never started")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if got := hostListing(t, ws); got != before {
+			t.Fatalf("reuse=%v: a running command shows:\n%s\nwas\n%s", reuse, got, before)
+		}
+		out := <-done
+		if !strings.Contains(out.Stderr, ".mcp.json: Permission denied") {
+			t.Fatalf("reuse=%v: the protected name was not refused: %+v", reuse, out)
+		}
+		sb.Close()
+		if got := hostListing(t, ws); got != before {
+			t.Fatalf("reuse=%v: left behind:\n%s\nwas\n%s", reuse, got, before)
+		}
+	}
 }
 
 func TestTheProgramsOwnDirectoryInsideTheWorkspaceIsReadOnly(t *testing.T) {

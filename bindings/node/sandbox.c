@@ -1639,6 +1639,7 @@ static napi_value features(napi_env env, napi_callback_info info) {
         !set_bool(env, obj, "landlock", f.flags & A3S_FEATURE_LANDLOCK) ||
         !set_bool(env, obj, "pidfd", f.flags & A3S_FEATURE_PIDFD) ||
         !set_bool(env, obj, "cgroupKill", f.flags & A3S_FEATURE_CGROUP_KILL) ||
+        !set_bool(env, obj, "namesEmulated", f.flags & A3S_FEATURE_NAMES_EMULATED) ||
         !set_number(env, obj, "landlockAbi", f.landlock_abi)) {
         throw_napi_failure(env, "building the features");
         return NULL;

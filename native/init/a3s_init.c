@@ -338,6 +338,14 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
             char why[256];
             if (!exectrace_add_rule(cfg->trace, a + 7, v, why, sizeof why))
                 die(NULL, "%s", why);
+        } else if (strcmp(a, "--names-root") == 0) {
+            cfg->names_root = v;
+        } else if (strcmp(a, "--protect-missing") == 0) {
+            if (cfg->nmissing == MAX_MISSING)
+                die(NULL, "too many --protect-missing names (limit %d)", MAX_MISSING);
+            if (!v[0] || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, ".."))
+                die(NULL, "bad --protect-missing name '%s'", v);
+            cfg->missing[cfg->nmissing++] = v;
         } else if (strcmp(a, "--watch-tmpfs") == 0) {
             if (cfg->nwatch_tmpfs == MAX_CLEAN)
                 die(NULL, "too many --watch-tmpfs paths (limit %d)", MAX_CLEAN);
@@ -357,6 +365,8 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
         die(NULL, "--exec-* options are for one-shot runs: a server's come with each command");
     if (cfg->grant_fd >= 0 && (cfg->server || !cfg->sandbox || !cfg->grant_port))
         die(NULL, "--grant-fd is for a one-shot sandbox with --grant-port");
+    if (cfg->nmissing && (!cfg->sandbox || !cfg->names_root))
+        die(NULL, "--protect-missing is for a sandbox with --names-root");
     if (i >= argc)
         die(cfg, "no command given after --");
     cfg->argv = argv + i;
@@ -709,7 +719,16 @@ int main(int argc, char **argv) {
          * link() and linkat() of a command is reported to us, because a
          * hard link made and removed again can change a file where no
          * directory watch of the host sees it (docs/verification.md). */
-        int links = a3s_seccomp_watch_links();
+        int links;
+        if (cfg.nmissing) { /* protected names kept missing: names.c */
+            char why[256];
+            links = names_start(&cfg, &ll, own_filter.filter ? &own_filter : &filter,
+                                own_filter.filter ? &filter : NULL, why, sizeof why);
+            if (links < 0)
+                die(&cfg, "%s", why);
+        } else {
+            links = a3s_seccomp_watch_links();
+        }
         cfg.links_fd = links >= 0 ? links : -1;
         /* the watchdog's sock_diag socket: the filter refuses AF_NETLINK after this */
         cfg.diag_fd = watchdog_socket(&cfg);
@@ -834,7 +853,7 @@ int main(int argc, char **argv) {
         if (rc < 0 && errno != EINTR)
             finish(&cfg, child, EXIT_SETUP);
         if (fds[5].revents & POLLIN) {
-            if (a3s_seccomp_continue_link(cfg.links_fd) < 0) {
+            if (links_take(&cfg) < 0) {
                 close(cfg.links_fd); /* unanswerable: the command's link calls fail */
                 cfg.links_fd = -1;
             }

@@ -34,6 +34,8 @@
 #define janitor_main a3s_init_janitor_main
 #define warden_main a3s_init_warden_main
 #define fd_number a3s_init_fd_number
+#define names_start a3s_init_names_start
+#define links_take a3s_init_links_take
 #define exectrace_add_rule a3s_init_exectrace_add_rule
 #define exectrace_active a3s_init_exectrace_active
 #define exectrace_reset a3s_init_exectrace_reset

@@ -17,6 +17,7 @@
 #define EXIT_EXEC_STOPPED 126 /* the exec check stopped a program of the command */
 #define MAX_RW 64
 #define MAX_CLEAN 16
+#define MAX_MISSING 64
 
 struct exectrace;
 
@@ -68,6 +69,11 @@ struct config {
     /* the exec check (exectrace.c): --exec-deny, --exec-ask and --exec-approve of a
      * one-shot run (server mode: each EXEC brings its own) */
     struct exectrace *trace;
+    /* names.c: protected names missing from the workspace (--protect-missing),
+     * kept missing by emulating every call that makes a name; none: not used */
+    const char *names_root; /* --names-root: the workspace, as the sandbox sees it */
+    const char *missing[MAX_MISSING];
+    size_t nmissing;
 };
 
 /* What a child reports through its close-on-exec pipe when it cannot exec. */
@@ -139,6 +145,17 @@ bool watchdog_over(const struct config *cfg, int tfd);
  * closes it. */
 int grant_open(int grant_fd, uint16_t port, char *why, size_t cap);
 void grant_close(int *listener);
+
+/* names.c: forks the helper (confined by ll and the filters f1 then f2, as
+ * a command is), installs the filter that notifies every call making a name
+ * and starts the thread that serves it. Returns the read end of a pipe that
+ * gets a byte for each link() or linkat() (cfg->links_fd), or -1 with `why`. */
+int names_start(struct config *cfg, const struct a3s_landlock *ll,
+                const struct a3s_seccomp_program *f1, const struct a3s_seccomp_program *f2,
+                char *why, size_t cap);
+/* After poll finds cfg->links_fd readable: takes what it reports (a link
+ * call let through, or the names pipe drained). 1, or -errno. */
+int links_take(const struct config *cfg);
 
 /* janitor.c: janitor mode (a3s-init --mode janitor ...), run by the core on
  * the host next to a sandbox that made placeholders; removes them once the

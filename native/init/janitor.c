@@ -87,6 +87,7 @@ static void janitor_remove(const char *line, const char *workspace) {
 
 int janitor_main(int argc, char **argv) {
     int alive = -1, lock = -1, journal = -1;
+    bool detach = false;
     const char *journal_path = NULL, *workspace = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
@@ -102,11 +103,20 @@ int janitor_main(int argc, char **argv) {
             journal_path = v;
         else if (!strcmp(a, "--workspace"))
             workspace = v;
+        else if (!strcmp(a, "--detach")) /* the core's spawn waits for us: fork, it returns */
+            detach = !strcmp(v, "1");
         else
             return 2;
     }
     if (alive < 0 || lock < 0 || journal < 0 || !journal_path || !workspace || argc % 2 == 0)
         return 2;
+    if (detach) {
+        pid_t pid = fork(); /* a small static process: cheap, unlike a copy of the host */
+        if (pid < 0)
+            return 1;
+        if (pid > 0)
+            _exit(0);
+    }
     /* a stop of the caller's terminal or session is not ours to obey */
     signal(SIGHUP, SIG_IGN);
     signal(SIGINT, SIG_IGN);

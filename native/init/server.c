@@ -781,7 +781,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             }
             if (p[6].revents & POLLIN) {
                 linked = true;
-                if (a3s_seccomp_continue_link(links_fd) < 0)
+                if (links_take(cfg) < 0)
                     shut_down(); /* a link call we cannot answer would hang the command */
             }
             if (p[3].revents || p[4].revents)

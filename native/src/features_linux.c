@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #ifndef LANDLOCK_CREATE_RULESET_VERSION
@@ -118,6 +119,20 @@ static bool cgroup_kill_available(void) {
     return false;
 }
 
+/* What names.c needs: user notifications answered with an added fd
+ * (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14), on an architecture it knows. */
+bool a3s_names_emulation_available(void) {
+#if (defined(__x86_64__) && !defined(__ILP32__)) || (defined(__aarch64__) && defined(__AARCH64EL__))
+    struct utsname u;
+    unsigned major = 0, minor = 0;
+    if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+        return false;
+    return major > 5 || (major == 5 && minor >= 14);
+#else
+    return false;
+#endif
+}
+
 static void run_probe(void) {
     probed.struct_size = sizeof probed;
     probed.flags = probe_namespaces();
@@ -130,6 +145,8 @@ static void run_probe(void) {
         probed.flags |= A3S_FEATURE_PIDFD;
     if (cgroup_kill_available())
         probed.flags |= A3S_FEATURE_CGROUP_KILL;
+    if ((probed.flags & A3S_FEATURE_SECCOMP_FILTER) && a3s_names_emulation_available())
+        probed.flags |= A3S_FEATURE_NAMES_EMULATED;
 }
 
 A3S_API int a3s_features(a3s_features_info *out, a3s_error *err) {

@@ -34,6 +34,9 @@ static inline unsigned char a3s_lower(unsigned char c) {
 extern const char *const a3s_protected_dirs[];
 extern const char *const a3s_protected_files[];
 extern const size_t a3s_protected_ndirs, a3s_protected_nfiles;
+/* features_linux.c: whether the init can keep missing protected names
+ * missing by emulating the calls that make names (A3S_FEATURE_NAMES_EMULATED) */
+bool a3s_names_emulation_available(void);
 
 /* Compiles a glob; the ruleset uses it with its own tool-name flag. */
 int a3s_glob_compile_internal(const char *pattern, size_t len, uint64_t flags, a3s_glob **out,

@@ -26,6 +26,7 @@
 #include "sha256.h"
 #include "strvec.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,7 @@ static void init_lines(const struct plan *p, struct a3s_strvec *lines, size_t i)
         "--clean",     "--grant-fd",   "--grant-port",    "--host-ns",
     };
     const struct a3s_strvec *v = &p->argv;
+    const char *root = NULL;
     if (i < v->len)
         i++; /* the init's own path: the bind to /run/a3s/init names it */
     while (i < v->len && !is(v->items[i], "--")) {
@@ -200,6 +202,15 @@ static void init_lines(const struct plan *p, struct a3s_strvec *lines, size_t i)
         } else if (is(opt, "--allow-connect")) {
             add(lines, "landlock", "allow-connect", NULL, NULL);
             i += 1;
+        } else if (is(opt, "--names-root") && x) {
+            root = x; /* the workspace: its line says it */
+            i += 2;
+        } else if (is(opt, "--protect-missing") && x && root) {
+            /* kept missing by the init (init/names.c), no placeholder */
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/%s", root, x);
+            add(lines, "protected", path, "missing", NULL);
+            i += 2;
         } else if (is(opt, "--rw") && x) {
             if (!is(x, p->home))
                 add(lines, "writable", x, NULL, NULL);

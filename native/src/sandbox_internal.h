@@ -28,6 +28,8 @@ struct a3s_sandbox {
                        memfd (init_image.h), which every start runs; else -1 */
     bool init_pinned; /* the init is this program or was checked against a SHA-256: only
                          then does the host run it as a placeholder janitor */
+    bool names_emulated; /* missing protected names are kept missing by the init's
+                            supervisor (init/names.c), not by placeholders */
     char *bash;
     char *scratch_parent;
     char *state_dir;
@@ -97,6 +99,8 @@ struct plan {
     struct a3s_strvec found;     /* the credential scan's answer */
     struct a3s_strvec link_dirs; /* 'g'/'-' + directory walked for hard links */
     struct a3s_strvec extra;     /* more paths whose state is watched */
+    struct a3s_strvec missing;   /* protected names missing from the workspace, kept
+                                    missing by the init (init/names.c) */
     struct a3s_watch *watch;
     size_t nwatch;
     dev_t ws_dev;

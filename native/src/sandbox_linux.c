@@ -661,6 +661,11 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
     }
     sb->init = strdup(self_init ? "/proc/self/exe" : cfg->init_path);
     sb->init_pinned = self_init || (cfg->init_sha256 && cfg->init_sha256[0]);
+    /* A3S_CODE_PROTECT_NAMES=placeholders: the fallback, as on an older
+     * kernel (for tests and for comparing the two) */
+    const char *names_mode = getenv("A3S_CODE_PROTECT_NAMES");
+    sb->names_emulated = !host && a3s_names_emulation_available() &&
+                         !(names_mode && !strcmp(names_mode, "placeholders"));
     sb->bwrap = host ? NULL : strdup(cfg->bwrap_path);
     sb->bash = resolve_bash();
     const char *tmp = cfg->scratch_parent;
@@ -770,6 +775,7 @@ static void plan_free(struct plan *p) {
     a3s_strvec_free(&p->argv);
     a3s_strvec_free(&p->env);
     a3s_strvec_free(&p->placeholders);
+    a3s_strvec_free(&p->missing);
     a3s_strvec_free(&p->masks);
     a3s_strvec_free(&p->found);
     a3s_strvec_free(&p->link_dirs);
@@ -1145,9 +1151,24 @@ static void recover_run_dirs(const a3s_sandbox *sb) {
  * bubblewrap (and so to the init): it reads end-of-file only when the sandbox
  * is gone, so a janitor never detaches a mount a running sandbox relies on. */
 
-/* In the janitor's first child (a fork of a possibly multi-threaded caller):
- * async-signal-safe calls only. It forks the janitor and exits at once. */
-static _Noreturn void janitor_child(int exec_fd, char *const *argv, const int *keep, size_t nkeep) {
+struct janitor_spawn {
+    int exec_fd;
+    char *const *argv;
+    const int *keep;
+    size_t nkeep;
+};
+
+/* The janitor's child, sharing the caller's memory (a3s_spawn_shared: a fork
+ * of a large, threaded host cost more than the whole sandbox's start): async-
+ * signal-safe calls only, nothing of the caller's memory written. It execs
+ * the init in janitor mode with --detach 1, which forks the janitor (a copy
+ * of a small static process) and exits at once. */
+static int janitor_child(void *arg) {
+    const struct janitor_spawn *js = arg;
+    int exec_fd = js->exec_fd;
+    char *const *argv = js->argv;
+    const int *keep = js->keep;
+    size_t nkeep = js->nkeep;
     sigset_t none;
     sigemptyset(&none);
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -1167,13 +1188,9 @@ static _Noreturn void janitor_child(int exec_fd, char *const *argv, const int *k
         if (s != SIGKILL && s != SIGSTOP)
             sigaction(s, &dfl, NULL);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
-    if (pid == 0) {
-        char *const empty_env[] = {NULL};
-        syscall(SYS_execveat, exec_fd, "", argv, empty_env, AT_EMPTY_PATH);
-        _exit(127);
-    }
-    _exit(pid < 0 ? 1 : 0);
+    char *const empty_env[] = {NULL};
+    syscall(SYS_execveat, exec_fd, "", argv, empty_env, AT_EMPTY_PATH);
+    _exit(127);
 }
 
 /* Starts the janitor of plan p, whose journal is open. Without one (no
@@ -1207,15 +1224,10 @@ static void start_janitor(const a3s_sandbox *sb, struct plan *p) {
     char *const argv[] = {(char *)(sb->init_fd >= 0 ? INIT_INSIDE : "a3s-init"),
                           "--mode", "janitor", "--alive-fd", num[0], "--lock-fd", num[1],
                           "--journal-fd", num[2], "--journal", p->journal,
-                          "--workspace", sb->workspace, NULL};
+                          "--workspace", sb->workspace, "--detach", "1", NULL};
     int keep[] = {alive[0], lock, journal, exec_fd};
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t mid = fork();
-    if (mid == 0)
-        janitor_child(exec_fd, argv, keep, COUNT(keep));
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    struct janitor_spawn js = {.exec_fd = exec_fd, .argv = argv, .keep = keep, .nkeep = COUNT(keep)};
+    pid_t mid = a3s_spawn_shared(janitor_child, &js);
     if (mid > 0) {
         int st;
         while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {
@@ -1732,6 +1744,18 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
                 }
                 if (pass == 0)
                     continue;
+                if (sb->names_emulated) {
+                    /* kept missing inside the sandbox only: the init refuses
+                     * every call that would make it (init/names.c); nothing
+                     * appears on the host. A long-lived sandbox is not reused
+                     * once the host has made it meanwhile (p->extra). */
+                    if (!was_bound) {
+                        a3s_strvec_push(&p->missing, name);
+                        if (p->server)
+                            a3s_strvec_push(&p->extra, path);
+                    }
+                    continue;
+                }
                 if (p->describe) { /* the bind a run would make, over nothing made */
                     if (!was_bound)
                         push3(binds, "--ro-bind", path, path);
@@ -2169,6 +2193,11 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
              * own allocations could fail) */
             push_num(a, "--kernel-memory-max", sb->memory_max / 4 * 3);
         }
+        if (p->missing.len) {
+            push2(a, "--names-root", sb->workspace);
+            for (size_t i = 0; i < p->missing.len; i++)
+                push2(a, "--protect-missing", p->missing.items[i]);
+        }
         /* a long-lived sandbox's scratch directories are under /run */
         static const char *const rw[] = {"/tmp", "/var/tmp", "/dev", "/run"};
         for (size_t i = 0; i < COUNT(rw); i++) {
@@ -2457,7 +2486,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     push_init(sb, p, o, a, true, fds);
     if (p->server && (rc = record_watch(sb, p, err)) != A3S_OK)
         return rc;
-    if (a->failed || p->env.failed || p->placeholders.failed || p->masks.failed ||
+    if (a->failed || p->env.failed || p->placeholders.failed || p->masks.failed || p->missing.failed ||
         p->notes.failed || p->extra.failed || p->link_dirs.failed || p->found.failed)
         return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory planning the sandbox");
     return A3S_OK;

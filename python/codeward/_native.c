@@ -1053,7 +1053,7 @@ static PyObject *py_features(PyObject *mod, PyObject *unused) {
     Py_END_ALLOW_THREADS
     if (rc != A3S_OK)
         return raise_error(state_of_module(mod)->native_error, &err);
-    return Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:O,s:i}", "user_namespaces",
+    return Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:i}", "user_namespaces",
                          (info.flags & A3S_FEATURE_USER_NAMESPACES) ? Py_True : Py_False,
                          "pid_namespaces",
                          (info.flags & A3S_FEATURE_PID_NAMESPACES) ? Py_True : Py_False,
@@ -1062,6 +1062,8 @@ static PyObject *py_features(PyObject *mod, PyObject *unused) {
                          (info.flags & A3S_FEATURE_LANDLOCK) ? Py_True : Py_False, "pidfd",
                          (info.flags & A3S_FEATURE_PIDFD) ? Py_True : Py_False, "cgroup_kill",
                          (info.flags & A3S_FEATURE_CGROUP_KILL) ? Py_True : Py_False,
+                         "names_emulated",
+                         (info.flags & A3S_FEATURE_NAMES_EMULATED) ? Py_True : Py_False,
                          "landlock_abi", (int)info.landlock_abi);
 }
 

@@ -95,6 +95,21 @@ def fs_snapshot(root: Path | str) -> dict[str, tuple]:
     return out
 
 
+@pytest.fixture
+def fs_names_emulated() -> bool:
+    """Whether a sandbox built now keeps missing protected names missing by emulating the calls
+    that make names (native/init/names.c), rather than with placeholders in the workspace."""
+    forced = os.environ.get("A3S_CODE_PROTECT_NAMES") == "placeholders"
+    return bool(_native.features().get("names_emulated")) and not forced
+
+
+@pytest.fixture
+def fs_force_placeholders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sandboxes built in this test use the fallback (placeholders, journals, janitor), as on a
+    kernel without SECCOMP_ADDFD_FLAG_SEND."""
+    monkeypatch.setenv("A3S_CODE_PROTECT_NAMES", "placeholders")
+
+
 def janitors_of(workspace: Path) -> list[int]:
     """The pids of the placeholder janitors (a3s-init --mode janitor) serving `workspace`."""
     found = []

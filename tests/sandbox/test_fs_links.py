@@ -50,7 +50,8 @@ SOURCES = {
     "masked-credential-file": (".env", {"EXDEV", "EPERM"}),
     "file-in-masked-credential-dir": ("sub/.ssh/id_ed25519", {"EXDEV", "EPERM", "EACCES"}),
     "protected-file": (".bashrc", {"EXDEV", "EPERM"}),
-    "protected-placeholder": (".profile", {"EXDEV", "EPERM"}),
+    # missing: a placeholder on the fallback, nothing at all with the emulation (ENOENT)
+    "protected-placeholder": (".profile", {"EXDEV", "EPERM", "ENOENT"}),
     "file-in-protected-dir": (".git/config", {"EXDEV", "EPERM"}),
     "host-file-etc-passwd": ("/etc/passwd", {"EXDEV", "EPERM"}),
     "host-canary-file": ("{canary}/keep.txt", {"EXDEV", "EPERM"}),

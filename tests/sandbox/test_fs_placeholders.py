@@ -1,5 +1,9 @@
 """Placeholder hygiene: what the sandbox puts into the workspace for a run must go afterwards.
 
+Placeholders are the fallback where the kernel cannot emulate name-making calls
+(no SECCOMP_ADDFD_FLAG_SEND, Linux 5.14; test_fs_names.py covers the emulation): every
+test here forces it (A3S_CODE_PROTECT_NAMES=placeholders).
+
 A missing protected name is held by a read-only placeholder during the run and
 removed afterwards only if it is still the untouched object the sandbox made.
 A caller killed with SIGKILL cannot clean up: its janitor (a3s-init in janitor
@@ -57,6 +61,9 @@ PROTECTED_FILES = [
     ".continuerc.json",
 ]
 ALL_PROTECTED = PROTECTED_DIRS + PROTECTED_FILES
+
+
+pytestmark = pytest.mark.usefixtures("fs_force_placeholders")
 
 
 @pytest.fixture

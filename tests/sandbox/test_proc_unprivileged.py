@@ -36,6 +36,7 @@ from hostload import (
 from hostprocs import new_marker, sleeping, survivors
 from initreach import EXPECTED_DENIED, FORGE, HOSTILE, REFUSED, STATE, py
 
+from codeward import _native
 from codeward.sandbox import _locate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -354,10 +355,33 @@ def test_unprivileged_unshare_fails(driver) -> None:
 
 
 def test_unprivileged_placeholders_are_cleaned_up(driver) -> None:
+    """The fallback (A3S_CODE_PROTECT_NAMES=placeholders): placeholders during the run only."""
     before = sorted(os.listdir(driver.ws))
-    r = driver.run("ls -A; test -d .git && test -d .bashrc && echo protected")
+    env = {**driver.env, "A3S_CODE_PROTECT_NAMES": "placeholders"}
+    results, _ = driver.run_reusing(
+        ["ls -A; test -d .git && test -d .bashrc && echo protected"], reuse=False, env=env
+    )
+    r = results[0]
     assert "protected" in r.stdout, f"placeholders were not in place during the run: {r}"
     assert sorted(os.listdir(driver.ws)) == before, "placeholders were left in the workspace"
+    assert list(Path(driver.state).glob("**/*.journal")) == []
+
+
+@pytest.mark.skipif(
+    not _native.features().get("names_emulated"), reason="no SECCOMP_ADDFD_FLAG_SEND"
+)
+def test_unprivileged_missing_names_are_kept_missing_inside_only(driver) -> None:
+    """With the emulation (init/names.c), nothing appears in the workspace and no route makes a
+    missing protected name, for an unprivileged caller too."""
+    before = sorted(os.listdir(driver.ws))
+    r = driver.run(
+        "echo x > .mcp.json; mkdir .vscode; "
+        "ln -s x .bashrc; ln -s .git dangling; echo y > dangling; echo ok > ordinary; "
+        "cat ordinary; rm -f ordinary dangling"
+    )
+    assert r.stdout == "ok\n", r
+    assert r.stderr.count("Permission denied") == 4, r
+    assert sorted(os.listdir(driver.ws)) == before, "something was left in the workspace"
     assert list(Path(driver.state).glob("**/*.journal")) == []
 
 
@@ -429,7 +453,9 @@ def test_unprivileged_reuse_keeps_the_boundary_and_isolates_commands(driver, mar
             "id -u; grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; echo $HOME; "
             f"echo left > /tmp/left; setsid sleep {marker} & echo x > /escaped; echo done",
             "cat /tmp/left 2>/dev/null || echo no-leftover; echo $HOME; "
-            f"pgrep -f '^sleep {marker}' || echo no-process; test -d .git && echo protected; "
+            f"pgrep -f '^sleep {marker}' || echo no-process; "
+            # a placeholder on the fallback, a refused mkdir with the emulation
+            "(test -d .git || ! mkdir .git 2>/dev/null) && echo protected; "
             "echo y > .bashrc 2>/dev/null || echo bashrc-read-only",
         ]
     )

@@ -110,7 +110,7 @@ def test_file_deleted_and_made_again_with_the_same_inode_number(sb, ws, rel) -> 
 
 
 @pytest.mark.parametrize("name", [".bashrc", ".git", ".mcp.json", ".vscode"])
-def test_placeholder_removed_on_the_host_is_put_back(sb, ws, name) -> None:
+def test_placeholder_removed_on_the_host_is_put_back(fs_force_placeholders, sb, ws, name) -> None:
     run(sb, "true")
     placeholder = ws / name
     assert placeholder.exists(), "no placeholder while the sandbox lives"
@@ -130,7 +130,9 @@ def test_placeholder_removed_on_the_host_is_put_back(sb, ws, name) -> None:
 
 
 @pytest.mark.parametrize("name", [".zshrc", ".claude"])
-def test_placeholder_replaced_by_a_real_one_on_the_host_is_protected_and_kept(sb, ws, name) -> None:
+def test_placeholder_replaced_by_a_real_one_on_the_host_is_protected_and_kept(
+    fs_force_placeholders, sb, ws, name
+) -> None:
     run(sb, "true")
     placeholder = ws / name
     if placeholder.is_dir():
@@ -153,7 +155,7 @@ def test_placeholder_replaced_by_a_real_one_on_the_host_is_protected_and_kept(sb
         assert placeholder.read_text() == "real\n", "the user's file was changed or removed"
 
 
-def test_placeholder_changed_in_place_on_the_host_rebuilds(sb, ws) -> None:
+def test_placeholder_changed_in_place_on_the_host_rebuilds(fs_force_placeholders, sb, ws) -> None:
     """A host tool that makes the placeholder directory writable and adds to it: the
     sandbox is rebuilt, and the directory (now the user's) stays read-only inside."""
     run(sb, "true")

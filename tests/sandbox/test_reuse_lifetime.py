@@ -7,6 +7,10 @@ clean restart (or one 125 and then a restart), a caller killed with SIGKILL
 must take the sandbox with it and leave its placeholders to the next run's
 sweep, two threads must both get correct results, and a forked copy of the
 caller must not disturb its parent's sandbox.
+
+Every test here runs on the placeholder fallback (A3S_CODE_PROTECT_NAMES=placeholders), whose
+placeholders, journals and janitor are the state a caller's death can leave; with the
+emulation there is none (test_fs_names.py checks a SIGKILLed caller leaves nothing).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ PROTECTED_FILES = [".gitmodules", ".mcp.json", ".ripgreprc", ".bashrc", ".bash_p
 PROTECTED_FILES += [".zshrc", ".zprofile", ".profile", ".cursorrules", ".windsurfrules"]
 PROTECTED_FILES += [".clinerules", ".roomodes", ".roorules", ".continuerc.json"]
 PROTECTED = sorted([*PROTECTED_DIRS, *PROTECTED_FILES])
+
+pytestmark = pytest.mark.usefixtures("fs_force_placeholders")
 
 
 @pytest.fixture

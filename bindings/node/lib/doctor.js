@@ -85,6 +85,14 @@ async function doctor() {
   checks.push(check('pidfd', f.pidfd, false, available(f.pidfd, 'unavailable (optional)')));
   checks.push(
     check('cgroup kill', f.cgroupKill, false, available(f.cgroupKill, 'unavailable (optional)')),
+    check(
+      'protected names',
+      true,
+      false,
+      f.namesEmulated && process.env.A3S_CODE_PROTECT_NAMES !== 'placeholders'
+        ? 'kept missing inside the sandbox (call emulation): nothing appears in the workspace'
+        : 'read-only placeholders in the workspace while a sandbox lives',
+    ),
   );
   if (checks.every((c) => c.ok || !c.required)) {
     const cause = await runProbe(bwrap, initPath());

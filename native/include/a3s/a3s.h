@@ -74,6 +74,11 @@ A3S_API uint32_t a3s_abi_version(void);
 #define A3S_FEATURE_LANDLOCK (1ull << 3)        /* landlock_abi > 0 */
 #define A3S_FEATURE_PIDFD (1ull << 4)           /* pidfd_open works */
 #define A3S_FEATURE_CGROUP_KILL (1ull << 5)     /* cgroup v2 with cgroup.kill */
+/* seccomp user notification with SECCOMP_ADDFD_FLAG_SEND (Linux 5.14) on x86_64
+ * or aarch64: a missing protected name is kept missing inside the sandbox by
+ * emulating the calls that make names (docs/security.md); without it, a
+ * read-only placeholder is made in the workspace for the sandbox's life */
+#define A3S_FEATURE_NAMES_EMULATED (1ull << 6)
 
 typedef struct a3s_features_info {
     size_t struct_size;   /* in: sizeof(a3s_features_info) */

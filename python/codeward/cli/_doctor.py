@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict, dataclass
 
@@ -126,6 +127,23 @@ def collect() -> list[Check]:
             feats["cgroup_kill"],
             False,
             "available" if feats["cgroup_kill"] else "unavailable (optional)",
+        )
+    )
+    emulated = feats.get("names_emulated", False)
+    forced = os.environ.get("A3S_CODE_PROTECT_NAMES") == "placeholders"
+    checks.append(
+        Check(
+            "protected names",
+            True,
+            False,
+            "kept missing inside the sandbox (call emulation): nothing appears in the workspace"
+            if emulated and not forced
+            else "read-only placeholders in the workspace while a sandbox lives"
+            + (
+                " (forced by A3S_CODE_PROTECT_NAMES=placeholders)"
+                if emulated
+                else " (the kernel lacks SECCOMP_ADDFD_FLAG_SEND, Linux 5.14)"
+            ),
         )
     )
     if all(c.ok for c in checks if c.required):
