@@ -255,6 +255,18 @@ def search_parts(tool: str, args: Mapping[str, Any]) -> tuple[str, str, str]:
     return mode, _text(args.get("query")), _path_field(args, "path")
 
 
+def search_texts(name: str, args: Mapping[str, Any]) -> tuple[str, str | None]:
+    """A search call's subject text and its strict form (None when they are the same string:
+    no space inside the mode, query or path). ``name`` is the canonical tool name."""
+    mode = name if name != "search" else _text(args.get("mode"))
+    query = _text(args.get("query"))
+    path = _path_field(args, "path")
+    text = f"{mode} {query} {path}"
+    if " " not in mode and " " not in query and " " not in path:
+        return text, None
+    return text, " ".join(p.replace(" ", SEPARATOR_STAND_IN) for p in (mode, query, path))
+
+
 def search_subject(tool: str, args: Mapping[str, Any]) -> Subject:
     """The one subject of a search call without known paths."""
     return _search_subject(*search_parts(tool, args))
