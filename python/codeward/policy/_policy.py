@@ -18,10 +18,10 @@ from ._decision import Decision
 from ._subject import (
     SEARCH_MODE_TOOLS,
     Subject,
-    argument_string,
     canonical_json,
     canonical_tool,
     decision_subjects,
+    named_argument_string,
     search_texts,
 )
 
@@ -241,7 +241,7 @@ class PermissionPolicy:
             # subject, allow rules the strict one; the strictest list wins.
             hit = self._ruleset.check_search(*search_texts(name, args))
             return _BY_LIST_CODE[hit] if hit else self._default
-        name, subject = argument_string(tool, args)
+        name, subject = named_argument_string(name, args)
         if name == "bash":
             # The decision depends on the line and this (immutable) policy only.
             memo = self._bash_memo if len(subject) <= _MEMO_LINE_MAX else self._bash_check
