@@ -7,7 +7,7 @@ The exec check (docs/policy.md, "The exec check") traces every process of a
 command whose call carries bash deny or ask patterns, and stops each exec for
 a decision. Its cost is per fork and exec, so the worst case is a command
 that does little else: a bash loop of ``/bin/true`` (N short execs; 3,000,
-or 300 with ``--quick``). The same command runs through
+or 300 with ``--quick``; 12 pairs each, ``--rounds``). The same command runs through
 ``NativeBashSandbox.exec`` without rules (no tracing: today's cost) and with
 a realistic rule set (deny ``git push**``, ``rm -rf /**``, ``curl **``; ask
 ``npm publish**``), in the long-lived sandbox and one-shot, interleaved in
@@ -66,10 +66,14 @@ def run_once(sb: NativeBashSandbox, command: str, rules: ExecRules | None) -> tu
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="CI smoke run: fewer execs and rounds")
+    parser.add_argument(
+        "--quick", action="store_true", help="CI smoke run: 300 execs instead of 3000"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    parser.add_argument("--rounds", type=int, help="pairs per sandbox mode (default 12)")
     args = parser.parse_args()
-    execs, rounds = (300, 8) if args.quick else (3000, 12)
+    execs, rounds = (300, 12) if args.quick else (3000, 12)
+    rounds = args.rounds or rounds
     command = f"for i in $(seq 1 {execs}); do /bin/true; done"
     section(f"Exec check: {execs} execs of /bin/true, {rounds} rounds (load {loadavg()})")
     reason = NativeBashSandbox.probe()
@@ -102,11 +106,18 @@ def main() -> int:
             base = statistics.median(times["without rules"])
             traced = statistics.median(times["with rules"])
             ratio = statistics.median(pairs)  # of back-to-back pairs: the least noisy figure
+            q1, _, q3 = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else (ratio,) * 3
+            cpu_extra = statistics.median(cpus["with rules"]) - statistics.median(
+                cpus["without rules"]
+            )
             figures[mode] = {
                 "without_rules_s": base,
                 "with_rules_s": traced,
                 "ratio": ratio,
+                "ratio_q1": q1,
+                "ratio_q3": q3,
                 "per_exec_overhead_us": (traced - base) / execs * 1e6,
+                "per_exec_cpu_us": cpu_extra / execs * 1e6,
             }
             for name in times:
                 rows.append(
@@ -118,7 +129,18 @@ def main() -> int:
                         f"{statistics.mean(cpus[name]) * 1000:.0f} ms",
                     ]
                 )
-            rows.append([mode, "ratio", f"{ratio:.3f}x", "", ""])
+            rows.append([mode, "ratio (median of pairs)", f"{ratio:.3f}x", "", ""])
+            rows.append([mode, "ratio, middle half of pairs", f"{q1:.3f}-{q3:.3f}x", "", ""])
+            if not reuse:  # the init is our child only one-shot
+                rows.append(
+                    [
+                        mode,
+                        "CPU per exec, with - without",
+                        "",
+                        "",
+                        f"{cpu_extra / execs * 1e6:.0f} us",
+                    ]
+                )
     table(["sandbox", "command", "median", "per exec", "children CPU"], rows, "llrrr")
     for mode, f in figures.items():
         verdict = "PASS" if f["ratio"] <= TARGET else "FAIL"

@@ -2,12 +2,21 @@
 """Permission-policy benchmark: Python check, raw C, fnmatch/wcmatch baselines, pathological globs.
 
     python bench/policy/run.py [--quick] [--json OUT] [--profile] [--clock wall|cpu]
+                               [--instructions]
 
 One run measures, on one deterministic workload (bench/policy/workload.py:
 a 200-rule policy and 20,000 tool calls):
 
 1. ``PermissionPolicy.check(tool, args)`` calls/s from Python, with a
-   breakdown of where a call's time goes (argument string, binding, C);
+   breakdown of where a call's time goes (argument string, binding, C), on
+   this workload and on a second, "mixed" one (workload.mixed_calls: bash
+   lines of many shapes, file paths, git, download and network, MCP tools).
+   check() remembers its last bash lines; every timed pass starts with that
+   memo empty (so only repeats within a pass count), and the warm figure
+   (the memo kept across passes) is printed beside it. ``--instructions``
+   also counts the instructions of one cold pass of each workload under
+   ``valgrind --tool=callgrind`` (steady on a shared machine, where calls/s
+   are not);
 2. the C core alone: bench/policy/raw_match.c is compiled with ``cc`` (or
    $CC) against native/src and times ``a3s_ruleset_check`` over the same
    (tool, argument string) pairs, and every rule pattern alone
@@ -219,6 +228,82 @@ def si(x: float) -> str:
 # --------------------------------------------------------------------------
 
 
+def clear_memo(policy: PermissionPolicy) -> None:
+    """Empties check()'s memo of bash lines (an older package has none)."""
+    memo = getattr(policy, "_bash_memo", None)
+    if memo is not None:
+        memo.cache_clear()
+
+
+def bench_workloads(
+    policy: PermissionPolicy, workloads: dict[str, list[tuple[str, Any]]], cfg: Config
+) -> dict[str, dict[str, Rate]]:
+    """check() calls/s per workload, cold (memo emptied at the start of each pass) and warm,
+    interleaved so that every workload sees the same machine load."""
+    check = policy.check
+
+    def cold(xs: list[tuple[str, Any]]) -> None:
+        clear_memo(policy)
+        for tool, args in xs:
+            check(tool, args)
+
+    def warm(xs: list[tuple[str, Any]]) -> None:
+        for tool, args in xs:
+            check(tool, args)
+
+    fns: dict[str, Callable[[], Any]] = {}
+    for name, calls in workloads.items():
+        fns[f"{name} cold"] = partial(cold, calls)
+        fns[f"{name} warm"] = partial(warm, calls)
+    times = timed_together(fns, cfg.py_repeats)
+    out: dict[str, dict[str, Rate]] = {}
+    for name, calls in workloads.items():
+        out[name] = {t: Rate.of(len(calls), times[f"{name} {t}"]) for t in ("cold", "warm")}
+    return out
+
+
+def instructions_per_call(name: str) -> float | None:
+    """Instructions of one cold pass of a workload's check() calls, per call, counted by
+    callgrind in a child (only the calls: collection is on inside itertools.starmap)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="a3s-bench-cg-") as tmp:
+        cmd = [
+            valgrind,
+            "--tool=callgrind",
+            "--collect-atstart=no",
+            "--toggle-collect=starmap_next",
+            f"--callgrind-out-file={tmp}/cg.out",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--instr-child",
+            name,
+        ]
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    collected = [ln for ln in run.stderr.splitlines() if "Collected :" in ln]
+    if run.returncode != 0 or not collected:
+        return None
+    calls = int(run.stdout.strip() or 0)
+    count = int(collected[-1].rsplit(":", 1)[1])
+    return count / calls if calls and count else None
+
+
+def instr_child(name: str) -> int:
+    import collections
+    import itertools
+
+    rules = workload.policy_rules()
+    policy = PermissionPolicy(
+        deny=rules["deny"], allow=rules["allow"], ask=rules["ask"], default_decision="ask"
+    )
+    calls = workload.tool_calls() if name == "bench/policy" else workload.mixed_calls()
+    collections.deque(itertools.starmap(policy.check, calls), maxlen=0)
+    print(len(calls))
+    return 0
+
+
 def bench_python(
     policy: PermissionPolicy,
     calls: list[tuple[str, dict[str, Any]]],
@@ -231,6 +316,7 @@ def bench_python(
     pairs = [p for ps in pairs_of_call for p in ps]
 
     def run_check(xs: Sequence[tuple[str, Any]] = calls) -> None:
+        clear_memo(policy)  # cold: only the repeats within this pass are remembered
         for tool, args in xs:
             check(tool, args)
 
@@ -604,7 +690,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="wall",
         help="wall (default) or cpu: process CPU time, steadier on a busy machine",
     )
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count check()'s instructions per call under valgrind --tool=callgrind",
+    )
+    ap.add_argument("--instr-child", metavar="WORKLOAD", help=argparse.SUPPRESS)
     opts = ap.parse_args(argv)
+    if opts.instr_child:
+        return instr_child(opts.instr_child)
     cfg = QUICK if opts.quick else FULL
     global clock
     clock = CLOCKS[opts.clock]
@@ -681,6 +775,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  {si(total.best)} calls/s best of {cfg.py_repeats} "
         f"({total.us_per_item:.2f} us/call), median {si(total.median)}/s"
     )
+
+    mixed = workload.mixed_calls()
+    loads = bench_workloads(policy, {"bench/policy": calls, "mixed": mixed}, cfg)
+    mixed_kinds = [workload.kind_of(t) for t, _ in mixed]
+    print(
+        "\n  both workloads, interleaved (cold: check()'s memo of bash lines emptied before each"
+        " pass;\n  warm: kept across passes). mixed: "
+        + ", ".join(
+            f"{k} {mixed_kinds.count(k)}" for k in sorted(set(mixed_kinds), key=mixed_kinds.index)
+        )
+    )
+    instr: dict[str, float | None] = {}
+    if opts.instructions:
+        for name in loads:
+            instr[name] = instructions_per_call(name)
+    rows = []
+    for name, r in loads.items():
+        n_instr = instr.get(name)
+        rows.append(
+            [
+                name,
+                si(r["cold"].best),
+                si(r["cold"].median),
+                f"{r['cold'].us_per_item:.2f}",
+                si(r["warm"].best),
+                f"{r['cold'].best / TARGET_CHECKS_PER_S:.2f}",
+                "-" if n_instr is None else f"{n_instr:,.0f}",
+            ]
+        )
+    table(
+        ["workload", "cold/s", "median", "us/call", "warm/s", "vs 500k", "instr/call"],
+        rows,
+        "lrrrrrr",
+    )
+    if opts.instructions and not any(instr.values()):
+        print("  (instructions: valgrind not found or callgrind failed)")
 
     mark("python")
 
@@ -913,12 +1043,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw_ratio = ratios["raw_c_checks_vs_fnmatch"]
     targets: dict[str, bool | None] = {
         "python_check_500k": total.best >= TARGET_CHECKS_PER_S,
+        "python_check_mixed_500k": loads["mixed"]["cold"].best >= TARGET_CHECKS_PER_S,
         "raw_c_10x_fnmatch": None if raw_ratio != raw_ratio else raw_ratio >= TARGET_RAW_VS_FNMATCH,
         "pathological_under_1ms": worst["us_per_match"] < TARGET_PATHOLOGICAL_US,
     }
     print(
         f"  {verdict(targets['python_check_500k'])}  PermissionPolicy.check >= 500k calls/s:"
         f" {si(total.best)}/s"
+    )
+    print(
+        f"  {verdict(targets['python_check_mixed_500k'])}  PermissionPolicy.check >= 500k calls/s"
+        f" on the mixed workload: {si(loads['mixed']['cold'].best)}/s"
     )
     print(
         f"  {verdict(targets['raw_c_10x_fnmatch'])}  raw C matcher >= 10x fnmatch:"
@@ -981,6 +1116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "mean_argument_bytes": mean_len,
             },
             "python_check": plain(py),
+            "workloads": {
+                k: {**plain(v), "instructions_per_call": instr.get(k)} for k, v in loads.items()
+            },
             "raw_c": c_out,
             "baselines": plain(base),
             "ratios": ratios,

@@ -785,6 +785,72 @@ def tool_calls(n: int = N_CALLS, seed: int = SEED) -> list[tuple[str, dict[str, 
     return calls
 
 
+# --------------------------------------------------------------------------
+# The "mixed" workload: the other mix issue 21 names (bash lines of many shapes,
+# file paths, git, download and network, MCP tools), decided by the same policy
+# --------------------------------------------------------------------------
+
+MIXED_SEED = 0x5EED21
+
+
+def _bash_shape(rng: random.Random) -> str:
+    """A bash line of one of the shapes an agent writes, beyond bench/policy's own mix."""
+    cmd = _simple_command(rng)
+    path = _rel_path(rng, rng.randint(1, 4))
+    w = rng.choice(_WORDS)
+    shapes = [
+        lambda: cmd,
+        lambda: f"( cd {path.rsplit('/', 1)[0]} && {cmd} )",
+        lambda: f"FOO={w} BAR=1 {cmd}",
+        lambda: f"timeout 60 {cmd}",
+        lambda: f"env -i PATH=/usr/bin {cmd}",
+        lambda: f'for f in {path} {path}.bak; do wc -l "$f"; done',
+        lambda: f'echo "$(git rev-parse HEAD)" > {path}',
+        lambda: f"git -C {path.rsplit('/', 1)[0]} status --short",
+        lambda: f"bash -c '{cmd}'",
+        lambda: f"{cmd} 2>&1 | tee /tmp/{w}.log",
+        lambda: f"if [ -f {path} ]; then cat {path}; else echo missing; fi",
+        lambda: f"rg -l {w} | xargs sed -i 's/{w}/{rng.choice(_WORDS)}/g'",
+        lambda: f"{cmd} && {_simple_command(rng)} || echo failed",
+        lambda: f"git log --format='%H %s' -n {rng.randint(1, 20)} | grep -i {w}",
+        lambda: f"x=$(ls {path}); echo $x",
+        lambda: f"ls   -la   {path}  ",
+    ]
+    return rng.choice(shapes)()
+
+
+def mixed_calls(n: int = N_CALLS, seed: int = MIXED_SEED) -> list[tuple[str, dict[str, Any]]]:
+    """``n`` calls of the mixed workload, the same list for the same ``seed``: 40% bash
+    lines of many shapes, 30% read/write/edit paths, 10% git, 10% download and web
+    fetches, 10% MCP tools."""
+    rng = random.Random(seed)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.40:
+            calls.append((_cap(rng, "bash"), {"command": _bash_shape(rng)}))
+        elif r < 0.70:
+            calls.append(_file_call(rng))
+        elif r < 0.80:
+            command = rng.choice(["status", "diff", "log", "show"])
+            args: dict[str, Any] = {"command": command}
+            if command != "status" and rng.random() < 0.7:
+                rev = rng.choice(["HEAD", "HEAD~2", "main", "origin/main..HEAD"])
+                if command == "show" and rng.random() < 0.6:
+                    rev = f"{rng.choice(['HEAD', 'HEAD~1'])}:{_path(rng).lstrip('/')}"
+                args["target"] = rev
+            calls.append((_cap(rng, "git"), args))
+        elif r < 0.90:
+            url = rng.choice(_URLS)
+            if rng.random() < 0.5:
+                calls.append((_cap(rng, "download"), {"url": url, "file_path": _rel_path(rng, 2)}))
+            else:
+                calls.append((_cap(rng, "webfetch"), {"url": url, "prompt": _words(rng, 3, 9)}))
+        else:
+            calls.append(_mcp_call(rng))
+    return calls
+
+
 def kind_of(tool: str) -> str:
     """The workload category of a call's tool, for per-kind breakdowns."""
     t = tool.lower()
@@ -796,6 +862,10 @@ def kind_of(tool: str) -> str:
         return "search"
     if t.startswith("mcp__"):
         return "mcp"
+    if t == "git":
+        return "git"
+    if t in ("download", "webfetch"):
+        return "network"
     return "json"
 
 

@@ -30,14 +30,18 @@ struct rule {
 
 struct index_list {
     size_t *items;
+    int16_t *first; /* the rule's first_byte, beside its index: a scan skips it unloaded */
     size_t len, cap;
 };
 
-/* The rules of one literal tool name (or of the generic group), per list. */
+/* The rules of one literal tool name (or of the generic group), per list. `all` is what a
+ * check of the tool walks: its own rules merged (in rule order) with the generic rules
+ * whose tool part covers it, so a check never matches the generic rules' tool parts. */
 struct group {
     char *tool;
     size_t tool_len;
     struct index_list lists[NLISTS];
+    struct index_list all[NLISTS];
 };
 
 struct a3s_ruleset {
@@ -55,6 +59,8 @@ struct a3s_ruleset {
 
 static struct group *lookup_group(const a3s_ruleset *rs, const char *tool, size_t n);
 
+static void free_group(struct group *g);
+
 static uint64_t hash_name(const char *s, size_t n) {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) {
@@ -64,17 +70,27 @@ static uint64_t hash_name(const char *s, size_t n) {
     return h;
 }
 
-static int push_index(struct index_list *l, size_t v) {
-    if (l->len == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 4;
-        size_t *items = realloc(l->items, cap * sizeof *items);
-        if (!items)
-            return A3S_E_NOMEM;
-        l->items = items;
-        l->cap = cap;
-    }
-    l->items[l->len++] = v;
+/* Room for one more index, so that the pushes of one rule cannot fail halfway. */
+static int reserve_index(struct index_list *l) {
+    if (l->len < l->cap)
+        return A3S_OK;
+    size_t cap = l->cap ? 2 * l->cap : 4;
+    size_t *items = realloc(l->items, cap * sizeof *items);
+    if (!items)
+        return A3S_E_NOMEM;
+    l->items = items;
+    int16_t *first = realloc(l->first, cap * sizeof *first);
+    if (!first)
+        return A3S_E_NOMEM;
+    l->first = first;
+    l->cap = cap;
     return A3S_OK;
+}
+
+static void push_reserved(struct index_list *l, size_t v, int first_byte) {
+    l->items[l->len] = v;
+    l->first[l->len] = (int16_t)first_byte;
+    l->len++;
 }
 
 static struct group *find_group(const a3s_ruleset *rs, const char *tool, size_t n) {
@@ -132,11 +148,23 @@ static struct group *get_or_add_group(a3s_ruleset *rs, const char *tool, size_t 
         return NULL;
     memcpy(g->tool, tool, n);
     g->tool_len = n;
+    for (int l = 0; l < NLISTS; l++) { /* the generic rules already added that cover it */
+        const struct index_list *gen = &rs->generic.lists[l];
+        for (size_t i = 0; i < gen->len; i++) {
+            if (!covers_tool(&rs->rules[gen->items[i]], tool, n))
+                continue;
+            if (reserve_index(&g->all[l]) != A3S_OK) {
+                free_group(g);
+                return NULL;
+            }
+            push_reserved(&g->all[l], gen->items[i], gen->first[i]);
+        }
+    }
     rs->ngroups++;
     if (2 * rs->ngroups > rs->table_cap) {
         if (rehash(rs, rs->table_cap ? 2 * rs->table_cap : 16) != A3S_OK) {
             rs->ngroups--;
-            free(g->tool);
+            free_group(g);
             return NULL;
         }
     } else {
@@ -159,8 +187,12 @@ static void free_rule(struct rule *r) {
 
 static void free_group(struct group *g) {
     free(g->tool);
-    for (int l = 0; l < NLISTS; l++)
+    for (int l = 0; l < NLISTS; l++) {
         free(g->lists[l].items);
+        free(g->lists[l].first);
+        free(g->all[l].items);
+        free(g->all[l].first);
+    }
 }
 
 A3S_API void a3s_ruleset_free(a3s_ruleset *rs) {
@@ -359,11 +391,23 @@ A3S_API int a3s_ruleset_add(a3s_ruleset *rs, int list, const char *rule, size_t 
         rs->rules = rules;
         rs->cap = cap;
     }
-    struct group *g = (r.flags & (A3S_RULE_TOOL_GLOB | A3S_RULE_MCP_SERVER))
-                          ? &rs->generic
-                          : get_or_add_group(rs, r.tool, r.tool_len);
-    if (!g || push_index(&g->lists[list - 1], rs->len) != A3S_OK)
+    bool generic = r.flags & (A3S_RULE_TOOL_GLOB | A3S_RULE_MCP_SERVER);
+    struct group *g = generic ? &rs->generic : get_or_add_group(rs, r.tool, r.tool_len);
+    if (!g || reserve_index(&g->lists[list - 1]) != A3S_OK)
         goto nomem;
+    /* Every list the rule joins has room before any of them changes. */
+    for (size_t i = 0; generic && i < rs->ngroups; i++)
+        if (covers_tool(&r, rs->groups[i].tool, rs->groups[i].tool_len) &&
+            reserve_index(&rs->groups[i].all[list - 1]) != A3S_OK)
+            goto nomem;
+    if (!generic && reserve_index(&g->all[list - 1]) != A3S_OK)
+        goto nomem;
+    push_reserved(&g->lists[list - 1], rs->len, r.first_byte);
+    for (size_t i = 0; generic && i < rs->ngroups; i++)
+        if (covers_tool(&r, rs->groups[i].tool, rs->groups[i].tool_len))
+            push_reserved(&rs->groups[i].all[list - 1], rs->len, r.first_byte);
+    if (!generic)
+        push_reserved(&g->all[list - 1], rs->len, r.first_byte);
     rs->rules[rs->len++] = r;
     if (list != A3S_LIST_ALLOW && !(r.flags & A3S_RULE_ANY_ARGS) && covers_tool(&r, "bash", 4))
         rs->bash_patterned = true;
@@ -423,7 +467,10 @@ static int rule_matches(const struct rule *r, const char *tool, size_t tl, const
  * `tool` NULL: the group is the tool's own, whose rules all cover it. */
 static int first_in(const a3s_ruleset *rs, const struct index_list *l, const char *tool,
                     size_t tl, const char *subject, size_t sl, size_t *found) {
+    int first = sl ? (unsigned char)subject[0] : -2; /* -2: an empty subject has no first byte */
     for (size_t i = 0; i < l->len; i++) {
+        if (l->first[i] >= 0 && l->first[i] != first)
+            continue;
         int m = rule_matches(&rs->rules[l->items[i]], tool, tl, subject, sl);
         if (m < 0)
             return m;
@@ -462,12 +509,13 @@ static int check_lists(const a3s_ruleset *rs, const char *t, size_t tool_len, co
     out->index = 0;
     int rc = A3S_OK;
     for (int l = 0; l < NLISTS && out->list == A3S_LIST_NONE; l += skip_allow ? 2 : 1) {
-        size_t a = SIZE_MAX, b = SIZE_MAX;
-        if (g && (rc = first_in(rs, &g->lists[l], NULL, tool_len, s, subject_len, &a)) != A3S_OK)
+        size_t hit = SIZE_MAX;
+        if (g)
+            rc = first_in(rs, &g->all[l], NULL, tool_len, s, subject_len, &hit);
+        else
+            rc = first_in(rs, &rs->generic.lists[l], t, tool_len, s, subject_len, &hit);
+        if (rc != A3S_OK)
             break;
-        if ((rc = first_in(rs, &rs->generic.lists[l], t, tool_len, s, subject_len, &b)) != A3S_OK)
-            break;
-        size_t hit = a < b ? a : b;
         if (hit != SIZE_MAX) {
             out->list = l + 1;
             out->id = rs->rules[hit].id;

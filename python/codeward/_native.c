@@ -277,6 +277,71 @@ done:
     return result;
 }
 
+/* The deciding list of a search (the order PermissionPolicy.evaluate gives it): deny when a
+ * deny rule matches `text` or `strict`, else ask when an ask rule does, else allow when an
+ * allow rule matches `strict` (an allow rule never matches the loose form), else none.
+ * `strict` NULL: the same string as `text` (no space inside the mode, query or path).
+ * One call instead of two list-building matches() and a set in Python. */
+static int search_lists(a3s_ruleset *rs, const char *s, size_t n, size_t *idx, size_t cap,
+                        unsigned *seen, bool allow_counts, a3s_error *err) {
+    size_t count = 0;
+    int rc = a3s_ruleset_matches(rs, "search", 6, s, n, idx, cap, &count, err);
+    if (rc != A3S_OK)
+        return rc;
+    for (size_t i = 0; i < count; i++) {
+        a3s_rule_view view = {.struct_size = sizeof view};
+        if ((rc = a3s_ruleset_rule(rs, idx[i], &view, err)) != A3S_OK)
+            return rc;
+        if (view.list != A3S_LIST_ALLOW || allow_counts)
+            *seen |= 1u << view.list;
+    }
+    return A3S_OK;
+}
+
+static PyObject *ruleset_check_search(PyObject *obj, PyObject *const *args, Py_ssize_t nargs) {
+    RulesetObject *self = (RulesetObject *)obj;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "check_search(text, strict) takes 2 arguments");
+        return NULL;
+    }
+    const char *text, *strict = NULL;
+    Py_ssize_t tl, sl = 0;
+    PyObject *o1, *o2 = NULL;
+    if (as_bytes(args[0], &text, &tl, &o1) < 0)
+        return NULL;
+    if (args[1] != Py_None && as_bytes(args[1], &strict, &sl, &o2) < 0) {
+        Py_XDECREF(o1);
+        return NULL;
+    }
+    size_t cap = a3s_ruleset_count(self->rs);
+    size_t stack[64], *idx = cap <= 64 ? stack : PyMem_Malloc(cap * sizeof *idx);
+    PyObject *result = NULL;
+    if (!idx) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    unsigned seen = 0;
+    a3s_error err;
+    int rc = search_lists(self->rs, text, (size_t)tl, idx, cap, &seen, strict == NULL, &err);
+    if (rc == A3S_OK && strict)
+        rc = search_lists(self->rs, strict, (size_t)sl, idx, cap, &seen, true, &err);
+    if (rc != A3S_OK) {
+        raise_error(self->native_error, &err);
+        goto done;
+    }
+    int list = (seen & (1u << A3S_LIST_DENY))    ? A3S_LIST_DENY
+               : (seen & (1u << A3S_LIST_ASK))   ? A3S_LIST_ASK
+               : (seen & (1u << A3S_LIST_ALLOW)) ? A3S_LIST_ALLOW
+                                                 : A3S_LIST_NONE;
+    result = PyLong_FromLong(list);
+done:
+    if (idx != stack)
+        PyMem_Free(idx);
+    Py_XDECREF(o1);
+    Py_XDECREF(o2);
+    return result;
+}
+
 /* set_default(list): the decision that applies when no rule matches (bash lines need it). */
 static PyObject *ruleset_set_default(PyObject *obj, PyObject *arg) {
     RulesetObject *self = (RulesetObject *)obj;
@@ -385,6 +450,9 @@ static PyMethodDef ruleset_methods[] = {
      "matches(tool, subject) -> list[int]: indices of every matching rule."},
     {"set_default", ruleset_set_default, METH_O,
      "set_default(list): the decision when no rule matches (a bash line is decided with it)."},
+    {"check_search", (PyCFunction)(void (*)(void))ruleset_check_search, METH_FASTCALL,
+     "check_search(text, strict) -> int: a search's deciding list (deny, ask, then allow on the "
+     "strict form); strict None when it equals text."},
     {"check_bash", ruleset_check_bash, METH_O,
      "check_bash(line) -> (list, flags, commands, matched): a bash line per simple command."},
     {"rule", ruleset_rule, METH_O,

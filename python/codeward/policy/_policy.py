@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -15,12 +16,13 @@ from .._errors import NativeCoreError, PolicyError, PolicyFileError
 from ._bash import BashVerdict, verdict_from_native
 from ._decision import Decision
 from ._subject import (
+    SEARCH_MODE_TOOLS,
     Subject,
-    argument_string,
     canonical_json,
     canonical_tool,
     decision_subjects,
-    search_subject,
+    named_argument_string,
+    search_texts,
 )
 
 __all__ = ["Decision", "Evaluation", "PermissionPolicy", "RuleView"]
@@ -37,6 +39,11 @@ _BY_LIST_CODE = {
     _native.LIST_ASK: Decision.ASK,
 }
 
+
+# check() remembers the deciding list of the last bash lines it decided (agents repeat
+# `git status`, `npm test` ...): at most _MEMO_SIZE lines of at most _MEMO_LINE_MAX characters.
+_MEMO_SIZE = 2048
+_MEMO_LINE_MAX = 1024
 
 _STRICTNESS = (Decision.DENY, Decision.ASK, Decision.ALLOW)
 # A glob character of the rule dialect (an escape counts too: it fails closed).
@@ -168,6 +175,8 @@ class PermissionPolicy:
     """
 
     __slots__ = (
+        "_bash_check",
+        "_bash_memo",
         "_default",
         "_enabled",
         "_lists",
@@ -199,6 +208,8 @@ class PermissionPolicy:
             for raw in self._lists[list_name]:
                 self._add(list_name, raw)
         self._ruleset.set_default(_LIST_CODES[self._default.value])
+        self._bash_check = functools.partial(self._ruleset.check, "bash")
+        self._bash_memo = functools.lru_cache(maxsize=_MEMO_SIZE)(self._bash_check)
         self._views: list[RuleView] | None = None
 
     def _add(self, list_name: str, raw: str) -> None:
@@ -224,30 +235,24 @@ class PermissionPolicy:
         """
         if not self._enabled:
             return Decision.ALLOW
-        name, subject = argument_string(tool, args)
+        name = canonical_tool(tool)
+        if (name == "search" or name in SEARCH_MODE_TOOLS) and isinstance(args, Mapping):
+            # As evaluate() decides it: deny and ask rules match either form of the
+            # subject, allow rules the strict one; the strictest list wins.
+            hit = self._ruleset.check_search(*search_texts(name, args))
+            return _BY_LIST_CODE[hit] if hit else self._default
+        name, subject = named_argument_string(name, args)
+        if name == "bash":
+            # The decision depends on the line and this (immutable) policy only.
+            memo = self._bash_memo if len(subject) <= _MEMO_LINE_MAX else self._bash_check
+            hit = memo(subject)
+            return _BY_LIST_CODE[hit] if hit else self._default
         if name == "git" and ":" in subject:
             return self.evaluate(tool, args).decision  # REV:path: every spelling of the path
         if name != "search" and ("\n" not in subject or name != "read"):
             hit = self._ruleset.check(name, subject)
             return _BY_LIST_CODE[hit] if hit else self._default
-        if name == "search" and isinstance(args, Mapping):
-            return self._check_search(tool, args)
         return self.evaluate(tool, args).decision
-
-    def _check_search(self, tool: str, args: Mapping[str, Any]) -> Decision:
-        """A search decided as evaluate() decides it (deny and ask rules match either form
-        of its subject, allow rules the strict one; the strictest list wins), without
-        building the evaluation."""
-        subject = search_subject(tool, args)
-        rules = self._rules
-        lists = {rules[i][0] for i in self._ruleset.matches("search", subject.text)}
-        lists.discard("allow")
-        if subject.strict is not None:
-            lists.update(rules[i][0] for i in self._ruleset.matches("search", subject.strict))
-        for candidate in _STRICTNESS:
-            if candidate.value in lists:
-                return candidate
-        return self._default
 
     def evaluate(
         self,

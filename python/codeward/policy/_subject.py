@@ -255,6 +255,18 @@ def search_parts(tool: str, args: Mapping[str, Any]) -> tuple[str, str, str]:
     return mode, _text(args.get("query")), _path_field(args, "path")
 
 
+def search_texts(name: str, args: Mapping[str, Any]) -> tuple[str, str | None]:
+    """A search call's subject text and its strict form (None when they are the same string:
+    no space inside the mode, query or path). ``name`` is the canonical tool name."""
+    mode = name if name != "search" else _text(args.get("mode"))
+    query = _text(args.get("query"))
+    path = _path_field(args, "path")
+    text = f"{mode} {query} {path}"
+    if " " not in mode and " " not in query and " " not in path:
+        return text, None
+    return text, " ".join(p.replace(" ", SEPARATOR_STAND_IN) for p in (mode, query, path))
+
+
 def search_subject(tool: str, args: Mapping[str, Any]) -> Subject:
     """The one subject of a search call without known paths."""
     return _search_subject(*search_parts(tool, args))
@@ -298,7 +310,11 @@ def argument_string(tool: str, args: Mapping[str, Any] | None) -> tuple[str, str
     A missing field gives ``""``; a field of another JSON type gives its
     compact JSON text, so no value can slip past a rule by its type.
     """
-    name = canonical_tool(tool)
+    return named_argument_string(canonical_tool(tool), args)
+
+
+def named_argument_string(name: str, args: Mapping[str, Any] | None) -> tuple[str, str]:
+    """argument_string() for a tool name already canonical (PermissionPolicy.check's hot path)."""
     if args is None:
         args = {}
     elif type(args) is not dict and not isinstance(args, Mapping):
@@ -307,9 +323,12 @@ def argument_string(tool: str, args: Mapping[str, Any] | None) -> tuple[str, str
         command = args.get("command", "")
         return name, command if type(command) is str else _text(command)
     if name in FILE_PATH_TOOLS:
-        if is_multi_read(name, args):
+        if name == "read" and "file_path" not in args and "files" in args:  # is_multi_read
             return name, "\n".join(_read_paths(args))
-        return name, _path_field(args, "file_path")
+        path = args.get("file_path")
+        if type(path) is not str:
+            return name, _path_field(args, "file_path")
+        return name, normalize_path(path)
     if name == "search" or name in SEARCH_MODE_TOOLS:
         mode = name if name != "search" else _text(args.get("mode"))
         return "search", f"{mode} {_text(args.get('query'))} {_path_field(args, 'path')}"
