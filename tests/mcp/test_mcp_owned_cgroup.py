@@ -49,12 +49,12 @@ HOST = textwrap.dedent(
     started = wait_for(lambda: len(sleeping(marker)) == 1)
     daemon = sleeping(marker)
     cgroup = open(f"/proc/{{daemon[0]}}/cgroup").read() if daemon else ""
-    if mode == "escape-all":  # it kills the warden and its init once it has answered
-        client.call_tool("work", {{}})
-        wait_for(lambda: not os.path.exists(f"/proc/{{client.pid}}/cmdline")
-                 or open(f"/proc/{{client.pid}}/stat").read().split(") ")[1][0] == "Z")
     report = {{"started": started, "ownership": client.ownership, "cgroup": cgroup,
                "host": os.getpid()}}
+    if mode == "escape-all":  # what its attempts on the warden and its init got
+        report["attempts"] = json.loads(client.call_tool("work", {{}}).content[0]["text"])
+        report["supervisors"] = [client.pid, int(open(f"/proc/{{daemon[0]}}/stat").read()
+                                                  .rsplit(") ", 1)[1].split()[1])]
     if end == "hold":  # the test SIGKILLs this host
         print(json.dumps(report), flush=True)
         time.sleep(600)
@@ -136,7 +136,7 @@ V1 = pytest.mark.parametrize("v1", [False, True], ids=["v2-or-v1", "v1-freezer"]
 @V1
 @pytest.mark.parametrize("mode", ["stubborn", "escape-all"])
 def test_the_server_and_its_daemon_are_gone_when_close_returns(mode: str, v1: bool) -> None:
-    """escape-all also SIGKILLs the warden and its init: the host empties the cgroup."""
+    """escape-all also tries to end the warden and its init (refused): close() empties it."""
     _require_cgroups(v1)
     proc, marker, report = _host(mode, "close", v1=v1)
     try:
@@ -156,6 +156,60 @@ def test_the_warden_ends_the_server_when_the_host_is_sigkilled(v1: bool) -> None
         proc.kill()
         proc.wait(timeout=60)
         assert wait_for(lambda: not sleeping(marker), timeout_s=30), "the daemon outlived the host"
+    finally:
+        _finish(proc, marker)
+
+
+def _cgroup_dirs(cgroup: str) -> list[Path]:
+    """The server's own cgroup directories (v2 and/or v1 freezer) from its /proc/<pid>/cgroup."""
+    v2_root = V2_MOUNT if (V2_MOUNT / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
+    dirs = []
+    for line in cgroup.splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "/codeward-" not in path:
+            continue
+        root = v2_root if controllers == "" else V1_FREEZER if "freezer" in controllers else None
+        if root is not None:
+            dirs.append(root / path.lstrip("/"))
+    return dirs
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+# the attempts that went on with SIGKILL once signal 0 (or a read) was refused
+FOR_REAL = [
+    name.format(who)
+    for who in ("warden", "init")
+    for name in ("kill({})!", "kill(-pgid {})!", "pidfd_send_signal(/proc/{})!", "prlimit({})!")
+]
+
+
+@V1
+def test_the_server_cannot_end_its_warden_and_dies_with_the_host(v1: bool) -> None:
+    """The escape of a server of the host's uid: SIGKILL the warden and the init, then
+    outlive the host. Its guard filter refuses every way (servers/hostile.py, escape-all);
+    the warden, alive, empties and removes the cgroup once the host is SIGKILLed."""
+    _require_cgroups(v1)
+    proc, marker, report = _host("escape-all", "hold", v1=v1)
+    try:
+        _started_in_a_cgroup(report, v1)
+        attempts, supervisors = report["attempts"], report["supervisors"]
+        assert sorted(attempts.pop("targets")) == sorted(supervisors), report
+        assert {k: v for k, v in attempts.items() if v != "refused"} == {}, attempts
+        assert {*FOR_REAL, "kill(-1)!"} <= set(attempts), attempts
+        assert all(_alive(pid) for pid in supervisors), "the warden or the init was ended"
+        dirs = _cgroup_dirs(report["cgroup"])
+        assert dirs and all(d.is_dir() for d in dirs), report["cgroup"]
+        proc.kill()
+        proc.wait(timeout=60)
+        assert wait_for(lambda: not sleeping(marker), timeout_s=30), "the daemon outlived the host"
+        assert wait_for(lambda: not any(map(_alive, supervisors)), timeout_s=30)
+        assert wait_for(lambda: not any(d.exists() for d in dirs), timeout_s=30), dirs
     finally:
         _finish(proc, marker)
 
