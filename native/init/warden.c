@@ -103,9 +103,9 @@ int warden_main(int argc, char **argv) {
      * (they become root's); the init does the same, and the program's guard
      * filter refuses what else would signal either of us (a3s_init.c) */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    /* The OOM killer must not end us before the program: as root, never
-     * (-1000); the init gets our old value back. Unprivileged, the write
-     * fails and nothing changes. */
+    /* The OOM killer must not end us before the program: with
+     * CAP_SYS_RESOURCE, never (-1000); the init gets our old value back.
+     * Without it the write fails and nothing changes. */
     char oom[16] = "0";
     int oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
     ssize_t oom_len = oom_fd >= 0 ? read(oom_fd, oom, sizeof oom - 1) : -1;
