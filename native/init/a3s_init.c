@@ -18,7 +18,7 @@
  * caller dies, at any moment, the read end hangs up and everything is killed.
  *
  * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N] [--host-pidfd N]
- *                 [--own-pidns N]
+ *                 [--own-pidns N | --under-warden]
  *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock] [--allow-connect]
  *                 [--grant-port N --grant-fd N] [LIMITS] -- PROGRAM [ARG]...
  *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
@@ -285,6 +285,9 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
         } else if (strcmp(a, "--allow-connect") == 0) {
             cfg->allow_connect = true;
             continue;
+        } else if (strcmp(a, "--under-warden") == 0) {
+            cfg->under_warden = true;
+            continue;
         }
         if (!v)
             die(NULL, "option %s needs a value", a);
@@ -361,6 +364,8 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
         die(NULL, "server mode needs --control-fd and --lifeline-fd");
     if (cfg->own_pidns && cfg->sandbox)
         die(NULL, "--own-pidns is for host mode");
+    if (cfg->under_warden && (cfg->sandbox || cfg->own_pidns))
+        die(NULL, "--under-warden is for host mode without --own-pidns");
     if (cfg->server && exectrace_active(cfg->trace))
         die(NULL, "--exec-* options are for one-shot runs: a server's come with each command");
     if (cfg->grant_fd >= 0 && (cfg->server || !cfg->sandbox || !cfg->grant_port))
@@ -417,6 +422,25 @@ bool resolve_program(const char *name, char out[PATH_MAX]) {
         path += len + (end ? 1 : 0);
     }
     return false;
+}
+
+/* The cgroup tier (--under-warden): the warden, our parent, and we are all
+ * that empties the program's cgroup once the caller is gone, and the program
+ * runs as our uid. Its guard filter (a3s_seccomp_build_guard) refuses what
+ * would signal, trace or limit either of us: our pids, our process group
+ * (the warden's too: we did not leave it; the command does, by setsid) and
+ * -1, every process of the uid. The pids are fixed for our lifetime: the
+ * warden lives until we end, and we are the program's parent. */
+static void build_guard(const struct config *cfg, struct a3s_seccomp_program *guard) {
+    pid_t self = getpid(), warden = getppid();
+    pid_t group = getpgid(0), warden_group = getpgid(warden);
+    if (warden <= 1 || group <= 0 || warden_group <= 0)
+        die(cfg, "--under-warden: the warden (our parent, pid %d) is gone", (int)warden);
+    const int32_t targets[] = {self, warden, -group, -warden_group, -1};
+    a3s_error err;
+    if (a3s_seccomp_build_guard(targets, sizeof targets / sizeof *targets, guard, &err) !=
+        A3S_OK)
+        die(cfg, "%s", err.message);
 }
 
 /* In the forked child: only async-signal-safe calls from here to execve. */
@@ -692,8 +716,10 @@ int main(int argc, char **argv) {
     if (!resolve_program(cfg.argv[0], program))
         die(&cfg, "%s: command not found", cfg.argv[0]);
     struct a3s_landlock ll = {.ruleset_fd = -1};
-    struct a3s_seccomp_program filter = {0}, own_filter = {0};
+    struct a3s_seccomp_program filter = {0}, own_filter = {0}, guard = {0};
     a3s_error err;
+    if (cfg.under_warden)
+        build_guard(&cfg, &guard);
     if (cfg.sandbox) {
         if (cfg.landlock &&
             a3s_landlock_prepare_net(cfg.rw, cfg.nrw, cfg.allow_connect, &ll, &err) != A3S_OK)
@@ -795,7 +821,7 @@ int main(int argc, char **argv) {
             .err = -1,
             .ll = !cfg.sandbox ? NULL : cfg.grant_listener >= 0 ? &cfg.grant_ll : &ll,
             /* inherited from the init (sandbox mode), or stacked on the tracer's */
-            .filter = own_filter.filter ? &filter : NULL,
+            .filter = own_filter.filter ? &filter : guard.filter ? &guard : NULL,
             .nproc = cfg.sandbox ? command_nproc(&cfg) : 0,
             .report_fd = report[1],
             .trace_fd = {go[0], ready[1]},
@@ -825,6 +851,7 @@ int main(int argc, char **argv) {
     a3s_landlock_close(&cfg.grant_ll);
     a3s_seccomp_program_free(&filter);
     a3s_seccomp_program_free(&own_filter);
+    a3s_seccomp_program_free(&guard);
     if (n == (ssize_t)sizeof f) {
         f.step[sizeof f.step - 1] = '\0';
         int st;

@@ -50,6 +50,7 @@ struct config {
     /* owned host mode (--own-pidns N): the caller's pid namespace inode, which
      * ours must differ from; 0: host mode under the subreaper */
     unsigned long long own_pidns;
+    bool under_warden; /* --under-warden: the parent is the cgroup tier's warden (warden.c) */
     /* limits.c */
     int oom_fd;             /* the init's own /proc/self/oom_score_adj, opened while dumpable */
     int oom_base;           /* its value at start */

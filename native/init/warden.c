@@ -19,9 +19,10 @@
  * ends (the program exited, or killed its supervisor: as a pid namespace
  * dies with its init), or when the caller is gone (even by SIGKILL), and
  * then, the caller being gone, removes it. Signals from the program's
- * terminal or session are not its to obey. It cannot keep a program of the
- * caller's uid from killing the warden itself: then the caller, while it
- * lives, still empties the cgroup when it stops the program (docs/mcp.md).
+ * terminal or session are not its to obey; the program, though of the
+ * caller's uid, cannot signal, trace or limit the warden or the init: the
+ * init starts it under a guard filter that refuses it (--under-warden,
+ * a3s_seccomp_build_guard). A root program can still leave (docs/mcp.md).
  */
 #define _GNU_SOURCE
 #include "init.h"
@@ -98,7 +99,20 @@ int warden_main(int argc, char **argv) {
     char **init_argv = argv + i + 1;
     set_cloexec(cgroup);
     set_cloexec(image);
+    /* the program (of our uid) may neither trace us nor open our /proc files
+     * (they become root's); the init does the same, and the program's guard
+     * filter refuses what else would signal either of us (a3s_init.c) */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* The OOM killer must not end us before the program: with
+     * CAP_SYS_RESOURCE, never (-1000); the init gets our old value back.
+     * Without it the write fails and nothing changes. */
+    char oom[16] = "0";
+    int oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    ssize_t oom_len = oom_fd >= 0 ? read(oom_fd, oom, sizeof oom - 1) : -1;
+    if (oom_len > 0 && pwrite(oom_fd, "-1000", 5, 0) == 5)
+        oom[oom_len] = '\0';
+    else
+        oom_len = 0; /* unchanged: nothing to restore */
     /* no signal but SIGKILL stops the warden (the program's terminal, its session, a
      * SIGUSR1 of the program's); SIGCHLD is read */
     sigset_t all, old;
@@ -121,12 +135,16 @@ int warden_main(int argc, char **argv) {
         warden_fail(status, "fork", errno);
     if (child == 0) {
         sigprocmask(SIG_SETMASK, &old, NULL);
+        if (oom_len > 0 && pwrite(oom_fd, oom, (size_t)oom_len, 0) != oom_len)
+            warden_fail(status, "cannot restore the init's oom_score_adj", errno);
         if (write(procs, "0", 1) != 1)
             warden_fail(status, "cannot join the program's cgroup", errno);
         syscall(SYS_execveat, image, "", init_argv, environ, AT_EMPTY_PATH);
         warden_fail(status, "cannot run the init", errno);
     }
     close(procs);
+    if (oom_fd >= 0)
+        close(oom_fd);
     close(status); /* the init reports through its own copy */
     for (;;) {
         struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},

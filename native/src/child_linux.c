@@ -682,6 +682,8 @@ static int launch_host(const a3s_child_options *opts, int image, enum own_by by,
     a3s_strvec_push(&argv, "host");
     if (by == OWN_PIDNS)
         push_num(&argv, "--own-pidns", (long long)pidns);
+    if (by == OWN_CGROUP) /* the program cannot end the warden or the init (a3s_init.c) */
+        a3s_strvec_push(&argv, "--under-warden");
     push_num(&argv, "--status-fd", f.status[1]);
     push_num(&argv, "--lifeline-fd", f.lifeline[0]);
     if (f.host_pidfd >= 0)

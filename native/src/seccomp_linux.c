@@ -133,6 +133,16 @@
 #define NR_link NR(86, NONE)
 #define NR_linkat NR(265, 37)
 #define NR_ptrace NR(101, 117)
+#define NR_kill NR(62, 129)
+#define NR_tkill NR(200, 130)
+#define NR_tgkill NR(234, 131)
+#define NR_rt_sigqueueinfo NR(129, 138)
+#define NR_rt_tgsigqueueinfo NR(297, 240)
+#define NR_pidfd_open NR(434, 434)
+#define NR_pidfd_send_signal NR(424, 424)
+#define NR_process_vm_readv NR(310, 270)
+#define NR_process_vm_writev NR(311, 271)
+#define NR_fcntl NR(72, 25)
 
 /* ------------------------------------------------------------------------ */
 /* Calls refused whatever their arguments                                    */
@@ -623,7 +633,8 @@ static void rule_seccomp_listener(struct prog *p) {
 /* The program                                                               */
 /* ------------------------------------------------------------------------ */
 
-static void generate(struct prog *p, uint64_t flags) {
+/* Every filter's first block: a foreign ABI is killed, x32 refused. */
+static void arch_block(struct prog *p) {
     /* The architecture first: system call numbers mean different calls in
      * each ABI, and a 64-bit process can still make 32-bit calls (int 0x80
      * on x86_64; AArch32 tasks on arm64) which would slip past every number
@@ -646,6 +657,10 @@ static void generate(struct prog *p, uint64_t flags) {
 #endif
     here(p, L_NEXT);
     block_end(p);
+}
+
+static void generate(struct prog *p, uint64_t flags) {
+    arch_block(p);
 
     /* Argument rules first: ioctl and clone are frequent, and these calls
      * run the filter on every use (the action cache cannot cover them). */
@@ -666,6 +681,86 @@ static void generate(struct prog *p, uint64_t flags) {
         ret(p, RET_ERRNO(denies[i].err));
         rule_end(p);
     }
+    ret(p, RET_ALLOW);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The guard of a cgroup-tier program (a3s_seccomp_build_guard)              */
+/* ------------------------------------------------------------------------ */
+
+#define F_SETOWN_NR 8     /* fcntl: the pid or -pgid that SIGIO / F_SETSIG goes to */
+#define F_SETOWN_EX_NR 15 /* fcntl: the same through a struct the filter cannot read */
+#define IOCTL_FIOSETOWN 0x8901u
+#define IOCTL_SIOCSPGRP 0x8902u
+
+/* nr whose arguments `args` (a bit per argument) are refused (EPERM) when
+ * one's low word is one of the targets: pid_t is an int to the kernel. */
+static void rule_not_targets(struct prog *p, uint32_t nr, unsigned args, const int32_t *targets,
+                             size_t n) {
+    rule_begin(p, nr);
+    unsigned last = 0;
+    for (unsigned a = 0; a < 6; a++)
+        if (args & (1u << a))
+            last = a;
+    for (unsigned a = 0; a < 6; a++) {
+        if (!(args & (1u << a)))
+            continue;
+        load_arg_low(p, a);
+        for (size_t i = 0; i < n; i++)
+            jump(p, BPF_JEQ, (uint32_t)targets[i], L_DENY,
+                 a == last && i + 1 == n ? L_ALLOW : L_FALL);
+    }
+    deny_or_allow(p);
+}
+
+/* fcntl(F_SETOWN) to a target: the file's SIGIO, or the signal F_SETSIG
+ * chose (SIGKILL and SIGSTOP included), would go to it on the next I/O;
+ * F_SETOWN_EX names its owner in a struct, so it is refused whatever it
+ * holds. */
+static void rule_fcntl_owner(struct prog *p, const int32_t *targets, size_t n) {
+    rule_begin(p, NR_fcntl);
+    load_arg_low(p, 1);
+    jump(p, BPF_JEQ, F_SETOWN_EX_NR, L_DENY, L_FALL);
+    jump(p, BPF_JEQ, F_SETOWN_NR, L_FALL, L_ALLOW);
+    load_arg_low(p, 2);
+    for (size_t i = 0; i < n; i++)
+        jump(p, BPF_JEQ, (uint32_t)targets[i], L_DENY, i + 1 == n ? L_ALLOW : L_FALL);
+    deny_or_allow(p);
+}
+
+/* ioctl(FIOSETOWN) and ioctl(SIOCSPGRP): F_SETOWN through a pointer. */
+static void rule_ioctl_owner(struct prog *p) {
+    rule_begin(p, NR_ioctl);
+    load_arg_low(p, 1);
+    jump(p, BPF_JEQ, IOCTL_FIOSETOWN, L_DENY, L_FALL);
+    jump(p, BPF_JEQ, IOCTL_SIOCSPGRP, L_DENY, L_ALLOW);
+    deny_or_allow(p);
+}
+
+static void generate_guard(struct prog *p, const int32_t *targets, size_t n) {
+    arch_block(p);
+    /* signals: kill's pid (a pid, -pgid, or -1: every process of the uid),
+     * the thread-directed calls' tgid and tid */
+    rule_not_targets(p, NR_kill, 1u << 0, targets, n);
+    rule_not_targets(p, NR_tkill, 1u << 0, targets, n);
+    rule_not_targets(p, NR_rt_sigqueueinfo, 1u << 0, targets, n);
+    rule_not_targets(p, NR_tgkill, 1u << 0 | 1u << 1, targets, n);
+    rule_not_targets(p, NR_rt_tgsigqueueinfo, 1u << 0 | 1u << 1, targets, n);
+    /* a pidfd of a target (pidfd_send_signal then needs none of the rules
+     * above); prlimit64 (RLIMIT_CPU's hard limit is a SIGKILL); ptrace's
+     * pid is its second argument; the memory of a target */
+    rule_not_targets(p, NR_pidfd_open, 1u << 0, targets, n);
+    rule_not_targets(p, NR_prlimit64, 1u << 0, targets, n);
+    rule_not_targets(p, NR_ptrace, 1u << 1, targets, n);
+    rule_not_targets(p, NR_process_vm_writev, 1u << 0, targets, n);
+    rule_not_targets(p, NR_process_vm_readv, 1u << 0, targets, n);
+    rule_fcntl_owner(p, targets, n);
+    rule_ioctl_owner(p);
+    /* pidfd_send_signal takes a /proc/<pid> directory fd as well as a pidfd,
+     * and which process an fd names is not an argument the filter can see */
+    rule_begin(p, NR_pidfd_send_signal);
+    ret(p, RET_ERRNO(EPERM));
+    rule_end(p);
     ret(p, RET_ALLOW);
 }
 
@@ -734,6 +829,42 @@ int a3s_seccomp_build(uint64_t flags, struct a3s_seccomp_program *out, a3s_error
 #else
     return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
                     "a3s_seccomp_build: no seccomp filter for this architecture");
+#endif
+}
+
+int a3s_seccomp_build_guard(const int32_t *targets, size_t n, struct a3s_seccomp_program *out,
+                            a3s_error *err) {
+    if (!out)
+        return a3s_fail(err, A3S_E_INVALID, 0, 0, "a3s_seccomp_build_guard: NULL output");
+    out->filter = NULL;
+    out->len = 0;
+    if (!targets || n == 0 || n > A3S_SECCOMP_GUARD_MAX)
+        return a3s_fail(err, A3S_E_INVALID, 0, (int64_t)n,
+                        "a3s_seccomp_build_guard: %zu targets (1 to %d)", n,
+                        A3S_SECCOMP_GUARD_MAX);
+#if defined(NATIVE_ARCH)
+    struct prog *p = calloc(1, sizeof *p);
+    if (!p)
+        return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build_guard: out of memory");
+    generate_guard(p, targets, n);
+    struct sock_filter *filter =
+        p->broken || p->len == 0 ? NULL : malloc(p->len * sizeof *filter);
+    if (!filter) {
+        bool broken = p->broken || p->len == 0;
+        free(p);
+        return broken ? a3s_fail(err, A3S_E_TOO_LARGE, 0, 0,
+                                 "a3s_seccomp_build_guard: internal error generating the filter")
+                      : a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0,
+                                 "a3s_seccomp_build_guard: out of memory");
+    }
+    memcpy(filter, p->insn, p->len * sizeof *filter);
+    out->filter = filter;
+    out->len = (unsigned short)p->len;
+    free(p);
+    return a3s_ok(err);
+#else
+    return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
+                    "a3s_seccomp_build_guard: no seccomp filter for this architecture");
 #endif
 }
 

@@ -59,6 +59,23 @@ const struct a3s_seccomp_denial *a3s_seccomp_denials(size_t *count);
  * Build it before fork: it allocates. */
 int a3s_seccomp_build(uint64_t flags, struct a3s_seccomp_program *out, a3s_error *err);
 
+/* The guard of a program in the cgroup tier (a3s_child_spawn where no user
+ * namespace can be made): its warden and init are the only processes that
+ * empty its cgroup once the caller is gone, and they run as the program's
+ * uid, so this filter refuses (EPERM) what would end or stop them from the
+ * program: kill, tkill, tgkill, rt_sigqueueinfo and rt_tgsigqueueinfo,
+ * pidfd_open, prlimit64, ptrace, process_vm_readv/writev and fcntl(F_SETOWN)
+ * naming one of `targets` (the init builds them: both pids, both process
+ * groups negated, and -1, whose kill reaches every process of the uid);
+ * fcntl(F_SETOWN_EX), ioctl(FIOSETOWN, SIOCSPGRP) and pidfd_send_signal
+ * (whose fd may be a /proc/<pid> directory) whatever their arguments. A
+ * foreign ABI is killed and x32 refused, as in the deny-list. Build it
+ * before fork: it allocates. A3S_E_INVALID for no or more than
+ * A3S_SECCOMP_GUARD_MAX targets. */
+#define A3S_SECCOMP_GUARD_MAX 8
+int a3s_seccomp_build_guard(const int32_t *targets, size_t n, struct a3s_seccomp_program *out,
+                            a3s_error *err);
+
 /* Frees the program and resets *p to {NULL, 0}; NULL and an already freed
  * program are accepted. */
 void a3s_seccomp_program_free(struct a3s_seccomp_program *p);

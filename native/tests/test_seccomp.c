@@ -1346,6 +1346,75 @@ static void test_tracer_variant(const struct a3s_seccomp_program *full) {
 }
 #endif
 
+#if defined(SUPPORTED)
+/* The cgroup tier's guard (a3s_seccomp_build_guard): what names a target is
+ * refused, compared as the kernel's int; the same call naming anyone else,
+ * and every call it has no rule for, passes. */
+static void test_guard(void) {
+    const int32_t targets[] = {1000, 1001, -1000, -77, -1};
+    struct a3s_seccomp_program g = {NULL, 0};
+    a3s_error err;
+    CHECK(a3s_seccomp_build_guard(targets, 0, &g, &err) == A3S_E_INVALID, "no targets");
+    CHECK(a3s_seccomp_build_guard(targets, A3S_SECCOMP_GUARD_MAX + 1, &g, &err) ==
+              A3S_E_INVALID,
+          "too many targets");
+    CHECK(a3s_seccomp_build_guard(targets, 5, &g, &err) == A3S_OK, "guard: %s", err.message);
+    if (!g.filter)
+        return;
+    const char *why = "";
+    size_t where = 0;
+    CHECK(bpf_interp_check(g.filter, g.len, &why, &where) == 0, "%s at %zu", why, where);
+    const uint32_t deny = SECCOMP_RET_ERRNO | EPERM;
+    const struct {
+        uint32_t nr;
+        uint64_t args[6];
+        uint32_t want;
+        const char *what;
+    } guard_cases[] = {
+        {SYS_kill, {1000, SIGKILL}, deny, "kill(init)"},
+        {SYS_kill, {1001, 0}, deny, "kill(warden, 0)"},
+        {SYS_kill, {0xffffffff00000000ull | 1001, SIGKILL}, deny, "high bits: an int"},
+        {SYS_kill, {(uint64_t)-1000, SIGKILL}, deny, "kill(-pgid)"},
+        {SYS_kill, {(uint32_t)-77, SIGKILL}, deny, "kill(-pgid), 32-bit"},
+        {SYS_kill, {(uint64_t)-1, SIGKILL}, deny, "kill(-1)"},
+        {SYS_kill, {1002, SIGKILL}, ALLOW, "kill(another)"},
+        {SYS_kill, {0, SIGKILL}, ALLOW, "kill(own group)"},
+        {SYS_kill, {(uint64_t)-1002, SIGKILL}, ALLOW, "kill(-another group)"},
+        {SYS_tkill, {1000, SIGKILL}, deny, "tkill"},
+        {SYS_tgkill, {5, 1001, SIGKILL}, deny, "tgkill's tid"},
+        {SYS_tgkill, {1001, 5, SIGKILL}, deny, "tgkill's tgid"},
+        {SYS_tgkill, {5, 6, SIGKILL}, ALLOW, "tgkill(another)"},
+        {SYS_rt_sigqueueinfo, {1000, SIGKILL, 0}, deny, "rt_sigqueueinfo"},
+        {SYS_rt_tgsigqueueinfo, {5, 1000, SIGKILL, 0}, deny, "rt_tgsigqueueinfo's tid"},
+        {SYS_pidfd_open, {1001, 0}, deny, "pidfd_open(warden)"},
+        {SYS_pidfd_open, {5, 0}, ALLOW, "pidfd_open(another)"},
+        {SYS_pidfd_send_signal, {3, SIGKILL, 0, 0}, deny, "pidfd_send_signal, any fd"},
+        {SYS_prlimit64, {1000, RLIMIT_CPU, 8, 0}, deny, "prlimit64(init)"},
+        {SYS_prlimit64, {0, RLIMIT_CPU, 8, 0}, ALLOW, "prlimit64(self)"},
+        {SYS_ptrace, {PTRACE_SEIZE, 1001, 0, 0}, deny, "ptrace(warden)"},
+        {SYS_ptrace, {PTRACE_SEIZE, 5, 0, 0}, ALLOW, "ptrace(another)"},
+        {SYS_process_vm_writev, {1001, 0, 1, 0, 1, 0}, deny, "process_vm_writev(warden)"},
+        {SYS_process_vm_readv, {1000, 0, 1, 0, 1, 0}, deny, "process_vm_readv(init)"},
+        {SYS_fcntl, {3, F_SETOWN, 1001}, deny, "F_SETOWN(warden)"},
+        {SYS_fcntl, {3, F_SETOWN, (uint64_t)-1000}, deny, "F_SETOWN(-pgid)"},
+        {SYS_fcntl, {3, F_SETOWN, 5}, ALLOW, "F_SETOWN(another)"},
+        {SYS_fcntl, {3, F_SETOWN_EX, 0}, deny, "F_SETOWN_EX, any owner"},
+        {SYS_fcntl, {3, F_GETFL, 1001}, ALLOW, "F_GETFL"},
+        {SYS_ioctl, {3, 0x8901, 0}, deny, "ioctl(FIOSETOWN)"},
+        {SYS_ioctl, {3, 0x8902, 0}, deny, "ioctl(SIOCSPGRP)"},
+        {SYS_ioctl, {3, 0x5401, 0}, ALLOW, "ioctl(TCGETS)"},
+        {SYS_getpid, {1000}, ALLOW, "a call without a rule"},
+    };
+    for (size_t i = 0; i < sizeof guard_cases / sizeof guard_cases[0]; i++)
+        CHECK(eval(&g, NATIVE, guard_cases[i].nr, guard_cases[i].args, NULL) ==
+                  guard_cases[i].want,
+              "guard: %s", guard_cases[i].what);
+    uint64_t none[6] = {0};
+    CHECK(eval(&g, COMPAT, 1, none, NULL) == SECCOMP_RET_KILL_PROCESS, "guard: foreign ABI");
+    a3s_seccomp_program_free(&g);
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--exec-probe") == 0)
         return exec_probe(argv[2]);
@@ -1366,6 +1435,7 @@ int main(int argc, char **argv) {
         test_sweep(&prog);
         test_probes(&prog);
         test_tracer_variant(&prog);
+        test_guard();
     }
     a3s_seccomp_program_free(&prog);
 #else

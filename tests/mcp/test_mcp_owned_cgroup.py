@@ -14,6 +14,7 @@ may make none), the server is refused and McpUnownedError says why.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -49,12 +50,12 @@ HOST = textwrap.dedent(
     started = wait_for(lambda: len(sleeping(marker)) == 1)
     daemon = sleeping(marker)
     cgroup = open(f"/proc/{{daemon[0]}}/cgroup").read() if daemon else ""
-    if mode == "escape-all":  # it kills the warden and its init once it has answered
-        client.call_tool("work", {{}})
-        wait_for(lambda: not os.path.exists(f"/proc/{{client.pid}}/cmdline")
-                 or open(f"/proc/{{client.pid}}/stat").read().split(") ")[1][0] == "Z")
     report = {{"started": started, "ownership": client.ownership, "cgroup": cgroup,
                "host": os.getpid()}}
+    if mode == "escape-all":  # what its attempts on the warden and its init got
+        report["attempts"] = json.loads(client.call_tool("work", {{}}).content[0]["text"])
+        report["supervisors"] = [client.pid, int(open(f"/proc/{{daemon[0]}}/stat").read()
+                                                  .rsplit(") ", 1)[1].split()[1])]
     if end == "hold":  # the test SIGKILLs this host
         print(json.dumps(report), flush=True)
         time.sleep(600)
@@ -65,19 +66,23 @@ HOST = textwrap.dedent(
 )
 
 
-def _argv(script: Path, marker: str, mode: str, end: str, v1: bool, user: int | None) -> list:  # type: ignore[type-arg]
+def _argv(  # type: ignore[type-arg]
+    script: Path, marker: str, mode: str, end: str, v1: bool, user: int | None, join: Path | None
+) -> list:
     argv = [sys.executable, str(script), marker, mode, end]
     if user is not None:
         setpriv = shutil.which("setpriv") or "setpriv"
         argv = [setpriv, f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
     argv = [sys.executable, NOUSERNS, *argv]
+    if join is not None:  # the host starts in this cgroup
+        argv = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(join / "cgroup.procs"), *argv]
     if v1:  # a mount namespace of its own without the cgroup2 mount (root only)
         hide = f"umount {V2_MOUNT} 2>/dev/null; exec " + " ".join(map(shlex.quote, argv))
         argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", hide]
     return argv
 
 
-def _host(mode: str, end: str, *, v1: bool = False, user: int | None = None):  # type: ignore[no-untyped-def]
+def _host(mode: str, end: str, *, v1: bool = False, user: int | None = None, join=None):  # type: ignore[no-untyped-def]
     """Starts the host application; returns (process, marker, its first report)."""
     marker = new_marker()
     where = Path(tempfile.mkdtemp(prefix="codeward-cgowned-"))  # /tmp: nobody reads it too
@@ -87,7 +92,7 @@ def _host(mode: str, end: str, *, v1: bool = False, user: int | None = None):  #
     os.chmod(where, 0o755)
     os.chmod(script, 0o644)
     proc = subprocess.Popen(
-        _argv(script, marker, mode, end, v1, user),
+        _argv(script, marker, mode, end, v1, user, join),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd="/",
@@ -136,7 +141,7 @@ V1 = pytest.mark.parametrize("v1", [False, True], ids=["v2-or-v1", "v1-freezer"]
 @V1
 @pytest.mark.parametrize("mode", ["stubborn", "escape-all"])
 def test_the_server_and_its_daemon_are_gone_when_close_returns(mode: str, v1: bool) -> None:
-    """escape-all also SIGKILLs the warden and its init: the host empties the cgroup."""
+    """escape-all also tries to end the warden and its init (refused): close() empties it."""
     _require_cgroups(v1)
     proc, marker, report = _host(mode, "close", v1=v1)
     try:
@@ -158,6 +163,105 @@ def test_the_warden_ends_the_server_when_the_host_is_sigkilled(v1: bool) -> None
         assert wait_for(lambda: not sleeping(marker), timeout_s=30), "the daemon outlived the host"
     finally:
         _finish(proc, marker)
+
+
+def _cgroup_dirs(cgroup: str) -> list[Path]:
+    """The server's own cgroup directories (v2 and/or v1 freezer) from its /proc/<pid>/cgroup."""
+    v2_root = V2_MOUNT if (V2_MOUNT / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
+    dirs = []
+    for line in cgroup.splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "/codeward-" not in path:
+            continue
+        root = v2_root if controllers == "" else V1_FREEZER if "freezer" in controllers else None
+        if root is not None:
+            dirs.append(root / path.lstrip("/"))
+    return dirs
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+# the attempts that went on with SIGKILL once signal 0 (or a read) was refused
+FOR_REAL = [
+    name.format(who)
+    for who in ("warden", "init")
+    for name in ("kill({})!", "kill(-pgid {})!", "pidfd_send_signal(/proc/{})!", "prlimit({})!")
+]
+
+
+@V1
+def test_the_server_cannot_end_its_warden_and_dies_with_the_host(v1: bool) -> None:
+    """The escape of a server of the host's uid: SIGKILL the warden and the init, then
+    outlive the host. Its guard filter refuses every way (servers/hostile.py, escape-all);
+    the warden, alive, empties and removes the cgroup once the host is SIGKILLed."""
+    _require_cgroups(v1)
+    proc, marker, report = _host("escape-all", "hold", v1=v1)
+    try:
+        _started_in_a_cgroup(report, v1)
+        attempts, supervisors = report["attempts"], report["supervisors"]
+        assert sorted(attempts.pop("targets")) == sorted(supervisors), report
+        assert {k: v for k, v in attempts.items() if v != "refused"} == {}, attempts
+        assert {*FOR_REAL, "kill(-1)!"} <= set(attempts), attempts
+        assert all(_alive(pid) for pid in supervisors), "the warden or the init was ended"
+        dirs = _cgroup_dirs(report["cgroup"])
+        assert dirs and all(d.is_dir() for d in dirs), report["cgroup"]
+        proc.kill()
+        proc.wait(timeout=60)
+        assert wait_for(lambda: not sleeping(marker), timeout_s=30), "the daemon outlived the host"
+        assert wait_for(lambda: not any(map(_alive, supervisors)), timeout_s=30)
+        assert wait_for(lambda: not any(d.exists() for d in dirs), timeout_s=30), dirs
+    finally:
+        _finish(proc, marker)
+
+
+@contextlib.contextmanager
+def _delegated_to(user: int):  # type: ignore[no-untyped-def]
+    """A v2 subtree delegated to `user` (as systemd delegates one): yields the leaf its host
+    starts in; the server's cgroup is made next to it. Removed afterwards."""
+    v2 = V2_MOUNT if (V2_MOUNT / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
+    if not (v2 / "cgroup.kill").exists() and not any(v2.glob("*/cgroup.kill")):
+        pytest.skip("no cgroup v2 with cgroup.kill here")
+    top = v2 / f"codeward-test-delegated-{os.getpid()}"
+    leaf = top / "host"
+    leaf.mkdir(parents=True)
+    try:
+        for path in (top, top / "cgroup.procs", top / "cgroup.subtree_control", leaf):
+            os.chown(path, user, user)
+        os.chown(leaf / "cgroup.procs", user, user)
+        yield leaf
+    finally:
+        for d in sorted(top.glob("**/"), key=lambda p: -len(p.parts)):
+            wait_for(lambda d=d: not (d / "cgroup.procs").read_text().strip(), timeout_s=30)
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
+def test_an_unprivileged_server_cannot_end_its_warden_either() -> None:
+    """As nobody with a delegated cgroup: the tier a user gets from systemd's delegation."""
+    if os.geteuid() != 0:
+        pytest.skip("run as root, which delegates a cgroup to nobody")
+    with _delegated_to(NOBODY) as leaf:
+        proc, marker, report = _host("escape-all", "hold", user=NOBODY, join=leaf)
+        try:
+            _started_in_a_cgroup(report, False)
+            attempts, supervisors = report["attempts"], report["supervisors"]
+            assert sorted(attempts.pop("targets")) == sorted(supervisors), report
+            assert {k: v for k, v in attempts.items() if v != "refused"} == {}, attempts
+            assert set(FOR_REAL) <= set(attempts), attempts
+            assert all(_alive(pid) for pid in supervisors)
+            dirs = _cgroup_dirs(report["cgroup"])
+            assert dirs and all(d.parent == leaf.parent for d in dirs), report["cgroup"]
+            proc.kill()
+            proc.wait(timeout=60)
+            assert wait_for(lambda: not sleeping(marker), timeout_s=30), "it outlived the host"
+            assert wait_for(lambda: not any(d.exists() for d in dirs), timeout_s=30), dirs
+        finally:
+            _finish(proc, marker)
 
 
 def test_a_server_that_kills_its_init_takes_itself_down() -> None:

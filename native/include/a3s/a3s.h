@@ -542,8 +542,10 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
  *    the program) or the caller dies; a3s_child_wait and a3s_child_stop
  *    empty it too once the warden is reaped. The program shares the
  *    caller's pid namespace: it sees the caller's processes and can read
- *    their environment and memory where its uid allows, and one that kills
- *    the warden and its init and then outlives the caller escapes.
+ *    their environment and memory where its uid allows. It runs under a
+ *    guard seccomp filter that refuses signalling, tracing or limiting the
+ *    warden and the init (and kill(-1)), so it cannot end them; a root
+ *    program can still leave the cgroup (docs/mcp.md says what remains).
  *  - Unowned (A3S_CHILD_ALLOW_UNOWNED, where neither can be had): the direct child is
  *    a3s-init in host mode, a child subreaper (every descendant that loses
  *    its parent is reparented to it), which a program of the caller's uid
