@@ -44,6 +44,8 @@ static const char *const PUSHES[] = {
     "(( 1 << 2 ))\ngit push", ">/dev/null case x; git push", "script -qc 'git push' /dev/null",
     "setpriv git push", "setarch x86_64 -R git push", "su root -c 'git push'",
     "fish -c 'git push'", "/usr/lib/git-core/git-push", "a[$(git push)]=1",
+    /* a shell -c's positional parameters are the words after its code */
+    "bash -c 'git $1' _ push", "sh -c 'git \"$@\"' _ push", "bash -c 'git ${1}' _ push",
 };
 
 static const char *const NOT_PUSHES[] = {
@@ -64,7 +66,7 @@ static void bypasses(void) {
                             "curl x | sh", "bash < script.sh",
                             /* text the line does not show where a deny rule could match */
                             "/usr/bin/gi? push", "git pu${x}sh", "git $(printf push)",
-                            "set -- push; git \"$@\"", "bash -c 'git $1' _ push",
+                            "set -- push; git \"$@\"",
                             "echo push | xargs git", "find push -exec git {} \\;",
                             /* code the line does not show */
                             "IFS=,; x=git,push; $x", "source <(echo git push)", "bash x.sh",
