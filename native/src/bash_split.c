@@ -213,6 +213,13 @@ struct rcmd {
     bool dynamic;
 };
 
+/* A program a command runs: its word, and the directory a wrapper there runs
+ * the next one in (env -C DIR), or {NULL}. */
+struct stage {
+    size_t word;
+    a3s_str dir;
+};
+
 /* Redirections of a command without words (`> /dev/sda`): no program runs,
  * but the file is opened; kept for the guardrail. */
 struct bare {
@@ -2750,6 +2757,35 @@ static a3s_str fold_blanks(struct ctx *c) {
     return arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
 }
 
+/* The directory a wrapper runs its program in, from its option words [from,
+ * to): env -C DIR, -CDIR, --chdir[=]DIR; unshare --wd[=]DIR; nsenter --wd=DIR,
+ * -wDIR; systemd-run --working-directory[=]DIR. The last one given, {NULL}
+ * for none (or one the line does not show). */
+static a3s_str wrapper_dir(struct ctx *c, const struct rcmd *r, const char *wrapper, size_t from,
+                           size_t to) {
+    static const struct {
+        const char *wrapper, *option;
+        bool next; /* the value may be the next word */
+    } DIRS[] = {{"env", "-C", true},         {"env", "--chdir", true},
+                {"unshare", "--wd", true},   {"nsenter", "-w", false},
+                {"nsenter", "--wd", false},  {"systemd-run", "--working-directory", true}};
+    a3s_str dir = {NULL, 0};
+    for (size_t k = from; k < to && k < r->nw; k++) {
+        a3s_str v = value_of(c, r->source, word_at(c, r, k));
+        for (size_t q = 0; v.p && q < sizeof DIRS / sizeof *DIRS; q++) {
+            size_t n = strlen(DIRS[q].option);
+            if (strcmp(DIRS[q].wrapper, wrapper) != 0 || v.n < n || memcmp(v.p, DIRS[q].option, n))
+                continue;
+            if (v.n == n && DIRS[q].next && k + 1 < to)
+                dir = value_of(c, r->source, word_at(c, r, ++k));
+            else if (v.n > n && (n == 2 || v.p[n] == '='))
+                dir = n == 2 ? (a3s_str){v.p + n, v.n - n} : (a3s_str){v.p + n + 1, v.n - n - 1};
+            break;
+        }
+    }
+    return dir;
+}
+
 /* The spellings of one command, appended to the output. */
 static void spell(struct ctx *c, size_t ri) {
     const struct rcmd r = VEC_AT(c->rcmds, struct rcmd, ri);
@@ -2775,9 +2811,9 @@ static void spell(struct ctx *c, size_t ri) {
     size_t st0 = c->stages.len;
     for (; i < r.nw && stage < MAX_STAGES && !failed(c); stage++) {
         if (c->guard) {
-            size_t *slot = vec_push(&c->stages, &c->nomem);
+            struct stage *slot = vec_push(&c->stages, &c->nomem);
             if (slot)
-                *slot = i;
+                *slot = (struct stage){i, {NULL, 0}};
         }
         add_reading(c, f, (struct form){.r = &r, .from = i, .tail_open = tail});
         a3s_str prog = value_of(c, r.source, word_at(c, &r, i));
@@ -2812,7 +2848,11 @@ static void spell(struct ctx *c, size_t ri) {
             tail = true;
             replace = replace || xargs_replaces(c, &r, i);
         }
+        size_t from = i;
         i = unwrap(c, &r, wr, i);
+        if (c->guard && c->stages.len > st0)
+            VEC_AT(c->stages, struct stage, c->stages.len - 1).dir =
+                wrapper_dir(c, &r, wr->name, from + 1, i == SIZE_MAX ? r.nw : i);
         if (i == SIZE_MAX)
             break;
     }
@@ -3105,10 +3145,13 @@ static a3s_bash_reading *build_reading(struct ctx *c) {
                     return NULL;
             o->nw = r->nw;
             o->stages = arena_alloc(c->mem, (r->nst + 1) * sizeof *o->stages);
-            if (!o->stages)
+            o->dirs = arena_alloc(c->mem, (r->nst + 1) * sizeof *o->dirs);
+            if (!o->stages || !o->dirs)
                 return NULL;
-            for (size_t q = 0; q < r->nst; q++)
-                o->stages[q] = VEC_AT(c->stages, size_t, r->st0 + q);
+            for (size_t q = 0; q < r->nst; q++) {
+                o->stages[q] = VEC_AT(c->stages, struct stage, r->st0 + q).word;
+                o->dirs[q] = VEC_AT(c->stages, struct stage, r->st0 + q).dir;
+            }
             o->nstages = r->nst;
             o->piped = r->piped;
             o->upstream = r->upstream;
@@ -3162,7 +3205,7 @@ void a3s_bash_split_free(a3s_bash_split *split) {
 static int split_line(const char *line, size_t len, bool guard, a3s_bash_split **out) {
     *out = NULL;
     struct ctx c = {.line = line ? line : "", .len = len, .guard = guard};
-    c.stages.size = sizeof(size_t);
+    c.stages.size = sizeof(struct stage);
     c.bares.size = sizeof(struct bare);
     c.sources.size = sizeof(struct source);
     c.words.size = sizeof(struct word);

@@ -98,6 +98,8 @@ typedef struct a3s_bash_simple {
     size_t r0, nr;    /* redirections */
     size_t *stages;   /* the word of each program it runs: the first, then each one a
                        * wrapper runs (env nice rm: 0, 2) */
+    a3s_str *dirs;    /* per stage: the directory that wrapper runs the next program in
+                       * (env -C DIR, unshare --wd DIR ...), {NULL}: unchanged */
     size_t nstages;
     size_t upstream;  /* the command writing into its stdin pipe, SIZE_MAX: none known */
     a3s_str fed;      /* what upstream prints when the line shows it (echo, printf) */

@@ -1728,7 +1728,8 @@ static PyObject *reading_commands(const a3s_bash_reading *rd) {
         const a3s_bash_simple *c = &rd->cmds[i];
         PyObject *stages = PyTuple_New((Py_ssize_t)c->nstages);
         for (size_t k = 0; stages && k < c->nstages; k++)
-            PyTuple_SetItem(stages, (Py_ssize_t)k, PyLong_FromSize_t(c->stages[k]));
+            PyTuple_SetItem(stages, (Py_ssize_t)k,
+                            Py_BuildValue("(nN)", (Py_ssize_t)c->stages[k], reader_str(c->dirs[k])));
         PyObject *item = stages ? Py_BuildValue("(nnnnnNNNOO)", (Py_ssize_t)c->source,
                                                 (Py_ssize_t)c->w0, (Py_ssize_t)c->nw,
                                                 (Py_ssize_t)c->r0, (Py_ssize_t)c->nr, stages,

@@ -122,6 +122,7 @@ def abi_version() -> int: ...
 def features() -> dict[str, bool | int]: ...
 def status_name(code: int) -> str: ...
 def path_normalize(path: str | bytes) -> str: ...
+
 # bash_read: (complete, bounded, sources, commands, words, redirs); see guardrail/_reading.py
 def bash_read(
     line: str | bytes,
@@ -129,7 +130,11 @@ def bash_read(
     bool,
     bool,
     list[tuple[str, int, int, int, str | None, tuple[tuple[int, str | None], ...]]],
-    list[tuple[int, int, int, int, int, tuple[int, ...], int, str | None, bool, bool]],
+    list[
+        tuple[
+            int, int, int, int, int, tuple[tuple[int, str | None], ...], int, str | None, bool, bool
+        ]
+    ],
     list[tuple[str, tuple[str, ...], int, int, bool, bool]],
     list[tuple[str, int, str | None]],
 ]: ...

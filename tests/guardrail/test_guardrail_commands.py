@@ -389,6 +389,9 @@ REFUSED: list[tuple[str, str]] = [
     ('bash -c "sudo $x"', SUDO),
     ("sudoedit -u x /etc/hosts", SUDO),
     ("doas -u x rm -rf /", "privilege.doas"),
+    ("unshare --wd=/ rm -rf .", RM),
+    ("systemd-run --working-directory / rm -rf .", RM),
+    ("cd /usr && env -C lib rm -rf .", RM),
 ]
 
 ALLOWED: list[str] = [

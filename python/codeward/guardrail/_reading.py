@@ -87,7 +87,8 @@ class Command:
 
     words: list[Word]
     redirects: list[Redirect]
-    stages: tuple[int, ...]  # the word of each program it runs, wrappers first
+    stages: tuple[tuple[int, str | None], ...]  # the word of each program it runs, wrappers
+    # first, and the directory that wrapper runs the next one in (env -C DIR), if any
     piped: bool  # its stdin is a pipe
     dynamic: bool  # the last program's name is not shown by the line
     fed: str | None  # what the command writing into its pipe prints, when shown
@@ -191,15 +192,6 @@ def shown(word: Word) -> str:
     return f'"{text}"' if not text or any(c.isspace() for c in text) else text
 
 
-# Wrappers that run the command in another directory, and the options that name it.
-_CHDIR_OPTIONS = {
-    "env": ("-C", "--chdir"),
-    "unshare": ("--wd",),
-    "nsenter": ("-w", "--wd"),
-    "systemd-run": ("--working-directory",),
-}
-
-
 def invocations(cmd: Command) -> list[Invocation]:
     """Each program ``cmd`` runs, as the reader unwrapped it: the first, then the one each
     wrapper runs (``sudo env rm``: sudo, env, rm), each with the words after it."""
@@ -207,7 +199,7 @@ def invocations(cmd: Command) -> list[Invocation]:
     words = cmd.words
     wrappers: tuple[str, ...] = ()
     cwd: str | None = None
-    for k, at in enumerate(cmd.stages):
+    for at, directory in cmd.stages:
         word = words[at]
         if word.split and not word.unknown and any(c.isspace() for c in word.values[0]):
             break  # `$(echo rm -rf /)`: the reader reads the split words as code of their own
@@ -215,32 +207,14 @@ def invocations(cmd: Command) -> list[Invocation]:
         names = list(dict.fromkeys(command_name(v) for v in word.values))
         for name in names:
             out.append(Invocation(name, word, args, word.unknown, wrappers, cwd))
-        nxt = cmd.stages[k + 1] if k + 1 < len(cmd.stages) else len(words)
-        cwd = _chdir(names[0], words[at + 1 : nxt], cwd)
+        if directory:  # `env -C DIR`: relative to where the wrapper itself runs
+            cwd = (
+                directory
+                if cwd is None or directory.startswith("/")
+                else f"{cwd.rstrip('/')}/{directory}"
+            )
         wrappers = (*wrappers, names[0])
     return out
-
-
-def _chdir(name: str, options: list[Word], cwd: str | None) -> str | None:
-    """The directory ``env -C DIR`` (``--chdir=DIR``, ``-CDIR`` ...) runs its command in,
-    relative to ``cwd`` when it is relative; ``cwd`` unchanged for other wrappers."""
-    names = _CHDIR_OPTIONS.get(name)
-    if names is None:
-        return cwd
-    texts = [first(w) for w in options]
-    for k, t in enumerate(texts):
-        value = None
-        if t in names and k + 1 < len(texts):
-            value = texts[k + 1]
-        else:
-            for option in names:
-                if t.startswith(option + "=") and option.startswith("--"):
-                    value = t[len(option) + 1 :]
-                elif len(option) == 2 and t.startswith(option) and len(t) > 2:
-                    value = t[2:]
-        if value:
-            cwd = value if cwd is None or value.startswith("/") else f"{cwd.rstrip('/')}/{value}"
-    return cwd
 
 
 def fork_bomb(source: Source) -> str | None:
