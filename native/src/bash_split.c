@@ -1369,6 +1369,10 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
             continue;
         }
         if (tok.type == T_OP) {
+            if (mode == S_DBRACKET && tok.op == OP_NL && c->guard) {
+                mode = S_NONE; /* `[[` then a newline: bash fails; a floor reads on */
+                continue;
+            }
             if (mode == S_DBRACKET || mode == S_CASE_WORD)
                 continue;
             if (mode == S_CASE_PAT) {
