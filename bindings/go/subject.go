@@ -6,6 +6,7 @@ package codeward
 import "C"
 
 import (
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -222,7 +223,9 @@ func isMultiRead(name string, args map[string]any) bool {
 }
 
 // subjects returns the canonical tool name and the argument strings a call
-// is decided on: its argument string, or for a multi-file read one per file.
+// is decided on: its argument string, or for a multi-file read one per file;
+// a git call whose target is REV:path also with the path in its normal form
+// (see gitTargetSpellings).
 //
 // Joining the paths with newlines would let read(src/**) allow src/a plus
 // /etc/shadow in one call, since ** crosses newlines; so a multi-file read
@@ -240,7 +243,66 @@ func subjects(tool string, args map[string]any) (string, []string, error) {
 	if err != nil {
 		return name, nil, err
 	}
-	return name, []string{subject}, nil
+	each := []string{subject}
+	if target, ok := args["target"].(string); ok && name == "git" {
+		for _, t := range gitTargetSpellings(target) {
+			other := make(map[string]any, len(args))
+			for k, v := range args {
+				other[k] = v
+			}
+			other["target"] = t
+			spelled, err := CanonicalJSON(other)
+			if err != nil {
+				return name, nil, err
+			}
+			each = append(each, spelled)
+		}
+	}
+	return name, each, nil
+}
+
+// treePath is a path inside a tree as git resolves it: "." and empty parts
+// dropped, ".." applied; a ".." above the top stays at the top (the
+// strictest reading).
+func treePath(path string) string {
+	parts := []string{}
+	for _, part := range strings.Split(path, "/") {
+		switch part {
+		case "", ".":
+		case "..":
+			if len(parts) > 0 {
+				parts = parts[:len(parts)-1]
+			}
+		default:
+			parts = append(parts, part)
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// gitTargetSpellings is the other spellings of a git REV:path target, with
+// the path normalized (HEAD:./secrets/k and HEAD:a/../secrets/k are
+// HEAD:secrets/k), for every ':' that could end the revision: a deny or ask
+// rule must not be passed by writing the path another way. It mirrors
+// Python's git_target_spellings.
+func gitTargetSpellings(target string) []string {
+	var out []string
+	for i := 0; i < len(target); i++ {
+		if target[i] != ':' {
+			continue
+		}
+		rev, path := target[:i], target[i+1:]
+		if strings.HasPrefix(path, "/") {
+			continue
+		}
+		if normal := treePath(path); normal != path {
+			spelled := rev + ":" + normal
+			if !slices.Contains(out, spelled) {
+				out = append(out, spelled)
+			}
+		}
+	}
+	return out
 }
 
 // readPaths is the paths of a multi-file read, one per entry of files: an

@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH 24     /* code inside code inside ... */
+#define MAX_DEPTH A3S_BASH_MAX_DEPTH /* code inside code inside ... */
 #define MAX_SOURCES 256  /* pieces of code read per line */
 #define MAX_CMDS 1024    /* simple commands per line */
 #define MAX_STACK 256    /* quotes and parentheses open while finding a substitution's end */
@@ -168,6 +168,7 @@ struct part {
     int kind;
     a3s_str text; /* P_LIT: the bytes; P_VAR: the name; P_SUB: the output when known */
     a3s_str src;  /* as written */
+    a3s_str dflt; /* P_DYN ${x:-word}, ${x=word}...: word, when it is plain text */
     bool known;   /* P_SUB: text is the substitution's output */
     bool quoted;  /* inside double quotes: its value is not split or globbed */
 };
@@ -175,6 +176,7 @@ struct part {
 struct word {
     a3s_str src;
     size_t part0, nparts;
+    size_t sub0, sub1; /* the sources its substitutions queued */
     bool plain; /* no quote, backslash or expansion: src is the value */
 };
 
@@ -194,6 +196,9 @@ struct source {
     a3s_str code;
     int depth;
     size_t parent; /* SIZE_MAX for the line itself */
+    int via;       /* A3S_VIA_*: what runs it */
+    a3s_str via_name;
+    size_t t0, t1; /* its tokens */
 };
 
 struct rcmd {
@@ -202,6 +207,23 @@ struct rcmd {
     size_t r0, nr; /* into ctx.cmdredirs */
     size_t pipe_prev; /* the command whose output this one reads, or SIZE_MAX */
     bool whole;
+    bool piped;       /* its stdin is a pipe (pipe_prev may be unknown: `(a) | b`) */
+    size_t upstream;  /* the last command before the pipe, or SIZE_MAX */
+    size_t st0, nst;  /* into ctx.stages: the word of each program it runs */
+    bool dynamic;
+};
+
+/* A program a command runs: its word, and the directory a wrapper there runs
+ * the next one in (env -C DIR), or {NULL}. */
+struct stage {
+    size_t word;
+    a3s_str dir;
+};
+
+/* Redirections of a command without words (`> /dev/sda`): no program runs,
+ * but the file is opened; kept for the guardrail. */
+struct bare {
+    size_t source, r0, nr; /* into ctx.cmdredirs */
 };
 
 struct var {
@@ -224,6 +246,9 @@ struct ctx {
     bool split_word;  /* word_text: an unquoted value held a blank (bash splits it) */
     size_t values; /* the most values a variable rendered so far had */
     size_t pushed_by_top; /* sources queued while reading the line itself */
+    bool guard;    /* a3s_bash_read_line: keep the structure for the guardrail */
+    bool bounded;  /* a bound ended the reading (not a malformed line) */
+    struct vec stages, bares;
 };
 
 static bool failed(struct ctx *c) {
@@ -270,11 +295,12 @@ static bool has(const char *p, size_t n, const char *needle) {
 
 /* ---- sources -------------------------------------------------------------- */
 
-static void push_source(struct ctx *c, size_t from, const char *code, size_t n) {
+static void push_code(struct ctx *c, size_t from, const char *code, size_t n, int via,
+                      a3s_str name) {
     const struct source *parent = &VEC_AT(c->sources, struct source, from);
     int depth = parent->depth + 1;
     if (depth > MAX_DEPTH || c->sources.len >= MAX_SOURCES) {
-        c->incomplete = true;
+        c->incomplete = c->bounded = true;
         return;
     }
     a3s_str copy = arena_str(c->mem, code, n);
@@ -288,8 +314,15 @@ static void push_source(struct ctx *c, size_t from, const char *code, size_t n) 
     s->code = copy;
     s->depth = depth;
     s->parent = from;
+    s->via = via;
+    s->via_name = name;
     if (from == 0)
         c->pushed_by_top++;
+}
+
+/* A substitution's code, queued as a source. */
+static void push_source(struct ctx *c, size_t from, const char *code, size_t n) {
+    push_code(c, from, code, n, A3S_VIA_SUB, (a3s_str){NULL, 0});
 }
 
 /* ---- finding where nested code ends ----------------------------------------- */
@@ -324,8 +357,10 @@ static size_t find_close(struct ctx *c, const char *code, size_t j, size_t len, 
             j = (size_t)(q - code) + 1;
             continue;
         }
-        if (top == MAX_STACK)
+        if (top == MAX_STACK) {
+            c->bounded = true;
             break;
+        }
         if (ch == '"') {
             if (in == '"')
                 top--;
@@ -530,6 +565,30 @@ static size_t ansi_c(struct ctx *c, const char *code, size_t i, size_t len) {
     return j < len ? j + 1 : len;
 }
 
+/* The substitutions inside a ${...} body (`${x:-$(cmd)}`), queued as
+ * sources: a flat scan (no recursion), single quotes skipped. */
+static void param_subs(struct ctx *c, size_t si, const char *in, size_t n) {
+    for (size_t j = 0; j < n && !failed(c);) {
+        if (in[j] == '\\') {
+            j += 2;
+        } else if (in[j] == '\'') {
+            const char *q = memchr(in + j + 1, '\'', n - j - 1);
+            j = q ? (size_t)(q - in) + 1 : n;
+        } else if (in[j] == '$' && j + 1 < n && in[j + 1] == '(' && !(j + 2 < n && in[j + 2] == '(')) {
+            size_t end = find_close(c, in, j + 2, n, '(');
+            push_source(c, si, in + j + 2, end - j - 2);
+            j = end + 1;
+        } else if (in[j] == '`') {
+            const char *q = memchr(in + j + 1, '`', n - j - 1);
+            size_t end = q ? (size_t)(q - in) : n;
+            push_source(c, si, in + j + 1, end - j - 1);
+            j = end + 1;
+        } else {
+            j++;
+        }
+    }
+}
+
 /* A `$...` expansion at code[i]; returns the index after it. */
 static size_t dollar(struct ctx *c, size_t si, struct word *w, const char *code, size_t i,
                      size_t len, size_t *lit_start) {
@@ -564,9 +623,13 @@ static size_t dollar(struct ctx *c, size_t si, struct word *w, const char *code,
         a3s_str src = {code + start, i - start};
         if (k == n && k > 0 && is_name_start(in[0])) {
             add_part(c, w, P_VAR, (a3s_str){in, k}, src);
+        } else if (n == 1 && strchr("0123456789@*", in[0])) { /* ${1}, ${@} */
+            add_part(c, w, P_VAR, (a3s_str){in, 1}, src);
         } else {
-            if (has(in, n, "$(") || memchr(in, '`', n))
-                c->incomplete = true; /* ${x:-$(cmd)} */
+            if (has(in, n, "$(") || memchr(in, '`', n)) {
+                c->incomplete = true; /* ${x:-$(cmd)}: the substitutions run */
+                param_subs(c, si, in, n);
+            }
             /* ${x@P} expands a prompt (its substitutions run); ${!x} reads the
              * variable x names, which may be `a[$(cmd)]` */
             bool keys = n > 1 && (in[n - 1] == '@' || in[n - 1] == '*' ||
@@ -576,6 +639,15 @@ static size_t dollar(struct ctx *c, size_t si, struct word *w, const char *code,
             if (k < n && (in[k] == '[' || in[k] == ':')) /* a subscript, an offset */
                 note_arith(c, si, in + k, n - k);
             add_part(c, w, P_DYN, (a3s_str){0}, src);
+            size_t d = k + (k < n && in[k] == ':');
+            if (k > 0 && is_name_start(in[0]) && d < n && (in[d] == '-' || in[d] == '=')) {
+                a3s_str word = {in + d + 1, n - d - 1};
+                bool plain = true;
+                for (size_t q = 0; q < word.n && plain; q++)
+                    plain = !strchr("$`'\"\\{}", word.p[q]);
+                if (plain)
+                    VEC_AT(c->parts, struct part, c->parts.len - 1).dflt = word;
+            }
         }
     } else if (is_name_start(next)) {
         size_t k = i + 1;
@@ -593,7 +665,11 @@ static size_t dollar(struct ctx *c, size_t si, struct word *w, const char *code,
         flush_lit(c, w, *lit_start, start, code);
         i = end;
         add_part(c, w, P_GLOB, (a3s_str){0}, (a3s_str){code + start, i - start});
-    } else if (next && strchr("0123456789@*#?$!-", next)) {
+    } else if (next && strchr("0123456789@*", next)) { /* positional: a shell -c sets them */
+        flush_lit(c, w, *lit_start, start, code);
+        add_part(c, w, P_VAR, (a3s_str){code + i + 1, 1}, (a3s_str){code + i, 2});
+        i += 2;
+    } else if (next && strchr("#?$!-", next)) {
         flush_lit(c, w, *lit_start, start, code);
         add_part(c, w, P_DYN, (a3s_str){0}, (a3s_str){code + i, 2});
         i += 2;
@@ -654,7 +730,8 @@ static const bool WORD_STOP[256] = {
 /* One word starting at code[*at]; returns its index in ctx.words. */
 static size_t lex_word(struct ctx *c, size_t si, const char *code, size_t *at, size_t len) {
     size_t i = *at, lit_start = i;
-    struct word w = {.part0 = c->parts.len, .plain = true};
+    struct word w = {.part0 = c->parts.len, .plain = true, .sub0 = c->sources.len,
+                     .sub1 = c->sources.len};
     c->lit.n = 0;
     size_t stop = i; /* most words hold no quote, backslash or expansion: no parts needed */
     while (stop < len && !WORD_STOP[(unsigned char)code[stop]])
@@ -758,6 +835,7 @@ static size_t lex_word(struct ctx *c, size_t si, const char *code, size_t *at, s
     }
     flush_lit(c, &w, lit_start, i, code);
     w.src = (a3s_str){code + *at, i - *at};
+    w.sub1 = c->sources.len;
     *at = i;
     struct word *slot = vec_push(&c->words, &c->nomem);
     if (!slot)
@@ -1006,11 +1084,11 @@ static size_t brace_expand(struct ctx *c, a3s_str w, a3s_str *out) {
         a3s_str x = queue[--nq];
         if (++rounds > 4 * MAX_BRACE_WORDS || !find_brace(x.p, x.n, &ob, &cb)) {
             if (rounds > 4 * MAX_BRACE_WORDS)
-                c->incomplete = true;
+                c->incomplete = c->bounded = true;
             if (x.n && nout < MAX_BRACE_WORDS)
                 out[nout++] = x;
             else if (x.n)
-                c->incomplete = true;
+                c->incomplete = c->bounded = true;
             continue;
         }
         /* the alternatives, in order; pushed in reverse so they come out in order */
@@ -1155,13 +1233,16 @@ static void lex(struct ctx *c, size_t si) {
             if (t->rkind == R_HEREDOC && wi != SIZE_MAX) {
                 t->quoted = !VEC_AT(c->words, struct word, wi).plain;
                 if (npending == MAX_HEREDOCS)
-                    c->incomplete = true;
+                    c->incomplete = c->bounded = true;
                 else
                     pending[npending++] = ti;
             }
             continue;
         }
-        size_t close = ch == '(' ? arith_end(s, i, len) : SIZE_MAX;
+        /* inside an arithmetic command's text (read as code by the guardrail), `((`
+         * is two parentheses: each level is not read again */
+        bool in_arith = VEC_AT(c->sources, struct source, si).via == A3S_VIA_ARITH;
+        size_t close = ch == '(' && !in_arith ? arith_end(s, i, len) : SIZE_MAX;
         if (close != SIZE_MAX) { /* (( expression )): one compound command */
             struct token *t = push_token(c, T_ARITH);
             if (!t)
@@ -1170,6 +1251,8 @@ static void lex(struct ctx *c, size_t si) {
             if (has(t->src.p, t->src.n, "$(") || memchr(t->src.p, '`', t->src.n))
                 c->incomplete = true;
             note_arith(c, si, t->src.p, t->src.n);
+            if (c->guard) /* ((rm -rf /)) is arithmetic to bash; a floor reads it as code too */
+                push_code(c, si, s + i + 2, close - i - 2, A3S_VIA_ARITH, (a3s_str){NULL, 0});
             i = close + 2;
             continue;
         }
@@ -1215,16 +1298,21 @@ enum { S_NONE, S_FOR, S_CASE_WORD, S_CASE_PAT, S_DBRACKET };
 
 /* Ends the command being collected; returns its index, or SIZE_MAX when it
  * has no word (nothing, or only redirections: no program runs). */
-static size_t finish(struct ctx *c, size_t si, size_t *w0, size_t *r0, size_t pipe_prev) {
+static size_t finish(struct ctx *c, size_t si, size_t *w0, size_t *r0, size_t pipe_prev,
+                     bool piped, size_t upstream) {
     size_t nw = c->cmdwords.len - *w0, nr = c->cmdredirs.len - *r0, idx = SIZE_MAX;
-    if (nw == 0) {
+    if (nw == 0 && nr > 0 && c->guard) {
+        struct bare *b = vec_push(&c->bares, &c->nomem);
+        if (b)
+            *b = (struct bare){si, *r0, nr};
+    } else if (nw == 0) {
         c->cmdredirs.len = *r0;
     } else if (c->rcmds.len >= MAX_CMDS) {
-        c->incomplete = true;
+        c->incomplete = c->bounded = true;
     } else {
         struct rcmd *r = vec_push(&c->rcmds, &c->nomem);
         if (r) {
-            *r = (struct rcmd){si, *w0, nw, *r0, nr, pipe_prev, false};
+            *r = (struct rcmd){si, *w0, nw, *r0, nr, pipe_prev, false, piped, upstream, 0, 0, false};
             idx = c->rcmds.len - 1;
         }
     }
@@ -1235,6 +1323,7 @@ static size_t finish(struct ctx *c, size_t si, size_t *w0, size_t *r0, size_t pi
 
 static void poison(struct ctx *c, size_t si, const char *name, size_t n);
 static void add_var(struct ctx *c, size_t si, a3s_str name, a3s_str value, bool known);
+static a3s_str value_of(struct ctx *c, size_t si, size_t wi);
 
 static bool word_is(struct ctx *c, size_t wi, const char *lit) {
     const struct word *w = &VEC_AT(c->words, struct word, wi);
@@ -1267,6 +1356,7 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
     a3s_str for_name = {NULL, 0};
     long parens = 0;
     size_t w0 = c->cmdwords.len, r0 = c->cmdredirs.len, prev = SIZE_MAX, first = c->rcmds.len;
+    size_t last = SIZE_MAX; /* the last command ended in this source */
     bool piped = false;
     for (size_t t = t0; t < t1 && !failed(c); t++) {
         const struct token tok = VEC_AT(c->tokens, struct token, t);
@@ -1279,6 +1369,10 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
             continue;
         }
         if (tok.type == T_OP) {
+            if (mode == S_DBRACKET && tok.op == OP_NL && c->guard) {
+                mode = S_NONE; /* `[[` then a newline: bash fails; a floor reads on */
+                continue;
+            }
             if (mode == S_DBRACKET || mode == S_CASE_WORD)
                 continue;
             if (mode == S_CASE_PAT) {
@@ -1309,9 +1403,12 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
                 expect_rparen = false;
                 continue;
             }
-            size_t done = finish(c, si, &w0, &r0, piped ? prev : SIZE_MAX);
+            size_t done = finish(c, si, &w0, &r0, piped ? prev : SIZE_MAX, piped,
+                                 piped ? last : SIZE_MAX);
             piped = tok.op == OP_PIPE;
             prev = done;
+            if (done != SIZE_MAX)
+                last = done;
             if (tok.op == OP_DSEMI && cases > 0)
                 mode = S_CASE_PAT;
             continue;
@@ -1405,7 +1502,7 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
         if (slot)
             *slot = wi;
     }
-    finish(c, si, &w0, &r0, piped ? prev : SIZE_MAX);
+    finish(c, si, &w0, &r0, piped ? prev : SIZE_MAX, piped, piped ? last : SIZE_MAX);
     if (parens != 0)
         c->incomplete = true; /* a '(' never closed: bash runs nothing we can vouch for */
     if (si == 0 && !shaped && c->rcmds.len - first == 1 && c->pushed_by_top == 0) {
@@ -1472,6 +1569,7 @@ static size_t assignments(struct ctx *c, const struct rcmd *r) {
 }
 
 static bool in_list(a3s_str v, const char *const *list, size_t n);
+static bool has_option(struct ctx *c, const struct rcmd *r, size_t from, const char *letters);
 
 /* Builtins that set the variables their arguments name (read x, export x=1 ...). */
 static const char *const SETS_VARS[] = {"read",     "declare", "typeset",  "export", "local",
@@ -1482,17 +1580,22 @@ static bool changes_env(a3s_str v) { return eq(v, "eval") || eq(v, "source") || 
 
 /* Records what one command does to the line's variables. */
 static void register_env(struct ctx *c, const struct rcmd *r) {
+    static const char *const EXPORTS[] = {"export", "readonly", "declare", "typeset", "local"};
     size_t a = assignments(c, r);
-    bool sets_vars = false;
+    bool sets_vars = false, exports = false;
     for (size_t k = 0; k < r->nw; k++) {
         size_t wi = VEC_AT(c->cmdwords, size_t, r->w0 + k);
         const struct word *w = &VEC_AT(c->words, struct word, wi);
         bool simple = false;
         size_t n = assigned_name(w->src, &simple);
-        if (k < a && a == r->nw && simple) {
+        if ((k < a && a == r->nw && simple) || (exports && k > a && simple)) {
+            /* x=/ (and export x=/): a literal value, or one made of values the
+             * line shows (x=$x$x) */
             a3s_str value = literal(c, wi);
-            bool known = value.p != NULL;
-            value = known ? (a3s_str){value.p + n + 1, value.n - n - 1} : value;
+            if (!value.p)
+                value = value_of(c, r->source, wi);
+            bool known = value.p != NULL && value.n > n;
+            value = known ? (a3s_str){value.p + n + 1, value.n - n - 1} : (a3s_str){NULL, 0};
             add_var(c, r->source, (a3s_str){w->src.p, n}, value, known);
             if (known && changes_env(value))
                 c->unreliable_env = true;
@@ -1504,6 +1607,12 @@ static void register_env(struct ctx *c, const struct rcmd *r) {
             sets_vars = !prog.p || in_list(prog, SETS_VARS, sizeof SETS_VARS / sizeof *SETS_VARS);
             if (prog.p && changes_env(prog))
                 c->unreliable_env = true;
+            /* export NAME=VALUE...: without options, each word is an assignment */
+            exports = prog.p && in_list(prog, EXPORTS, sizeof EXPORTS / sizeof *EXPORTS);
+            for (size_t q = k + 1; exports && q < r->nw; q++) {
+                a3s_str v = VEC_AT(c->words, struct word, VEC_AT(c->cmdwords, size_t, r->w0 + q)).src;
+                exports = v.n && v.p[0] != '-' && v.p[0] != '+';
+            }
         }
     }
 }
@@ -1872,8 +1981,8 @@ static const char *const RUN0_LONG[] = {"--user", "--group", "--chdir", "--seten
 static const char *const LDSO_LONG[] = {"--library-path", "--preload", "--audit", "--argv0",
                                         "--inhibit-rpath", NULL};
 
-/* The programs that run the program named after their options (the same table as the
- * guardrail's, python/codeward/guardrail/_wrappers.py). */
+/* The programs that run the program named after their options: the one table the
+ * policy, the exec check's bindings and the guardrail (a3s_bash_read_line) read with. */
 static const struct wrapper WRAPPERS[] = {
     {"env", "uCSP", ENV_LONG, 0, true, NULL, CODE_NONE},
     {"command", "", NONE_LONG, 0, false, NULL, CODE_NONE},
@@ -2005,7 +2114,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
                                  : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
                                                   : (a3s_str){NULL, 0});
                 if (code.p)
-                    push_source(c, si, code.p, code.n);
+                    push_code(c, si, code.p, code.n, A3S_VIA_WRAPPER, (a3s_str){NULL, 0});
                 else
                     c->incomplete = true;
                 code_found = true;
@@ -2016,7 +2125,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
                                  : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
                                                   : (a3s_str){NULL, 0});
                 if (code.p)
-                    push_source(c, si, code.p, code.n);
+                    push_code(c, si, code.p, code.n, A3S_VIA_WRAPPER, (a3s_str){NULL, 0});
                 else
                     c->incomplete = true;
             }
@@ -2038,7 +2147,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
                 bool code = (is_env && v.p[k] == 'S') || (wr->code == CODE_DASH_C && v.p[k] == 'c');
                 if (code) {
                     if (arg.p)
-                        push_source(c, si, arg.p, arg.n);
+                        push_code(c, si, arg.p, arg.n, A3S_VIA_WRAPPER, (a3s_str){NULL, 0});
                     else
                         c->incomplete = true;
                     code_found = code_found || !is_env;
@@ -2068,7 +2177,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
                 continue;
             a3s_str code = k + 1 < r->nw ? value_of(c, si, word_at(c, r, k + 1)) : (a3s_str){NULL, 0};
             if (code.p)
-                push_source(c, si, code.p, code.n);
+                push_code(c, si, code.p, code.n, A3S_VIA_WRAPPER, (a3s_str){NULL, 0});
             else
                 c->opaque = true;
             return SIZE_MAX;
@@ -2087,7 +2196,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
         if (v.p && eq(v, "-c")) {
             a3s_str code = value_of(c, si, word_at(c, r, j + 1));
             if (code.p)
-                push_source(c, si, code.p, code.n);
+                push_code(c, si, code.p, code.n, A3S_VIA_WRAPPER, (a3s_str){NULL, 0});
             else
                 c->incomplete = true;
             return SIZE_MAX;
@@ -2105,24 +2214,86 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
                 buf_ch(&c->lit, ' ');
             buf_add(&c->lit, v.p, v.n);
         }
-        push_source(c, si, c->lit.p ? c->lit.p : "", c->lit.n);
+        push_code(c, si, c->lit.p ? c->lit.p : "", c->lit.n, A3S_VIA_WRAPPER, (a3s_str){NULL, 0});
         return SIZE_MAX;
     }
     return j < r->nw ? j : SIZE_MAX;
 }
 
+/* What printf FORMAT ARGS prints when the line shows it (ctx.lit): the format's
+ * escapes decoded, %s and %b (escapes decoded) filled with the arguments, the
+ * format used again while arguments remain; {NULL} for another directive. */
+static a3s_str printed(struct ctx *c, const struct rcmd *r, size_t j) {
+    size_t si = r->source;
+    a3s_str fmt = j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){NULL, 0};
+    if (fmt.p && eq(fmt, "--"))
+        fmt = ++j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){NULL, 0};
+    if (!fmt.p || (fmt.n >= 2 && fmt.p[0] == '-' && fmt.p[1] == 'v'))
+        return (a3s_str){NULL, 0};
+    size_t arg = j + 1;
+    c->lit.n = 0;
+    for (int round = 0; round < 16; round++) {
+        bool used = false;
+        for (size_t q = 0; q < fmt.n; q++) {
+            if (fmt.p[q] != '%') {
+                size_t e = q;
+                while (e < fmt.n && fmt.p[e] != '%')
+                    e++;
+                decode(c, fmt.p + q, e - q);
+                q = e - 1;
+            } else if (q + 1 < fmt.n && fmt.p[q + 1] == '%') {
+                buf_ch(&c->lit, '%');
+                q++;
+            } else if (q + 1 < fmt.n && (fmt.p[q + 1] == 's' || fmt.p[q + 1] == 'b')) {
+                a3s_str v = arg < r->nw ? value_of(c, si, word_at(c, r, arg)) : (a3s_str){"", 0};
+                if (!v.p)
+                    return (a3s_str){NULL, 0};
+                used = used || arg < r->nw;
+                arg += arg < r->nw;
+                if (fmt.p[q + 1] == 'b')
+                    decode(c, v.p, v.n);
+                else
+                    buf_add(&c->lit, v.p, v.n);
+                q++;
+            } else {
+                return (a3s_str){NULL, 0}; /* %d, %q ...: not followed */
+            }
+        }
+        if (!used || arg >= r->nw)
+            break;
+    }
+    if (arg < r->nw && j + 1 < r->nw)
+        return (a3s_str){NULL, 0};
+    return arena_str(c->mem, c->lit.p ? c->lit.p : "", c->lit.n);
+}
+
 /* What a command prints when the line shows it: echo's words, printf's
- * format (escapes decoded), or {NULL}. */
+ * output, or cat's here-document or here-string; else {NULL}. */
 static a3s_str known_stdout(struct ctx *c, const struct rcmd *r) {
     size_t si = r->source, a = assignments(c, r);
     if (a >= r->nw)
         return (a3s_str){NULL, 0};
     a3s_str prog = value_of(c, si, word_at(c, r, a));
     bool escapes = false, is_echo = eq(prog, "echo");
-    if (!is_echo && !eq(prog, "printf"))
+    if (eq(prog, "printf"))
+        return printed(c, r, a + 1);
+    if (eq(prog, "cat") && a + 1 == r->nw) { /* cat <<EOF ... EOF | sh */
+        for (size_t k = r->nr; k-- > 0;) {
+            const struct token *t =
+                &VEC_AT(c->tokens, struct token, VEC_AT(c->cmdredirs, size_t, r->r0 + k));
+            if (t->rkind == R_HEREDOC)
+                return t->body.p ? t->body : (a3s_str){"", 0};
+            if (t->rkind == R_HERESTRING && t->word != SIZE_MAX)
+                return value_of(c, si, t->word);
+            if (t->rkind == R_IN)
+                break;
+        }
+        return (a3s_str){NULL, 0};
+    }
+    if (!is_echo)
         return (a3s_str){NULL, 0};
     size_t j = a + 1;
-    for (; is_echo && j < r->nw; j++) {
+    for (; j < r->nw; j++) {
         a3s_str v = value_of(c, si, word_at(c, r, j));
         if (!v.p || v.n < 2 || v.p[0] != '-' || strspn(v.p + 1, "neE") < v.n - 1)
             break;
@@ -2133,23 +2304,12 @@ static a3s_str known_stdout(struct ctx *c, const struct rcmd *r) {
         a3s_str v = value_of(c, si, word_at(c, r, k));
         if (!v.p)
             return (a3s_str){NULL, 0};
-        if (is_echo) {
-            if (k > j)
-                buf_ch(&c->lit, ' ');
-            if (escapes)
-                decode(c, v.p, v.n);
-            else
-                buf_add(&c->lit, v.p, v.n);
-        } else if (k == j) {
-            if (memchr(v.p, '%', v.n)) { /* only "%s" formats are followed */
-                if (!(eq(v, "%s") || eq(v, "%s\\n") || eq(v, "%s\n")))
-                    return (a3s_str){NULL, 0};
-            } else {
-                decode(c, v.p, v.n);
-            }
-        } else {
+        if (k > j)
+            buf_ch(&c->lit, ' ');
+        if (escapes)
+            decode(c, v.p, v.n);
+        else
             buf_add(&c->lit, v.p, v.n);
-        }
     }
     return arena_str(c->mem, c->lit.p ? c->lit.p : "", c->lit.n);
 }
@@ -2157,20 +2317,35 @@ static a3s_str known_stdout(struct ctx *c, const struct rcmd *r) {
 /* A shell (`bash -c CODE`, `bash <<EOF`, `echo ... | sh`), eval and find's
  * -exec run code of their own: it is queued as a further source. Returns
  * false when that code is not shown by the line. */
+/* Word wi as code when its value is not shown (`eval "rm -rf $HOME"`): for
+ * the guardrail, the text with its expansions as written; {NULL} otherwise. */
+static a3s_str guard_code(struct ctx *c, size_t si, size_t wi) {
+    if (!c->guard)
+        return (a3s_str){NULL, 0};
+    bool known = true;
+    c->tmp.n = 0;
+    word_text(c, si, wi, M_VAL, 0, &known);
+    return arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+}
+
 static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i) {
     size_t si = r->source;
     if (eq(name, "eval")) {
+        bool shown = true;
         c->lit.n = 0;
         for (size_t k = i + 1; k < r->nw; k++) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
-            if (!v.p)
-                return false;
+            if (!v.p) {
+                shown = false;
+                if (!(v = guard_code(c, si, word_at(c, r, k))).p)
+                    return false;
+            }
             if (k > i + 1)
                 buf_ch(&c->lit, ' ');
             buf_add(&c->lit, v.p, v.n);
         }
-        push_source(c, si, c->lit.p ? c->lit.p : "", c->lit.n);
-        return true;
+        push_code(c, si, c->lit.p ? c->lit.p : "", c->lit.n, A3S_VIA_EVAL, (a3s_str){NULL, 0});
+        return shown;
     }
     if (eq(name, "find")) {
         for (size_t k = i + 1; k < r->nw; k++) {
@@ -2194,20 +2369,25 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
                     buf_add(&c->lit, braces ? "$@" : a.p + q, braces ? 2 : 1);
                     q += braces;
                 }
-                push_source(c, si, c->lit.p ? c->lit.p : "", c->lit.n);
+                push_code(c, si, c->lit.p ? c->lit.p : "", c->lit.n, A3S_VIA_FIND,
+                          (a3s_str){NULL, 0});
             }
             k = end;
         }
         return true;
     }
-    if (!in_list(name, SHELLS, sizeof SHELLS / sizeof *SHELLS))
+    /* at and batch read the commands they schedule from stdin (unless -f FILE) */
+    bool at = (eq(name, "at") || eq(name, "batch")) && !has_option(c, r, i + 1, "flrdcV");
+    if (!at && !in_list(name, SHELLS, sizeof SHELLS / sizeof *SHELLS))
         return true;
     if (in_list(name, OTHER_SHELLS, sizeof OTHER_SHELLS / sizeof *OTHER_SHELLS))
         c->opaque = true; /* another dialect: its code is read as bash, and not trusted */
-    size_t j = i + 1;
+    size_t j = at ? r->nw : i + 1;
     bool dash_c = false;
     while (j < r->nw) {
         a3s_str v = value_of(c, si, word_at(c, r, j));
+        if (!v.p && dash_c)
+            break; /* the code, not shown by the line */
         if (!v.p)
             return false;
         if (eq(v, "--") || eq(v, "-")) {
@@ -2235,9 +2415,24 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
     }
     if (dash_c) {
         a3s_str code = j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){"", 0};
-        if (!code.p)
+        if (!code.p) {
+            code = guard_code(c, si, word_at(c, r, j));
+            if (code.p)
+                push_code(c, si, code.p, code.n, A3S_VIA_SHELL_C, name);
             return false;
-        push_source(c, si, code.p, code.n);
+        }
+        size_t child = c->sources.len;
+        push_code(c, si, code.p, code.n, A3S_VIA_SHELL_C, name);
+        /* sh -c CODE NAME ARGS: $0 is NAME, $1... the ARGS, "$@" each of them */
+        static const char DIGITS[] = "0123456789";
+        for (size_t k = j + 1; child < c->sources.len && k < r->nw && k - j - 1 < 10; k++) {
+            a3s_str v = value_of(c, si, word_at(c, r, k));
+            add_var(c, child, (a3s_str){DIGITS + (k - j - 1), 1}, v, v.p != NULL);
+            if (k > j + 1) {
+                add_var(c, child, (a3s_str){"@", 1}, v, v.p != NULL);
+                add_var(c, child, (a3s_str){"*", 1}, v, v.p != NULL);
+            }
+        }
         return true;
     }
     if (j < r->nw) { /* a script file: its content is not part of the line */
@@ -2248,14 +2443,18 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
         const struct token *t =
             &VEC_AT(c->tokens, struct token, VEC_AT(c->cmdredirs, size_t, r->r0 + k));
         if (t->rkind == R_HEREDOC) {
-            push_source(c, si, t->body.p, t->body.n);
+            push_code(c, si, t->body.p, t->body.n, A3S_VIA_HEREDOC, name);
             return true;
         }
         if (t->rkind == R_HERESTRING) {
             a3s_str code = t->word == SIZE_MAX ? (a3s_str){NULL, 0} : value_of(c, si, t->word);
-            if (!code.p)
+            if (!code.p) {
+                a3s_str text = t->word == SIZE_MAX ? code : guard_code(c, si, t->word);
+                if (text.p)
+                    push_code(c, si, text.p, text.n, A3S_VIA_HERESTRING, name);
                 return false;
-            push_source(c, si, code.p, code.n);
+            }
+            push_code(c, si, code.p, code.n, A3S_VIA_HERESTRING, name);
             return true;
         }
         if (t->rkind == R_IN)
@@ -2266,7 +2465,7 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
         a3s_str code = known_stdout(c, &prev);
         if (!code.p)
             return false;
-        push_source(c, si, code.p, code.n);
+        push_code(c, si, code.p, code.n, A3S_VIA_PIPED, name);
     }
     return true;
 }
@@ -2372,7 +2571,7 @@ static bool split_program(struct ctx *c, const struct rcmd *r, size_t i) {
         for (size_t q = 0; q < text.n; q++) /* bash splits at tabs and newlines too */
             if (text.p[q] == '\n' || text.p[q] == '\t')
                 ((char *)text.p)[q] = ' ';
-        push_source(c, r->source, text.p, text.n);
+        push_code(c, r->source, text.p, text.n, A3S_VIA_SPLIT, (a3s_str){NULL, 0});
     }
     return true;
 }
@@ -2461,10 +2660,17 @@ static void deferred(struct ctx *c, const struct rcmd *r, size_t a) {
         if (!code.p)
             c->opaque = true;
         else if (k + 1 < r->nw && !eq(code, "-")) /* trap CODE SIGNAL...: CODE runs later */
-            push_source(c, si, code.p, code.n);
+            push_code(c, si, code.p, code.n, A3S_VIA_TRAP, (a3s_str){NULL, 0});
     } else if (eq(prog, "alias") || eq(prog, "source") || eq(prog, ".") || eq(prog, "enable")) {
         if (a + 1 < r->nw)
             c->opaque = true;
+        for (size_t k = a + 1; eq(prog, "alias") && k < r->nw; k++) { /* alias ll='rm -rf /' */
+            a3s_str v = value_of(c, si, word_at(c, r, k));
+            const char *e = v.p ? memchr(v.p, '=', v.n) : NULL;
+            if (e)
+                push_code(c, si, e + 1, v.n - (size_t)(e + 1 - v.p), A3S_VIA_ALIAS,
+                          (a3s_str){NULL, 0});
+        }
     } else if (eq(prog, "shopt") || eq(prog, "hash")) {
         for (size_t k = a + 1; k < r->nw; k++) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
@@ -2555,6 +2761,35 @@ static a3s_str fold_blanks(struct ctx *c) {
     return arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
 }
 
+/* The directory a wrapper runs its program in, from its option words [from,
+ * to): env -C DIR, -CDIR, --chdir[=]DIR; unshare --wd[=]DIR; nsenter --wd=DIR,
+ * -wDIR; systemd-run --working-directory[=]DIR. The last one given, {NULL}
+ * for none (or one the line does not show). */
+static a3s_str wrapper_dir(struct ctx *c, const struct rcmd *r, const char *wrapper, size_t from,
+                           size_t to) {
+    static const struct {
+        const char *wrapper, *option;
+        bool next; /* the value may be the next word */
+    } DIRS[] = {{"env", "-C", true},         {"env", "--chdir", true},
+                {"unshare", "--wd", true},   {"nsenter", "-w", false},
+                {"nsenter", "--wd", false},  {"systemd-run", "--working-directory", true}};
+    a3s_str dir = {NULL, 0};
+    for (size_t k = from; k < to && k < r->nw; k++) {
+        a3s_str v = value_of(c, r->source, word_at(c, r, k));
+        for (size_t q = 0; v.p && q < sizeof DIRS / sizeof *DIRS; q++) {
+            size_t n = strlen(DIRS[q].option);
+            if (strcmp(DIRS[q].wrapper, wrapper) != 0 || v.n < n || memcmp(v.p, DIRS[q].option, n))
+                continue;
+            if (v.n == n && DIRS[q].next && k + 1 < to)
+                dir = value_of(c, r->source, word_at(c, r, ++k));
+            else if (v.n > n && (n == 2 || v.p[n] == '='))
+                dir = n == 2 ? (a3s_str){v.p + n, v.n - n} : (a3s_str){v.p + n + 1, v.n - n - 1};
+            break;
+        }
+    }
+    return dir;
+}
+
 /* The spellings of one command, appended to the output. */
 static void spell(struct ctx *c, size_t ri) {
     const struct rcmd r = VEC_AT(c->rcmds, struct rcmd, ri);
@@ -2577,7 +2812,13 @@ static void spell(struct ctx *c, size_t ri) {
         base = f->nspell;
     }
     bool tail = false, replace = false; /* xargs: words read from input follow */
+    size_t st0 = c->stages.len;
     for (; i < r.nw && stage < MAX_STAGES && !failed(c); stage++) {
+        if (c->guard) {
+            struct stage *slot = vec_push(&c->stages, &c->nomem);
+            if (slot)
+                *slot = (struct stage){i, {NULL, 0}};
+        }
         add_reading(c, f, (struct form){.r = &r, .from = i, .tail_open = tail});
         a3s_str prog = value_of(c, r.source, word_at(c, &r, i));
         if (!prog.p) {
@@ -2611,12 +2852,20 @@ static void spell(struct ctx *c, size_t ri) {
             tail = true;
             replace = replace || xargs_replaces(c, &r, i);
         }
+        size_t from = i;
         i = unwrap(c, &r, wr, i);
+        if (c->guard && c->stages.len > st0)
+            VEC_AT(c->stages, struct stage, c->stages.len - 1).dir =
+                wrapper_dir(c, &r, wr->name, from + 1, i == SIZE_MAX ? r.nw : i);
         if (i == SIZE_MAX)
             break;
     }
     if (stage == MAX_STAGES)
-        c->incomplete = true;
+        c->incomplete = c->bounded = true;
+    struct rcmd *kept = &VEC_AT(c->rcmds, struct rcmd, ri);
+    kept->st0 = st0;
+    kept->nst = c->stages.len - st0;
+    kept->dynamic = f->dynamic;
     if (replace) /* xargs -I{}: input text may stand anywhere, the program included */
         for (size_t k = 0; k < f->nspell + f->nalias; k++)
             *(k < f->nspell ? &f->spell_open[k] : &f->alias_open[k - f->nspell]) = 0;
@@ -2724,6 +2973,213 @@ bool a3s_bash_is_plain(const char *line, size_t len) {
              (prog.n > 4 && memcmp(prog.p, "git-", 4) == 0));
 }
 
+/* ---- the reading, for the guardrail ------------------------------------------------ */
+
+/* Whether a substitution's source (`$(pwd)`, `` `pwd -P` ``) prints the
+ * working directory. */
+static bool prints_pwd(a3s_str src) {
+    size_t a = src.n && src.p[0] == '`' ? 1 : 2, b = src.n && src.p[0] == '`' ? 1 : 1;
+    if (src.n < a + b)
+        return false;
+    const char *p = src.p + a;
+    size_t n = src.n - a - b;
+    while (n && is_blank(*p))
+        p++, n--;
+    while (n && is_blank(p[n - 1]))
+        n--;
+    if (n < 3 || memcmp(p, "pwd", 3) != 0)
+        return false;
+    for (size_t k = 3; k < n; k++)
+        if (!strchr(" \t-LP", p[k]))
+            return false;
+    return true;
+}
+
+/* Appends what word wi stands for to ctx.tmp: each variable as its value
+ * number `pick` (ctx.values counts them), ${x:-word} as word when `dflt`,
+ * an unknown substitution as "$(\u2026)" ($(pwd) as "$PWD"), anything else as
+ * written. */
+static void guard_text(struct ctx *c, size_t si, size_t wi, size_t pick, bool dflt) {
+    const struct word *w = &VEC_AT(c->words, struct word, wi);
+    for (size_t k = 0; k < w->nparts; k++) {
+        const struct part *p = &VEC_AT(c->parts, struct part, w->part0 + k);
+        a3s_str value = {NULL, 0};
+        if (p->kind == P_LIT) {
+            buf_add(&c->tmp, p->text.p, p->text.n);
+        } else if (p->kind == P_VAR) {
+            size_t n = lookup(c, si, p->text, pick, &value);
+            if (n > c->values)
+                c->values = n;
+            if (n)
+                buf_add(&c->tmp, value.p, value.n);
+            else
+                buf_add(&c->tmp, p->src.p, p->src.n);
+        } else if (p->kind == P_SUB) {
+            if (p->known)
+                buf_add(&c->tmp, p->text.p, p->text.n);
+            else if (prints_pwd(p->src))
+                buf_add(&c->tmp, "$PWD", 4);
+            else
+                buf_add(&c->tmp, "$(\xe2\x80\xa6)", 6);
+        } else if (p->kind == P_DYN && dflt && p->dflt.p) {
+            buf_add(&c->tmp, p->dflt.p, p->dflt.n);
+        } else {
+            buf_add(&c->tmp, p->src.p, p->src.n);
+        }
+    }
+}
+
+static bool guard_word(struct ctx *c, size_t si, size_t wi, a3s_bash_word *out) {
+    const struct word *w = &VEC_AT(c->words, struct word, wi);
+    a3s_str values[MAX_VALUES + 1];
+    size_t n = 0;
+    *out = (a3s_bash_word){.sub0 = w->sub0, .sub1 = w->sub1};
+    if (w->plain) {
+        out->shown = values[n++] = w->src;
+    } else {
+        bool known = true, dflt = false;
+        c->tmp.n = 0;
+        word_text(c, si, wi, M_VAL, 0, &known);
+        out->shown = arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+        for (size_t k = 0; k < w->nparts; k++) {
+            const struct part *p = &VEC_AT(c->parts, struct part, w->part0 + k);
+            a3s_str v;
+            bool shown = p->kind == P_LIT || p->kind == P_GLOB || (p->kind == P_SUB && p->known) ||
+                         (p->kind == P_VAR && lookup(c, si, p->text, 0, &v));
+            out->unknown = out->unknown || !shown;
+            out->split = out->split || (!p->quoted && p->kind != P_LIT && p->kind != P_GLOB);
+            dflt = dflt || p->dflt.p;
+        }
+        c->values = 1;
+        for (size_t pick = 0; pick <= c->values && pick <= MAX_VALUES; pick++) {
+            bool with_dflt = pick == c->values || pick == MAX_VALUES; /* the last round */
+            if (with_dflt && !dflt)
+                break;
+            c->tmp.n = 0;
+            guard_text(c, si, wi, with_dflt ? 0 : pick, with_dflt);
+            a3s_str v = arena_str(c->mem, c->tmp.p ? c->tmp.p : "", c->tmp.n);
+            bool dup = !v.p;
+            for (size_t q = 0; q < n && !dup; q++)
+                dup = same(values[q], v);
+            if (!dup)
+                values[n++] = v;
+            if (with_dflt)
+                break;
+        }
+    }
+    if (!out->shown.p)
+        return false;
+    out->values = copy_list(c, values, n);
+    out->nvalues = out->values ? n : 0;
+    return out->values != NULL;
+}
+
+static a3s_str op_text(int op) {
+    static const char *const TEXT[] = {"\n", ";", "&", "&&", "||", "|", "(", ")", ";;"};
+    const char *t = op >= 0 && op <= OP_DSEMI ? TEXT[op] : "";
+    return (a3s_str){t, strlen(t)};
+}
+
+/* The redirections [r0, r0 + nr) of ctx.cmdredirs into rd (their targets into ws). */
+static bool guard_redirs(struct ctx *c, size_t si, size_t r0, size_t nr, a3s_bash_redir *rd,
+                         size_t *nrd, a3s_bash_word *ws, size_t *nws) {
+    for (size_t k = 0; k < nr; k++) {
+        const struct token *t = &VEC_AT(c->tokens, struct token, VEC_AT(c->cmdredirs, size_t, r0 + k));
+        a3s_bash_redir *d = &rd[(*nrd)++];
+        *d = (a3s_bash_redir){.op = t->src, .target = SIZE_MAX};
+        if (t->rkind == R_HEREDOC)
+            d->body = t->body.p ? t->body : (a3s_str){"", 0};
+        if (t->word != SIZE_MAX) {
+            if (!guard_word(c, si, t->word, &ws[*nws]))
+                return false;
+            d->target = (*nws)++;
+        }
+    }
+    return true;
+}
+
+/* The reading as structure, into the arena (NULL when it is full). */
+static a3s_bash_reading *build_reading(struct ctx *c) {
+    a3s_bash_reading *rd = arena_alloc(c->mem, sizeof *rd);
+    if (!rd)
+        return NULL;
+    memset(rd, 0, sizeof *rd);
+    size_t nwords = 0, nredirs = c->cmdredirs.len, ncmds = c->rcmds.len + c->bares.len;
+    for (size_t k = 0; k < c->rcmds.len; k++)
+        nwords += VEC_AT(c->rcmds, struct rcmd, k).nw;
+    nwords += nredirs;
+    rd->sources = arena_alloc(c->mem, (c->sources.len + 1) * sizeof *rd->sources);
+    rd->tokens = arena_alloc(c->mem, (c->tokens.len + 1) * sizeof *rd->tokens);
+    rd->words = arena_alloc(c->mem, (nwords + 1) * sizeof *rd->words);
+    rd->redirs = arena_alloc(c->mem, (nredirs + 1) * sizeof *rd->redirs);
+    rd->cmds = arena_alloc(c->mem, (ncmds + 1) * sizeof *rd->cmds);
+    if (!rd->sources || !rd->tokens || !rd->words || !rd->redirs || !rd->cmds)
+        return NULL;
+    for (size_t k = 0; k < c->sources.len; k++) {
+        const struct source *s = &VEC_AT(c->sources, struct source, k);
+        rd->sources[k] = (a3s_bash_source){s->code, s->parent, s->depth, s->via, s->via_name,
+                                           s->t0, s->t1 - s->t0};
+    }
+    rd->nsources = c->sources.len;
+    for (size_t k = 0; k < c->tokens.len; k++) {
+        const struct token *t = &VEC_AT(c->tokens, struct token, k);
+        a3s_bash_token *o = &rd->tokens[k];
+        if (t->type == T_WORD) {
+            const struct word *w = t->word == SIZE_MAX ? NULL : &VEC_AT(c->words, struct word, t->word);
+            *o = (a3s_bash_token){A3S_TOK_WORD, w && w->plain ? w->src : (a3s_str){NULL, 0}};
+        } else if (t->type == T_OP) {
+            *o = (a3s_bash_token){A3S_TOK_OP, op_text(t->op)};
+        } else if (t->type == T_ARITH) {
+            *o = (a3s_bash_token){A3S_TOK_OP, {"(( ))", 5}};
+        } else {
+            *o = (a3s_bash_token){A3S_TOK_REDIR, {NULL, 0}};
+        }
+    }
+    rd->ntokens = c->tokens.len;
+    for (size_t k = 0; k < ncmds && !failed(c); k++) {
+        a3s_bash_simple *o = &rd->cmds[rd->ncmds];
+        *o = (a3s_bash_simple){.upstream = SIZE_MAX};
+        size_t si, r0, nr;
+        if (k < c->rcmds.len) {
+            const struct rcmd *r = &VEC_AT(c->rcmds, struct rcmd, k);
+            si = r->source, r0 = r->r0, nr = r->nr;
+            o->w0 = rd->nwords;
+            for (size_t q = 0; q < r->nw; q++)
+                if (!guard_word(c, si, word_at(c, r, q), &rd->words[rd->nwords++]))
+                    return NULL;
+            o->nw = r->nw;
+            o->stages = arena_alloc(c->mem, (r->nst + 1) * sizeof *o->stages);
+            o->dirs = arena_alloc(c->mem, (r->nst + 1) * sizeof *o->dirs);
+            if (!o->stages || !o->dirs)
+                return NULL;
+            for (size_t q = 0; q < r->nst; q++) {
+                o->stages[q] = VEC_AT(c->stages, struct stage, r->st0 + q).word;
+                o->dirs[q] = VEC_AT(c->stages, struct stage, r->st0 + q).dir;
+            }
+            o->nstages = r->nst;
+            o->piped = r->piped;
+            o->upstream = r->upstream;
+            o->dynamic = r->dynamic;
+            if (r->pipe_prev != SIZE_MAX) {
+                struct rcmd prev = VEC_AT(c->rcmds, struct rcmd, r->pipe_prev);
+                o->fed = known_stdout(c, &prev);
+            }
+        } else {
+            const struct bare *b = &VEC_AT(c->bares, struct bare, k - c->rcmds.len);
+            si = b->source, r0 = b->r0, nr = b->nr;
+            o->w0 = rd->nwords;
+        }
+        o->source = si;
+        o->r0 = rd->nredirs;
+        if (!guard_redirs(c, si, r0, nr, rd->redirs, &rd->nredirs, rd->words, &rd->nwords))
+            return NULL;
+        o->nr = nr;
+        rd->ncmds++;
+    }
+    rd->bounded = c->bounded || c->mem->over;
+    return failed(c) ? NULL : rd;
+}
+
 /* ---- the entry point ------------------------------------------------------------ */
 
 static void ctx_release(struct ctx *c) {
@@ -2737,6 +3193,8 @@ static void ctx_release(struct ctx *c) {
     free(c->vars.items);
     free(c->arith.items);
     free(c->out.items);
+    free(c->stages.items);
+    free(c->bares.items);
     free(c->lit.p);
     free(c->tmp.p);
 }
@@ -2748,9 +3206,11 @@ void a3s_bash_split_free(a3s_bash_split *split) {
     free(split);
 }
 
-int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out) {
+static int split_line(const char *line, size_t len, bool guard, a3s_bash_split **out) {
     *out = NULL;
-    struct ctx c = {.line = line ? line : "", .len = len};
+    struct ctx c = {.line = line ? line : "", .len = len, .guard = guard};
+    c.stages.size = sizeof(struct stage);
+    c.bares.size = sizeof(struct bare);
     c.sources.size = sizeof(struct source);
     c.words.size = sizeof(struct word);
     c.parts.size = sizeof(struct part);
@@ -2767,14 +3227,17 @@ int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out) {
         free(c.mem);
         return A3S_E_NOMEM;
     }
-    c.mem->cap = len > (SIZE_MAX - ARENA_SLACK) / 16 ? SIZE_MAX : 16 * len + ARENA_SLACK;
+    size_t per_byte = guard ? 64 : 16; /* the reading keeps every word's values too */
+    c.mem->cap = len > (SIZE_MAX - ARENA_SLACK) / per_byte ? SIZE_MAX : per_byte * len + ARENA_SLACK;
     c.open = SIZE_MAX;
     struct source *top = vec_push(&c.sources, &c.nomem);
     if (top)
-        *top = (struct source){{c.line, len}, 0, SIZE_MAX};
+        *top = (struct source){{c.line, len}, 0, SIZE_MAX, A3S_VIA_LINE, {NULL, 0}, 0, 0};
     for (size_t si = 0; si < c.sources.len && !failed(&c) && !c.mem->over; si++) {
         size_t t0 = c.tokens.len, r0 = c.rcmds.len;
         lex(&c, si);
+        VEC_AT(c.sources, struct source, si).t0 = t0;
+        VEC_AT(c.sources, struct source, si).t1 = c.tokens.len;
         structure(&c, si, t0, c.tokens.len);
         for (size_t ri = r0; ri < c.rcmds.len && !failed(&c); ri++)
             register_env(&c, &VEC_AT(c.rcmds, struct rcmd, ri));
@@ -2788,6 +3251,12 @@ int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out) {
         return A3S_E_NOMEM;
     }
     check_arith(&c);
+    if (guard) {
+        split->reading = build_reading(&c);
+        if (!split->reading && !failed(&c)) { /* the arena is full: no reading past a bound */
+            c.mem->over = true;
+        }
+    }
     split->mem = c.mem;
     split->complete = !c.incomplete && !c.mem->over;
     split->opaque = c.opaque;
@@ -2807,4 +3276,12 @@ int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out) {
     ctx_release(&c);
     *out = split;
     return A3S_OK;
+}
+
+int a3s_bash_split_line(const char *line, size_t len, a3s_bash_split **out) {
+    return split_line(line, len, false, out);
+}
+
+int a3s_bash_read_line(const char *line, size_t len, a3s_bash_split **out) {
+    return split_line(line, len, true, out);
 }

@@ -2,6 +2,7 @@
  * fail-closed bounds, the verdict API, and a random fuzz (run under ASan). */
 #include "a3s/a3s.h"
 #include "check.h"
+#include "../src/bash_split.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,6 +45,8 @@ static const char *const PUSHES[] = {
     "(( 1 << 2 ))\ngit push", ">/dev/null case x; git push", "script -qc 'git push' /dev/null",
     "setpriv git push", "setarch x86_64 -R git push", "su root -c 'git push'",
     "fish -c 'git push'", "/usr/lib/git-core/git-push", "a[$(git push)]=1",
+    /* a shell -c's positional parameters are the words after its code */
+    "bash -c 'git $1' _ push", "sh -c 'git \"$@\"' _ push", "bash -c 'git ${1}' _ push",
 };
 
 static const char *const NOT_PUSHES[] = {
@@ -64,7 +67,7 @@ static void bypasses(void) {
                             "curl x | sh", "bash < script.sh",
                             /* text the line does not show where a deny rule could match */
                             "/usr/bin/gi? push", "git pu${x}sh", "git $(printf push)",
-                            "set -- push; git \"$@\"", "bash -c 'git $1' _ push",
+                            "set -- push; git \"$@\"",
                             "echo push | xargs git", "find push -exec git {} \\;",
                             /* code the line does not show */
                             "IFS=,; x=git,push; $x", "source <(echo git push)", "bash x.sh",
@@ -193,6 +196,9 @@ static void fuzz(void) {
                   memcmp(idx, vidx, n * sizeof *idx) == 0,
               "the same rules: %.*s", (int)len, line);
         a3s_bash_verdict_free(v);
+        a3s_bash_split *sp = NULL; /* the guardrail's reading of the same line */
+        CHECK(a3s_bash_read_line(line, len, &sp) == A3S_OK && sp, "read");
+        a3s_bash_split_free(sp);
     }
     for (int k = 0; k < 3; k++) { /* the plain spelling, after any prefix, is denied */
         const char *prefix[] = {"echo a; ", "x=1 ", "env -- "};
@@ -203,7 +209,44 @@ static void fuzz(void) {
     a3s_ruleset_free(rs);
 }
 
+static bool str_is(a3s_str s, const char *lit) {
+    return s.p && s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
+}
+
+/* The reading the guardrail judges: programs behind wrappers, directories, values. */
+static void reading(void) {
+    const char *line = "d=/; sudo -u x env -C / rm -rf $d ${e:-/tmp} $(pwd)/.. > /dev/sda";
+    a3s_bash_split *sp = NULL;
+    CHECK(a3s_bash_read_line(line, strlen(line), &sp) == A3S_OK && sp && sp->reading, "read");
+    const a3s_bash_reading *rd = sp->reading;
+    CHECK(rd->nsources == 2 && rd->ncmds == 3 && !rd->bounded, "sources and commands");
+    const a3s_bash_simple *c = &rd->cmds[1];
+    CHECK(c->nw == 11 && c->nstages == 3 && c->stages[0] == 0 && c->stages[1] == 3 &&
+              c->stages[2] == 6, "sudo, env, rm");
+    CHECK(!c->dirs[0].p && str_is(c->dirs[1], "/") && !c->dirs[2].p, "env -C /");
+    const a3s_bash_word *d = &rd->words[c->w0 + 8];
+    CHECK(d->nvalues == 1 && str_is(d->values[0], "/") && str_is(d->shown, "$d"), "$d is /");
+    const a3s_bash_word *e = &rd->words[c->w0 + 9];
+    CHECK(e->nvalues == 2 && str_is(e->values[1], "/tmp") && e->unknown, "a default");
+    CHECK(c->nr == 1 && str_is(rd->redirs[c->r0].op, ">") &&
+              str_is(rd->words[rd->redirs[c->r0].target].values[0], "/dev/sda"), "redirection");
+    a3s_bash_split_free(sp);
+    /* a shell's positional parameters, past the depth bound */
+    line = "sh -c 'rm -rf \"$1\"' _ /";
+    CHECK(a3s_bash_read_line(line, strlen(line), &sp) == A3S_OK, "read");
+    CHECK(sp->reading->nsources == 2 && sp->reading->sources[1].via == A3S_VIA_SHELL_C, "sh -c");
+    c = &sp->reading->cmds[1];
+    CHECK(str_is(sp->reading->words[c->w0 + 2].values[0], "/"), "$1 is /");
+    a3s_bash_split_free(sp);
+    char deep[512] = "";
+    for (int i = 0; i < A3S_BASH_MAX_DEPTH + 2; i++)
+        strcat(deep, "$(");
+    CHECK(a3s_bash_read_line(deep, strlen(deep), &sp) == A3S_OK && sp->reading->bounded, "bounded");
+    a3s_bash_split_free(sp);
+}
+
 int main(void) {
+    reading();
     bypasses();
     allow_covers_every_command();
     verdict_api();

@@ -1714,10 +1714,113 @@ static int add_inotify_constants(PyObject *m) {
 }
 #endif
 
-/* bash_commands(line) -> (complete, opaque, [(shown, forms, dynamic)]): the simple commands
- * the C reader finds in a bash line, each with every spelling and alias it is decided on
- * (bytes), so the guardrail reads the line as the policy does. */
-static PyObject *py_bash_commands(PyObject *mod, PyObject *arg) {
+/* A reader's string as str (bytes that are not UTF-8 as surrogate escapes), None for {NULL}. */
+static PyObject *reader_str(a3s_str s) {
+    if (!s.p)
+        Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(s.p, (Py_ssize_t)s.n, "surrogateescape");
+}
+
+static PyObject *reader_index(size_t i) {
+    return PyLong_FromSsize_t(i == SIZE_MAX ? -1 : (Py_ssize_t)i);
+}
+
+static PyObject *reading_sources(const a3s_bash_reading *rd) {
+    PyObject *list = PyList_New((Py_ssize_t)rd->nsources);
+    for (size_t i = 0; list && i < rd->nsources; i++) {
+        const a3s_bash_source *s = &rd->sources[i];
+        PyObject *tokens = PyTuple_New((Py_ssize_t)s->ntok);
+        for (size_t k = 0; tokens && k < s->ntok; k++) {
+            const a3s_bash_token *t = &rd->tokens[s->tok0 + k];
+            PyObject *tok = Py_BuildValue("(iN)", t->kind, reader_str(t->text));
+            if (!tok) {
+                Py_CLEAR(tokens);
+                break;
+            }
+            PyTuple_SetItem(tokens, (Py_ssize_t)k, tok);
+        }
+        PyObject *item = tokens ? Py_BuildValue("(NNiiNN)", reader_str(s->code), reader_index(s->parent),
+                                                s->depth, s->via, reader_str(s->via_name), tokens)
+                                : NULL;
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *reading_words(const a3s_bash_reading *rd) {
+    PyObject *list = PyList_New((Py_ssize_t)rd->nwords);
+    for (size_t i = 0; list && i < rd->nwords; i++) {
+        const a3s_bash_word *w = &rd->words[i];
+        PyObject *values = PyTuple_New((Py_ssize_t)w->nvalues);
+        for (size_t k = 0; values && k < w->nvalues; k++) {
+            PyObject *v = reader_str(w->values[k]);
+            if (!v) {
+                Py_CLEAR(values);
+                break;
+            }
+            PyTuple_SetItem(values, (Py_ssize_t)k, v);
+        }
+        PyObject *item = values ? Py_BuildValue("(NNnnOO)", reader_str(w->shown), values,
+                                                (Py_ssize_t)w->sub0, (Py_ssize_t)w->sub1,
+                                                w->split ? Py_True : Py_False,
+                                                w->unknown ? Py_True : Py_False)
+                                : NULL;
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *reading_redirs(const a3s_bash_reading *rd) {
+    PyObject *list = PyList_New((Py_ssize_t)rd->nredirs);
+    for (size_t i = 0; list && i < rd->nredirs; i++) {
+        const a3s_bash_redir *r = &rd->redirs[i];
+        PyObject *item = Py_BuildValue("(NNN)", reader_str(r->op), reader_index(r->target),
+                                       reader_str(r->body));
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *reading_commands(const a3s_bash_reading *rd) {
+    PyObject *list = PyList_New((Py_ssize_t)rd->ncmds);
+    for (size_t i = 0; list && i < rd->ncmds; i++) {
+        const a3s_bash_simple *c = &rd->cmds[i];
+        PyObject *stages = PyTuple_New((Py_ssize_t)c->nstages);
+        for (size_t k = 0; stages && k < c->nstages; k++)
+            PyTuple_SetItem(stages, (Py_ssize_t)k,
+                            Py_BuildValue("(nN)", (Py_ssize_t)c->stages[k], reader_str(c->dirs[k])));
+        PyObject *item = stages ? Py_BuildValue("(nnnnnNNNOO)", (Py_ssize_t)c->source,
+                                                (Py_ssize_t)c->w0, (Py_ssize_t)c->nw,
+                                                (Py_ssize_t)c->r0, (Py_ssize_t)c->nr, stages,
+                                                reader_index(c->upstream), reader_str(c->fed),
+                                                c->piped ? Py_True : Py_False,
+                                                c->dynamic ? Py_True : Py_False)
+                                : NULL;
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+/* bash_read(line) -> (complete, bounded, sources, commands, words, redirs): the C reader's
+ * reading of a bash line as structure, for the guardrail (see a3s_bash_reading in
+ * native/src/bash_split.h; python/codeward/guardrail/_reading.py builds on it). */
+static PyObject *py_bash_read(PyObject *mod, PyObject *arg) {
     (void)mod;
     const char *line;
     Py_ssize_t len;
@@ -1725,47 +1828,27 @@ static PyObject *py_bash_commands(PyObject *mod, PyObject *arg) {
     if (as_bytes(arg, &line, &len, &owner) < 0)
         return NULL;
     a3s_bash_split *sp = NULL;
-    int rc = a3s_bash_split_line(line, (size_t)len, &sp);
+    int rc = a3s_bash_read_line(line, (size_t)len, &sp);
     Py_XDECREF(owner);
     if (rc != A3S_OK)
         return PyErr_NoMemory();
-    PyObject *commands = PyList_New((Py_ssize_t)sp->ncmds), *result = NULL;
-    for (size_t i = 0; commands && i < sp->ncmds; i++) {
-        const a3s_bash_cmd *c = &sp->cmds[i];
-        size_t nforms = c->nspellings + c->naliases;
-        PyObject *forms = PyTuple_New((Py_ssize_t)nforms);
-        for (size_t k = 0; forms && k < nforms; k++) {
-            a3s_str f = k < c->nspellings ? c->spellings[k] : c->aliases[k - c->nspellings];
-            PyObject *b = PyBytes_FromStringAndSize(f.p ? f.p : "", (Py_ssize_t)f.n);
-            if (!b) {
-                Py_CLEAR(forms);
-                break;
-            }
-            PyTuple_SetItem(forms, (Py_ssize_t)k, b);
-        }
-        PyObject *item = forms ? Py_BuildValue("(y#OO)", c->shown.p ? c->shown.p : "",
-                                               (Py_ssize_t)c->shown.n, forms,
-                                               c->dynamic ? Py_True : Py_False)
-                               : NULL;
-        Py_XDECREF(forms);
-        if (!item) {
-            Py_CLEAR(commands);
-            break;
-        }
-        PyList_SetItem(commands, (Py_ssize_t)i, item);
+    const a3s_bash_reading *rd = sp->reading;
+    PyObject *result;
+    if (!rd) {
+        result = Py_BuildValue("(OO[][][][])", Py_False, Py_True);
+    } else {
+        result = Py_BuildValue("(OONNNN)", sp->complete ? Py_True : Py_False,
+                               rd->bounded ? Py_True : Py_False, reading_sources(rd),
+                               reading_commands(rd), reading_words(rd), reading_redirs(rd));
     }
-    if (commands)
-        result = Py_BuildValue("(OOO)", sp->complete ? Py_True : Py_False,
-                               sp->opaque ? Py_True : Py_False, commands);
-    Py_XDECREF(commands);
     a3s_bash_split_free(sp);
     return result;
 }
 
 static PyMethodDef module_methods[] = {
-    {"bash_commands", py_bash_commands, METH_O,
-     "bash_commands(line) -> (complete, opaque, [(shown, forms, dynamic)]): the C reader's "
-     "simple commands of a bash line."},
+    {"bash_read", py_bash_read, METH_O,
+     "bash_read(line) -> (complete, bounded, sources, commands, words, redirs): the C "
+     "reader's reading of a bash line, for the guardrail."},
     {"protected_names", py_protected_names, METH_NOARGS,
      "protected_names() -> (dirs, files): the names the sandbox keeps read-only."},
     {"version", py_version, METH_NOARGS, "version() -> dict: the C library's version."},
@@ -1818,6 +1901,7 @@ static int module_exec(PyObject *m) {
         return -1;
 #endif
     if (PyModule_AddIntConstant(m, "ABI_VERSION", A3S_ABI_VERSION) < 0 ||
+        PyModule_AddIntConstant(m, "BASH_MAX_DEPTH", A3S_BASH_MAX_DEPTH) < 0 ||
         PyModule_AddIntConstant(m, "LIST_NONE", A3S_LIST_NONE) < 0 ||
         PyModule_AddIntConstant(m, "LIST_DENY", A3S_LIST_DENY) < 0 ||
         PyModule_AddIntConstant(m, "LIST_ALLOW", A3S_LIST_ALLOW) < 0 ||

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 ABI_VERSION: int
+BASH_MAX_DEPTH: int
 INIT_SHA256: str | None  # the SHA-256 of the a3s-init built with this module
 LIST_NONE: int
 LIST_DENY: int
@@ -122,9 +123,22 @@ def abi_version() -> int: ...
 def features() -> dict[str, bool | int]: ...
 def status_name(code: int) -> str: ...
 def path_normalize(path: str | bytes) -> str: ...
-def bash_commands(
+
+# bash_read: (complete, bounded, sources, commands, words, redirs); see guardrail/_reading.py
+def bash_read(
     line: str | bytes,
-) -> tuple[bool, bool, list[tuple[bytes, tuple[bytes, ...], bool]]]: ...
+) -> tuple[
+    bool,
+    bool,
+    list[tuple[str, int, int, int, str | None, tuple[tuple[int, str | None], ...]]],
+    list[
+        tuple[
+            int, int, int, int, int, tuple[tuple[int, str | None], ...], int, str | None, bool, bool
+        ]
+    ],
+    list[tuple[str, tuple[str, ...], int, int, bool, bool]],
+    list[tuple[str, int, str | None]],
+]: ...
 def relay(
     a: int, b: int, cancel_fd: int = -1, pipe_bytes: int = 0
 ) -> tuple[int, int, bool, bool]: ...

@@ -365,6 +365,33 @@ REFUSED: list[tuple[str, str]] = [
     ("time -p FOO=1 rm -rf /", RM),
     ("coproc rm -rf /", RM),
     ("coproc cleaner { rm -rf /; }", RM),
+    # one reader (issue 21): the lines the guardrail's own tokenizer and the C reader
+    # used to read differently, now read once, by the C reader
+    ("sudo -u x rm -rf /", SUDO),
+    ("env -i rm -rf ~", RM),
+    ("command rm -rf ~", RM),
+    ("\\rm -rf ~", RM),
+    ("time rm -rf ~", RM),
+    ("nice -n 5 rm -rf ~", RM),
+    ("r{m,m} -rf /", RM),
+    ("{rm,-rf,~}", RM),
+    ("rm -rf /{,}", RM),
+    ("rm -rf {/,build}", RM),
+    ("bash -c 'rm -rf \"$0\"' /", RM),
+    ("sh -c 'rm -rf ${1}' _ /", RM),
+    ("x=/; y=$x; rm -rf $y", RM),
+    ("printf 'rm -rf %s' / | sh", RM),
+    ("cat <<'EOF' | bash\nrm -rf /\nEOF", RM),
+    ("echo ${x:-$(sudo id)}", SUDO),
+    ("alias x='sudo id'", SUDO),
+    ("echo 'sudo id' | at now", SUDO),
+    ('eval "sudo $x"', SUDO),
+    ('bash -c "sudo $x"', SUDO),
+    ("sudoedit -u x /etc/hosts", SUDO),
+    ("doas -u x rm -rf /", "privilege.doas"),
+    ("unshare --wd=/ rm -rf .", RM),
+    ("systemd-run --working-directory / rm -rf .", RM),
+    ("cd /usr && env -C lib rm -rf .", RM),
 ]
 
 ALLOWED: list[str] = [
@@ -527,6 +554,16 @@ ALLOWED: list[str] = [
     "time make test",
     "time -p cargo build",
     "coproc cat",
+    # next to the one-reader lines: what must stay allowed
+    "bash -c 'rm -rf \"$1\"' _ build",
+    "x=build; rm -rf $x",
+    "printf '%s\\n' a b | sh",
+    "cat <<'EOF' | sh\necho hi\nEOF",
+    "env -i make",
+    "time ls",
+    "(( i++ ))",
+    "for ((i=0;i<3;i++)); do echo $i; done",
+    "echo $((1+2))",
 ]
 
 
@@ -568,3 +605,18 @@ def test_pipe_fragment_shows_the_pipeline() -> None:
 def test_not_a_string_fails_closed() -> None:
     hit = check_command(b"rm -rf /")  # type: ignore[arg-type]
     assert hit is not None and hit.rule == "parse.invalid"
+
+
+def test_one_reader() -> None:
+    """The guardrail has no tokenizer of its own: it judges the C reader's reading."""
+    import importlib
+
+    for gone in ("_shell", "_words", "_parse", "_wrappers"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"codeward.guardrail.{gone}")
+
+
+def test_a_line_past_the_readers_bounds_is_refused() -> None:
+    hit = check_command("true; " * 2_000 + "ls")
+    assert hit is not None and hit.rule == "parse.too_complex"
+    assert check_command("true; " * 200 + "ls") is None

@@ -1,8 +1,9 @@
 """The command guardrail on hostile input: huge, deeply nested, malformed, random.
 
-It must never raise and always end; an unparsable command is judged on its
-best-effort tokenisation, and one too large to analyse within the budget is
-refused as ``parse.too_complex`` (it cannot be shown to be safe).
+It must never raise and always end; a malformed command is judged as far as the
+C reader reads it, and one that ends the reading at one of its bounds (nesting
+depth, pieces of code, commands, size) is refused as ``parse.too_complex`` (it
+cannot be shown to be safe) unless what was read is already catastrophic.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from codeward.guardrail import GuardrailHit, check_command
 from codeward.guardrail._command import MAX_NESTING
 
 MB = 1 << 20
+TOO_COMPLEX = "parse.too_complex"
 
 
 def rule(command: str) -> str | None:
@@ -47,17 +49,20 @@ def test_one_megabyte(command: str, expected: str | None) -> None:
         ("(" * 10_000 + "rm -rf /" + ")" * 10_000, "catastrophic.rm_root"),
         ("(" * 10_000, None),  # unbalanced
         (")" * 10_000 + "sudo id", "privilege.sudo"),
-        ("echo " + "$(" * 10_000 + "ls" + ")" * 10_000, None),
-        ("echo " + "$(" * 10_000 + "rm -rf ~" + ")" * 10_000, "catastrophic.rm_root"),
-        ("echo " + "$(" * 10_000, None),
-        ("echo " + '"$(' * 5_000 + "sudo id" + ')"' * 5_000, "privilege.sudo"),
+        # code nested past the reader's depth, more commands or wrappers than it
+        # follows: refused whatever is inside (it was None or the inner rule before
+        # the guardrail read lines with the C reader)
+        ("echo " + "$(" * 10_000 + "ls" + ")" * 10_000, TOO_COMPLEX),
+        ("echo " + "$(" * 10_000 + "rm -rf ~" + ")" * 10_000, TOO_COMPLEX),
+        ("echo " + "$(" * 10_000, TOO_COMPLEX),
+        ("echo " + '"$(' * 5_000 + "sudo id" + ')"' * 5_000, TOO_COMPLEX),
         ("echo " + "${x:-" * 10_000 + "$(sudo id)" + "}" * 10_000, "privilege.sudo"),
-        ("echo " + "<(" * 10_000 + "reboot" + ")" * 10_000, "catastrophic.shutdown"),
+        ("echo " + "<(" * 10_000 + "reboot" + ")" * 10_000, TOO_COMPLEX),
         ("{ " * 10_000 + "halt; " + "}; " * 10_000, "catastrophic.shutdown"),
-        ("if true; then " * 5_000 + "rm -rf /" + "; fi" * 5_000, "catastrophic.rm_root"),
-        ("eval " * 50_000 + "rm -rf /", "catastrophic.rm_root"),
-        ("timeout 1 " * 20_000 + "sudo id", "privilege.sudo"),
-        ("echo " + "`" * 20_001, None),
+        ("if true; then " * 5_000 + "rm -rf /" + "; fi" * 5_000, TOO_COMPLEX),
+        ("eval " * 50_000 + "rm -rf /", TOO_COMPLEX),
+        ("timeout 1 " * 20_000 + "sudo id", TOO_COMPLEX),
+        ("echo " + "`" * 20_001, TOO_COMPLEX),
     ],
     ids=[
         "parens",
@@ -82,7 +87,7 @@ def test_deep_nesting(command: str, expected: str | None) -> None:
 
 
 def test_code_nested_in_code_beyond_the_limit_is_refused() -> None:
-    """Each level of ``bash -c`` is analysed; past MAX_NESTING the command fails closed."""
+    """Each level of ``bash -c`` is read; past MAX_NESTING the command fails closed."""
 
     def nest(levels: int, inner: str) -> str:
         for _ in range(levels):

@@ -112,7 +112,48 @@ function subjects(tool, args) {
   const name = canonicalTool(tool);
   const checked = plainArgs(args);
   if (isMultiRead(name, checked)) return [name, readPaths(checked)];
-  return [ruleTool(name), [subjectOf(name, checked)]];
+  const subject = subjectOf(name, checked);
+  const target = get(checked, 'target');
+  if (name === 'git' && typeof target === 'string') {
+    const more = gitTargetSpellings(target).map((t) => canonicalJson({ ...checked, target: t }));
+    return [name, [subject, ...more]];
+  }
+  return [ruleTool(name), [subject]];
+}
+
+/**
+ * A path inside a tree as git resolves it: `.` and empty parts dropped, `..`
+ * applied; a `..` above the top stays at the top (the strictest reading).
+ */
+function treePath(path) {
+  const parts = [];
+  for (const part of path.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') parts.pop();
+    else parts.push(part);
+  }
+  return parts.join('/');
+}
+
+/**
+ * The other spellings of a git REV:path target, with the path normalized
+ * (HEAD:./secrets/k and HEAD:a/../secrets/k are HEAD:secrets/k), for every
+ * ':' that could end the revision: a deny or ask rule must not be passed by
+ * writing the path another way. Python: git_target_spellings.
+ */
+function gitTargetSpellings(target) {
+  const out = [];
+  for (let i = target.indexOf(':'); i >= 0; i = target.indexOf(':', i + 1)) {
+    const rev = target.slice(0, i);
+    const path = target.slice(i + 1);
+    if (path.startsWith('/')) continue;
+    const normal = treePath(path);
+    if (normal !== path) {
+      const spelled = `${rev}:${normal}`;
+      if (!out.includes(spelled)) out.push(spelled);
+    }
+  }
+  return out;
 }
 
 /**
@@ -175,4 +216,11 @@ function subjectOf(name, args) {
   return canonicalJson(args);
 }
 
-module.exports = { argumentString, canonicalTool, normalizePath, strictSearchSubject, subjects };
+module.exports = {
+  argumentString,
+  canonicalTool,
+  gitTargetSpellings,
+  normalizePath,
+  strictSearchSubject,
+  subjects,
+};

@@ -2,35 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ._hit import GuardrailHit
-from ._parse import Command
-from ._wrappers import Invocation
+from ._reading import Command, Invocation
 
 __all__ = ["FRAGMENT_LIMIT", "Context", "Rule", "refuse"]
 
 FRAGMENT_LIMIT = 200
 
-# (code, how it is run, extra variables such as sh -c's $0 $1 ...) -> analysed later
-RunCode = Callable[[str, str, "Mapping[str, Sequence[str]] | None"], None]
-
 
 @dataclass
 class Context:
-    """What the analysis knows while it walks one command list."""
+    """What the rules know while they walk one source's commands, in order."""
 
-    env: dict[str, list[str]]
-    run_code: RunCode
-    via: str = ""  # "" at the top, else e.g. "inside bash -c"
+    via: str = ""  # "" for the line, else e.g. "inside bash -c"
     cwd: str | None = None  # the directory a cd moved to, None for the start
-    downloaded: bool = False  # an earlier command in this list downloads
-    observing: bool = False  # walking for walk_commands: a hit does not end the walk
-
-    def code(self, text: str, via: str, extra: Mapping[str, Sequence[str]] | None = None) -> None:
-        """Hands ``text`` to the analysis as a command of its own."""
-        self.run_code(text, via, extra)
+    downloaded: bool = False  # an earlier command in this source downloads
 
 
 Rule = Callable[[Invocation, Command, Context], "GuardrailHit | None"]

@@ -1,12 +1,12 @@
 """Rules for code that runs code: shells, interpreters, ``eval``, ``source``, downloads.
 
-``bash -c STRING``, ``eval``, aliases, traps, here-documents and text piped
-into a shell are handed back to the analysis as commands of their own. A
-download (or hidden text decoded with ``base64 -d``) that ends up as code is
-refused: piped into a shell or an interpreter reading its program from
-stdin, substituted into ``sh -c``/``eval``/``python -c``, sourced or run
-through a process substitution (``bash <(curl ...)``), or run as a command
-(``$(curl ...)``).
+The code itself (``bash -c STRING``, ``eval``, aliases, traps, here-documents
+and text piped into a shell) is read by the C reader as sources of their own
+and judged like the line. What is left here is the download (or hidden text
+decoded with ``base64 -d``) that ends up as code: piped into a shell or an
+interpreter reading its program from stdin, substituted into
+``sh -c``/``eval``/``python -c``, sourced or run through a process
+substitution (``bash <(curl ...)``), or run as a command (``$(curl ...)``).
 """
 
 from __future__ import annotations
@@ -16,12 +16,9 @@ from dataclasses import dataclass
 
 from ._context import Context, Rule, refuse
 from ._hit import GuardrailHit
-from ._parse import Command, commands
-from ._shell import Script, Word
-from ._words import Env, arg_texts, echoed, expand, first, printed
-from ._wrappers import WRAPPER_NAMES, Invocation, plain_name, resolve, resolve_command, shown
+from ._reading import Command, Invocation, Source, Word, arg_texts, first, invocations, shown
 
-__all__ = ["DOWNLOADERS", "EXEC_RULES", "SHELLS", "is_interpreter", "mark_scripts", "run_dynamic"]
+__all__ = ["DOWNLOADERS", "EXEC_RULES", "SHELLS", "is_interpreter", "mark_sources", "run_dynamic"]
 
 DOWNLOADERS = frozenset(
     {
@@ -70,42 +67,30 @@ _DECODERS = frozenset({"base64", "base32", "basenc", "xxd", "openssl", "uudecode
 _STDIN_NAMES = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*\Z")
 _LUA = re.compile(r"lua(jit)?[0-9.]*\Z")
-_TEXT_DOWNLOAD = re.compile(r"(?:^|[\s;&|(`'\"])(?:curl|wget|fetch)(?=[\s'\"]|\Z)")
 
-_FLAG_NAMES = DOWNLOADERS | _DECODERS | SHELLS | WRAPPER_NAMES
 PIPE = "catastrophic.pipe_to_shell"
 DECODE = "catastrophic.decode_to_shell"
 
 
-# -- what a command list does, bottom-up ------------------------------------------------------
+# -- what a source does, bottom-up ------------------------------------------------------------
 
 
-def mark_scripts(order: list[Script]) -> None:
-    """Sets ``downloads``/``decodes`` on every script (``order`` lists parents before children)."""
-    for script in reversed(order):
-        downloads, decodes = _own_flags(script)
-        script.downloads = downloads or any(c.downloads for c in script.children)
-        script.decodes = decodes or any(c.decodes for c in script.children)
+def mark_sources(sources: list[Source]) -> None:
+    """Sets ``downloads``/``decodes`` on every source: it, or code it runs (its
+    substitutions, a ``bash -c`` inside them ...), runs a downloader or a decoder.
+    A source's code comes after its parent's, so one pass from the end suffices."""
+    for source in reversed(sources):
+        for cmd in source.commands:
+            for inv in invocations(cmd):
+                source.downloads = source.downloads or inv.name in DOWNLOADERS
+                source.decodes = source.decodes or (inv.name in _DECODERS and _decodes(inv))
+        if source.parent is not None:
+            source.parent.downloads = source.parent.downloads or source.downloads
+            source.parent.decodes = source.parent.decodes or source.decodes
 
 
-def _own_flags(script: Script) -> tuple[bool, bool]:
-    downloads = decodes = False
-    for cmd in commands(script):
-        name = plain_name(cmd)
-        if name is not None and name not in _FLAG_NAMES:
-            continue  # cannot download or decode: skip the resolution
-        invocations, code = resolve_command(cmd, {})
-        for inv in invocations:
-            downloads = downloads or inv.name in DOWNLOADERS
-            decodes = decodes or (inv.name in _DECODERS and _decodes(inv, {}))
-            if inv.name in SHELLS or inv.name == "eval":
-                downloads = downloads or any(_TEXT_DOWNLOAD.search(a.source()) for a in inv.args)
-        downloads = downloads or any(_TEXT_DOWNLOAD.search(c) for c in code)
-    return downloads, decodes
-
-
-def _decodes(inv: Invocation, env: Env) -> bool:
-    texts = arg_texts(inv.args, env)
+def _decodes(inv: Invocation) -> bool:
+    texts = arg_texts(inv.args)
     if inv.name == "xxd":
         return any(t.startswith("-") and "r" in t for t in texts)
     if inv.name == "uudecode":
@@ -115,7 +100,7 @@ def _decodes(inv: Invocation, env: Env) -> bool:
 
 def _as_code(inv: Invocation, ctx: Context, word: Word, what: str) -> GuardrailHit | None:
     """A word that becomes code: refused when its substitutions download or decode."""
-    subs = word.subs()
+    subs = word.subs
     if any(s.downloads for s in subs):
         return refuse(PIPE, ctx, inv.fragment(), f"it runs the output of a download as {what}")
     if any(s.decodes for s in subs):
@@ -129,11 +114,10 @@ def _as_code(inv: Invocation, ctx: Context, word: Word, what: str) -> GuardrailH
 def _shell(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     """``sh -c STRING [NAME ARGS]``, ``sh SCRIPT``, or ``sh`` reading its program from stdin."""
     args = inv.args
-    env = ctx.env
     i = 0
     has_c = from_stdin = False
     while i < len(args):
-        t = first(args[i], env)
+        t = first(args[i])
         if t in ("-", "--"):
             i += 1
             from_stdin = from_stdin or (t == "-" and not has_c)
@@ -158,51 +142,28 @@ def _shell(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
         hit = _as_code(inv, ctx, operand, "a script")
         if hit is not None:
             return hit
-        if "xargs" in inv.wrappers and cmd.piped_in and ctx.downloaded:
+        if "xargs" in inv.wrappers and cmd.piped and ctx.downloaded:
             return refuse(PIPE, ctx, inv.fragment(), "it runs downloaded text through xargs")
-        positional = _positional(args[i + 1 :], env)
-        for code in expand(operand, env, subs_raw=True)[:4]:
-            ctx.code(code, f"inside {inv.name} -c", positional)
         return None
     if operand is not None:
         hit = _as_code(inv, ctx, operand, "a script")
         if hit is not None:
             return hit
-        if first(operand, env) not in _STDIN_NAMES and not from_stdin:
+        if first(operand) not in _STDIN_NAMES and not from_stdin:
             return None
     return _stdin_program(inv, cmd, ctx, shell=True)
-
-
-def _positional(words: list[Word], env: Env) -> dict[str, list[str]]:
-    """``sh -c CODE NAME A B``: $0 is NAME, $1 A ...; "$@" is all of them."""
-    values = [expand(w, env)[:4] for w in words[:10]]
-    extra = {str(n): v for n, v in enumerate(values)}
-    everything = [t for v in values[1:] for t in v]
-    if everything:
-        extra["@"] = extra["*"] = everything
-    return extra
 
 
 def _stdin_program(
     inv: Invocation, cmd: Command, ctx: Context, *, shell: bool
 ) -> GuardrailHit | None:
-    """A shell or interpreter reading its program from stdin: what feeds it?"""
+    """A shell or interpreter reading its program from stdin: is it fed a download?"""
     for r in cmd.redirects:
-        if r.op == "<" and r.target is not None:
+        if r.target is not None and (r.op == "<" or (shell and r.op == "<<<")):
             hit = _as_code(inv, ctx, r.target, "a program on stdin")
             if hit is not None:
                 return hit
-        if not shell:
-            continue
-        if r.op in ("<<", "<<-") and r.heredoc is not None:
-            ctx.code(r.heredoc, f"a here-document run by {inv.name}")
-        elif r.op == "<<<" and r.target is not None:
-            hit = _as_code(inv, ctx, r.target, "a script")
-            if hit is not None:
-                return hit
-            for code in expand(r.target, ctx.env, subs_raw=True)[:4]:
-                ctx.code(code, f"a here-string run by {inv.name}")
-    if not cmd.piped_in:
+    if not cmd.piped:
         return None
     upstream = cmd.upstream
     if ctx.downloaded:
@@ -212,25 +173,14 @@ def _stdin_program(
         return refuse(PIPE, ctx, fragment, f"it pipes a download into {inv.name}")
     if upstream is None:
         return None
-    feeders, _code = resolve(upstream.words, ctx.env)
-    for feeder in feeders:
-        if feeder.name in _DECODERS and _decodes(feeder, ctx.env):
+    for feeder in invocations(upstream):
+        if feeder.name in _DECODERS and _decodes(feeder):
             return refuse(
                 DECODE,
                 ctx,
                 f"{feeder.fragment()} | {inv.fragment()}",
                 f"it decodes hidden text and runs it with {inv.name}",
             )
-        if shell and feeder.name in ("echo", "printf"):
-            words = [expand(w, ctx.env, subs_raw=True)[0] for w in feeder.args]
-            text = printed(words) if feeder.name == "printf" else echoed(words)
-            ctx.code(text, f"text piped into {inv.name}")
-    if shell:
-        for r in upstream.redirects:
-            if r.op in ("<<", "<<-") and r.heredoc is not None:
-                ctx.code(r.heredoc, f"a here-document piped into {inv.name}")
-            elif r.op == "<<<" and r.target is not None:
-                ctx.code(expand(r.target, ctx.env, subs_raw=True)[0], "a piped here-string")
     return None
 
 
@@ -278,12 +228,11 @@ def _interpreter(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | 
     """Python, perl, ruby, node, php, lua: a program from a download or from decoded text."""
     spec = _INTERPRETERS[_family(inv.name)]
     args = inv.args
-    env = ctx.env
     code: Word | None = None
     script: Word | None = None
     i = 0
     while i < len(args) and code is None and script is None:
-        t = first(args[i], env)
+        t = first(args[i])
         if t == "-":
             return _stdin_program(inv, cmd, ctx, shell=False)
         if t == "--":
@@ -317,7 +266,7 @@ def _interpreter(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | 
         return _as_code(inv, ctx, code, "a program")
     if script is not None:
         hit = _as_code(inv, ctx, script, "a program")
-        if hit is not None or first(script, env) not in _STDIN_NAMES:
+        if hit is not None or first(script) not in _STDIN_NAMES:
             return hit
     return _stdin_program(inv, cmd, ctx, shell=False)
 
@@ -326,14 +275,11 @@ def _interpreter(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | 
 
 
 def _eval(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    """``eval STRING...``: the joined words are a command of their own."""
+    """``eval "$(curl ...)"``: a download run as shell code."""
     for w in inv.args:
         hit = _as_code(inv, ctx, w, "shell code")
         if hit is not None:
             return hit
-    code = " ".join(expand(w, ctx.env, subs_raw=True)[0] for w in inv.args)
-    if code.strip():
-        ctx.code(code, "inside eval")
     return None
 
 
@@ -342,31 +288,14 @@ def _source(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     if not inv.args:
         return None
     hit = _as_code(inv, ctx, inv.args[0], "a sourced script")
-    if hit is None and first(inv.args[0], ctx.env) in _STDIN_NAMES:
+    if hit is None and first(inv.args[0]) in _STDIN_NAMES:
         return _stdin_program(inv, cmd, ctx, shell=True)
     return hit
 
 
-def _alias(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    for w in inv.args:
-        text = expand(w, ctx.env, subs_raw=True)[0]
-        if "=" in text:
-            ctx.code(text.split("=", 1)[1], "inside an alias")
-    return None
-
-
-def _trap(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    for w in inv.args:
-        text = expand(w, ctx.env, subs_raw=True)[0]
-        if text not in ("-p", "-l", "--"):
-            ctx.code(text, "inside a trap")
-            break
-    return None
-
-
 def _at(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     """``at``/``batch`` read the commands they schedule from stdin (unless ``-f FILE``)."""
-    if any(t in ("-f", "-l", "-r", "-d", "-c", "-V") for t in arg_texts(inv.args, ctx.env)):
+    if any(t in ("-f", "-l", "-r", "-d", "-c", "-V") for t in arg_texts(inv.args)):
         return None
     return _stdin_program(inv, cmd, ctx, shell=True)
 
@@ -380,8 +309,6 @@ EXEC_RULES: dict[str, Rule] = {
     "eval": _eval,
     "source": _source,
     ".": _source,
-    "alias": _alias,
-    "trap": _trap,
     "at": _at,
     "batch": _at,
     **dict.fromkeys(SHELLS, _shell),

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 from ._context import Context, Rule, refuse
 from ._hit import GuardrailHit
-from ._parse import Command
-from ._shell import Word
+from ._reading import Command, Invocation, Word, arg_texts, first, has_unknown
 from ._targets import danger, device, join_cwd
-from ._words import Env, arg_texts, expand, first, has_unknown
-from ._wrappers import Invocation
 
 __all__ = ["DESTRUCTIVE_RULES", "PRIVILEGE", "check_redirects", "mkfs", "mkfs_family", "rm_like"]
 
@@ -93,7 +90,7 @@ def check_redirects(cmd: Command, ctx: Context) -> GuardrailHit | None:
     for r in cmd.redirects:
         if r.op not in _OUTPUT_REDIRECTS or r.target is None:
             continue
-        for t in expand(r.target, ctx.env):
+        for t in r.target.values:
             if r.op == ">&" and (t.isdigit() or t == "-"):
                 continue
             dev = device(t)
@@ -101,7 +98,7 @@ def check_redirects(cmd: Command, ctx: Context) -> GuardrailHit | None:
                 return refuse(
                     "catastrophic.device_write",
                     ctx,
-                    f"{r.fd or ''}{r.op} {r.target.source()}",
+                    f"{r.fd}{r.op} {r.target.shown}",
                     f"it writes straight to {dev}, destroying what the device holds",
                 )
     return None
@@ -132,7 +129,7 @@ def rm_like(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     recursive = no_preserve = False
     targets: list[str] = []
     options_done = False
-    for t in arg_texts(inv.args, ctx.env):
+    for t in arg_texts(inv.args):
         if not options_done:
             if t == "--":
                 options_done = True
@@ -155,7 +152,7 @@ def rm_like(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
             inv.fragment(),
             "--no-preserve-root exists only to delete the root directory",
         )
-    recursive = recursive or has_unknown(inv.args, ctx.env)
+    recursive = recursive or has_unknown(inv.args)
     for t in targets:
         d = danger(join_cwd(ctx.cwd, t))
         if d is not None and (recursive or d.root_glob):
@@ -165,7 +162,7 @@ def rm_like(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
 
 def _find(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     """``find / -delete`` or ``find ~ -exec rm ...``: recursive deletion by another name."""
-    texts = [first(w, ctx.env) for w in inv.args]
+    texts = [first(w) for w in inv.args]
     starts: list[str] = []
     for t in texts:
         if t in ("-H", "-L", "-P") or t.startswith(("-O", "-D")):
@@ -193,7 +190,7 @@ def _ownership(rule: str, verb: str) -> Rule:
         """chmod/chown/chgrp -R on /, a home or a system tree."""
         recursive = False
         operands: list[str] = []
-        for t in arg_texts(inv.args, ctx.env):
+        for t in arg_texts(inv.args):
             if t == "--recursive" or (t.startswith("-") and not t.startswith("--") and "R" in t):
                 recursive = True
             elif not t.startswith("-"):
@@ -211,7 +208,7 @@ def _ownership(rule: str, verb: str) -> Rule:
 
 def _mv(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     """``mv / x``, ``mv ~ /tmp``: moving the root, a home or a system tree away."""
-    operands, target_dir = _operands(inv.args, ctx.env, takes=("-t", "-S", "--suffix"))
+    operands, target_dir = _operands(inv.args, takes=("-t", "-S", "--suffix"))
     if target_dir is not None:
         sources, dest = operands, target_dir
     elif len(operands) >= 2:
@@ -227,14 +224,14 @@ def _mv(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
 
 def _copy(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     """``cp image.iso /dev/sda``: a copy onto a device."""
-    operands, target_dir = _operands(inv.args, ctx.env, takes=("-t", "-S", "--suffix", "-m"))
+    operands, target_dir = _operands(inv.args, takes=("-t", "-S", "--suffix", "-m"))
     dest = target_dir if target_dir is not None else (operands[-1] if len(operands) > 1 else None)
     return _device_dest(inv, ctx, dest) if dest is not None else None
 
 
 def _rsync(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     """``rsync -a --delete empty/ /``: a sync that deletes everything the source lacks."""
-    texts = arg_texts(inv.args, ctx.env)
+    texts = arg_texts(inv.args)
     if not any(t.startswith(("--delete", "--del", "--remove-source")) for t in texts):
         return None
     operands = [t for t in texts if not t.startswith("-")]
@@ -249,7 +246,7 @@ def _rsync(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
 
 def _tee(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     """tee and truncate: any operand that is a device."""
-    for t in arg_texts(inv.args, ctx.env):
+    for t in arg_texts(inv.args):
         if not t.startswith("-"):
             hit = _device_dest(inv, ctx, t)
             if hit is not None:
@@ -269,13 +266,11 @@ def _device_dest(inv: Invocation, ctx: Context, dest: str) -> GuardrailHit | Non
     )
 
 
-def _operands(
-    args: list[Word], env: Env, *, takes: tuple[str, ...]
-) -> tuple[list[str], str | None]:
+def _operands(args: list[Word], *, takes: tuple[str, ...]) -> tuple[list[str], str | None]:
     """Non-option arguments, and the ``-t DIR`` / ``--target-directory=DIR`` if given."""
     operands: list[str] = []
     target: str | None = None
-    texts = arg_texts(args, env)
+    texts = arg_texts(args)
     i = 0
     options_done = False
     while i < len(texts):
@@ -319,7 +314,7 @@ def _wipe(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
 
 
 def _partition(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    for t in arg_texts(inv.args, ctx.env):
+    for t in arg_texts(inv.args):
         dev = device(t.split("=", 1)[-1])
         if dev is not None:
             return refuse(
@@ -332,14 +327,14 @@ def _partition(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | No
 
 
 def _diskutil(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    for t in arg_texts(inv.args, ctx.env):
+    for t in arg_texts(inv.args):
         if t.casefold() in _DISKUTIL_ERASE:
             return refuse("catastrophic.mkfs", ctx, inv.fragment(), f"diskutil {t} erases a disk")
     return None
 
 
 def _dd(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    for t in arg_texts(inv.args, ctx.env):
+    for t in arg_texts(inv.args):
         if t.startswith("of="):
             dev = device(t[3:])
             if dev is not None:
@@ -353,7 +348,7 @@ def _dd(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
 
 
 def _shred(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    for t in arg_texts(inv.args, ctx.env):
+    for t in arg_texts(inv.args):
         dev = device(t)
         if dev is not None:
             return refuse(
@@ -372,7 +367,7 @@ def _power(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
 
 
 def _init(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
-    texts = arg_texts(inv.args, ctx.env)
+    texts = arg_texts(inv.args)
     if any(t in _RUNLEVELS for t in texts):
         return refuse(
             "catastrophic.shutdown", ctx, inv.fragment(), "init changes the runlevel (halt, reboot)"
@@ -384,7 +379,7 @@ def _service_manager(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHi
     """``systemctl poweroff|reboot|halt|...``, ``loginctl reboot``, ``launchctl reboot``, and
     ``systemctl start reboot.target`` (a verb that starts a unit, on a power target)."""
     takes = {"-H", "-M", "-t", "-p", "-s", "-n", "-o", "--host", "--machine", "--type"}
-    texts = arg_texts(inv.args, ctx.env)
+    texts = arg_texts(inv.args)
     i = 0
     while i < len(texts):
         t = texts[i]
@@ -422,7 +417,7 @@ def _power_target(unit: str) -> bool:
 
 def _kill(inv: Invocation, cmd: Command, ctx: Context) -> GuardrailHit | None:
     """``kill -9 -1`` (and ``kill -1``): a signal to every process the user can reach."""
-    texts = arg_texts(inv.args, ctx.env)
+    texts = arg_texts(inv.args)
     if texts and texts[0] in ("-l", "-L", "--list", "--table"):
         return None
     pids: list[str] = []

@@ -212,17 +212,18 @@ def _search_subject(mode: str, query: str, path: str) -> Subject:
     return Subject(f"{mode} {query} {path}", strict)
 
 
-def _tree_path(path: str) -> str | None:
-    """A path inside a tree as git resolves it: `.` and empty parts dropped, `..` applied
-    (None when it climbs out of the tree)."""
+def _tree_path(path: str) -> str:
+    """A path inside a tree as git resolves it: `.` and empty parts dropped, `..` applied.
+    A `..` above the tree's top stays at the top, as `/..` is `/`: git refuses such a path
+    (or, run below the top, reads the file it names there), and a rule must see the
+    strictest reading (fail closed), so ``HEAD:../secrets/k`` is also ``HEAD:secrets/k``."""
     parts: list[str] = []
     for part in path.split("/"):
         if part in ("", "."):
             continue
         if part == "..":
-            if not parts:
-                return None
-            parts.pop()
+            if parts:
+                parts.pop()
         else:
             parts.append(part)
     return "/".join(parts)
@@ -241,7 +242,7 @@ def git_target_spellings(target: str) -> list[str]:
         if path.startswith("/"):
             continue
         normal = _tree_path(path)
-        if normal is not None and normal != path:
+        if normal != path:
             spelled = f"{rev}:{normal}"
             if spelled not in out:
                 out.append(spelled)
