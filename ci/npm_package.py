@@ -260,7 +260,12 @@ def consume(tgz: Path, work: Path, how: str) -> None:
         fail(f"{init} is missing, or not executable by every user")
     node_test(
         project,
-        ["vectors.test.js", "sandbox-vectors.test.js", "errors.test.js", "netgrant-vectors.test.js"],
+        [
+            "vectors.test.js",
+            "sandbox-vectors.test.js",
+            "errors.test.js",
+            "netgrant-vectors.test.js",
+        ],
     )
     if how == "ignore-scripts":  # the grant's mediator and owned processes, as installed
         node_test(project, ["netgrant.test.js", "process.test.js"])
