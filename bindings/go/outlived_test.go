@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,9 +35,13 @@ func freezeWhenStarted(group, marker string) []int {
 				continue
 			}
 			argv, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if err != nil || !bytes.Contains(argv, []byte(marker)) ||
-				!bytes.HasPrefix(argv, []byte("python3\x00")) {
-				continue // the command itself, not bubblewrap, the init or bash naming it
+			if err != nil || !bytes.Contains(argv, []byte(marker)) {
+				continue
+			}
+			// the command itself (python3, maybe by its full path), not bubblewrap,
+			// the init or bash naming it
+			if prog, _, _ := bytes.Cut(argv, []byte{0}); !strings.HasPrefix(filepath.Base(string(prog)), "python") {
+				continue
 			}
 			if os.WriteFile(filepath.Join(group, "cgroup.procs"), []byte(e.Name()), 0) == nil {
 				moved = append(moved, pid)

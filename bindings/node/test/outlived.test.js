@@ -20,13 +20,14 @@ const FREEZER = '/sys/fs/cgroup/freezer';
 const canFreeze = process.getuid?.() === 0 && fs.existsSync(path.join(FREEZER, 'cgroup.procs'));
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The pids of the command itself (python3 naming the marker), not bubblewrap or the init. */
+/** The pids of the command itself (python3 naming the marker). */
 function commandPids(marker) {
   return fs.readdirSync('/proc').filter((pid) => {
     if (!/^\d+$/.test(pid)) return false;
     try {
       const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1');
-      return argv.startsWith('python3\0') && argv.includes(marker);
+      // python3, maybe by its full path; not bubblewrap, the init or bash naming it
+      return path.basename(argv.split('\0')[0]).startsWith('python') && argv.includes(marker);
     } catch {
       return false;
     }
