@@ -32,7 +32,7 @@ type ProcessOptions struct {
 	// the workspace ("": the workspace).
 	Dir string
 	// KillGrace is the time between TERM and KILL when the program is
-	// stopped (0: [DefaultKillGrace]).
+	// stopped (0: 2 seconds: a server's stop, not a command's timeout).
 	KillGrace time.Duration
 }
 

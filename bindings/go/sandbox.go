@@ -39,7 +39,7 @@ const (
 	// DefaultTimeout is a command's time when ExecOptions.Timeout is 0.
 	DefaultTimeout = 120 * time.Second
 	// DefaultKillGrace is the grace when ExecOptions.KillGrace is 0.
-	DefaultKillGrace = 2 * time.Second
+	DefaultKillGrace = 500 * time.Millisecond
 	// DefaultMaxOutputBytes is the output kept per stream when
 	// ExecOptions.MaxOutputBytes is 0.
 	DefaultMaxOutputBytes = 102400
@@ -114,7 +114,9 @@ type ExecOptions struct {
 	// the context.
 	Timeout time.Duration
 	// KillGrace is the time between TERM and KILL when a command is
-	// stopped (0: [DefaultKillGrace], at most [MaxKillGrace]).
+	// stopped (0: [DefaultKillGrace], at most [MaxKillGrace]). A timeout's
+	// result comes within Timeout + KillGrace + 0.25 s, also when a process
+	// cannot be killed (then Outlived).
 	KillGrace time.Duration
 	// MaxOutputBytes is the output kept per stream (0:
 	// [DefaultMaxOutputBytes], at most [MaxOutputBytes]): beyond it a head

@@ -228,7 +228,7 @@ export interface SandboxOptions {
 export interface ExecOptions {
   /** The command's time, 1 to 86400000 (default 120000); then TERM to every process of it, KILL after killGraceMs, exit 124. */
   timeoutMs?: number;
-  /** Between TERM and KILL, 1 to 600000 (default 2000). */
+  /** Between TERM and KILL, 1 to 600000 (default 500); a timeout's result comes within timeoutMs + killGraceMs + 0.25 s. */
   killGraceMs?: number;
   /** Output kept per stream, 1 to 2**30 (default 102400): a head and a tail around a marker beyond it. */
   maxOutputBytes?: number;

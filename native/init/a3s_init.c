@@ -19,7 +19,8 @@
  *
  * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N] [--host-pidfd N]
  *                 [--own-pidns N | --under-warden]
- *                 [--timeout-ms N] [--grace-ms N] [--rw PATH]... [--no-landlock] [--allow-connect]
+ *                 [--timeout-ms N] [--deadline-ns N] [--grace-ms N] [--rw PATH]... [--no-landlock]
+ *                 [--allow-connect]
  *                 [--grant-port N --grant-fd N] [LIMITS] -- PROGRAM [ARG]...
  *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
  *                 [--rw PATH]... [--clean PATH]... [--no-landlock] [--grant-port N] [LIMITS]
@@ -39,8 +40,12 @@
  * the caller's namespaces, none of which may be the init's (net is left
  * out only with --allow-connect, when the host shares its network).
  * The status fd receives "R" once the command runs, "E<message>" if setting it
- * up failed (the init then exits 125), "T" if it timed out (exit 124) and
- * "M" if the memory watchdog killed it.
+ * up failed (the init then exits 125), "T" if it timed out (exit 124), "M" if
+ * the memory watchdog killed it, "L" once it made a hard link, "S" if a
+ * process was still there after SIGKILL and REAP_MS (one in uninterruptible
+ * sleep), and last "D<exit status>." once everything else is done: the caller
+ * need not wait for the init's exit, which the kernel holds back for such a
+ * process.
  * In server mode each request's command is appended to PROGRAM [ARG]...
  */
 #define _GNU_SOURCE
@@ -269,7 +274,7 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
                            .grant_fd = -1,
                            .grant_ll = {.ruleset_fd = -1},
                            .grant_listener = -1,
-                           .grace_ms = 2000,
+                           .grace_ms = GRACE_MS_DEFAULT,
                            .landlock = true};
     bool mode_set = false;
     int i = 1;
@@ -307,6 +312,8 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
             cfg->lifeline_fd = parse_fd(v, a);
         } else if (strcmp(a, "--timeout-ms") == 0) {
             cfg->timeout_ms = parse_u64(v, a);
+        } else if (strcmp(a, "--deadline-ns") == 0) {
+            cfg->deadline_ns = parse_u64(v, a);
         } else if (strcmp(a, "--grace-ms") == 0) {
             cfg->grace_ms = parse_u64(v, a);
         } else if (strcmp(a, "--rw") == 0) {
@@ -541,11 +548,13 @@ int status_of(int wstatus) {
     return 1;
 }
 
-/* Sandbox mode: kills every other process and reaps for at most 0.5 s;
+/* Sandbox mode: kills every other process and reaps for at most REAP_MS;
  * one still there (uninterruptible sleep) is reported as "S" (the caller's
  * A3S_RESULT_OUTLIVED): this PID 1's exit then waits for it in the kernel. */
 static void kill_namespace(const struct config *cfg) {
-    for (int waited = 0;; waited += 5) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0); /* by the clock: a loaded machine sleeps longer */
+    for (;;) {
         signal_namespace(cfg, SIGKILL);
         int st;
         pid_t p;
@@ -553,7 +562,9 @@ static void kill_namespace(const struct config *cfg) {
         }
         if (p < 0 && errno == ECHILD)
             return;
-        if (waited >= 500) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long waited = (now.tv_sec - t0.tv_sec) * 1000LL + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (waited >= REAP_MS) {
             status_write(cfg->status_fd, "S", 1);
             return;
         }
@@ -562,13 +573,33 @@ static void kill_namespace(const struct config *cfg) {
     }
 }
 
+/* Ends the run with `code`, said first on the status fd as "D<code>.": the
+ * caller has its result from it, without waiting for this process's exit,
+ * which the kernel holds back until every process of the namespace is gone. */
 static _Noreturn void finish(struct config *cfg, pid_t child, int code) {
     grant_close(&cfg->grant_listener); /* the grant ends with the command */
     if (cfg->sandbox)
         kill_namespace(cfg);
     else
         reap_everything(cfg, child);
+    char done[16];
+    int n = snprintf(done, sizeof done, "D%d.", code);
+    status_write(cfg->status_fd, done, (size_t)n);
     _exit(code);
+}
+
+/* A timer that fires at `ns` of CLOCK_MONOTONIC (at once if that has passed). */
+static int arm_timer_at(uint64_t ns) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct itimerspec its = {0};
+    its.it_value.tv_sec = (time_t)(ns / 1000000000u);
+    its.it_value.tv_nsec = (long)(ns % 1000000000u);
+    if (ns == 0)
+        its.it_value.tv_nsec = 1;
+    timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
+    return fd;
 }
 
 int arm_timer(uint64_t ms) {
@@ -863,7 +894,11 @@ int main(int argc, char **argv) {
     if (linked)
         status_write(cfg.status_fd, "L", 1);
 
-    int tfd = cfg.timeout_ms ? arm_timer(cfg.timeout_ms) : -1;
+    /* the caller's deadline counts bubblewrap's start too: the result's bound is
+     * from the caller's call, as in the long-lived sandbox */
+    int tfd = cfg.deadline_ns ? arm_timer_at(cfg.deadline_ns)
+              : cfg.timeout_ms ? arm_timer(cfg.timeout_ms)
+                               : -1;
     int wfd = cfg.sandbox ? watchdog_arm(&cfg) : -1;
     bool timed_out = false, stopping = false;
     for (;;) {

@@ -15,6 +15,12 @@
 #define EXIT_SETUP 125
 #define EXIT_TIMEOUT 124
 #define EXIT_EXEC_STOPPED 126 /* the exec check stopped a program of the command */
+/* kill_grace_ms 0 means this (A3S_DEFAULT_GRACE_MS of the host, sandbox_internal.h) */
+#define GRACE_MS_DEFAULT 500
+/* After SIGKILL, how long the init reaps before it reports what is left (a process in
+ * uninterruptible sleep, which dies as it wakes) instead of waiting for it: with the grace
+ * this bounds the result of a timeout (timeout_ms + kill_grace_ms + REAP_MS). */
+#define REAP_MS 250
 #define MAX_RW 64
 #define MAX_CLEAN 16
 #define MAX_MISSING 64
@@ -34,6 +40,8 @@ struct config {
                        let through and reported); -1: they cannot be watched here, so every
                        command is reported as having made links */
     uint64_t timeout_ms;
+    uint64_t deadline_ns; /* --deadline-ns: when the command's time ends (CLOCK_MONOTONIC, the
+                             caller's clock too); 0: timeout_ms from the command's start */
     uint64_t grace_ms;
     const char *rw[MAX_RW];
     size_t nrw;

@@ -58,8 +58,6 @@
 #define MAX_DEPTH 128        /* directories nested in a clean tree */
 #define RECV_TIMEOUT_MS 5000 /* between the packets of one message */
 #define SEND_TIMEOUT_MS 5000
-#define REAP_MS 500 /* after SIGKILL, for every process to be gone: one that is not (held in
-                       uninterruptible sleep) is reported, not waited for */
 
 /* ---- the state of the writable trees at start ----------------------------- */
 
@@ -763,7 +761,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     if (child > 0 && !(d->flags & A3S_DONE_SETUP_FAILED)) {
         tfd = m->timeout_ms ? arm_timer(m->timeout_ms) : -1;
         wfd = watchdog_arm(cfg);
-        uint64_t grace = m->grace_ms ? m->grace_ms : 2000;
+        uint64_t grace = m->grace_ms ? m->grace_ms : GRACE_MS_DEFAULT;
         while (!reaped) {
             struct pollfd p[7] = {
                 {.fd = sfd, .events = POLLIN},

@@ -181,7 +181,7 @@ static void init_lines(const struct plan *p, struct a3s_strvec *lines, size_t i)
     static const char *const per_run[] = {
         "--mode",      "--control-fd", "--host-pidfd",   "--status-fd",  "--lifeline-fd",
         "--grace-ms",  "--timeout-ms", "--max-processes", "--memory-max", "--watch-tmpfs",
-        "--kernel-memory-max",
+        "--kernel-memory-max", "--deadline-ns",
         "--clean",     "--grant-fd",   "--grant-port",    "--host-ns",
     };
     const struct a3s_strvec *v = &p->argv;

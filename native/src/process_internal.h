@@ -84,6 +84,23 @@ a3s_process_result *a3s_process_result_captured(struct a3s_capture *out, struct 
 a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t flags,
                                                  const char *setup_error);
 
+/* The status pipe of a3s-init (the child's grandchild under bubblewrap),
+ * read while the run is supervised: the init says there when it is done
+ * ("D<exit status>.", after "S" when a process it could not reap is left),
+ * and the kernel holds back its exit, and so bubblewrap's, until that
+ * process is gone. Once it has said both, the run ends there: bubblewrap is
+ * killed and reaped, and the output read so far is the run's. */
+struct a3s_status_watch {
+    int fd;       /* the read end, non-blocking; -1: no watch */
+    char *buf;    /* what the init said so far, NUL-terminated */
+    size_t cap;   /* of buf, with the NUL */
+    size_t len;
+    bool released; /* the run ended at "S" ... "D<code>.", not at bubblewrap's exit */
+};
+
+/* Appends what fd holds now to w->buf; false at end of file or an error. */
+bool a3s_status_watch_read(struct a3s_status_watch *w);
+
 /* a3s_process_run, with the child moving itself into the cgroup(s) of cg
  * (cgroup_linux.h) just before execve; a failure to join is reported like
  * a failed execve (A3S_E_SYSTEM, step "cgroup.procs") and also sets
@@ -92,15 +109,16 @@ a3s_process_result *a3s_process_result_synthetic(int32_t exit_code, uint64_t fla
 struct a3s_cgroup;
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
                               const struct a3s_output_sink *sink,
-                              const struct a3s_stdin_bytes *in, a3s_process_result **out,
-                              bool *join_refused, a3s_error *err);
+                              const struct a3s_stdin_bytes *in, struct a3s_status_watch *watch,
+                              a3s_process_result **out, bool *join_refused, a3s_error *err);
 
 /* a3s_process_run_in_cgroup, running the file exec_fd is open on (a sealed
  * memfd of the init) instead of opts->path, which names it in messages. */
 int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
                                  const struct a3s_cgroup *cg, const struct a3s_output_sink *sink,
                                  const struct a3s_stdin_bytes *in,
-                                 a3s_process_result **out, bool *join_refused, a3s_error *err);
+                                 struct a3s_status_watch *watch, a3s_process_result **out,
+                                 bool *join_refused, a3s_error *err);
 
 /* Sets exit_code and term_signal, adds `flags`, and replaces setup_error
  * when it is non-NULL (copied). */

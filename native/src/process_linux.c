@@ -40,6 +40,7 @@
 #define KNOWN_FLAGS (A3S_PROCESS_CANCEL_FD | A3S_PROCESS_PORTABLE)
 #define READ_CHUNK A3S_CAPTURE_CHUNK
 #define WAIT_POLL_MS 10        /* waitid polling period without a pidfd */
+#define RELEASED_DRAIN_MS 20   /* the output already written, when a survivor holds the pipes */
 #define BRUTE_FD_LIMIT 1048576 /* last-resort CLOEXEC sweep stops here */
 #define EXIT_CHILD_FAILED 127  /* only seen if the error pipe report is lost */
 
@@ -492,6 +493,7 @@ struct run {
     char *buf;
     const struct a3s_stdin_bytes *in; /* NULL or no data: /dev/null */
     struct a3s_stdin_feed feed;
+    struct a3s_status_watch *watch; /* NULL: none */
 };
 
 /* Signals the child and its group. The child itself is signalled by pid
@@ -568,6 +570,52 @@ static void abandon_child(struct run *r) {
 
 static int wait_min(int a, int b) { return a < 0 ? b : (b < 0 || a < b ? a : b); }
 
+bool a3s_status_watch_read(struct a3s_status_watch *w) {
+    for (;;) {
+        char scratch[256];
+        bool full = w->len + 1 >= w->cap; /* read on, keeping nothing: the pipe must not fill */
+        char *to = full ? scratch : w->buf + w->len;
+        size_t room = full ? sizeof scratch : w->cap - 1 - w->len;
+        ssize_t n = read(w->fd, to, room);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+        if (!full) {
+            w->len += (size_t)n;
+            w->buf[w->len] = '\0';
+        }
+    }
+}
+
+/* The init ran the command ("R"), left a process it could not reap ("S")
+ * and said its exit status ("D<code>."): nothing more will come from it. */
+static bool status_released(const struct a3s_status_watch *w) {
+    if (w->len == 0 || w->buf[0] != 'R' || !strchr(w->buf, 'S'))
+        return false;
+    const char *d = strchr(w->buf, 'D');
+    return d && strchr(d, '.');
+}
+
+/* Ends the run at the init's word: bubblewrap, which waits for the init's
+ * exit, is killed and reaped (it is not what holds on); what the pipes hold
+ * is read for a moment, not until their end (the survivor holds them). */
+static int release_run(struct run *r, uint64_t *drain_at) {
+    signal_group(r, SIGKILL);
+    int rc;
+    do
+        rc = waitid(P_PID, (id_t)r->pid, &r->status, WEXITED);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0)
+        return -1;
+    r->exited = true;
+    r->watch->released = true;
+    a3s_close_fd(&r->pidfd);
+    a3s_close_fd(&r->report_p[0]);
+    *drain_at = a3s_after_ms(a3s_now_ns(), RELEASED_DRAIN_MS);
+    return 0;
+}
+
 /* Polls until the child is reaped and its pipes are drained (or the drain
  * window closed). Returns 0, or -1 with errno from poll or waitid. */
 static int supervise(struct run *r, uint64_t start) {
@@ -590,8 +638,9 @@ static int supervise(struct run *r, uint64_t start) {
 
         if (r->exited)
             a3s_stdin_feed_close(&r->feed); /* nobody is left to read it */
-        struct pollfd pfd[6];
+        struct pollfd pfd[7];
         int idx_out = -1, idx_err = -1, idx_rep = -1, idx_pid = -1, idx_cancel = -1, idx_in = -1;
+        int idx_st = -1;
         nfds_t n = 0;
         if (r->out.fd >= 0)
             pfd[idx_out = (int)n++] = (struct pollfd){r->out.fd, POLLIN, 0};
@@ -605,6 +654,8 @@ static int supervise(struct run *r, uint64_t start) {
             pfd[idx_cancel = (int)n++] = (struct pollfd){o->cancel_fd, POLLIN, 0};
         if (r->feed.fd >= 0)
             pfd[idx_in = (int)n++] = (struct pollfd){r->feed.fd, POLLOUT, 0};
+        if (!r->exited && r->watch && r->watch->fd >= 0)
+            pfd[idx_st = (int)n++] = (struct pollfd){r->watch->fd, POLLIN, 0};
 
         int wait_ms = -1;
         if (r->exited) {
@@ -633,6 +684,12 @@ static int supervise(struct run *r, uint64_t start) {
             a3s_stdin_feed_write(&r->feed);
         if (idx_cancel >= 0 && pfd[idx_cancel].revents)
             begin_stop(r, A3S_RESULT_CANCELLED, a3s_now_ns(), &kill_at);
+        if (idx_st >= 0 && pfd[idx_st].revents) {
+            if (!a3s_status_watch_read(r->watch))
+                a3s_close_fd(&r->watch->fd); /* the init has ended: its exit comes by the pidfd */
+            if (status_released(r->watch) && release_run(r, &drain_at) < 0)
+                return -1;
+        }
         if (!r->exited && (r->pidfd < 0 || (idx_pid >= 0 && pfd[idx_pid].revents))) {
             if (check_exit(r) < 0)
                 return -1;
@@ -886,30 +943,33 @@ static int spawn(struct run *r, a3s_error *err) {
 
 static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
                        const struct a3s_output_sink *sink, const struct a3s_stdin_bytes *in,
-                       a3s_process_result **out, bool *join_refused, a3s_error *err);
+                       struct a3s_status_watch *watch, a3s_process_result **out,
+                       bool *join_refused, a3s_error *err);
 
 A3S_API int a3s_process_run(const a3s_process_options *opts, a3s_process_result **out,
                             a3s_error *err) {
-    return run_process(opts, -1, NULL, NULL, NULL, out, NULL, err);
+    return run_process(opts, -1, NULL, NULL, NULL, NULL, out, NULL, err);
 }
 
 int a3s_process_run_in_cgroup(const a3s_process_options *opts, const struct a3s_cgroup *cg,
                               const struct a3s_output_sink *sink,
-                              const struct a3s_stdin_bytes *in, a3s_process_result **out,
-                              bool *join_refused, a3s_error *err) {
-    return run_process(opts, -1, cg, sink, in, out, join_refused, err);
+                              const struct a3s_stdin_bytes *in, struct a3s_status_watch *watch,
+                              a3s_process_result **out, bool *join_refused, a3s_error *err) {
+    return run_process(opts, -1, cg, sink, in, watch, out, join_refused, err);
 }
 
 int a3s_process_run_fd_in_cgroup(const a3s_process_options *opts, int exec_fd,
                                  const struct a3s_cgroup *cg, const struct a3s_output_sink *sink,
-                                 const struct a3s_stdin_bytes *in, a3s_process_result **out,
+                                 const struct a3s_stdin_bytes *in,
+                                 struct a3s_status_watch *watch, a3s_process_result **out,
                                  bool *join_refused, a3s_error *err) {
-    return run_process(opts, exec_fd, cg, sink, in, out, join_refused, err);
+    return run_process(opts, exec_fd, cg, sink, in, watch, out, join_refused, err);
 }
 
 static int run_process(const a3s_process_options *opts, int exec_fd, const struct a3s_cgroup *cg,
                        const struct a3s_output_sink *sink, const struct a3s_stdin_bytes *in,
-                       a3s_process_result **out, bool *join_refused, a3s_error *err) {
+                       struct a3s_status_watch *watch, a3s_process_result **out,
+                       bool *join_refused, a3s_error *err) {
     if (out)
         *out = NULL;
     if (join_refused)
@@ -929,7 +989,7 @@ static int run_process(const a3s_process_options *opts, int exec_fd, const struc
     r.out.fd = r.err.fd = -1;
     r.in = in;
     r.feed.fd = -1;
-
+    r.watch = watch;
     r.plan.cgroup = cg;
     r.plan.by_fd = exec_fd >= 0;
     r.plan.exec_fd = exec_fd;

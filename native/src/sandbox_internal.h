@@ -14,7 +14,7 @@
 
 #define A3S_INIT_INSIDE A3S_INIT_PATH
 #define A3S_DEFAULT_TIMEOUT_MS 120000u
-#define A3S_DEFAULT_GRACE_MS 2000u
+#define A3S_DEFAULT_GRACE_MS 500u /* kill_grace_ms 0; the init has it too (init.h) */
 
 struct a3s_session; /* session_linux.c */
 

@@ -2157,7 +2157,9 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
         if (p->deadline && p->deadline != UINT64_MAX)
             timeout = p->deadline > now ? (p->deadline - now + 999999u) / 1000000u : 1;
         push_num(a, "--timeout-ms", timeout);
-        push_num(a, "--grace-ms", o->kill_grace_ms ? o->kill_grace_ms : 2000);
+        /* and the same end by the clock, so bubblewrap's start counts too */
+        push_num(a, "--deadline-ns", a3s_after_ms(now, timeout));
+        push_num(a, "--grace-ms", o->kill_grace_ms ? o->kill_grace_ms : A3S_DEFAULT_GRACE_MS);
     }
     push_num(a, "--lifeline-fd", (uint64_t)fds->lifeline_fd);
     /* network grants (a3s.h): a long-lived sandbox may get one with any
@@ -2602,21 +2604,6 @@ int a3s_plan_current(a3s_sandbox *sb, struct plan *p) {
 
 /* ---- running -------------------------------------------------------------- */
 
-static void read_status(int fd, char *buf, size_t cap) {
-    size_t n = 0;
-    fcntl(fd, F_SETFL, O_NONBLOCK);
-    while (n + 1 < cap) {
-        ssize_t r = read(fd, buf + n, cap - 1 - n);
-        if (r > 0)
-            n += (size_t)r;
-        else if (r < 0 && errno == EINTR)
-            continue;
-        else
-            break;
-    }
-    buf[n] = '\0';
-}
-
 /* The first "bwrap: ..." line of stderr, for a failure before our init ran. */
 static void bwrap_message(const a3s_process_result *r, char *out, size_t cap) {
     a3s_process_result_view v = {.struct_size = sizeof v};
@@ -2761,6 +2748,12 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
     a3s_process_result *result = NULL;
     bool launched = false;
     bool changed = false;
+    /* the letters, a message, an exec check record; read while bubblewrap runs, so the run
+     * ends when the init says it is done (see struct a3s_status_watch) */
+    char st[640 + 2 * 2560 + 4];
+    st[0] = '\0';
+    struct a3s_status_watch watch = {.fd = status[0], .buf = st, .cap = sizeof st};
+    fcntl(status[0], F_SETFL, O_NONBLOCK);
     if (rc == A3S_OK && o->policy_digest)
         rc = a3s_policy_check(sb, &p, o->policy_digest, &changed, &plan_err);
     if (rc == A3S_OK && changed) {
@@ -2793,10 +2786,10 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
             .cwd = host && o->cwd ? o->cwd : sb->workspace,
             /* the init enforces the timeout; this is the backstop behind it */
             .timeout_ms = (o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS) +
-                          (o->kill_grace_ms ? o->kill_grace_ms : 2000) + 3000,
+                          (o->kill_grace_ms ? o->kill_grace_ms : A3S_DEFAULT_GRACE_MS) + 3000,
             /* longer than the init's own grace, so that on cancel the init (which
              * knows every descendant) does the killing, not the runner */
-            .kill_grace_ms = (o->kill_grace_ms ? o->kill_grace_ms : 2000) + 1000,
+            .kill_grace_ms = (o->kill_grace_ms ? o->kill_grace_ms : A3S_DEFAULT_GRACE_MS) + 1000,
             .max_output_bytes = o->max_output_bytes,
             .keep_fds = keep,
             .keep_fd_count = nkeep,
@@ -2807,9 +2800,9 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
         struct a3s_stdin_bytes in = {o->stdin_data, o->stdin_len};
         rc = host && sb->init_image >= 0
                  ? a3s_process_run_fd_in_cgroup(&po, sb->init_image, cg.ndirs ? &cg : NULL,
-                                                &sink, &in, &result, join_refused, err)
-                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &sink, &in, &result,
-                                             join_refused, err);
+                                                &sink, &in, &watch, &result, join_refused, err)
+                 : a3s_process_run_in_cgroup(&po, cg.ndirs ? &cg : NULL, &sink, &in, &watch,
+                                             &result, join_refused, err);
         launched = rc == A3S_OK;
     } else if (plan_err.code == A3S_E_SYSTEM &&
                (plan_err.sys_errno == ETIMEDOUT || plan_err.sys_errno == ECANCELED)) {
@@ -2827,9 +2820,9 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
     }
     close(status[1]);
     close(lifeline[0]);
-    char st[640 + 2 * 2560 + 4]; /* the letters, a message, an exec check record */
-    read_status(status[0], st, sizeof st);
-    close(status[0]);
+    if (watch.fd >= 0 && !watch.released) /* what came after the watch ended */
+        a3s_status_watch_read(&watch);
+    a3s_close_fd(&watch.fd);
     close(lifeline[1]); /* only now: the run is over */
     char *notes = a3s_plan_notes(&p);
     a3s_plan_release(sb, &p);
@@ -2837,7 +2830,10 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
         a3s_process_result_set_neutralized(result, notes);
     free(notes);
     bool oom_killed = (cg.memory && a3s_cgroup_oom_kills(&cg) > oom_kills) || strchr(st, 'M');
-    a3s_cgroup_destroy(&cg);
+    if (watch.released)
+        a3s_cgroup_abandon(&cg); /* the survivor is in it: the next sweep removes it */
+    else
+        a3s_cgroup_destroy(&cg);
 
     if (launched) {
         if (st[0] != 'R') {
@@ -2859,8 +2855,15 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
         if (stopped)
             a3s_exec_stop_apply(result, stopped);
         free(stopped);
+        const char *done = st[0] == 'R' ? strchr(st, 'D') : NULL;
+        if (watch.released && !strchr(st, 'T')) /* its status, not bubblewrap's SIGKILL */
+            a3s_process_result_override(result, (int32_t)strtol(done + 1, NULL, 10), 0, 0, NULL);
         if (st[0] == 'R' && strchr(st, 'S')) /* a process the init could not reap */
             a3s_process_result_add_flags(result, A3S_RESULT_OUTLIVED);
+        if (st[0] == 'R' && !done) /* the init did not finish (the runner's backstop killed it,
+                                      or a cancel): what it knew is lost, as in a forced kill of
+                                      the long-lived sandbox (session_linux.c, outcome) */
+            a3s_process_result_add_flags(result, A3S_RESULT_HARD_LINKED | A3S_RESULT_OUTLIVED);
     }
     if (rc != A3S_OK) {
         a3s_process_result_free(result);

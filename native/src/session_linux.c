@@ -79,7 +79,6 @@
 #define START_TIMEOUT_MS 30000 /* bubblewrap and the init to READY */
 #define MSG_TIMEOUT_MS 5000    /* between the packets of one message; room to send */
 #define STOP_WAIT_MS 2000      /* for the sandbox to go after SHUTDOWN, then after SIGKILL */
-#define ABANDON_WAIT_MS 50     /* the same, for one that cannot go (A3S_RESULT_OUTLIVED) */
 #define SURVIVED_DRAIN_MS 20   /* the output already written, when the pipes cannot close */
 #define BACKSTOP_MS 3000       /* past timeout + grace, the init is presumed stuck */
 #define MAX_START_FAILURES 3   /* starts in a row that fail before a handle goes one-shot */
@@ -348,12 +347,14 @@ static void session_end(a3s_sandbox *sb, struct a3s_session *s) {
         a3s_close_fd(&s->ctl);
         a3s_close_fd(&s->lifeline); /* the init also stops on this alone */
         /* a PID 1 whose namespace holds a process in uninterruptible sleep
-         * cannot finish exiting until that process wakes: killed, not awaited
-         * (the caller's result says OUTLIVED; the process dies as it wakes) */
-        int wait_ms = s->abandon ? ABANDON_WAIT_MS : STOP_WAIT_MS;
-        if (s->pidfd >= 0 && !a3s_readable(s->pidfd, wait_ms)) {
+         * cannot finish exiting until that process wakes: killed at once, not
+         * awaited (the caller's result says OUTLIVED; the process dies as it
+         * wakes), so the result is not held back (the timeout's bound) */
+        if (s->abandon)
             kill_now(s);
-            a3s_readable(s->pidfd, wait_ms);
+        else if (s->pidfd >= 0 && !a3s_readable(s->pidfd, STOP_WAIT_MS)) {
+            kill_now(s);
+            a3s_readable(s->pidfd, STOP_WAIT_MS);
         }
         a3s_plan_release(sb, &s->plan);
         if (s->abandon)
@@ -953,10 +954,15 @@ static int run_command(a3s_sandbox *sb, struct a3s_session *s, const a3s_exec_op
     *out = outcome(&x);
     a3s_capture_release(&x.out);
     a3s_capture_release(&x.err);
-    if (x.forced || (x.done && (x.d.flags & A3S_DONE_SURVIVED)))
+    if (x.forced || (x.done && (x.d.flags & A3S_DONE_SURVIVED))) {
+        /* killed now; its teardown (placeholders, run directory) is left to the next
+         * command, a stop or the idle stop, so the result is not held back: the
+         * timeout bounds when it returns (A3S_RESULT_OUTLIVED) */
         s->abandon = true;
-    if (x.dead || (x.done && (x.d.flags & A3S_DONE_CLOSING)))
+        kill_now(s);
+    } else if (x.dead || (x.done && (x.d.flags & A3S_DONE_CLOSING))) {
         stop_locked(sb);
+    }
     return *out ? a3s_ok(err) : a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory");
 }
 
@@ -1001,7 +1007,7 @@ static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t dea
                         a3s_process_result **out, a3s_error *err) {
     struct a3s_session *s = sb->session;
     int current = 1;
-    if (s && s->owner == getpid() && alive(s)) {
+    if (s && s->owner == getpid() && !s->abandon && alive(s)) {
         s->plan.deadline = deadline;
         s->plan.cancel_fd = (o->flags & A3S_EXEC_CANCEL_FD) ? o->cancel_fd : -1;
         current = a3s_plan_current(sb, &s->plan);
@@ -1009,7 +1015,7 @@ static int exec_attempt(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t dea
         if (current < 0)
             return not_started(errno, out, err);
     }
-    if (s && (s->owner != getpid() || !alive(s) || !current)) {
+    if (s && (s->owner != getpid() || s->abandon || !alive(s) || !current)) {
         stop_locked(sb);
         s = NULL;
     }

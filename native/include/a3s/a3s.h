@@ -864,7 +864,7 @@ typedef struct a3s_exec_options {
     const char *const *env;    /* per-call "K=V" variables, validated (no injection, no secrets) */
     size_t envc;
     uint64_t timeout_ms;       /* 0: 120000 */
-    uint64_t kill_grace_ms;    /* SIGTERM to SIGKILL on timeout; 0: 2000 */
+    uint64_t kill_grace_ms;    /* SIGTERM to SIGKILL on timeout or cancel; 0: 500 */
     uint64_t max_output_bytes; /* per stream; 0: 102400 */
     int cancel_fd;
     /* A caller compiled before the fields below existed (a smaller
@@ -939,7 +939,7 @@ typedef struct a3s_exec_options {
  * file system, a frozen cgroup), or the sandbox itself had to be killed by
  * force (then A3S_RESULT_HARD_LINKED is set too: what the init knew is lost).
  * The result is not held back for it: it returns within timeout_ms +
- * kill_grace_ms + 0.5 s; the process dies as it wakes (its SIGKILL is
+ * kill_grace_ms + 0.25 s (long-lived and one-shot alike); the process dies as it wakes (its SIGKILL is
  * pending), but an operation it was in may still complete. A caller tracking
  * the workspace must treat it as changed and read the whole tree again. */
 #define A3S_RESULT_OUTLIVED (1ull << 9)

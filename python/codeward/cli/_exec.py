@@ -218,7 +218,7 @@ def _run_interruptibly(run: Callable[[threading.Event], dict[str, Any]]) -> dict
 def _fields(sandbox: Any, command: str, **kwargs: Any) -> dict[str, Any]:
     """The fields of the command's CommandOutput."""
     if isinstance(sandbox, _CoreSandbox):
-        fields: dict[str, Any] = sandbox._run(command, kill_grace_ms=2000, **kwargs)
+        fields: dict[str, Any] = sandbox._run(command, kill_grace_ms=500, **kwargs)
         return fields
     import dataclasses  # the other backends (macOS) return the dataclass itself
 

@@ -201,7 +201,7 @@ class _CoreSandbox(SandboxBase):
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
         env: Mapping[str, str] | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT,
-        kill_grace_ms: int = 2000,
+        kill_grace_ms: int = 500,
         cancel: Any = None,
         grant_fd: int | None = None,
         policy_digest: str | None = None,
