@@ -60,8 +60,10 @@ def _freeze_when_started(group: Path, marker: str) -> list[int]:
         for pid in _pids_with(marker):
             try:
                 argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                if b"time.sleep" not in argv[-2] or argv[0].endswith(
-                    (b"bwrap", b"a3s-init", b"/init")
+                if (
+                    len(argv) < 2
+                    or b"time.sleep" not in argv[-2]
+                    or argv[0].endswith((b"bwrap", b"a3s-init", b"/init"))
                 ):
                     continue  # the command, not bubblewrap or the init naming it
                 (group / "cgroup.procs").write_text(str(pid))
