@@ -187,5 +187,6 @@ def test_features_reports_every_key() -> None:
         "pidfd",
         "cgroup_kill",
         "landlock_abi",
+        "names_emulated",
     }
     assert feats["landlock"] == (feats["landlock_abi"] > 0)

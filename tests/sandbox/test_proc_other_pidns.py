@@ -57,7 +57,7 @@ def test_a_caller_in_another_pid_namespace_never_removes_a_live_run_directory(
     one_shot = _handle(mine, scratch, reuse=False)
     with long_lived, one_shot:
         assert long_lived.exec("true").exit_code == 0
-        live = sorted(p.name for p in scratch.glob(f"a3s-run-{os.getpid()}-*"))
+        live = sorted(p.name for p in scratch.glob("a3s-run-*"))
         assert len(live) == 1
         sweeper = subprocess.Popen(
             [
