@@ -389,7 +389,8 @@ static void test_sandboxed(const char *bwrap) {
 
 /* Owned by a cgroup (no bwrap_path, and this caller may make a cgroup of its
  * own: the middle tier): the program ignores TERM, starts a setsid daemon and
- * SIGKILLs its init; the warden then empties the cgroup, daemon included. */
+ * tries to SIGKILL its init (the guard filter refuses it), then ends; the
+ * warden then empties the cgroup, daemon included. */
 static void check_cgroup_owned(a3s_child *c, a3s_child_stdio *io, const char *marker) {
     a3s_child_status st = {.struct_size = sizeof st};
     a3s_error err;
