@@ -70,7 +70,7 @@ EXPECTED = [
     'streamed "streamed\\n"',
     'process: "ping\\n"',
     'grant: "granted\\n403\\n" connections 1 refused 1',
-    "doctor ready true, 9 checks",
+    "doctor ready true, 10 checks",
     "LD_PRELOAD: invalid argument true, ok false",
     "after Close: closed true",
 ]
