@@ -316,6 +316,11 @@ func waitGone(t *testing.T, pid int) {
 func TestSIGKILLOfTheCallerTakesTheSandboxDown(t *testing.T) {
 	m := newMarker(t)
 	cmd, pid, ws := startHelper(t, "kill", m)
+	// "started" exists before the command's exec -a names it (the create may
+	// even be made for it by the init's name supervisor): wait for the name.
+	for deadline := time.Now().Add(10 * time.Second); len(survivors(m)) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if len(survivors(m)) == 0 {
 		t.Fatal("the helper's command does not run")
 	}
