@@ -156,7 +156,8 @@ def cross(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Benchmarks; in CI a quick smoke run (pass --full for the real figures)."""
-    session.install("-c", CONSTRAINTS, "wcmatch", "mcp", ".")
+    # pytest: bench/guardrail reads its lines from the guardrail's test corpus
+    session.install("-c", CONSTRAINTS, "wcmatch", "mcp", "pytest", ".")
     _require(session, "npm")
     with session.chdir(CODEX_NPM):  # no install scripts: the package needs none
         session.run("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts", external=True)
