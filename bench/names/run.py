@@ -94,7 +94,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--files", type=int, default=10_000)
+    ap.add_argument("--quick", action="store_true", help="CI smoke run: 3 rounds of 1,000 files")
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.files = min(args.rounds, 3), min(args.files, 1_000)
     if not _native.features().get("names_emulated"):
         print("this kernel cannot emulate (no SECCOMP_ADDFD_FLAG_SEND): only placeholders here")
         return
