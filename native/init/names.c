@@ -18,9 +18,9 @@
  *    resolves the parent directory, refuses a missing protected name directly
  *    in the workspace root (EACCES), performs the call relative to the parent
  *    with the caller's umask, and answers the notification itself: an opened
- *    file goes into the caller with SECCOMP_IOCTL_NOTIF_ADDFD and
- *    SECCOMP_ADDFD_FLAG_SEND (Linux 5.14). The helper can do nothing the
- *    command could not do itself.
+ *    file goes into the caller with SECCOMP_IOCTL_NOTIF_ADDFD, and the helper
+ *    closes its copy before the answer (answer_fd). The helper can do nothing
+ *    the command could not do itself.
  *
  * The init's own calls (server mode makes scratch directories and restores
  * /tmp) are let through: its memory is its own, no command can change it.
@@ -206,16 +206,28 @@ static void answer_continue(int listener, uint64_t id) {
     }
 }
 
-/* The opened fd into the caller, as the answer of its call. */
+/* The opened fd into the caller, as the answer of its call; closes fd.
+ *
+ * The fd is installed first (without SECCOMP_ADDFD_FLAG_SEND), our copy is
+ * closed, and only then is the call answered with the caller's number for it:
+ * when the caller resumes it holds the file's only reference, so its own
+ * close is the last one and the IN_CLOSE_WRITE a change detector waits for is
+ * queued then, never later by us. The caller stays stopped in its call until
+ * the answer, and a thread of it that finds the new fd early finds the file
+ * it asked for. */
 static void answer_fd(int listener, uint64_t id, int fd, int oflags) {
     struct seccomp_notif_addfd add;
     memset(&add, 0, sizeof add);
     add.id = id;
-    add.flags = SECCOMP_ADDFD_FLAG_SEND;
     add.srcfd = (uint32_t)fd;
     add.newfd_flags = (uint32_t)(oflags & O_CLOEXEC);
-    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 && errno != ENOENT)
-        answer(listener, id, -errno, 0); /* e.g. EMFILE in the caller */
+    int newfd = ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+    int err = errno;
+    close(fd);
+    if (newfd >= 0)
+        answer(listener, id, 0, newfd);
+    else if (err != ENOENT)
+        answer(listener, id, -err, 0); /* e.g. EMFILE in the caller */
 }
 
 /* ---- the helper: resolves, refuses, performs ------------------------------ */
@@ -347,7 +359,6 @@ static void do_open(const struct helper_ctx *h, const struct names_req *q, int b
                 fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
         }
         answer_fd(h->listener, q->id, fd, q->flags);
-        close(fd);
         return;
     }
     bool follow = !(q->flags & (O_EXCL | O_NOFOLLOW));
@@ -411,7 +422,6 @@ static void do_open(const struct helper_ctx *h, const struct names_req *q, int b
             fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     }
     answer_fd(h->listener, q->id, fd, q->flags);
-    close(fd);
 }
 
 #  ifndef RENAME_EXCHANGE

@@ -356,3 +356,58 @@ def test_a_name_the_host_makes_while_the_sandbox_lives_is_protected_next(ws):
         assert out.stdout == '{"mine": 1}\ntried\n', out
     assert (ws / ".mcp.json").read_text() == '{"mine": 1}\n'
     assert os.listdir(ws / ".vscode") == []
+
+
+CLOSER = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+/* Opens, writes and closes "f" many times; after each close the IN_CLOSE_WRITE
+ * must already be queued, as it is when the caller's close is the file's last. */
+int main(void) {
+    int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (in < 0 || inotify_add_watch(in, ".", IN_CLOSE_WRITE) < 0) {
+        perror("inotify");
+        return 2;
+    }
+    char buf[4096];
+    int late = 0, first = -1;
+    for (int i = 0; i < 2000; i++) {
+        int fd = open("f", O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, "x", 1) != 1) {
+            perror("f");
+            return 2;
+        }
+        close(fd);
+        if (read(in, buf, sizeof buf) <= 0 && late++ == 0)
+            first = i;
+    }
+    printf("late %d\n", late);
+    if (late)
+        fprintf(stderr, "first late close: %d\n", first);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+def test_a_created_file_is_closed_when_its_caller_closes_it(ws, reuse, tmp_path):
+    """The emulated open hands its file over before the command resumes: the helper holds
+    no reference after the answer, so the command's own close is the last and its
+    IN_CLOSE_WRITE is queued at once (a change detector never sees it after the command)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "closer.c"
+    src.write_text(CLOSER)
+    subprocess.run([cc, "-O1", str(src), "-o", str(ws / "closer")], check=True)
+    sb = NativeBashSandbox(ws, reuse=reuse)
+    try:
+        out = sb.exec("./closer")
+    finally:
+        sb.close()
+    assert out.exit_code == 0, out
+    assert out.stdout.strip() == "late 0", out.stdout
