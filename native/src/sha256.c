@@ -135,6 +135,8 @@ static void compress_blocks(uint32_t h[8], const uint8_t *data, size_t blocks, b
         compress_ni(h, data, blocks);
         return;
     }
+#else
+    (void)plain;
 #endif
     for (; blocks > 0; blocks--, data += 64)
         compress(h, data);
