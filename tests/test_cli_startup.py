@@ -184,3 +184,87 @@ def test_exec_s_quick_parse_agrees_with_argparse_or_leaves_it_to_argparse(capsys
 def test_exec_does_not_import_argparse(tmp_path) -> None:
     loaded = _modules_after(["exec", "--workspace", str(tmp_path), "--", "true"])
     assert not loaded & {"argparse", "gettext", "locale"}
+
+
+# `codeward exec`'s whole import path through the package. A module added to it must be
+# added here too, on purpose: every import on this path is start-up time of every command
+# (issue 16: the CLI at most half of `codex sandbox`'s time).
+EXEC_PATH = frozenset(
+    {
+        "codeward",
+        "codeward._errors",
+        "codeward._native",
+        "codeward._platform",
+        "codeward._version",
+        "codeward.cli",
+        "codeward.cli._exec",
+        "codeward.cli._main",
+        "codeward.sandbox",
+        "codeward.sandbox._args",
+        "codeward.sandbox._base",
+        "codeward.sandbox._locate",
+        "codeward.sandbox._native_runner",
+        "codeward.sandbox._probe_cache",
+        "codeward.sandbox._select",
+    }
+)
+# The standard modules the path imports itself; what they import in turn differs between
+# Python versions, so it is read from the running interpreter (below).
+EXEC_STDLIB = ("__future__", "atexit", "os", "signal", "stat", "sys", "threading", "time")
+EXEC_STDLIB += ("types", "weakref", "zlib")
+# Named here so that a failure says plainly what came back.
+NEVER_ON_EXEC = (
+    "codeward.verification",
+    "codeward.mcp",
+    "codeward.mcpserver",
+    "codeward.download",
+    "codeward.hitl",
+    "codeward.session",
+    "codeward.policy",
+    "codeward.guardrail",
+    "cryptography",
+    "mcp",
+    "yaml",
+    "jsonschema",
+    "json",
+    "dataclasses",
+    "typing",
+    "importlib",
+    "contextlib",
+    "argparse",
+    "re",
+    "subprocess",
+    "tempfile",
+    "shutil",
+    "hashlib",
+    "pathlib",
+    "inspect",
+    "socket",
+    "ssl",
+    "asyncio",
+)
+
+
+def _modules_of(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint(repr(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return set(ast.literal_eval(out.strip().splitlines()[-1]))
+
+
+def test_exec_imports_its_own_path_and_nothing_more(tmp_path) -> None:
+    argv = ["exec", "--workspace", str(tmp_path), "--", "true"]
+    _modules_after(argv)  # the first run of this test run probes and keeps the pass
+    loaded = _modules_after(argv)
+    for name in NEVER_ON_EXEC:  # nor any submodule of them
+        assert not {m for m in loaded if m == name or m.startswith(name + ".")}, name
+    ours = {m for m in loaded if m.split(".")[0] == "codeward"}
+    assert ours == EXEC_PATH, f"added: {sorted(ours - EXEC_PATH)}, gone: {EXEC_PATH - ours}"
+    # beyond the interpreter's own start, only the standard modules above and theirs
+    allowed = _modules_of("import " + ", ".join(EXEC_STDLIB))
+    unexpected = sorted(loaded - ours - allowed - {"__main__"})
+    assert not unexpected, f"codeward exec imports more than its path: {unexpected}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Scale benchmark: cost proportional to the change, many sessions per machine (issue 16).
 
-    python bench/scale/run.py [--quick] [--sessions-only] [--json OUT] [--cache DIR]
+    python bench/scale/run.py [--quick] [--sessions-only | --cli-only] [--json OUT] [--cache DIR]
 
 One run measures, each against a reference timed in the same run:
 
@@ -546,6 +546,27 @@ def report_many(results: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
+def _all_sections(
+    args: argparse.Namespace, cfg: Config, work: Path, small: Path, figures: dict[str, Any]
+) -> None:
+    large, made = large_tree.large_workspace(Path(args.cache) if args.cache else None, work)
+    print(
+        f"workspaces: {SMALL_FILES} files; {made['files']} files in {made['dirs']} "
+        f"directories ({'reused' if made['reused'] else 'generated'})"
+    )
+    section("1-2. a session's bash call and verify(): 100 against 100,000 files")
+    res = bench_sessions(cfg, small, large)
+    figures["sessions"] = report_sessions(res)
+    if not args.sessions_only:
+        section("3. the command line: codeward exec -- true against codex sandbox -- true")
+        figures["cli"] = report_cli(bench_cli(cfg, small))
+        section("4. an idle long-lived sandbox: every process of it")
+        figures["idle"] = report_idle(bench_idle(small))
+        section("5. many sessions at once: bash calls per second, failures, resources")
+        many = [bench_many(cfg, work, n) for n in cfg.counts]
+        figures["many"] = report_many(many)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer runs (the CI smoke run)")
@@ -553,6 +574,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cache", metavar="DIR", help="keep the 100,000-file tree here")
     ap.add_argument(
         "--sessions-only", action="store_true", help="only sections 1-2 (bash calls, verify)"
+    )
+    ap.add_argument(
+        "--cli-only",
+        action="store_true",
+        help="only section 3 (codeward exec against codex sandbox; no 100,000-file tree)",
     )
     args = ap.parse_args(argv)
     cfg = (
@@ -569,22 +595,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures: dict[str, Any] = {}
     try:
         small = small_workspace(work)
-        large, made = large_tree.large_workspace(Path(args.cache) if args.cache else None, work)
-        print(
-            f"workspaces: {SMALL_FILES} files; {made['files']} files in {made['dirs']} "
-            f"directories ({'reused' if made['reused'] else 'generated'})"
-        )
-        section("1-2. a session's bash call and verify(): 100 against 100,000 files")
-        res = bench_sessions(cfg, small, large)
-        figures["sessions"] = report_sessions(res)
-        if not args.sessions_only:
+        if args.cli_only:
             section("3. the command line: codeward exec -- true against codex sandbox -- true")
             figures["cli"] = report_cli(bench_cli(cfg, small))
-            section("4. an idle long-lived sandbox: every process of it")
-            figures["idle"] = report_idle(bench_idle(small))
-            section("5. many sessions at once: bash calls per second, failures, resources")
-            many = [bench_many(cfg, work, n) for n in cfg.counts]
-            figures["many"] = report_many(many)
+        else:
+            _all_sections(args, cfg, work, small, figures)
         print(f"\nload at the end: {loadavg()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

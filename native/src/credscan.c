@@ -64,6 +64,7 @@ struct a3s_credscan {
     bool quiet;
     struct a3s_strvec last;
     bool released; /* a3s_credscan_release: the next run makes the instance and tree again */
+    bool unwatched_first; /* a3s_credscan_watch_later: the first run makes no instance */
 };
 
 #define WATCH_MASK                                                                             \
@@ -444,6 +445,16 @@ int a3s_credscan_new(const char *root, struct a3s_credscan **out, a3s_error *err
     return A3S_OK;
 }
 
+void a3s_credscan_watch_later(struct a3s_credscan *cs) {
+    if (cs->released || (cs->top && cs->top->read))
+        return; /* only before the first run */
+    if (cs->ifd >= 0)
+        close(cs->ifd); /* no watch yet: closing it waits for nothing */
+    cs->ifd = -1;
+    cs->released = true; /* the run after the first makes the instance */
+    cs->unwatched_first = true;
+}
+
 void a3s_credscan_set_watch_budget(struct a3s_credscan *cs, uint64_t budget) {
     cs->budget = budget;
 }
@@ -464,7 +475,9 @@ int a3s_credscan_run(struct a3s_credscan *cs, struct a3s_strvec *found, a3s_erro
     if (len >= sizeof w.path)
         return a3s_fail(err, A3S_E_TOO_LARGE, 0, 0, "workspace path too long");
     memcpy(w.path, cs->root, len + 1);
-    if (cs->released) {
+    if (cs->unwatched_first) {
+        cs->unwatched_first = false; /* this run reads every directory, unwatched */
+    } else if (cs->released) {
         cs->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: walk every time */
         cs->released = false;
     }

@@ -8,6 +8,13 @@ struct a3s_credscan;
 
 int a3s_credscan_new(const char *root, struct a3s_credscan **out, a3s_error *err);
 
+/* The first run walks without inotify; the instance and its watches come with
+ * the second. For a handle that may run one command only: that run reads every
+ * directory whether watched or not, and closing an instance that held watches
+ * waits for an SRCU grace period (8-20 ms, at every stop and at process exit).
+ * Only before the first run. */
+void a3s_credscan_watch_later(struct a3s_credscan *cs);
+
 /* At most `budget` inotify watches (UINT64_MAX: no bound; the default is
  * none): beyond them, directories are checked by their metadata, as when
  * the kernel refuses a watch. */

@@ -758,6 +758,8 @@ A3S_API int a3s_sandbox_new(const a3s_sandbox_config *given, a3s_sandbox **out, 
         return rc;
     }
     a3s_credscan_set_watch_budget(sb->creds, watch_budget);
+    if (!(cfg->flags & A3S_SANDBOX_REUSE))
+        a3s_credscan_watch_later(sb->creds); /* one-shot: often one command, then gone */
     sb->memory_max = memory_max;
     sb->max_processes = max_processes;
     sb->tmpfs_max = tmpfs_max;

@@ -173,6 +173,35 @@ int main(void) {
     a3s_strvec_free(&out);
     a3s_credscan_free(cs);
 
+    /* watch later (a one-shot handle): the first run holds no watch and finds the
+     * same; a credential file made after it is found by the second, which watches
+     * every directory; the third sees a change through them */
+    CHECK(a3s_credscan_new(root, &cs, NULL) == A3S_OK, "new");
+    a3s_credscan_watch_later(cs);
+    scan(cs, &out);
+    CHECK(out.len == before && a3s_credscan_watches(cs) == 0,
+          "the first run finds the same (%zu of %zu) without a watch (%zu)", out.len, before,
+          a3s_credscan_watches(cs));
+    a3s_credscan_watch_later(cs); /* after a run: changes nothing */
+    touch("a/b/.pgpass");
+    scan(cs, &out);
+    CHECK(found(&out, 'f', "a/b/.pgpass") && out.len == before + 1,
+          "the second run finds the new file (%zu found)", out.len);
+    CHECK(a3s_credscan_watches(cs) > 10, "the second run watches (%zu)",
+          a3s_credscan_watches(cs));
+    snprintf(from, sizeof from, "%s/a/b/.pgpass", root);
+    CHECK(unlink(from) == 0, "unlink");
+    touch("src/.npmrc");
+    scan(cs, &out);
+    CHECK(!found(&out, 'f', "a/b/.pgpass") && found(&out, 'f', "src/.npmrc") &&
+              out.len == before + 1,
+          "the third run sees both changes (%zu found)", out.len);
+    snprintf(from, sizeof from, "%s/src/.npmrc", root);
+    CHECK(unlink(from) == 0, "unlink");
+    a3s_credscan_release(cs);
+    a3s_strvec_free(&out);
+    a3s_credscan_free(cs);
+
     /* a watch budget: beyond it, directories are tracked by their metadata,
      * and a credential file in one of them is still found */
     CHECK(a3s_credscan_new(root, &cs, NULL) == A3S_OK, "new");

@@ -59,9 +59,9 @@ def __getattr__(name: str) -> object:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    # __import__ rather than importlib.import_module: importlib (and the warnings module it
+    # imports) would be two more imports on `codeward exec`'s path
+    value = getattr(__import__(module, globals(), None, [name], 1), name)
     globals()[name] = value
     return value
 

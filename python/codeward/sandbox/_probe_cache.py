@@ -29,7 +29,6 @@ without following a symlink. Anything else counts as no entry.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import time
@@ -222,8 +221,10 @@ def remember_pass(key: str) -> None:
             os.close(fd)
         os.replace(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
     except OSError:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 (contextlib is one more import on `codeward exec`'s path)
             os.unlink(temp, dir_fd=dirfd)
+        except OSError:
+            pass
     finally:
         os.close(dirfd)
 
@@ -235,7 +236,8 @@ def forget_pass(key: str) -> None:
     if dirfd is None:
         return
     try:
-        with contextlib.suppress(OSError):
-            os.unlink(_entry_name(key), dir_fd=dirfd)
+        os.unlink(_entry_name(key), dir_fd=dirfd)
+    except OSError:
+        pass
     finally:
         os.close(dirfd)
