@@ -2619,6 +2619,15 @@ static void bwrap_message(const a3s_process_result *r, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)n, s);
 }
 
+/* Whether the run ended because the caller's cancel fired or its timeout
+ * expired (the process layer stopped it) rather than by itself. */
+static bool stopped_by_caller(const a3s_process_result *r) {
+    a3s_process_result_view v = {.struct_size = sizeof v};
+    if (a3s_process_result_get(r, &v, NULL) != A3S_OK)
+        return false;
+    return (v.flags & (A3S_RESULT_CANCELLED | A3S_RESULT_TIMED_OUT)) != 0;
+}
+
 static int exec_one_shot(a3s_sandbox *sb, const a3s_exec_options *o, a3s_process_result **out,
                          a3s_error *err);
 
@@ -2838,7 +2847,10 @@ static int one_shot_attempt(a3s_sandbox *sb, const a3s_exec_options *o, a3s_proc
         a3s_cgroup_destroy(&cg);
 
     if (launched) {
-        if (st[0] != 'R') {
+        if (st[0] != 'R' && stopped_by_caller(result)) {
+            /* cancelled or timed out before the init said ready: the caller's stop
+             * (124), not a failed start, which would also drop a kept probe */
+        } else if (st[0] != 'R') {
             char msg[sizeof st];
             if (st[0] == 'E')
                 snprintf(msg, sizeof msg, "%s", st + 1);
