@@ -33,6 +33,26 @@
 // [Doctor] says what this machine offers the sandbox,
 // as `codeward doctor` does.
 //
+// # Owned processes
+//
+// [StartProcess] starts a long-lived program (an MCP server, a language
+// server) in a sandbox of its own and returns a [Process] with its pipes. It
+// is owned whole: whatever it starts, a setsid daemon included, ends when it
+// is stopped or closed, when its sandbox is closed, or when this program
+// dies. [Process.Stop] sends SIGTERM to every process of it and SIGKILL after
+// KillGrace unless they end sooner, so a server's TERM handler runs and its
+// own exit status is returned; [Process.Signal] sends a signal without
+// stopping it. Both go through the sandbox's init, which as PID 1 of the
+// sandbox's pid namespace takes no signal from outside it and signals only
+// the processes of that program:
+//
+//	p, err := codeward.StartProcess(ctx, sb, "/usr/bin/my-mcp-server", codeward.ProcessOptions{
+//		KillGrace: 5 * time.Second,
+//	})
+//	...
+//	p.Signal(syscall.SIGHUP) // reload
+//	code, err := p.Stop()    // TERM, then KILL after 5 s: 0 if its handler exits 0
+//
 // # Network grants
 //
 // A sandbox has no network. [ExecOptions].NetworkGrant lets one command reach

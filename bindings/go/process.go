@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 )
@@ -192,8 +193,43 @@ func (p *Process) Wait(ctx context.Context) (int, error) {
 	}
 }
 
-// Stop ends the program and everything it started (TERM, KILL after the
-// grace), and returns its exit status. Idempotent.
+// maxSignal is the highest signal a3s_child_signal takes (SIGRTMAX).
+const maxSignal = 64
+
+// Signal sends sig (a [syscall.Signal] from 1 to 64, such as
+// [syscall.SIGHUP]) to every process of the program without stopping it. The
+// sandbox's init sends it: as PID 1 of the sandbox's pid namespace it takes
+// no signal from outside, so this program asks it over a pipe only it
+// writes, and the signal reaches the processes of this program only. It
+// returns [os.ErrProcessDone] once the program is known to have ended,
+// [ErrClosed] after Close, and a *[SandboxArgumentError] for any other
+// os.Signal.
+func (p *Process) Signal(sig os.Signal) error {
+	num, ok := sig.(syscall.Signal)
+	if !ok || num < 1 || num > maxSignal {
+		return &SandboxArgumentError{Message: fmt.Sprintf(
+			"%v is not a signal this process can send (a syscall.Signal from 1 to %d)", sig, maxSignal)}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return os.ErrProcessDone
+	}
+	if p.c == nil {
+		return ErrClosed
+	}
+	var cerr C.a3s_error
+	if rc := C.a3s_child_signal(p.c, C.int(num), &cerr); rc != C.A3S_OK {
+		return coreError(rc, &cerr)
+	}
+	return nil
+}
+
+// Stop ends the program and everything it started, and returns its exit
+// status: SIGTERM to every process of it (sent by the sandbox's init, as
+// Signal does), SIGKILL after KillGrace unless they end sooner. A program
+// whose TERM handler exits returns its own status at once (0 from a server
+// that flushed its state); 128+9 when it had to be killed. Idempotent.
 func (p *Process) Stop() (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

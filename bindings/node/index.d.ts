@@ -378,8 +378,14 @@ export class OwnedProcess {
   readonly stderr: import('node:stream').Readable;
   /** Resolves with the exit status once it and everything it started have ended. */
   wait(): Promise<number>;
-  /** TERM to every process of it, KILL after killGraceMs; resolves with the exit status. Idempotent. */
-  kill(): Promise<number>;
+  /**
+   * `signal` (default 'SIGTERM') to every process of it, sent by the init inside the sandbox, then KILL
+   * after killGraceMs unless they ended sooner; resolves with the exit status (the program's own when its
+   * handler exits). An unknown signal is a SandboxArgumentError. Idempotent.
+   */
+  kill(signal?: NodeJS.Signals | number): Promise<number>;
+  /** Sends `signal` to every process of it without ending it; nothing once it has ended or is closed. */
+  sendSignal(signal: NodeJS.Signals | number): void;
   /** kill() if it runs, then closes the streams and frees the handle; resolves with the exit status. Idempotent. */
   close(): Promise<number>;
   /** `await using p = await sandbox.startProcess(...)`: close() at the end of the scope. */

@@ -549,6 +549,7 @@ struct proc_stop_work {
     struct proc *p;
     napi_async_work work;
     napi_deferred deferred;
+    int sig; /* the stop's first signal */
     int rc;
     a3s_child_status st;
     a3s_error err;
@@ -558,7 +559,7 @@ static void proc_stop_execute(napi_env env, void *data) {
     (void)env;
     struct proc_stop_work *w = data;
     w->st.struct_size = sizeof w->st;
-    w->rc = a3s_child_stop(w->p->c, &w->st, &w->err);
+    w->rc = a3s_child_stop_with(w->p->c, w->sig, &w->st, &w->err);
 }
 
 static void proc_stop_complete(napi_env env, napi_status status, void *data) {
@@ -585,10 +586,23 @@ static struct proc *proc_of(napi_env env, napi_value this_arg) {
     return unwrap(env, this_arg, &PROCESS_TAG, "NativeProcess"); /* released: unwrapped */
 }
 
-/* stop() -> Promise<exit code>: TERM to every process of it, KILL after the grace. */
+/* A signal number argument (lib/process.js maps names): 1 to 64, else a TypeError. */
+static bool get_signal(napi_env env, napi_value v, int *sig) {
+    int32_t n = 0;
+    if (napi_get_value_int32(env, v, &n) != napi_ok || n < 1 || n > 64) {
+        throw_type_error(env, "the signal must be a number from 1 to 64");
+        return false;
+    }
+    *sig = (int)n;
+    return true;
+}
+
+/* stop(signal) -> Promise<exit code>: signal (through the init) to every process of it,
+ * KILL after the grace. */
 static napi_value process_stop(napi_env env, napi_callback_info info) {
-    napi_value this_arg, promise, name;
-    if (!get_args(env, info, 0, NULL, &this_arg))
+    napi_value argv[1], this_arg, promise, name;
+    int sig = 0;
+    if (!get_args(env, info, 1, argv, &this_arg) || !get_signal(env, argv[0], &sig))
         return NULL;
     struct proc *p = proc_of(env, this_arg);
     if (!p)
@@ -597,6 +611,7 @@ static napi_value process_stop(napi_env env, napi_callback_info info) {
     if (!w)
         return throw_nomem(env);
     w->p = p;
+    w->sig = sig;
     if (napi_create_promise(env, &w->deferred, &promise) != napi_ok ||
         napi_create_string_utf8(env, "codeward.process.stop", NAPI_AUTO_LENGTH, &name) != napi_ok ||
         napi_create_async_work(env, NULL, name, proc_stop_execute, proc_stop_complete, w,
@@ -616,6 +631,22 @@ static napi_value process_stop(napi_env env, napi_callback_info info) {
         return NULL;
     }
     return promise;
+}
+
+/* signal(signal): sends it to every process of the program through its init (a pipe
+ * write that does not block); throws the core's error if the request cannot be written. */
+static napi_value process_signal(napi_env env, napi_callback_info info) {
+    napi_value argv[1], this_arg;
+    int sig = 0;
+    if (!get_args(env, info, 1, argv, &this_arg) || !get_signal(env, argv[0], &sig))
+        return NULL;
+    struct proc *p = proc_of(env, this_arg);
+    if (!p)
+        return NULL;
+    a3s_error err;
+    if (a3s_child_signal(p->c, sig, &err) != A3S_OK)
+        return throw_core(env, &err);
+    return NULL;
 }
 
 /* release(): the JS side is done with it (it has ended); the handle goes once the
@@ -645,8 +676,8 @@ static napi_value process_release(napi_env env, napi_callback_info info) {
     return NULL;
 }
 
-/* The spawn job's result: {pid, stdin, stdout, stderr (fds), process (stop(), release())};
- * the job's onExit (rules' slot: on_output) gets the exit code. */
+/* The spawn job's result: {pid, stdin, stdout, stderr (fds), process (stop(), signal(),
+ * release())}; the job's onExit (rules' slot: on_output) gets the exit code. */
 static napi_value make_process(napi_env env, struct job *j) {
     struct proc *p = calloc(1, sizeof *p);
     if (!p)
@@ -658,10 +689,11 @@ static napi_value make_process(napi_env env, struct job *j) {
     a3s_child_info(j->child, &st, NULL);
     static const napi_property_descriptor methods[] = {
         {"stop", NULL, process_stop, NULL, NULL, NULL, napi_default_method, NULL},
+        {"signal", NULL, process_signal, NULL, NULL, NULL, napi_default_method, NULL},
         {"release", NULL, process_release, NULL, NULL, NULL, napi_default_method, NULL},
     };
     if (napi_create_object(env, &obj) != napi_ok ||
-        napi_define_properties(env, obj, 2, methods) != napi_ok ||
+        napi_define_properties(env, obj, sizeof methods / sizeof *methods, methods) != napi_ok ||
         napi_get_reference_value(env, j->on_output, &fn) != napi_ok ||
         napi_create_string_utf8(env, "codeward.process", NAPI_AUTO_LENGTH, &name) != napi_ok ||
         napi_create_threadsafe_function(env, fn, NULL, name, 0, 1, p, proc_tsfn_finalize, NULL,

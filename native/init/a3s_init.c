@@ -16,6 +16,11 @@
  *
  * It watches a lifeline pipe whose write end only the caller holds: when the
  * caller dies, at any moment, the read end hangs up and everything is killed.
+ * Outside server mode the caller may also write a SIGNAL request there
+ * (session_msg.h; a3s_child_signal): the init sends that signal to every
+ * process of the command, the way a stop starts where no signal from
+ * outside reaches a sandbox's PID 1. Anything else read there is taken as
+ * the caller's end.
  *
  * Usage: a3s-init --mode sandbox|host [--status-fd N] [--lifeline-fd N] [--host-pidfd N]
  *                 [--own-pidns N | --under-warden]
@@ -588,6 +593,19 @@ static _Noreturn void finish(struct config *cfg, pid_t child, int code) {
     _exit(code);
 }
 
+/* The lifeline is readable: a SIGNAL request of the caller's (its signal),
+ * nothing after all (-1: a wake-up without data), or the caller's end or
+ * anything else (0: take everything down; what is not a whole request is
+ * not trusted to be one). Each request is one atomic write of
+ * A3S_MSG_SIGNAL_LEN bytes, so one read takes one whole request. */
+static int lifeline_request(int fd) {
+    uint8_t buf[A3S_MSG_SIGNAL_LEN];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return -1;
+    return n < 0 ? 0 : a3s_msg_decode_signal(buf, (size_t)n);
+}
+
 /* A timer that fires at `ns` of CLOCK_MONOTONIC (at once if that has passed). */
 static int arm_timer_at(uint64_t ns) {
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -923,7 +941,15 @@ int main(int argc, char **argv) {
                 status_write(cfg.status_fd, "L", 1);
             linked = true;
         }
-        if (fds[2].revents || fds[3].revents) /* the caller is gone: take everything down */
+        if (fds[2].revents && !fds[3].revents) {
+            /* a request to pass a signal on (a stop's first step), or the caller's end */
+            int sig = (fds[2].revents & POLLIN) ? lifeline_request(cfg.lifeline_fd) : 0;
+            if (sig == 0)
+                finish(&cfg, child, 128 + SIGKILL);
+            if (sig > 0)
+                signal_all(&cfg, child, sig);
+        }
+        if (fds[3].revents) /* the caller is gone: take everything down */
             finish(&cfg, child, 128 + SIGKILL);
         if ((fds[4].revents & POLLIN) && watchdog_over(&cfg, wfd)) {
             /* over the memory bound: the command goes, as if the kernel's OOM

@@ -13,7 +13,9 @@
  *               moved itself into the cgroup, so everything the program
  *               starts is in it, a setsid double-forked daemon included;
  * --status-fd   where a failure before that exec is reported ("E<why>");
- * --lifeline-fd, --host-pidfd: as for the init, the caller's life.
+ * --lifeline-fd, --host-pidfd: as for the init, the caller's life (the
+ *               warden watches only for the lifeline's hang-up: a signal
+ *               request written there is the init's to read).
  *
  * The warden ends the cgroup, every process in it at once, when the init
  * ends (the program exited, or killed its supervisor: as a pid namespace
@@ -147,8 +149,10 @@ int warden_main(int argc, char **argv) {
         close(oom_fd);
     close(status); /* the init reports through its own copy */
     for (;;) {
+        /* the lifeline's hang-up only: what the caller writes there (a signal request)
+         * is the init's to read */
         struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},
-                              {.fd = lifeline, .events = POLLIN},
+                              {.fd = lifeline, .events = 0},
                               {.fd = host, .events = POLLIN}};
         if (poll(p, 3, -1) < 0 && errno != EINTR)
             warden_end(cgroup, child, EXIT_SETUP);

@@ -8,7 +8,11 @@
  * by pid (waitid P_PID, followed by a pidfd where the kernel has one).
  *
  * A stop is three escalating steps, each waited on through the pidfd:
- *   1. SIGTERM to the init, which passes it to every process it owns;
+ *   1. a SIGNAL request (session_msg.h) for SIGTERM on the lifeline: the
+ *      init sends it to every process it owns. A request, not a signal to
+ *      the init, because a sandbox's init, PID 1 of its namespace, takes no
+ *      signal from outside (a3s_init.c); should the request not be written
+ *      (the init gone or not reading), SIGTERM to the init instead;
  *   2. after the grace, the lifeline closes: the init kills everything at
  *      once and exits (its own grace timer would too);
  *   3. should the init itself be stuck 2 s later, SIGKILL to the direct
@@ -30,6 +34,7 @@
 #include "internal.h"
 #include "posix_util.h"
 #include "process_internal.h"
+#include "session_msg.h"
 #include "strvec.h"
 
 #include <errno.h>
@@ -307,27 +312,82 @@ A3S_API int a3s_child_wait(a3s_child *c, uint64_t timeout_ms, a3s_child_status *
     return a3s_ok(err);
 }
 
-/* Step 1 of a stop: SIGTERM to the init, which passes it on. */
-static void terminate(struct a3s_child *c) {
+/* Asks the init to send sig to every process of the program: a SIGNAL
+ * request on the lifeline, which only this process writes. 1 when written;
+ * 0 when there is nothing to signal (reaped, or the lifeline is closed: it
+ * is being killed); -1 with errno when it could not be written (EPIPE: the
+ * init is gone; EAGAIN: it has not read the requests before). */
+static int request_signal(struct a3s_child *c, int sig) {
+    uint8_t msg[A3S_MSG_SIGNAL_LEN];
+    size_t len = a3s_msg_encode_signal(sig, msg);
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    if (!c->reaped && c->lifeline >= 0) {
+        ssize_t n = a3s_write_no_sigpipe(c->lifeline, msg, len);
+        rc = n == (ssize_t)len ? 1 : -1; /* a pipe takes a write this small whole or not at all */
+    }
+    int e = errno;
+    pthread_mutex_unlock(&c->lock);
+    errno = e;
+    return rc;
+}
+
+/* The old way of step 1, for an init that cannot be asked: the signal to the
+ * init, which passes it on where it takes signals from the caller (host
+ * mode; a sandbox's init ignores it). */
+static void signal_init(struct a3s_child *c, int sig) {
     if (c->nested) {
-        a3s_signal_children(c->pid, c->pidfd, SIGTERM);
+        a3s_signal_children(c->pid, c->pidfd, sig);
         return;
     }
     pthread_mutex_lock(&c->lock);
-    signal_direct(c, SIGTERM);
+    signal_direct(c, sig);
     pthread_mutex_unlock(&c->lock);
 }
 
+static bool signal_ok(int sig) { return sig >= 1 && sig <= A3S_MSG_SIGNAL_MAX; }
+
+A3S_API int a3s_child_signal(a3s_child *c, int sig, a3s_error *err) {
+    int rc = check_handle(c, NULL, false, "a3s_child_signal", err);
+    if (rc)
+        return rc;
+    if (!signal_ok(sig))
+        return a3s_fail(err, A3S_E_INVALID, 0, sig,
+                        "a3s_child_signal: %d is not a signal number (1 to %d)", sig,
+                        A3S_MSG_SIGNAL_MAX);
+    if (c->owner != getpid())
+        return a3s_fail(err, A3S_E_INVALID, 0, 0,
+                        "a3s_child_signal: the child belongs to the process that spawned it");
+    if (request_signal(c, sig) >= 0)
+        return a3s_ok(err);
+    char eb[128];
+    int e = errno;
+    if (e == EPIPE) /* the init is gone: the program has ended, or is ending */
+        return a3s_ok(err);
+    return a3s_fail(err, A3S_E_SYSTEM, e, sig,
+                    "signal %d for %d could not be passed to its init: %s", sig, (int)c->pid,
+                    a3s_errstr(e, eb, sizeof eb));
+}
+
 A3S_API int a3s_child_stop(a3s_child *c, a3s_child_status *out, a3s_error *err) {
+    return a3s_child_stop_with(c, SIGTERM, out, err);
+}
+
+A3S_API int a3s_child_stop_with(a3s_child *c, int sig, a3s_child_status *out, a3s_error *err) {
     int rc = check_handle(c, out, false, "a3s_child_stop", err);
     if (rc)
         return rc;
+    if (!signal_ok(sig))
+        return a3s_fail(err, A3S_E_INVALID, 0, sig,
+                        "a3s_child_stop_with: %d is not a signal number (1 to %d)", sig,
+                        A3S_MSG_SIGNAL_MAX);
     if (c->owner != getpid())
         return a3s_fail(err, A3S_E_INVALID, 0, 0,
                         "a3s_child_stop: the child belongs to the process that spawned it");
     int done = wait_for(c, 0);
-    if (done == 0) {
-        terminate(c);
+    if (done == 0 && sig != SIGKILL) {
+        if (request_signal(c, sig) < 0)
+            signal_init(c, sig); /* not delivered: the grace and the kill below still come */
         done = wait_for(c, c->grace_ms);
     }
     if (done == 0) {
@@ -545,6 +605,8 @@ int a3s_child_launch(const struct a3s_child_launch *l, struct a3s_child_fds *f, 
 #endif
     c->lifeline = f->lifeline[1];
     f->lifeline[1] = -1;
+    /* a request must never block a stop: a full pipe is a request not delivered */
+    a3s_set_nonblock(c->lifeline);
 
     char why[A3S_ERROR_MESSAGE_MAX];
     struct a3s_exec_report rep;

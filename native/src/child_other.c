@@ -48,6 +48,19 @@ A3S_API int a3s_child_stop(a3s_child *c, a3s_child_status *out, a3s_error *err) 
     return UNSUPPORTED("a3s_child_stop");
 }
 
+A3S_API int a3s_child_stop_with(a3s_child *c, int sig, a3s_child_status *out, a3s_error *err) {
+    (void)c;
+    (void)sig;
+    (void)out;
+    return UNSUPPORTED("a3s_child_stop_with");
+}
+
+A3S_API int a3s_child_signal(a3s_child *c, int sig, a3s_error *err) {
+    (void)c;
+    (void)sig;
+    return UNSUPPORTED("a3s_child_signal");
+}
+
 A3S_API int a3s_child_info(const a3s_child *c, a3s_child_status *out, a3s_error *err) {
     (void)c;
     (void)out;

@@ -56,6 +56,9 @@ int a3s_stdin_feed_open(struct a3s_stdin_feed *f, const struct a3s_stdin_bytes *
 /* Writes what the pipe takes now; closes the write end once all is written,
  * or when the command closed its end (EPIPE, without a SIGPIPE). */
 void a3s_stdin_feed_write(struct a3s_stdin_feed *f);
+/* write() that turns a reader's absence into EPIPE without a SIGPIPE for the
+ * process (a host may not ignore it); retries EINTR. */
+ssize_t a3s_write_no_sigpipe(int fd, const void *data, size_t n);
 /* Stops feeding (the command ended): closes the write end if still open. */
 void a3s_stdin_feed_close(struct a3s_stdin_feed *f);
 

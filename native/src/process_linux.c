@@ -386,7 +386,7 @@ int a3s_stdin_feed_open(struct a3s_stdin_feed *f, const struct a3s_stdin_bytes *
 /* write() that turns a reader's absence into EPIPE without a SIGPIPE for the
  * process (a host may not ignore it): SIGPIPE is blocked on this thread for
  * the call and one it raised is taken back before unblocking. */
-static ssize_t write_no_sigpipe(int fd, const void *data, size_t n) {
+ssize_t a3s_write_no_sigpipe(int fd, const void *data, size_t n) {
     sigset_t pipe_set, old, pending;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
@@ -410,7 +410,7 @@ static ssize_t write_no_sigpipe(int fd, const void *data, size_t n) {
 void a3s_stdin_feed_write(struct a3s_stdin_feed *f) {
     while (f->fd >= 0 && f->left > 0) {
         size_t n = f->left < A3S_CAPTURE_CHUNK ? f->left : A3S_CAPTURE_CHUNK;
-        ssize_t w = write_no_sigpipe(f->fd, f->next, n);
+        ssize_t w = a3s_write_no_sigpipe(f->fd, f->next, n);
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return; /* the pipe is full: poll says when it drains */
         if (w <= 0) {

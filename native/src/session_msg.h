@@ -20,6 +20,12 @@
  *             ask patterns, approved commands), each a u32 count and that many strings.
  *   CANCEL    host -> init, empty: stop the running command (TERM, KILL after the grace).
  *   SHUTDOWN  host -> init, empty: kill everything and exit.
+ *   SIGNAL    host -> init, on an owned program's lifeline pipe (a3s_child_signal; never on
+ *             the control socket): u32 signal number (1..A3S_MSG_SIGNAL_MAX). The init
+ *             sends it to every process of the program (a stop's first step: a sandbox's
+ *             init takes no signal from outside its namespace). Always A3S_MSG_SIGNAL_LEN
+ *             bytes, one write (atomic on a pipe); anything else read there, end of file
+ *             included, makes the init kill everything and exit.
  *   READY     init -> host, empty: set up and waiting for commands.
  *   GRANT     init -> the caller's grant socket (not the control socket), with one fd:
  *             u16 port. The proxy's socket, bound, for the caller to listen on (a3s.h,
@@ -57,6 +63,7 @@ enum a3s_msg_type {
     A3S_MSG_EXEC = 1,
     A3S_MSG_CANCEL = 2,
     A3S_MSG_SHUTDOWN = 3,
+    A3S_MSG_SIGNAL = 4,
     A3S_MSG_READY = 16,
     A3S_MSG_DONE = 17,
     A3S_MSG_GRANT = 18,
@@ -156,6 +163,14 @@ size_t a3s_msg_encode_empty(uint16_t type, uint8_t buf[A3S_MSG_HEADER]);
  * returns its length, 0 if cap is too small. */
 size_t a3s_msg_encode_done(const struct a3s_msg_done *d, uint8_t *buf, size_t cap);
 int a3s_msg_decode_done(const uint8_t *buf, size_t len, struct a3s_msg_done *out, a3s_error *err);
+
+#define A3S_MSG_SIGNAL_LEN (A3S_MSG_HEADER + 4u)
+#define A3S_MSG_SIGNAL_MAX 64 /* SIGRTMAX on Linux */
+
+/* A SIGNAL into buf; 0 for a signal outside 1..A3S_MSG_SIGNAL_MAX. */
+size_t a3s_msg_encode_signal(int sig, uint8_t buf[A3S_MSG_SIGNAL_LEN]);
+/* The signal of a whole SIGNAL message, or 0 if buf is anything else. */
+int a3s_msg_decode_signal(const uint8_t *buf, size_t len);
 
 /* Sends one message (split into packets), with `nfds` fds on the first
  * packet; waits at most timeout_ms (< 0: forever) for room in the socket.

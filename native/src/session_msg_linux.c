@@ -382,6 +382,24 @@ size_t a3s_msg_encode_empty(uint16_t type, uint8_t buf[A3S_MSG_HEADER]) {
     return A3S_MSG_HEADER;
 }
 
+size_t a3s_msg_encode_signal(int sig, uint8_t buf[A3S_MSG_SIGNAL_LEN]) {
+    if (sig < 1 || sig > A3S_MSG_SIGNAL_MAX)
+        return 0;
+    put_header(buf, A3S_MSG_SIGNAL, A3S_MSG_SIGNAL_LEN);
+    put32(buf + A3S_MSG_HEADER, (uint32_t)sig);
+    return A3S_MSG_SIGNAL_LEN;
+}
+
+int a3s_msg_decode_signal(const uint8_t *buf, size_t len) {
+    uint16_t type = 0;
+    uint32_t total = 0;
+    if (len != A3S_MSG_SIGNAL_LEN || a3s_msg_header(buf, len, &type, &total, NULL) != A3S_OK ||
+        type != A3S_MSG_SIGNAL || total != len)
+        return 0;
+    uint32_t sig = get32(buf + A3S_MSG_HEADER);
+    return sig >= 1 && sig <= A3S_MSG_SIGNAL_MAX ? (int)sig : 0;
+}
+
 size_t a3s_msg_encode_done(const struct a3s_msg_done *d, uint8_t *buf, size_t cap) {
     size_t n = strnlen(d->message, sizeof d->message);
     size_t total = A3S_MSG_HEADER + 16 + n;

@@ -399,10 +399,15 @@ static void check_cgroup_owned(a3s_child *c, a3s_child_stdio *io, const char *ma
           "owned by a cgroup: flags %llx", (unsigned long long)st.flags);
     char buf[256];
     CHECK(read_until(io->stdout_fd, "ready", buf, sizeof buf), "ready: %s", buf);
-    uint64_t end = now_ms() + 30000; /* generous: a loaded machine, not a bound under test */
+    /* the daemon first (it may not have exec'd sleep yet), then its end */
+    uint64_t end = now_ms() + 10000;
+    while (count_marked(marker) == 0 && now_ms() < end)
+        poll(NULL, 0, 10);
+    CHECK(read_until(io->stdout_fd, "tried", buf, sizeof buf), "the kill was tried: %s", buf);
+    end = now_ms() + 30000; /* generous: a loaded machine, not a bound under test */
     while (count_marked(marker) > 0 && now_ms() < end)
         poll(NULL, 0, 10);
-    CHECK(count_marked(marker) == 0, "left once its init was killed: %d", count_marked(marker));
+    CHECK(count_marked(marker) == 0, "left once the program ended: %d", count_marked(marker));
     CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "stop: %s", err.message);
     a3s_child_free(c);
     close_io(io);
@@ -441,8 +446,8 @@ static void test_owned(const char *bwrap) {
     char cg_script[256];
     snprintf(cg_script, sizeof cg_script,
              "trap '' TERM; setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 & "
-             "echo ready; sleep 0.2; kill -9 $PPID; sleep %s9",
-             marker, marker);
+             "echo ready; sleep 0.2; kill -9 $PPID 2>/dev/null; echo tried",
+             marker);
     const char *cg_args[] = {"-c", cg_script};
     o.args = cg_args;
     int rc = a3s_child_spawn(&o, &c, &io, &err);
@@ -540,6 +545,161 @@ static void test_owned(const char *bwrap) {
     }
 }
 
+/* ---- graceful stops: TERM reaches the program in every mode ---------------------- */
+
+enum mode { SUBREAPER, OWNED, CGROUP, SANDBOX, SANDBOX_REUSE };
+static const char *const MODE_NAMES[] = {"subreaper", "owned", "cgroup", "sandbox",
+                                         "sandbox-reuse"};
+
+/* Starts script under `mode`: 1 when it runs, 0 when the mode cannot be had
+ * here (reported, not failed), -1 on a failure (checked). *sb is the sandbox
+ * handle for the sandboxed modes (free it after the child). */
+static int spawn_mode(enum mode mode, const char *bwrap, const char *ws, const char *script,
+                      uint64_t grace_ms, a3s_sandbox **sb, a3s_child **c, a3s_child_stdio *io) {
+    const char *args[] = {"-c", script};
+    a3s_child_options o = {.struct_size = sizeof o,
+                           .path = "/bin/sh",
+                           .args = args,
+                           .nargs = 2,
+                           .init_path = init_path,
+                           .kill_grace_ms = grace_ms};
+    a3s_error err;
+    *sb = NULL;
+    *c = NULL;
+    io->struct_size = sizeof *io;
+    int rc;
+    if (mode == SANDBOX || mode == SANDBOX_REUSE) {
+        a3s_sandbox_config cfg = {.struct_size = sizeof cfg,
+                                  .flags = mode == SANDBOX_REUSE ? A3S_SANDBOX_REUSE : 0,
+                                  .workspace = ws,
+                                  .bwrap_path = bwrap,
+                                  .init_path = init_path};
+        rc = a3s_sandbox_new(&cfg, sb, &err);
+        CHECK(rc == A3S_OK, "%s: sandbox: %s", MODE_NAMES[mode], err.message);
+        if (rc != A3S_OK)
+            return -1;
+        rc = a3s_sandbox_spawn(*sb, &o, c, io, &err);
+    } else {
+        o.flags = mode == SUBREAPER ? A3S_CHILD_ALLOW_UNOWNED : 0;
+        o.bwrap_path = mode == OWNED ? bwrap : NULL;
+        rc = a3s_child_spawn(&o, c, io, &err);
+        if (rc == A3S_E_UNSUPPORTED && err.detail == A3S_CHILD_UNOWNABLE) {
+            printf("test_child: graceful stop, %s: not here (%s)\n", MODE_NAMES[mode],
+                   err.message);
+            return 0;
+        }
+    }
+    CHECK(rc == A3S_OK, "%s: spawn: %s", MODE_NAMES[mode], err.message);
+    if (rc == A3S_OK && mode != SUBREAPER) {
+        a3s_child_status st = {.struct_size = sizeof st};
+        a3s_child_info(*c, &st, NULL);
+        uint64_t want = mode == CGROUP ? A3S_CHILD_CGROUP : A3S_CHILD_PID_NAMESPACE;
+        if (!(st.flags & want)) { /* a cgroup where a pid namespace was asked: not this mode */
+            printf("test_child: graceful stop, %s: not here (flags %llx)\n", MODE_NAMES[mode],
+                   (unsigned long long)st.flags);
+            a3s_child_free(*c);
+            close_io(io);
+            a3s_sandbox_free(*sb);
+            *c = NULL;
+            *sb = NULL;
+            return 0;
+        }
+    }
+    return rc == A3S_OK ? 1 : -1;
+}
+
+/* A program that handles TERM (and USR1): a signal reaches it and it goes on;
+ * a stop with a grace far longer than any test ends with its own status (0:
+ * its handler ran), not the KILL after the grace. Then one that ignores TERM
+ * is killed after the grace, its setsid daemon with it. */
+static void test_graceful(enum mode mode, const char *bwrap, const char *ws) {
+    const char *name = MODE_NAMES[mode];
+    a3s_sandbox *sb = NULL;
+    a3s_child *c = NULL;
+    a3s_child_stdio io;
+    a3s_error err;
+    const char *script = "trap 'echo term-handled; exit 0' TERM; trap 'echo got-usr1' USR1; "
+                         "echo ready; while :; do sleep 1; done";
+    int ok = spawn_mode(mode, bwrap, ws, script, 120000, &sb, &c, &io);
+    if (ok <= 0)
+        return;
+    char buf[256];
+    CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "%s: ready: %s", name, buf);
+    CHECK(a3s_child_signal(c, 0, &err) == A3S_E_INVALID, "%s: signal 0 refused", name);
+    CHECK(a3s_child_signal(c, 65, &err) == A3S_E_INVALID, "%s: signal 65 refused", name);
+    CHECK(a3s_child_signal(c, SIGUSR1, &err) == A3S_OK, "%s: USR1: %s", name, err.message);
+    CHECK(read_until(io.stdout_fd, "got-usr1", buf, sizeof buf), "%s: USR1 handled: %s", name,
+          buf);
+    a3s_child_status st = {.struct_size = sizeof st};
+    CHECK(a3s_child_info(c, &st, NULL) == A3S_OK && !(st.flags & A3S_CHILD_EXITED),
+          "%s: still runs after USR1", name);
+    CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "%s: stop: %s", name, err.message);
+    CHECK(st.exit_code == 0 && !(st.flags & A3S_CHILD_KILLED),
+          "%s: TERM reached the program, which exited 0 itself: %d", name, st.exit_code);
+    CHECK(read_until(io.stdout_fd, "term-handled", buf, sizeof buf), "%s: handler: %s", name,
+          buf);
+    CHECK(a3s_child_signal(c, SIGTERM, &err) == A3S_OK, "%s: a signal after the end: %s", name,
+          err.message);
+    a3s_child_free(c);
+    close_io(&io);
+    a3s_sandbox_free(sb);
+
+    /* the first signal of a stop chosen by the caller */
+    ok = spawn_mode(mode, bwrap, ws, "trap 'exit 3' INT; echo ready; while :; do sleep 1; done",
+                    120000, &sb, &c, &io);
+    if (ok <= 0)
+        return;
+    CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "%s: ready: %s", name, buf);
+    CHECK(a3s_child_stop_with(c, 99, &st, &err) == A3S_E_INVALID, "%s: stop_with 99", name);
+    CHECK(a3s_child_stop_with(c, SIGINT, &st, &err) == A3S_OK && st.exit_code == 3,
+          "%s: stopped by INT: %d %s", name, st.exit_code, err.message);
+    a3s_child_free(c);
+    close_io(&io);
+    a3s_sandbox_free(sb);
+
+    char marker[32], ignoring[256];
+    snprintf(marker, sizeof marker, "735.%d%d", getpid(), (int)mode);
+    snprintf(ignoring, sizeof ignoring,
+             "trap '' TERM; setsid sh -c 'trap \"\" TERM; exec sleep %s' </dev/null >/dev/null "
+             "2>&1 & echo ready; sleep %s9; sleep %s9",
+             marker, marker, marker);
+    ok = spawn_mode(mode, bwrap, ws, ignoring, 300, &sb, &c, &io);
+    if (ok <= 0)
+        return;
+    CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "%s: ready: %s", name, buf);
+    uint64_t end = now_ms() + 10000;
+    while (count_marked(marker) < 2 && now_ms() < end)
+        poll(NULL, 0, 10);
+    CHECK(count_marked(marker) == 2, "%s: daemon and program run: %d", name,
+          count_marked(marker));
+    uint64_t t0 = now_ms();
+    CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "%s: stop: %s", name, err.message);
+    CHECK(now_ms() - t0 >= 280, "%s: killed only after the grace", name);
+    CHECK(st.exit_code == 128 + SIGKILL, "%s: TERM ignored, then killed: %d", name,
+          st.exit_code);
+    CHECK(gone_within(marker, 2000), "%s: nothing of it is left: %d", name,
+          count_marked(marker));
+    a3s_child_free(c);
+    close_io(&io);
+    a3s_sandbox_free(sb);
+}
+
+static void test_graceful_stops(const char *bwrap) {
+    char ws[] = "/tmp/a3s-test-stop-XXXXXX";
+    CHECK(mkdtemp(ws) != NULL, "mkdtemp");
+    test_graceful(SUBREAPER, bwrap, ws);
+    test_graceful(CGROUP, bwrap, ws);
+    if (bwrap) {
+        test_graceful(OWNED, bwrap, ws);
+        test_graceful(SANDBOX, bwrap, ws);
+        test_graceful(SANDBOX_REUSE, bwrap, ws);
+    }
+    CHECK(a3s_child_signal(NULL, SIGTERM, NULL) == A3S_E_INVALID, "NULL handle");
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", ws);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
 int main(void) {
     const char *init = getenv("A3S_INIT") ? getenv("A3S_INIT") : "build/a3s-init";
     char self[PATH_MAX - 32];
@@ -561,6 +721,7 @@ int main(void) {
     test_caller_death(false);
     test_caller_death(true);
     const char *bwrap = access("/usr/bin/bwrap", X_OK) == 0 ? "/usr/bin/bwrap" : NULL;
+    test_graceful_stops(bwrap);
     if (bwrap) {
         test_sandboxed(bwrap);
         test_owned(bwrap);

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -361,6 +362,46 @@ static void test_done(void) {
           "empty header");
 }
 
+/* SIGNAL (an owned program's lifeline): one fixed size, a signal in 1..64; the init
+ * takes anything else for the caller's end. */
+static void test_signal(void) {
+    uint8_t buf[A3S_MSG_SIGNAL_LEN];
+    CHECK(a3s_msg_encode_signal(SIGTERM, buf) == A3S_MSG_SIGNAL_LEN, "encode TERM");
+    CHECK(a3s_msg_decode_signal(buf, sizeof buf) == SIGTERM, "TERM round trip");
+    CHECK(a3s_msg_decode_signal(buf, sizeof buf - 1) == 0, "cut short");
+    CHECK(a3s_msg_encode_signal(A3S_MSG_SIGNAL_MAX, buf) && a3s_msg_decode_signal(buf, 16) == 64,
+          "64 round trip");
+    CHECK(a3s_msg_encode_signal(0, buf) == 0 && a3s_msg_encode_signal(65, buf) == 0 &&
+              a3s_msg_encode_signal(-9, buf) == 0,
+          "encode refuses what is no signal");
+    static const struct {
+        const char *name;
+        uint32_t magic;
+        uint16_t type, version;
+        uint32_t total;
+        const char *words;
+    } bad[] = {
+        {"signal 0", M, A3S_MSG_SIGNAL, V, AUTO, "l:0"},
+        {"signal 65", M, A3S_MSG_SIGNAL, V, AUTO, "l:65"},
+        {"signal -1", M, A3S_MSG_SIGNAL, V, AUTO, "l:0xffffffff"},
+        {"a cancel", M, A3S_MSG_CANCEL, V, AUTO, "l:15"},
+        {"bad magic", 0x12345678u, A3S_MSG_SIGNAL, V, AUTO, "l:15"},
+        {"bad version", M, A3S_MSG_SIGNAL, 2, AUTO, "l:15"},
+        {"total says more", M, A3S_MSG_SIGNAL, V, 20, "l:15"},
+        {"stray bytes", M, A3S_MSG_SIGNAL, V, AUTO, "l:15 z:1"},
+        {"no body", M, A3S_MSG_SIGNAL, V, AUTO, ""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct buf b = assemble(bad[i].magic, bad[i].type, bad[i].version, bad[i].total,
+                                bad[i].words);
+        CHECK(a3s_msg_decode_signal(b.p, b.len) == 0, "%s is no request", bad[i].name);
+        free(b.p);
+    }
+    struct buf good = assemble(M, A3S_MSG_SIGNAL, V, AUTO, "l:10");
+    CHECK(a3s_msg_decode_signal(good.p, good.len) == 10, "assembled USR1");
+    free(good.p);
+}
+
 /* ---- moving messages over a socketpair ---------------------------------------------- */
 
 static bool same_file(int a, int b) {
@@ -535,6 +576,7 @@ int main(void) {
     test_encode_round_trip();
     test_encode_refusals();
     test_done();
+    test_signal();
     test_transport();
     return check_report("test_session_msg");
 }

@@ -11,6 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <signal.h>
 #include <string.h>
 #ifdef _WIN32
 #include <io.h>
@@ -1020,19 +1021,37 @@ static PyObject *child_wait(PyObject *obj, PyObject *arg) {
     return child_status_dict(&st);
 }
 
-/* stop() -> status dict: TERM, the grace, KILL, reaped; runs without the GIL. */
-static PyObject *child_stop(PyObject *obj, PyObject *unused) {
-    (void)unused;
+/* stop(sig=SIGTERM) -> status dict: sig (through the init), the grace, KILL, reaped;
+ * runs without the GIL. */
+static PyObject *child_stop(PyObject *obj, PyObject *args) {
     ChildObject *self = (ChildObject *)obj;
+    int sig = SIGTERM;
+    if (!PyArg_ParseTuple(args, "|i:stop", &sig))
+        return NULL;
     a3s_child_status st = {.struct_size = sizeof st};
     a3s_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = a3s_child_stop(self->child, &st, &err);
+    rc = a3s_child_stop_with(self->child, sig, &st, &err);
     Py_END_ALLOW_THREADS
     if (rc != A3S_OK)
         return raise_error(self->native_error, &err);
     return child_status_dict(&st);
+}
+
+/* signal(sig): sig to every process of the program, through its init (a pipe
+ * write: it does not block). */
+static PyObject *child_signal(PyObject *obj, PyObject *arg) {
+    ChildObject *self = (ChildObject *)obj;
+    long sig = PyLong_AsLong(arg);
+    if (sig == -1 && PyErr_Occurred())
+        return NULL;
+    if (sig < INT_MIN || sig > INT_MAX)
+        sig = 0; /* no signal: refused below */
+    a3s_error err;
+    if (a3s_child_signal(self->child, (int)sig, &err) != A3S_OK)
+        return raise_error(self->native_error, &err);
+    Py_RETURN_NONE;
 }
 
 static PyObject *child_info(PyObject *obj, PyObject *unused) {
@@ -1047,7 +1066,10 @@ static PyObject *child_info(PyObject *obj, PyObject *unused) {
 
 static PyMethodDef child_methods[] = {
     {"wait", child_wait, METH_O, "wait(timeout_ms) -> dict: wait for the program's end."},
-    {"stop", child_stop, METH_NOARGS, "stop() -> dict: end it and everything it started."},
+    {"stop", child_stop, METH_VARARGS,
+     "stop(sig=SIGTERM) -> dict: end it and everything it started (sig first, KILL after "
+     "the grace)."},
+    {"signal", child_signal, METH_O, "signal(sig): send sig to every process of it."},
     {"info", child_info, METH_NOARGS, "info() -> dict: its state, without waiting."},
     {NULL, NULL, 0, NULL},
 };

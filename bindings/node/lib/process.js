@@ -8,8 +8,27 @@
 // MCP client and Go's StartProcess run their servers the same way.
 
 const net = require('node:net');
+const os = require('node:os');
 
-const { NativeCoreError } = require('./errors');
+const { ArgumentTypeError, NativeCoreError, SandboxArgumentError } = require('./errors');
+
+const MAX_SIGNAL = 64; // a3s_child_signal takes 1..64 (SIGRTMAX)
+
+/** A signal name ('SIGTERM') or number as the C core takes it: a number from 1 to 64. */
+function signalNumber(signal) {
+  if (typeof signal === 'string') {
+    const n = os.constants.signals[signal];
+    if (n === undefined) throw new SandboxArgumentError(`unknown signal ${JSON.stringify(signal)}`);
+    return n;
+  }
+  if (typeof signal !== 'number') {
+    throw new ArgumentTypeError(`the signal must be a name such as 'SIGTERM' or a number, not ${typeof signal}`);
+  }
+  if (!Number.isInteger(signal) || signal < 1 || signal > MAX_SIGNAL) {
+    throw new SandboxArgumentError(`${signal} is not a signal number (1 to ${MAX_SIGNAL})`);
+  }
+  return signal;
+}
 
 /** Symbol.asyncDispose where the runtime has it, else Node's registered one. */
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
@@ -55,17 +74,36 @@ class OwnedProcess {
   }
 
   /**
-   * Ends the program and everything it started (TERM, KILL after
-   * killGraceMs) and resolves with its exit status. Idempotent.
+   * Ends the program and everything it started: `signal` (default 'SIGTERM';
+   * a name or a number) to every process of it, KILL after killGraceMs
+   * unless they end sooner, and resolves with its exit status (the program's
+   * own when its handler exits; 128+9 when it had to be killed). The signal
+   * is sent by the init inside the sandbox, which takes none from outside.
+   * Idempotent.
    */
-  async kill() {
+  async kill(signal = 'SIGTERM') {
+    const sig = signalNumber(signal);
     if (this.#released) return this.#exited;
     try {
-      await this.#native.stop();
+      await this.#native.stop(sig);
     } catch (err) {
       throw new NativeCoreError(err.message, { status: err.status, errno: err.sysErrno || 0 });
     }
     return this.#exited;
+  }
+
+  /**
+   * Sends `signal` (a name such as 'SIGHUP', or a number) to every process of
+   * the program without ending it; nothing once it has ended or is closed.
+   */
+  sendSignal(signal) {
+    const sig = signalNumber(signal);
+    if (this.#released || this.exitCode !== null) return;
+    try {
+      this.#native.signal(sig);
+    } catch (err) {
+      throw new NativeCoreError(err.message, { status: err.status, errno: err.sysErrno || 0 });
+    }
   }
 
   /**

@@ -153,6 +153,91 @@ test('when the host process dies, nothing of its programs is left', async () => 
   assert.deepEqual(await gone(m), [], 'the programs died with their host');
 });
 
+// A sandbox's init takes no signal from outside its pid namespace: the stop's TERM is
+// sent by the init, asked over its lifeline. A grace far longer than the test could
+// wait: only the program's own handler can make kill() resolve 0.
+const LONG_GRACE_MS = 120_000;
+const TRAPPING = [
+  `trap 'echo stopped > "$0.term"; exit 0' TERM`,
+  `trap 'echo usr1 >> "$0.usr1"' USR1`,
+  `trap 'exit 3' INT`,
+  'echo ready',
+  'while :; do sleep 1; done',
+].join('\n');
+
+async function trapping(reuse) {
+  const sb = await selectSandbox(workspace(), { reuse });
+  assert.equal(sb.backend, 'bwrap', `the native sandbox cannot run here: ${sb}`);
+  closers.push(() => sb.close());
+  const script = path.join(sb.workspace, 'server.sh');
+  fs.writeFileSync(script, TRAPPING, { mode: 0o755 });
+  const start = async () => {
+    const p = await sb.startProcess('/bin/sh', [script], { killGraceMs: LONG_GRACE_MS });
+    assert.equal(await firstLine(p.stdout), 'ready');
+    return p;
+  };
+  return { sb, script, start };
+}
+
+for (const reuse of [false, true]) {
+  const kind = reuse ? 'long-lived' : 'one-shot';
+  test(`kill() sends TERM first and resolves with the handler's status (${kind} sandbox)`, async () => {
+    const { script, start } = await trapping(reuse);
+    const p = await start();
+    const started = Date.now();
+    assert.equal(await p.kill(), 0, 'TERM did not reach the program');
+    assert.ok(Date.now() - started < LONG_GRACE_MS);
+    assert.equal(fs.readFileSync(`${script}.term`, 'utf8'), 'stopped\n');
+    assert.equal(await p.close(), 0);
+
+    const q = await start();
+    assert.equal(await q.kill('SIGINT'), 3, 'the first signal is the caller\'s');
+    await q.close();
+  });
+
+  test(`sendSignal() reaches the program without ending it (${kind} sandbox)`, async () => {
+    const { script, start } = await trapping(reuse);
+    const p = await start();
+    p.sendSignal('SIGUSR1');
+    for (let i = 0; i < 600 && !fs.existsSync(`${script}.usr1`); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(fs.readFileSync(`${script}.usr1`, 'utf8'), 'usr1\n');
+    assert.equal(p.exitCode, null, 'a signal is not a stop');
+    p.sendSignal(os.constants.signals.SIGTERM);
+    assert.equal(await p.wait(), 0);
+    p.sendSignal('SIGTERM'); // ended: nothing to signal
+    assert.equal(await p.close(), 0);
+    p.sendSignal('SIGTERM'); // closed: nothing either
+  });
+}
+
+test('a program ignoring TERM is killed after the grace, with its daemon', async () => {
+  const sb = await nativeSandbox();
+  const m = marker();
+  // an ignored signal stays ignored in children and across exec
+  const script = `trap '' TERM; ${daemonizing(m)}`;
+  const p = await sb.startProcess('/bin/bash', ['-c', script], { killGraceMs: 300 });
+  assert.equal(await firstLine(p.stdout), 'started');
+  for (let i = 0; i < 200 && survivors(m).length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(survivors(m).length, 2, 'the program and its daemon run');
+  const started = Date.now();
+  assert.equal(await p.close(), 128 + 9);
+  assert.ok(Date.now() - started >= 250, 'killed only after the grace');
+  assert.deepEqual(survivors(m), [], 'nothing of it is left once close() resolves');
+});
+
+test('kill() and sendSignal() refuse what is no signal', async () => {
+  const { start } = await trapping(true);
+  const p = await start();
+  for (const bad of ['SIGNOPE', 0, 65, 1.5]) {
+    await assert.rejects(p.kill(bad), { code: 'ERR_CODEWARD_SANDBOX_ARGUMENT' });
+    assert.throws(() => p.sendSignal(bad), { code: 'ERR_CODEWARD_SANDBOX_ARGUMENT' });
+  }
+  await assert.rejects(p.kill({}), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => p.sendSignal(null), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.equal(p.exitCode, null);
+  assert.equal(await p.close(), 0);
+});
+
 test('startProcess refuses what it cannot run, with the package errors', async () => {
   const sb = await nativeSandbox();
   await assert.rejects(sb.startProcess('bash'), { code: 'ERR_CODEWARD_SANDBOX_ARGUMENT' });

@@ -557,7 +557,9 @@ A3S_API void a3s_process_result_free(a3s_process_result *r);
  *  - The init watches a lifeline pipe whose write end only the caller holds,
  *    and a pidfd of the caller: when the caller dies (even by SIGKILL), or a
  *    copy of it forked without exec outlives it, every process of the
- *    program is killed.
+ *    program is killed. The caller also writes its signal requests there
+ *    (a3s_child_signal, a3s_child_stop): in a sandbox the init, PID 1 of
+ *    the namespace, takes no signal from outside it.
  *  - When the program exits, the init kills and reaps whatever is left and
  *    exits with the program's status, so the program's stdout reaches end of
  *    file only once nothing of it can write there any more.
@@ -685,12 +687,35 @@ A3S_API int a3s_child_wait(a3s_child *c, uint64_t timeout_ms, a3s_child_status *
                            a3s_error *err);
 
 /* Stops the program and everything it started, and reaps: SIGTERM to every
- * process it owns (through its supervisor), SIGKILL to all of them after
- * kill_grace_ms, and, should the supervisor itself not be gone 2 s later,
- * SIGKILL to it. Returns once the caller's child is reaped, with the final
- * status in *out (may be NULL); a program that already ended is only
- * reaped. Idempotent. Errors as a3s_child_wait. */
+ * process it owns (its supervisor, the init, is asked over the lifeline to
+ * send it, as a3s_child_signal does, so it reaches a program in a sandbox
+ * too), SIGKILL to all of them after kill_grace_ms (sooner if they end
+ * sooner: the status is then the program's own, e.g. 0 from a TERM handler
+ * that exits 0), and, should the supervisor itself not be gone 2 s later,
+ * SIGKILL to it. A request that cannot be delivered (the init is gone or
+ * not reading) only skips the TERM: the kills still come within that bound.
+ * Returns once the caller's child is reaped, with the final status in *out
+ * (may be NULL); a program that already ended is only reaped. Idempotent.
+ * Errors as a3s_child_wait. */
 A3S_API int a3s_child_stop(a3s_child *c, a3s_child_status *out, a3s_error *err);
+
+/* a3s_child_stop with sig as the first step in place of SIGTERM (SIGINT for
+ * a program that exits on it; SIGKILL: everything is killed at once, no
+ * grace). A3S_E_INVALID also for sig outside 1..64. */
+A3S_API int a3s_child_stop_with(a3s_child *c, int sig, a3s_child_status *out, a3s_error *err);
+
+/* Sends signal sig (1..64) to every process of the program without stopping
+ * it: the init is asked over the lifeline, which only the spawning process
+ * writes, and signals what it owns (in a pid namespace of its own: every
+ * process of the namespace; under the subreaper: the program's process group
+ * and the descendants reparented to it), never anything else. Returns once
+ * the request is written, not once it is delivered; A3S_OK also when the
+ * program has ended or is being stopped (nothing to signal). Errors:
+ *   A3S_E_INVALID  NULL c, sig outside 1..64, a caller that is not the
+ *                  process that spawned it.
+ *   A3S_E_SYSTEM   the request could not be written (the init has not read
+ *                  the ones before: sys_errno EAGAIN). */
+A3S_API int a3s_child_signal(a3s_child *c, int sig, a3s_error *err);
 
 /* The handle's state without waiting (as a3s_child_wait with timeout 0, but
  * it never reaps and works in any process). A3S_E_INVALID for NULL
@@ -1011,8 +1036,8 @@ A3S_API int a3s_sandbox_probe(a3s_sandbox *sb, uint64_t timeout_ms, a3s_error *e
  * in). The run's placeholders, lock and run directory
  * live until the handle is stopped or freed, so the sandbox handle must
  * outlive the child handle. The program is stopped as a3s_child_stop says:
- * SIGTERM to the init (which passes it to every process of the sandbox),
- * every process killed after kill_grace_ms.
+ * the init, asked over the lifeline, sends SIGTERM to every process of the
+ * sandbox, and every process is killed after kill_grace_ms.
  * Errors (*out is NULL, nothing is left running):
  *   A3S_E_INVALID  NULL arguments, a small struct_size, unknown flags, path
  *                  or cwd not absolute, a NULL string, a malformed env

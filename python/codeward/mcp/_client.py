@@ -306,8 +306,16 @@ class McpClient:
         """The last 64 KiB the server wrote to stderr, escaped."""
         return self._transport.stderr_tail()
 
+    def send_signal(self, sig: int) -> None:
+        """Sends ``sig`` (a ``signal.Signals``, e.g. SIGHUP to make a server reload) to every
+        process of the server, through its init, without closing the connection. ValueError
+        for what is not a signal number (1 to 64); nothing once the server has ended."""
+        self._transport.process.send_signal(sig)
+
     def close(self) -> int | None:
-        """Closes the connection and ends every process of the server; its exit status."""
+        """Closes the connection and ends every process of the server: end of input, then
+        SIGTERM, then SIGKILL after ``kill_grace_ms``; its exit status (the server's own when
+        it exits on end of input or in its TERM handler)."""
         return self._transport.close()
 
     def __enter__(self) -> McpClient:

@@ -11,24 +11,28 @@ processes). Where neither can be had, the spawn is refused
 runs under the init as a subreaper. In a sandbox,
 bubblewrap's PID 1 is the same init. Either way stopping it, garbage
 collection and the host's death (even SIGKILL) take every process of the
-server down (docs/mcp.md).
+server down (docs/mcp.md). A stop sends SIGTERM first, through the init
+(which, in a namespace of its own, takes no signal from outside), so the
+server's handler can run before SIGKILL ends what is left after the grace.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import _native
 from ..sandbox._locate import find_bwrap, init_path
-from ._errors import McpStartError, McpUnownedError
+from ._errors import McpError, McpStartError, McpUnownedError
 
 __all__ = ["OwnedProcess", "SandboxSpec", "spawn"]
 
 _UNOWNABLE = 1  # a3s_error.detail: A3S_CHILD_UNOWNABLE (a3s.h)
+MAX_SIGNAL = 64  # a3s_child_signal takes 1..64 (SIGRTMAX)
 
 
 @dataclass(frozen=True)
@@ -65,12 +69,36 @@ class OwnedProcess:
         status = self._child.wait(max(0, int(timeout_ms)))
         return int(status["exit_code"]) if status["exited"] else None
 
-    def stop(self) -> int:
-        """SIGTERM to every process of the server, SIGKILL after the grace; its exit status."""
-        return int(self._child.stop()["exit_code"])
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """``sig`` (SIGTERM) to every process of the server, SIGKILL after the grace (sooner if
+        they end sooner); its exit status, the server's own when its handler exits."""
+        return int(self._child.stop(_signal_number(sig))["exit_code"])
+
+    def send_signal(self, sig: int) -> None:
+        """Sends ``sig`` to every process of the server without stopping it (nothing once it
+        has ended).
+
+        The init is asked to send it, over the pipe only this process writes: in
+        a sandbox, or a pid namespace of its own, it takes no signal from outside.
+        """
+        try:
+            self._child.signal(_signal_number(sig))
+        except _native.NativeError as exc:
+            raise McpError(f"signal {sig} could not be sent: {exc.args[1]}") from None
+
+    def terminate(self) -> None:
+        """SIGTERM to every process of the server (``stop`` also waits, then kills)."""
+        self.send_signal(signal.SIGTERM)
 
     def running(self) -> bool:
         return not self._child.info()["exited"]
+
+
+def _signal_number(sig: int) -> int:
+    """``sig`` as the C core takes it: a signal number from 1 to 64 (a ``signal.Signals``)."""
+    if isinstance(sig, bool) or not isinstance(sig, int) or not 1 <= sig <= MAX_SIGNAL:
+        raise ValueError(f"{sig!r} is not a signal number (1 to {MAX_SIGNAL})")
+    return int(sig)
 
 
 def _resolve(command: str, env: Mapping[str, str], cwd: str | None) -> str:

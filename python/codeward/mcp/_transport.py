@@ -20,7 +20,9 @@ pending entry is freed and ``notifications/cancelled`` is sent. When any
 worker ends (end of file, a broken pipe, a protocol violation), the
 transport is disconnected and every pending request fails at once with the
 cause; later requests fail at once too. ``close()`` and garbage collection
-both end the server's whole process group (``OwnedProcess.stop``).
+both end the server's whole process group: end of input, then SIGTERM
+through its init after STDIN_CLOSE_WAIT_MS, then SIGKILL after the grace
+(``OwnedProcess.stop``).
 
 The threads hold only the transport's inner state, never the transport
 object, so dropping the last reference to it runs its finalizer.

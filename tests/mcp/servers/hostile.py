@@ -9,6 +9,8 @@ MODE:
   long-line      answers with one line of ARG MB (no newline until the end)
   daemon         forks a setsid daemon ``sleep ARG`` at start, then answers
   ignore-term    ignores SIGTERM and end of input, answers calls
+  term-handler   ignores end of input; on SIGTERM writes "terminated" to the file ARG and
+                 exits 0 (a server flushing its state when it is stopped)
   never-answer   never answers a call; reports each notifications/cancelled on stderr
   exit-mid       exits with status 3 when a call arrives
   malformed      sends three malformed lines before each answer
@@ -319,7 +321,17 @@ def probe(params: dict) -> dict:
     return {"type": "text", "text": json.dumps(found)}
 
 
+def flush_and_exit(signum: int, frame: object) -> None:
+    with open(ARG, "w") as f:
+        f.write("terminated")
+        f.flush()
+        os.fsync(f.fileno())
+    os._exit(0)
+
+
 def main() -> None:
+    if MODE == "term-handler":
+        signal.signal(signal.SIGTERM, flush_and_exit)
     if MODE == "stderr-flood":
         threading.Thread(target=flood_stderr, args=(int(ARG),), daemon=True).start()
     if MODE == "daemon":
@@ -361,7 +373,7 @@ def main() -> None:
             os.write(2, f"cancelled {message['params']['requestId']}\n".encode())
         elif ident is not None:
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no"}})
-    if MODE in STUBBORN:
+    if MODE in STUBBORN or MODE == "term-handler":
         while True:  # end of input does not stop it either
             time.sleep(1)
 
