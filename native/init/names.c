@@ -328,6 +328,19 @@ static void open_blocking(const struct helper_ctx *h, uint64_t id, int dirfd, co
         answer(h->listener, id, -EAGAIN, 0);
 }
 
+/* Answers an open with fd and closes it. Both of do_open's paths open with
+ * O_NONBLOCK, so that a FIFO cannot hold the helper; the caller gets the fd
+ * in the blocking mode it asked for. */
+static void answer_opened(const struct helper_ctx *h, const struct names_req *q, int fd) {
+    if (!(q->flags & O_NONBLOCK)) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    }
+    answer_fd(h->listener, q->id, fd, q->flags);
+    close(fd);
+}
+
 static void do_open(const struct helper_ctx *h, const struct names_req *q, int base) {
     if (q->whole[0]) {
         /* an open file of the caller, reopened (no name is made): as the
@@ -341,13 +354,7 @@ static void do_open(const struct helper_ctx *h, const struct names_req *q, int b
             answer(h->listener, q->id, -errno, 0);
             return;
         }
-        if (!(q->flags & O_NONBLOCK)) {
-            int fl = fcntl(fd, F_GETFL);
-            if (fl >= 0)
-                fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-        }
-        answer_fd(h->listener, q->id, fd, q->flags);
-        close(fd);
+        answer_opened(h, q, fd);
         return;
     }
     bool follow = !(q->flags & (O_EXCL | O_NOFOLLOW));
@@ -405,13 +412,7 @@ static void do_open(const struct helper_ctx *h, const struct names_req *q, int b
         answer(h->listener, q->id, rc, 0);
         return;
     }
-    if (!(q->flags & O_NONBLOCK)) {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0)
-            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    }
-    answer_fd(h->listener, q->id, fd, q->flags);
-    close(fd);
+    answer_opened(h, q, fd);
 }
 
 #  ifndef RENAME_EXCHANGE
