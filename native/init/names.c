@@ -180,7 +180,9 @@ static int install_filter(void) {
 
 /* ---- answering ------------------------------------------------------------ */
 
-static void answer(int listener, uint64_t id, int error, int64_t val) {
+/* The one response to the call id: its error or value, or with flags
+ * SECCOMP_USER_NOTIF_FLAG_CONTINUE, that the kernel runs it as it stands. */
+static void respond(int listener, uint64_t id, int error, int64_t val, uint32_t flags) {
     union {
         struct seccomp_notif_resp r;
         unsigned char bytes[256];
@@ -189,21 +191,18 @@ static void answer(int listener, uint64_t id, int error, int64_t val) {
     resp.r.id = id;
     resp.r.error = error;
     resp.r.val = val;
+    resp.r.flags = flags;
     if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0) {
         /* ENOENT: the caller is gone (killed, or its call interrupted) */
     }
 }
 
+static void answer(int listener, uint64_t id, int error, int64_t val) {
+    respond(listener, id, error, val, 0);
+}
+
 static void answer_continue(int listener, uint64_t id) {
-    union {
-        struct seccomp_notif_resp r;
-        unsigned char bytes[256];
-    } resp;
-    memset(&resp, 0, sizeof resp);
-    resp.r.id = id;
-    resp.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0) {
-    }
+    respond(listener, id, 0, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
 }
 
 /* The opened fd into the caller, as the answer of its call. */
