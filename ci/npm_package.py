@@ -216,7 +216,8 @@ def node_test(project: Path, tests: list[str], *, nobody: bool = False) -> None:
             home = copies / "home"
             home.mkdir()
             os.chown(home, 65534, 65534)
-        for f in files:
+        # the test files' shared helper (bindings/node/test/sandboxkit.js) goes along
+        for f in [*files, ROOT / "bindings" / "node" / "test" / "sandboxkit.js"]:
             shutil.copy(f, copies)
         files = [copies / f.name for f in files]
         env |= {"A3S_VECTORS_DIR": str(copies), "HOME": str(copies / "home")}

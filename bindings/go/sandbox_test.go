@@ -73,34 +73,6 @@ func helper(mode, workspace string) int {
 	select {} // until SIGKILL
 }
 
-func nativeSandbox(t *testing.T, opts SandboxOptions) Sandbox {
-	t.Helper()
-	sb, err := SelectSandbox(context.Background(), t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sb.Backend() != "bwrap" {
-		t.Fatalf("the native sandbox cannot run here: %v", sb)
-	}
-	t.Cleanup(func() { sb.Close() })
-	return sb
-}
-
-func newMarker(t *testing.T) string {
-	return fmt.Sprintf("cwgo%d%d", os.Getpid(), time.Now().UnixNano())
-}
-
-func waitNoSurvivors(t *testing.T, marker string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(survivors(marker)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if left := survivors(marker); len(left) > 0 {
-		t.Fatalf("survivors: %v", left)
-	}
-}
-
 func TestContextCancelKillsTheTree(t *testing.T) {
 	for _, reuse := range []bool{true, false} {
 		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) {
@@ -148,21 +120,18 @@ func TestContextDeadlineKillsTheTree(t *testing.T) {
 	}
 }
 
-func TestManyGoroutinesShareOneSandbox(t *testing.T) {
-	sb := nativeSandbox(t, SandboxOptions{})
+// atOnce runs work(g, fail) for g from 0 to n-1, each in a goroutine of its
+// own, and reports every error given to fail (64 at the most) once all have
+// ended.
+func atOnce(t *testing.T, n int, work func(g int, fail func(error))) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
-	for g := 0; g < 8; g++ {
+	for g := 0; g < n; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			for i := 0; i < 4; i++ {
-				want := fmt.Sprintf("%d-%d", g, i)
-				out, err := sb.Exec(context.Background(), "echo "+want, ExecOptions{})
-				if err != nil || out.Stdout != want+"\n" || out.ExitCode != 0 {
-					errs <- fmt.Errorf("%s: %+v %v", want, out, err)
-				}
-			}
+			work(g, func(err error) { errs <- err })
 		}(g)
 	}
 	wg.Wait()
@@ -172,36 +141,44 @@ func TestManyGoroutinesShareOneSandbox(t *testing.T) {
 	}
 }
 
+// echoes runs `echo g-i` in sb: an error unless that is all it printed.
+func echoes(sb Sandbox, g, i int) error {
+	want := fmt.Sprintf("%d-%d", g, i)
+	out, err := sb.Exec(context.Background(), "echo "+want, ExecOptions{})
+	if err != nil || out.Stdout != want+"\n" || out.ExitCode != 0 {
+		return fmt.Errorf("%s: %+v %v", want, out, err)
+	}
+	return nil
+}
+
+func TestManyGoroutinesShareOneSandbox(t *testing.T) {
+	sb := nativeSandbox(t, SandboxOptions{})
+	atOnce(t, 8, func(g int, fail func(error)) {
+		for i := 0; i < 4; i++ {
+			if err := echoes(sb, g, i); err != nil {
+				fail(err)
+			}
+		}
+	})
+}
+
 // Goroutines starting, using and closing sandboxes of their own at once (issue 26):
 // every start forks an intermediate child, which used to hold the other starts'
 // pipes and wait on them forever. A deadlock ends in the test binary's timeout.
 func TestManyGoroutinesStartSandboxesAtOnce(t *testing.T) {
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < 3; i++ {
-				sb, err := SelectSandbox(context.Background(), t.TempDir(), SandboxOptions{})
-				if err != nil {
-					errs <- err
-					return
-				}
-				want := fmt.Sprintf("%d-%d", g, i)
-				out, err := sb.Exec(context.Background(), "echo "+want, ExecOptions{})
-				if err != nil || out.Stdout != want+"\n" || out.ExitCode != 0 {
-					errs <- fmt.Errorf("%s: %+v %v", want, out, err)
-				}
-				sb.Close()
+	atOnce(t, 8, func(g int, fail func(error)) {
+		for i := 0; i < 3; i++ {
+			sb, err := SelectSandbox(context.Background(), t.TempDir(), SandboxOptions{})
+			if err != nil {
+				fail(err)
+				return
 			}
-		}(g)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+			if err := echoes(sb, g, i); err != nil {
+				fail(err)
+			}
+			sb.Close()
+		}
+	})
 }
 
 func TestCloseCancelsRunningCommandsAndIsFinal(t *testing.T) {

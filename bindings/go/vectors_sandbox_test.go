@@ -169,22 +169,6 @@ func withoutBwrap(t *testing.T) {
 	})
 }
 
-// survivors lists the processes whose command line holds marker.
-func survivors(marker string) []string {
-	var found []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && bytes.Contains(cmdline, []byte(marker)) {
-			found = append(found, e.Name()+": "+string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
-		}
-	}
-	return found
-}
-
 // forceRemove removes a tree whose directories a case made read-only.
 func forceRemove(root string) {
 	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {

@@ -180,7 +180,9 @@ static int install_filter(void) {
 
 /* ---- answering ------------------------------------------------------------ */
 
-static void answer(int listener, uint64_t id, int error, int64_t val) {
+/* The one response to the call id: its error or value, or with flags
+ * SECCOMP_USER_NOTIF_FLAG_CONTINUE, that the kernel runs it as it stands. */
+static void respond(int listener, uint64_t id, int error, int64_t val, uint32_t flags) {
     union {
         struct seccomp_notif_resp r;
         unsigned char bytes[256];
@@ -189,21 +191,18 @@ static void answer(int listener, uint64_t id, int error, int64_t val) {
     resp.r.id = id;
     resp.r.error = error;
     resp.r.val = val;
+    resp.r.flags = flags;
     if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0) {
         /* ENOENT: the caller is gone (killed, or its call interrupted) */
     }
 }
 
+static void answer(int listener, uint64_t id, int error, int64_t val) {
+    respond(listener, id, error, val, 0);
+}
+
 static void answer_continue(int listener, uint64_t id) {
-    union {
-        struct seccomp_notif_resp r;
-        unsigned char bytes[256];
-    } resp;
-    memset(&resp, 0, sizeof resp);
-    resp.r.id = id;
-    resp.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0) {
-    }
+    respond(listener, id, 0, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
 }
 
 /* The opened fd into the caller, as the answer of its call; closes fd.
@@ -340,6 +339,18 @@ static void open_blocking(const struct helper_ctx *h, uint64_t id, int dirfd, co
         answer(h->listener, id, -EAGAIN, 0);
 }
 
+/* Answers an open with fd and closes it. Both of do_open's paths open with
+ * O_NONBLOCK, so that a FIFO cannot hold the helper; the caller gets the fd
+ * in the blocking mode it asked for. */
+static void answer_opened(const struct helper_ctx *h, const struct names_req *q, int fd) {
+    if (!(q->flags & O_NONBLOCK)) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    }
+    answer_fd(h->listener, q->id, fd, q->flags); /* closes fd */
+}
+
 static void do_open(const struct helper_ctx *h, const struct names_req *q, int base) {
     if (q->whole[0]) {
         /* an open file of the caller, reopened (no name is made): as the
@@ -353,12 +364,7 @@ static void do_open(const struct helper_ctx *h, const struct names_req *q, int b
             answer(h->listener, q->id, -errno, 0);
             return;
         }
-        if (!(q->flags & O_NONBLOCK)) {
-            int fl = fcntl(fd, F_GETFL);
-            if (fl >= 0)
-                fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-        }
-        answer_fd(h->listener, q->id, fd, q->flags);
+        answer_opened(h, q, fd);
         return;
     }
     bool follow = !(q->flags & (O_EXCL | O_NOFOLLOW));
@@ -416,12 +422,7 @@ static void do_open(const struct helper_ctx *h, const struct names_req *q, int b
         answer(h->listener, q->id, rc, 0);
         return;
     }
-    if (!(q->flags & O_NONBLOCK)) {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0)
-            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    }
-    answer_fd(h->listener, q->id, fd, q->flags);
+    answer_opened(h, q, fd);
 }
 
 #  ifndef RENAME_EXCHANGE

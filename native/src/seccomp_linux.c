@@ -764,6 +764,30 @@ static void generate_guard(struct prog *p, const int32_t *targets, size_t n) {
     ret(p, RET_ALLOW);
 }
 
+/* A generated program, copied into out (for a3s_seccomp_build and
+ * a3s_seccomp_build_guard, which `who` names in the errors); p is freed
+ * either way. A broken or empty program is a bug here, not the caller's:
+ * A3S_E_TOO_LARGE with its length. */
+static int take_program(struct prog *p, const char *who, struct a3s_seccomp_program *out,
+                        a3s_error *err) {
+    if (p->broken || p->len == 0 || p->len > BPF_MAXINSNS) {
+        size_t len = p->len;
+        free(p);
+        return a3s_fail(err, A3S_E_TOO_LARGE, 0, (int64_t)len,
+                        "%s: internal error generating the filter", who);
+    }
+    struct sock_filter *filter = malloc(p->len * sizeof *filter);
+    if (!filter) {
+        free(p);
+        return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "%s: out of memory", who);
+    }
+    memcpy(filter, p->insn, p->len * sizeof *filter);
+    out->filter = filter;
+    out->len = (unsigned short)p->len;
+    free(p);
+    return a3s_ok(err);
+}
+
 #endif /* NATIVE_ARCH */
 
 const struct a3s_seccomp_denial *a3s_seccomp_denials(size_t *count) {
@@ -810,22 +834,7 @@ int a3s_seccomp_build(uint64_t flags, struct a3s_seccomp_program *out, a3s_error
     if (!p)
         return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build: out of memory");
     generate(p, flags);
-    if (p->broken || p->len == 0 || p->len > BPF_MAXINSNS) {
-        size_t len = p->len;
-        free(p);
-        return a3s_fail(err, A3S_E_TOO_LARGE, 0, (int64_t)len,
-                        "a3s_seccomp_build: internal error generating the filter");
-    }
-    struct sock_filter *filter = malloc(p->len * sizeof *filter);
-    if (!filter) {
-        free(p);
-        return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build: out of memory");
-    }
-    memcpy(filter, p->insn, p->len * sizeof *filter);
-    out->filter = filter;
-    out->len = (unsigned short)p->len;
-    free(p);
-    return a3s_ok(err);
+    return take_program(p, "a3s_seccomp_build", out, err);
 #else
     return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
                     "a3s_seccomp_build: no seccomp filter for this architecture");
@@ -847,21 +856,7 @@ int a3s_seccomp_build_guard(const int32_t *targets, size_t n, struct a3s_seccomp
     if (!p)
         return a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0, "a3s_seccomp_build_guard: out of memory");
     generate_guard(p, targets, n);
-    struct sock_filter *filter =
-        p->broken || p->len == 0 ? NULL : malloc(p->len * sizeof *filter);
-    if (!filter) {
-        bool broken = p->broken || p->len == 0;
-        free(p);
-        return broken ? a3s_fail(err, A3S_E_TOO_LARGE, 0, 0,
-                                 "a3s_seccomp_build_guard: internal error generating the filter")
-                      : a3s_fail(err, A3S_E_NOMEM, ENOMEM, 0,
-                                 "a3s_seccomp_build_guard: out of memory");
-    }
-    memcpy(filter, p->insn, p->len * sizeof *filter);
-    out->filter = filter;
-    out->len = (unsigned short)p->len;
-    free(p);
-    return a3s_ok(err);
+    return take_program(p, "a3s_seccomp_build_guard", out, err);
 #else
     return a3s_fail(err, A3S_E_UNSUPPORTED, 0, 0,
                     "a3s_seccomp_build_guard: no seccomp filter for this architecture");

@@ -15,16 +15,17 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from hostprocs import cgroups_made_by
 
-COUNTS = textwrap.dedent(
+# The start of both scripts: the process's inotify watches, and the workspace (argv[1])
+# filled with 50 directories, each with a subdirectory, for the credential scan to watch.
+PRELUDE = textwrap.dedent(
     """
     import gc, json, os, sys, threading, time
     from pathlib import Path
-    from codeward import Agent, SessionOptions
-    from codeward.sandbox import NativeBashSandbox
 
     def watches():
         n = 0
@@ -35,13 +36,39 @@ COUNTS = textwrap.dedent(
                 pass
         return n
 
+    def scanned_workspace():
+        ws = Path(sys.argv[1])
+        for i in range(50):
+            (ws / f"d{i}" / "sub").mkdir(parents=True)
+        return ws
+    """
+)
+
+
+def run_script(tmp_path: Path, body: str, *args: object) -> dict:
+    """PRELUDE and body, run in a fresh interpreter over a new workspace: what it prints last."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", PRELUDE + body, str(ws), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+COUNTS = textwrap.dedent(
+    """
+    from codeward import Agent, SessionOptions
+    from codeward.sandbox import NativeBashSandbox
+
     def counts():
         return {"fds": len(os.listdir("/proc/self/fd")), "threads": threading.active_count(),
                 "tasks": len(os.listdir("/proc/self/task")), "watches": watches()}
 
-    ws = Path(sys.argv[1])
-    for i in range(50):
-        (ws / f"d{i}" / "sub").mkdir(parents=True)
+    ws = scanned_workspace()
     gc.disable()
     case = sys.argv[2]
 
@@ -87,16 +114,7 @@ COUNTS = textwrap.dedent(
     [("session-close", 6), ("session-drop", 6), ("sandbox-close", 6), ("close-while-running", 3)],
 )
 def test_resources_return_to_the_baseline(tmp_path, case: str, cycles: int) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-c", COUNTS, str(ws), case, str(cycles)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = run_script(tmp_path, COUNTS, case, cycles)
     assert cgroups_made_by([got["pid"]]) == [], "a closed handle left its cgroups"
     assert got["after"] == got["base"], got
     assert got["base"]["watches"] == 0, "a closed handle still holds watches"
@@ -104,18 +122,7 @@ def test_resources_return_to_the_baseline(tmp_path, case: str, cycles: int) -> N
 
 IDLE = textwrap.dedent(
     """
-    import gc, json, os, sys, threading, time
-    from pathlib import Path
     from codeward.sandbox import NativeBashSandbox, SandboxLimits
-
-    def watches():
-        n = 0
-        for fd in os.listdir("/proc/self/fdinfo"):
-            try:
-                n += Path(f"/proc/self/fdinfo/{fd}").read_text().count("inotify wd:")
-            except OSError:
-                pass
-        return n
 
     def cgroups():  # codeward-<pid>-* (native/src/cgroup_linux.c) in every hierarchy
         n = 0
@@ -131,9 +138,7 @@ IDLE = textwrap.dedent(
                 "tasks": len(os.listdir("/proc/self/task")), "watches": watches(),
                 "cgroups": cgroups()}
 
-    ws = Path(sys.argv[1])
-    for i in range(50):
-        (ws / f"d{i}" / "sub").mkdir(parents=True)
+    ws = scanned_workspace()
     gc.disable()
     with NativeBashSandbox(ws, reuse=True) as warm:  # imports, the probe, caches
         warm.exec("true", timeout_ms=60_000)
@@ -159,16 +164,7 @@ IDLE = textwrap.dedent(
 def test_an_idle_stop_releases_what_close_does(tmp_path) -> None:
     """The automatic idle stop (not close()) gives back the credential scan's watches, the
     idle thread and the sandbox's descriptors; the next command sets them up again."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-c", IDLE, str(ws), "3"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = run_script(tmp_path, IDLE, 3)
     before, first = got["base"], got["seen"][0]["idle"]
     # a fresh handle holds an empty inotify instance, which a stop closes like the rest
     assert first["tasks"] == before["tasks"] and first["fds"] <= before["fds"], got

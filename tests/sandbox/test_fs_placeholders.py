@@ -24,44 +24,9 @@ import time
 from pathlib import Path
 
 import pytest
+from protectednames import ALL_PROTECTED
 
 from codeward.sandbox import NativeBashSandbox
-
-PROTECTED_DIRS = [
-    ".git",
-    ".a3s",
-    ".agents",
-    ".codex",
-    ".claude",
-    ".vscode",
-    ".idea",
-    ".cursor",
-    ".gemini",
-    ".roo",
-    ".kiro",
-    ".continue",
-    ".windsurf",
-    ".amazonq",
-    ".cline",
-]
-PROTECTED_FILES = [
-    ".gitmodules",
-    ".mcp.json",
-    ".ripgreprc",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-    ".cursorrules",
-    ".windsurfrules",
-    ".clinerules",
-    ".roomodes",
-    ".roorules",
-    ".continuerc.json",
-]
-ALL_PROTECTED = PROTECTED_DIRS + PROTECTED_FILES
-
 
 pytestmark = pytest.mark.usefixtures("fs_force_placeholders")
 

@@ -23,44 +23,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from protectednames import ALL_PROTECTED, PROTECTED_DIRS
 
 from codeward._errors import SandboxArgumentError, SandboxUnavailable
 from codeward.sandbox import NativeBashSandbox, select_sandbox
 
-PROTECTED_DIRS = [
-    ".git",
-    ".a3s",
-    ".agents",
-    ".codex",
-    ".claude",
-    ".vscode",
-    ".idea",
-    ".cursor",
-    ".gemini",
-    ".roo",
-    ".kiro",
-    ".continue",
-    ".windsurf",
-    ".amazonq",
-    ".cline",
-]
-PROTECTED_FILES = [
-    ".gitmodules",
-    ".mcp.json",
-    ".ripgreprc",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-    ".cursorrules",
-    ".windsurfrules",
-    ".clinerules",
-    ".roomodes",
-    ".roorules",
-    ".continuerc.json",
-]
-ALL_PROTECTED = PROTECTED_DIRS + PROTECTED_FILES
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
 

@@ -26,17 +26,12 @@ from pathlib import Path
 
 import pytest
 from hostprocs import cgroups_made_by, new_marker, processes_with, survivors
+from protectednames import ALL_PROTECTED
 
 from codeward.sandbox import NativeBashSandbox
 from codeward.sandbox._output import CommandOutput
 
-PROTECTED_DIRS = [".git", ".a3s", ".agents", ".codex", ".claude", ".vscode", ".idea"]
-PROTECTED_DIRS += [".cursor", ".gemini", ".roo", ".kiro", ".continue", ".windsurf", ".amazonq"]
-PROTECTED_DIRS += [".cline"]
-PROTECTED_FILES = [".gitmodules", ".mcp.json", ".ripgreprc", ".bashrc", ".bash_profile"]
-PROTECTED_FILES += [".zshrc", ".zprofile", ".profile", ".cursorrules", ".windsurfrules"]
-PROTECTED_FILES += [".clinerules", ".roomodes", ".roorules", ".continuerc.json"]
-PROTECTED = sorted([*PROTECTED_DIRS, *PROTECTED_FILES])
+PROTECTED = sorted(ALL_PROTECTED)
 
 pytestmark = pytest.mark.usefixtures("fs_force_placeholders")
 

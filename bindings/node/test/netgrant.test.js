@@ -10,35 +10,13 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
-const os = require('node:os');
 const path = require('node:path');
-const { test, after } = require('node:test');
+const { test } = require('node:test');
 
-const installedIn = process.env.CODEWARD_TEST_INSTALLED;
-const pkgDir = installedIn
-  ? path.dirname(require.resolve('codeward/package.json', { paths: [installedIn] }))
-  : path.join(__dirname, '..', '..', '..');
-const codeward = require(pkgDir);
-const { selectSandbox, NetworkGrant, NetworkGrantError, NetworkMediator } = codeward;
+const { pkgDir, codeward, scratch } = require('./sandboxkit.js');
 
-const dirs = [];
-const closers = [];
-function workspace() {
-  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cw-grant-')));
-  dirs.push(dir);
-  return dir;
-}
-after(async () => {
-  for (const close of closers) await close();
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
-});
-
-async function nativeSandbox() {
-  const sb = await selectSandbox(workspace());
-  assert.equal(sb.backend, 'bwrap', `the native sandbox cannot run here: ${sb}`);
-  closers.push(() => sb.close());
-  return sb;
-}
+const { NetworkGrant, NetworkGrantError, NetworkMediator } = codeward;
+const { workspace, nativeSandbox, closeAfter } = scratch('cw-grant-');
 
 /** An HTTP origin on the host's loopback; `seen` lists each request it got. */
 async function origin(handler = (req, res) => res.end(`hello from ${req.url}\n`)) {
@@ -48,7 +26,7 @@ async function origin(handler = (req, res) => res.end(`hello from ${req.url}\n`)
     handler(req, res);
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.push(() => new Promise((resolve) => server.close(resolve)));
+  closeAfter(() => new Promise((resolve) => server.close(resolve)));
   return { port: server.address().port, seen };
 }
 
@@ -75,7 +53,7 @@ async function rawOrigin() {
     sock.on('close', () => received.push(Buffer.concat(chunks).toString('latin1')));
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.push(() => new Promise((resolve) => server.close(resolve)));
+  closeAfter(() => new Promise((resolve) => server.close(resolve)));
   return { port: server.address().port, all: () => received.join('') };
 }
 
@@ -186,7 +164,7 @@ test('too many connections at once, and an idle one, are turned away', async () 
   const o = await origin();
   const { digest } = await sb.policy();
   const mediator = new NetworkMediator({ maxConnections: 1, handshakeTimeoutMs: 1000 });
-  closers.push(() => mediator.close());
+  closeAfter(() => mediator.close());
   const out = await sb.exec(
     'exec 3<>/dev/tcp/127.0.0.1/3128; sleep 0.3; exec 4<>/dev/tcp/127.0.0.1/3128; cat <&4; cat <&3',
     { networkGrant: { host: '127.0.0.1', port: o.port, policyDigest: digest, mediator } },

@@ -7,52 +7,20 @@
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
-const { test, after } = require('node:test');
+const { test } = require('node:test');
 
-const installedIn = process.env.CODEWARD_TEST_INSTALLED;
-const pkgDir = installedIn
-  ? path.dirname(require.resolve('codeward/package.json', { paths: [installedIn] }))
-  : path.join(__dirname, '..', '..', '..');
-const codeward = require(pkgDir);
+const { pkgDir, codeward, scratch, newMarker, pidsWhere, running } = require('./sandboxkit.js');
+
 const { selectSandbox, OwnedProcess, SandboxArgumentError, SandboxClosedError, NativeCoreError } = codeward;
+const { workspace, nativeSandbox } = scratch('cw-proc-');
 
-const dirs = [];
-const closers = [];
-function workspace() {
-  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cw-proc-')));
-  dirs.push(dir);
-  return dir;
-}
-after(async () => {
-  for (const close of closers) await close();
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
-});
-
-async function nativeSandbox() {
-  const sb = await selectSandbox(workspace());
-  assert.equal(sb.backend, 'bwrap', `the native sandbox cannot run here: ${sb}`);
-  closers.push(() => sb.close());
-  return sb;
-}
-
-const marker = () => `cwproc${process.pid}x${Math.random().toString(36).slice(2)}`;
+const marker = () => newMarker('cwproc');
 
 /** The live pids on this machine whose argv[0] starts with `m` (a sandbox's pids are visible here). */
 function survivors(m) {
-  return fs
-    .readdirSync('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .filter((pid) => {
-      try {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-        return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z' && fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').startsWith(m);
-      } catch {
-        return false;
-      }
-    });
+  return pidsWhere((pid) => running(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').startsWith(m));
 }
 
 async function gone(m, ms = 30_000) {

@@ -7,16 +7,12 @@
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { describe, test, after } = require('node:test');
+const { describe, test } = require('node:test');
 const { Worker } = require('node:worker_threads');
 
-const installedIn = process.env.CODEWARD_TEST_INSTALLED;
-const pkgDir = installedIn
-  ? path.dirname(require.resolve('codeward/package.json', { paths: [installedIn] }))
-  : path.join(__dirname, '..', '..', '..');
-const codeward = require(pkgDir);
+const { pkgDir, codeward, scratch, newMarker, pidsWhere, running } = require('./sandboxkit.js');
+
 const { kInfo } = require(path.join(pkgDir, 'bindings', 'node', 'lib', 'sandbox.js'));
 const { initPath } = require(path.join(pkgDir, 'bindings', 'node', 'lib', 'init.js'));
 const { selectSandbox, SandboxArgumentError } = codeward;
@@ -44,45 +40,13 @@ function hostListing(ws) {
   return view;
 }
 
-const dirs = [];
-function workspace() {
-  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cw-node-')));
-  dirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
-});
+const { workspace, nativeSandbox } = scratch('cw-node-');
 
-async function nativeSandbox(options) {
-  const sb = await selectSandbox(workspace(), options);
-  assert.equal(sb.backend, 'bwrap', `the native sandbox cannot run here: ${sb}`);
-  return sb;
-}
+const marker = () => newMarker('cwnode');
 
-const marker = () => `cwnode${process.pid}x${Math.random().toString(36).slice(2)}`;
-
+/** The pids on this machine whose command line holds `m` (a sandbox's pids are visible here). */
 function survivors(m) {
-  return fs
-    .readdirSync('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .filter((pid) => {
-      try {
-        return fs.readFileSync(`/proc/${pid}/cmdline`).includes(m);
-      } catch {
-        return false;
-      }
-    });
-}
-
-/** Whether pid runs (a zombie does not). */
-function running(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
+  return pidsWhere((pid) => fs.readFileSync(`/proc/${pid}/cmdline`).includes(m));
 }
 
 async function eventually(check, what, ms = 10000) {
