@@ -92,11 +92,33 @@ struct names_req {
     bool whole[2];          /* path[i] was the caller's /proc fd link itself (magic_prefix) */
 };
 
+/* A process that made itself non-dumpable (prctl(PR_SET_DUMPABLE, 0), as
+ * ssh-agent does): from then on a process without CAP_SYS_PTRACE, as the
+ * init is, can open none of its /proc/PID/mem, cwd or fd/N. So its mem and
+ * working directory are opened while it is blocked in that prctl, still
+ * readable; an open mem goes on reading the same memory (the kernel checks
+ * at open). Its calls are then emulated as anyone's, with a base directory
+ * from here: its cwd until it changes directory (chdir and fchdir are
+ * noted), none for a dirfd (refused, EACCES: fail closed). What is read
+ * from here is what the helper resolves and checks, as for any caller, so a
+ * stale entry can misplace a file of its own process, never make a
+ * protected name. A child it forks is non-dumpable from birth and was never
+ * readable: its calls are refused (EACCES), as before. */
+#  define NODUMP_MAX 64
+struct nodump {
+    pid_t tgid;               /* 0: a free slot */
+    unsigned long long start; /* its start time (/proc/PID/stat): a reused pid is not it */
+    int mem;
+    int cwd; /* O_PATH; -1 once it changed directory */
+};
+
 struct names_rt {
     int listener;
     int helper;    /* the thread's end of the helper's socket */
     int link_pipe; /* write end: a byte per link() or linkat() */
     size_t notif_size, resp_size;
+    struct nodump nodump[NODUMP_MAX];
+    size_t nodumps; /* slots in use */
 };
 
 /* ---- the filter ---------------------------------------------------------- */
@@ -128,10 +150,11 @@ static int install_filter(void) {
         SYS_renameat,
 #  endif
         SYS_mkdirat,   SYS_mknodat, SYS_symlinkat, SYS_linkat, SYS_renameat2,
+        SYS_chdir,     SYS_fchdir, /* let through: only noted (struct nodump) */
     };
     enum { N = sizeof notify_nr / sizeof notify_nr[0] };
     /* jumps go forward only: each flags check ends in returns of its own */
-    struct sock_filter f[N + 16];
+    struct sock_filter f[N + 24];
     unsigned n = 0;
     f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
                                           offsetof(struct seccomp_data, arch));
@@ -147,6 +170,7 @@ static int install_filter(void) {
     unsigned open_jump[2];
     for (int k = 0; k < 2; k++)
         open_jump[k] = n++;
+    unsigned prctl_jump = n++;
     unsigned allow = n++;
     unsigned notify = n++;
     unsigned check[2];
@@ -158,6 +182,15 @@ static int install_filter(void) {
         f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
         f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     }
+    /* prctl(PR_SET_DUMPABLE, ...): the option is an int (low 32 bits) */
+    unsigned dump_check = n;
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                                          offsetof(struct seccomp_data, args[0]));
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_DUMPABLE, 0, 1);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    f[prctl_jump] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl,
+                                                 (uint8_t)(dump_check - prctl_jump - 1), 0);
     f[arch_jump] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NAMES_ARCH, 0,
                                                 (uint8_t)(allow - arch_jump - 1));
     for (unsigned i = 0; i < N; i++) {
@@ -664,7 +697,8 @@ static int magic_prefix(pid_t tid, pid_t tgid, char *path, int *base, bool *whol
 
 /* The directory a relative path of the caller starts from, opened O_PATH;
  * -1 for an absolute path (the sandbox's root is everyone's), or -errno. */
-static int open_base(pid_t tid, int64_t dirfd, const char *path, bool empty_ok) {
+static int open_base(pid_t tid, int64_t dirfd, const char *path, bool empty_ok,
+                     const struct nodump *nd) {
     if (path[0] == '/')
         return -1;
     if (!path[0] && !empty_ok)
@@ -677,6 +711,12 @@ static int open_base(pid_t tid, int64_t dirfd, const char *path, bool empty_ok) 
     else
         return -EBADF;
     int fd = open(proc, O_PATH | O_CLOEXEC);
+    if (fd < 0 && nd && (errno == EACCES || errno == EPERM)) {
+        /* non-dumpable: its cwd as noted, a dirfd of its never (fail closed) */
+        if ((int)dirfd != AT_FDCWD || nd->cwd < 0)
+            return -EACCES;
+        fd = fcntl(nd->cwd, F_DUPFD_CLOEXEC, 0);
+    }
     if (fd < 0)
         return errno == ENOENT ? -EBADF : -errno;
     return fd;
@@ -704,27 +744,138 @@ static void caller_status(pid_t tid, unsigned *umask_out, pid_t *tgid) {
         *tgid = (pid_t)strtol(t + 6, NULL, 10);
 }
 
+/* ---- non-dumpable callers (struct nodump) ---------------------------------- */
+
+/* The start time of process pid (field 22 of /proc/PID/stat, readable for
+ * any process); 0 if it cannot be read. */
+static unsigned long long start_time(pid_t pid) {
+    char proc[64], buf[1024];
+    snprintf(proc, sizeof proc, "/proc/%d/stat", (int)pid);
+    int fd = open(proc, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after the command name, which may hold anything */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static void nodump_drop(struct names_rt *rt, struct nodump *d) {
+    close(d->mem);
+    if (d->cwd >= 0)
+        close(d->cwd);
+    *d = (struct nodump){0};
+    rt->nodumps--;
+}
+
+/* The entry of process tgid if it is still that process; a stale one is
+ * dropped. */
+static struct nodump *nodump_find(struct names_rt *rt, pid_t tgid) {
+    if (!rt->nodumps)
+        return NULL;
+    for (size_t i = 0; i < NODUMP_MAX; i++) {
+        struct nodump *d = &rt->nodump[i];
+        if (d->tgid != tgid)
+            continue;
+        if (start_time(tgid) == d->start)
+            return d;
+        nodump_drop(rt, d);
+    }
+    return NULL;
+}
+
+static void caller_status(pid_t tid, unsigned *umask_out, pid_t *tgid);
+
+/* prctl(PR_SET_DUMPABLE): the caller waits in it, still as readable as it
+ * was; what it would no longer let us open is opened now. */
+static void nodump_note(struct names_rt *rt, const struct seccomp_notif *n) {
+    pid_t tid = (pid_t)n->pid, tgid;
+    unsigned um;
+    caller_status(tid, &um, &tgid);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/%d/mem", (int)tid);
+    int mem = open(proc, O_RDONLY | O_CLOEXEC);
+    if (mem < 0)
+        return; /* not readable already: nothing to keep (its calls are refused) */
+    snprintf(proc, sizeof proc, "/proc/%d/cwd", (int)tid);
+    int cwd = open(proc, O_PATH | O_CLOEXEC);
+    unsigned long long start = start_time(tgid);
+    /* the pid named the caller all along (not a reused one) */
+    if (!start || ioctl(rt->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) != 0) {
+        close(mem);
+        if (cwd >= 0)
+            close(cwd);
+        return;
+    }
+    struct nodump *d = nodump_find(rt, tgid); /* again (after an exec: a new memory) */
+    if (d)
+        nodump_drop(rt, d);
+    for (size_t i = 0; i < NODUMP_MAX && rt->nodumps == NODUMP_MAX; i++)
+        if (start_time(rt->nodump[i].tgid) != rt->nodump[i].start)
+            nodump_drop(rt, &rt->nodump[i]); /* full: make room from the dead */
+    for (size_t i = 0; i < NODUMP_MAX; i++)
+        if (!rt->nodump[i].tgid) {
+            rt->nodump[i] = (struct nodump){.tgid = tgid, .start = start, .mem = mem, .cwd = cwd};
+            rt->nodumps++;
+            return;
+        }
+    close(mem); /* full of live ones: its calls will be refused */
+    if (cwd >= 0)
+        close(cwd);
+}
+
+/* chdir or fchdir: a non-dumpable caller's directory is not known any more. */
+static void nodump_moved(struct names_rt *rt, pid_t tid) {
+    if (!rt->nodumps)
+        return;
+    pid_t tgid;
+    unsigned um;
+    caller_status(tid, &um, &tgid);
+    struct nodump *d = nodump_find(rt, tgid);
+    if (d && d->cwd >= 0) {
+        close(d->cwd);
+        d->cwd = -1;
+    }
+}
+
 /* Reads one notified call into q and its base fds; 0 or -errno (answered
  * by the caller of this). */
-static int take_args(const struct seccomp_notif *n, struct names_req *q, int base[2], int mem);
+static int take_args(const struct seccomp_notif *n, struct names_req *q, int base[2], int mem,
+                     pid_t tgid, const struct nodump *nd);
 
-static int take_call(const struct seccomp_notif *n, struct names_req *q, int base[2]) {
+static int take_call(struct names_rt *rt, const struct seccomp_notif *n, struct names_req *q,
+                     int base[2]) {
     pid_t tid = (pid_t)n->pid;
     memset(q, 0, offsetof(struct names_req, path));
     q->whole[0] = q->whole[1] = false;
     q->id = n->id;
     q->path[0][0] = q->path[1][0] = q->text[0] = '\0';
+    pid_t tgid;
+    caller_status(tid, &q->umask, &tgid);
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/%d/mem", (int)tid);
     int mem = open(proc, O_RDONLY | O_CLOEXEC);
-    if (mem < 0)
-        return errno == ENOENT || errno == ESRCH ? -ENOENT : -EACCES; /* fail closed */
-    int rc = take_args(n, q, base, mem);
-    close(mem);
+    const struct nodump *nd = NULL;
+    if (mem < 0) {
+        if (errno == ENOENT || errno == ESRCH)
+            return -ENOENT;
+        if (!(nd = nodump_find(rt, tgid)))
+            return -EACCES; /* unreadable and not seen readable: fail closed */
+        mem = nd->mem;
+    }
+    int rc = take_args(n, q, base, mem, tgid, nd);
+    if (!nd)
+        close(mem);
     return rc;
 }
 
-static int take_args(const struct seccomp_notif *n, struct names_req *q, int base[2], int mem) {
+static int take_args(const struct seccomp_notif *n, struct names_req *q, int base[2], int mem,
+                     pid_t tgid, const struct nodump *nd) {
     const __u64 *a = n->data.args;
     pid_t tid = (pid_t)n->pid;
     int64_t dfd[2] = {AT_FDCWD, AT_FDCWD};
@@ -807,8 +958,6 @@ static int take_args(const struct seccomp_notif *n, struct names_req *q, int bas
     default:
         return -ENOSYS;
     }
-    pid_t tgid;
-    caller_status(tid, &q->umask, &tgid);
     for (int i = 0; i < npaths; i++) {
         int rc = read_string(mem, addr[i], q->path[i], sizeof q->path[i]);
         if (rc < 0)
@@ -820,7 +969,7 @@ static int take_args(const struct seccomp_notif *n, struct names_req *q, int bas
         if ((rc = magic_prefix(tid, tgid, q->path[i], &fd, &whole)) < 0)
             return rc;
         q->whole[i] = whole;
-        if (fd < 0 && (fd = open_base(tid, dfd[i], q->path[i], empty)) < -1)
+        if (fd < 0 && (fd = open_base(tid, dfd[i], q->path[i], empty, nd)) < -1)
             return fd;
         base[i] = fd;
     }
@@ -865,7 +1014,17 @@ static void *names_thread(void *arg) {
             (void)w;
         }
         int base[2] = {-1, -1};
-        int rc = take_call(n, &q, base);
+        if (nr == SYS_prctl) { /* PR_SET_DUMPABLE (the filter): makes no name */
+            nodump_note(rt, n);
+            answer_continue(rt->listener, n->id);
+            continue;
+        }
+        if (nr == SYS_chdir || nr == SYS_fchdir) { /* makes no name */
+            nodump_moved(rt, (pid_t)n->pid);
+            answer_continue(rt->listener, n->id);
+            continue;
+        }
+        int rc = take_call(rt, n, &q, base);
         /* the pid named the caller all along: its /proc entries were its own */
         if (rc == 0 && ioctl(rt->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) != 0)
             rc = -ENOENT;
