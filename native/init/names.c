@@ -70,6 +70,13 @@
 #  define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)
 #endif
 
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#  define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#  define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
 #if defined(NAMES_ARCH) && defined(SECCOMP_IOCTL_NOTIF_RECV) && defined(SECCOMP_IOCTL_NOTIF_ADDFD)
 #  define NAMES_SUPPORTED 1
 #endif
@@ -87,10 +94,42 @@ struct names_req {
     unsigned mode;
     unsigned long long dev;
     unsigned umask;
+    bool whole[2];          /* path[i] was the caller's /proc fd link itself (magic_prefix) */
     char path[2][PATH_MAX]; /* the name made (path[0]; link, rename: the old one first) */
     char text[PATH_MAX];    /* symlink: its target */
-    bool whole[2];          /* path[i] was the caller's /proc fd link itself (magic_prefix) */
 };
+
+/* On the helper's socket a request is its header and then its three strings,
+ * each with its NUL: a few hundred bytes, not the 12 KiB of the struct. */
+#  define REQ_HEAD offsetof(struct names_req, path)
+
+static size_t req_pack(const struct names_req *q, struct iovec iov[4]) {
+    iov[0] = (struct iovec){.iov_base = (void *)q, .iov_len = REQ_HEAD};
+    const char *s[3] = {q->path[0], q->path[1], q->text};
+    size_t total = REQ_HEAD;
+    for (int i = 0; i < 3; i++) {
+        iov[i + 1] = (struct iovec){.iov_base = (void *)s[i], .iov_len = strlen(s[i]) + 1};
+        total += iov[i + 1].iov_len;
+    }
+    return total;
+}
+
+/* The request in buf (n bytes) into q; false if it is not one. */
+static bool req_unpack(const char *buf, size_t n, struct names_req *q) {
+    if (n < REQ_HEAD)
+        return false;
+    memcpy(q, buf, REQ_HEAD);
+    char *d[3] = {q->path[0], q->path[1], q->text};
+    size_t at = REQ_HEAD;
+    for (int i = 0; i < 3; i++) {
+        const char *end = at < n ? memchr(buf + at, '\0', n - at) : NULL;
+        if (!end || (size_t)(end - (buf + at)) >= PATH_MAX)
+            return false;
+        memcpy(d[i], buf + at, (size_t)(end - (buf + at)) + 1);
+        at = (size_t)(end - buf) + 1;
+    }
+    return at == n;
+}
 
 /* A process that made itself non-dumpable (prctl(PR_SET_DUMPABLE, 0), as
  * ssh-agent does): from then on a process without CAP_SYS_PTRACE, as the
@@ -438,11 +477,8 @@ static void do_open(const struct helper_ctx *h, const struct names_req *q, int b
         answer(h->listener, q->id, rc, 0);
         return;
     }
-    if (!(q->flags & O_NONBLOCK)) {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0)
-            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    }
+    if (!(q->flags & O_NONBLOCK))
+        fcntl(fd, F_SETFL, q->flags & ~O_ASYNC); /* the status flags asked for, O_NONBLOCK off */
     answer_fd(h->listener, q->id, fd, q->flags);
     close(fd);
 }
@@ -538,13 +574,14 @@ static void *helper_thread(void *arg) {
     if (!ok)
         return NULL; /* names_start fails */
     static struct names_req q;
+    static char wire[sizeof q];
     for (;;) {
         int fds[3] = {-1, -1, -1};
         union {
             struct cmsghdr h;
             char buf[CMSG_SPACE(sizeof fds)];
         } ctl;
-        struct iovec iov = {.iov_base = &q, .iov_len = sizeof q};
+        struct iovec iov = {.iov_base = wire, .iov_len = sizeof wire};
         struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
                            .msg_controllen = sizeof ctl.buf};
         ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
@@ -561,7 +598,7 @@ static void *helper_thread(void *arg) {
                     nfds = 3;
                 memcpy(fds, CMSG_DATA(c), nfds * sizeof(int));
             }
-        if (n != (ssize_t)sizeof q) {
+        if (!req_unpack(wire, (size_t)n, &q)) {
             for (size_t i = 0; i < nfds; i++)
                 close(fds[i]);
             continue;
@@ -1041,8 +1078,9 @@ static void *names_thread(void *arg) {
                 char buf[CMSG_SPACE(sizeof fds)];
             } ctl;
             memset(&ctl, 0, sizeof ctl);
-            struct iovec iov = {.iov_base = &q, .iov_len = sizeof q};
-            struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+            struct iovec iov[4];
+            size_t len = req_pack(&q, iov);
+            struct msghdr m = {.msg_iov = iov, .msg_iovlen = 4};
             if (nfds) {
                 m.msg_control = ctl.buf;
                 m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
@@ -1056,7 +1094,7 @@ static void *names_thread(void *arg) {
             do
                 s = sendmsg(rt->helper, &m, MSG_NOSIGNAL);
             while (s < 0 && errno == EINTR);
-            if (s != (ssize_t)sizeof q)
+            if (s != (ssize_t)len)
                 _exit(EXIT_SETUP); /* the helper is gone: nothing can be made safely */
         } else {
             answer(rt->listener, n->id, rc, 0);
@@ -1121,6 +1159,11 @@ int names_start(struct config *cfg, const struct a3s_landlock *ll,
         snprintf(why, cap, "names: cannot install the filter: %s", strerror(-listener));
         return -1;
     }
+    /* Linux 6.6: a caller and whoever answers it are woken on the waker's
+     * CPU, as a hand-off (each call is a round trip); older kernels refuse
+     * the flag, and wake as before */
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0) {
+    }
     /* the listener to the helper, which answers every call */
     struct names_req *hello = calloc(1, sizeof *hello);
     if (!hello) {
@@ -1133,8 +1176,9 @@ int names_start(struct config *cfg, const struct a3s_landlock *ll,
         char buf[CMSG_SPACE(sizeof(int))];
     } ctl;
     memset(&ctl, 0, sizeof ctl);
-    struct iovec iov = {.iov_base = hello, .iov_len = sizeof *hello};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+    struct iovec iov[4];
+    req_pack(hello, iov);
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 4, .msg_control = ctl.buf,
                        .msg_controllen = sizeof ctl.buf};
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
