@@ -151,7 +151,20 @@ struct nodump {
     int cwd; /* O_PATH; -1 once it changed directory */
 };
 
+/* The /proc/TID directory and open status file of a recent caller thread:
+ * both name that thread's struct pid, not its number, so once it is gone
+ * they fail (ESRCH, ENOENT) and are opened again, for whoever has the
+ * number then. Saves two /proc lookups per call; the status is read again
+ * every time (the umask can change at any moment). */
+#  define PROC_MAX 32
+struct procent {
+    pid_t tid; /* 0: a free slot */
+    int dir, status;
+};
+
 struct names_rt {
+    struct procent proc[PROC_MAX];
+    unsigned proc_next; /* the slot replaced next */
     int listener;
     int helper;    /* the thread's end of the helper's socket */
     int link_pipe; /* write end: a byte per link() or linkat() */
@@ -654,6 +667,72 @@ static int read_string(int mem, uint64_t addr, char *out, size_t cap) {
     return -ENAMETOOLONG;
 }
 
+static void proc_forget(struct procent *p) {
+    if (p->tid) {
+        close(p->dir);
+        close(p->status);
+    }
+    *p = (struct procent){0};
+}
+
+/* The cached entry of thread tid (fresh: opened again); NULL if it has none. */
+static struct procent *proc_of(struct names_rt *rt, pid_t tid, bool fresh) {
+    struct procent *p = NULL;
+    for (size_t i = 0; i < PROC_MAX && !p; i++)
+        if (rt->proc[i].tid == tid)
+            p = &rt->proc[i];
+    if (p && !fresh)
+        return p;
+    if (!p)
+        p = &rt->proc[rt->proc_next++ % PROC_MAX];
+    proc_forget(p);
+    char path[32];
+    snprintf(path, sizeof path, "/proc/%d", (int)tid);
+    int dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return NULL;
+    int status = openat(dir, "status", O_RDONLY | O_CLOEXEC);
+    if (status < 0) {
+        close(dir);
+        return NULL;
+    }
+    *p = (struct procent){.tid = tid, .dir = dir, .status = status};
+    return p;
+}
+
+/* /proc/TID/<name> of a caller thread, opened with flags; -1 and errno. */
+static int proc_open(struct names_rt *rt, pid_t tid, const char *name, int flags) {
+    struct procent *p = proc_of(rt, tid, false);
+    if (p)
+        return openat(p->dir, name, flags);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)tid, name);
+    return open(path, flags);
+}
+
+/* The caller's umask and thread group, from its /proc/TID/status. */
+static void caller_status(struct names_rt *rt, pid_t tid, unsigned *umask_out, pid_t *tgid) {
+    char buf[4096];
+    *umask_out = 022;
+    *tgid = tid;
+    ssize_t n = -1;
+    for (int fresh = 0; fresh < 2 && n <= 0; fresh++) {
+        struct procent *p = proc_of(rt, tid, fresh);
+        if (!p)
+            return;
+        n = pread(p->status, buf, sizeof buf - 1, 0);
+    }
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    const char *u = strstr(buf, "\nUmask:");
+    if (u)
+        *umask_out = (unsigned)strtoul(u + 7, NULL, 8);
+    const char *t = strstr(buf, "\nTgid:");
+    if (t)
+        *tgid = (pid_t)strtol(t + 6, NULL, 10);
+}
+
 /* Paths through the caller's own /proc entries: /proc/self, /proc/thread-self,
  * /dev/fd, /dev/std{in,out,err} mean the caller, not us, and the helper (in a
  * Landlock domain of its own) may not walk another process's cwd, root or fd
@@ -734,20 +813,20 @@ static int magic_prefix(pid_t tid, pid_t tgid, char *path, int *base, bool *whol
 
 /* The directory a relative path of the caller starts from, opened O_PATH;
  * -1 for an absolute path (the sandbox's root is everyone's), or -errno. */
-static int open_base(pid_t tid, int64_t dirfd, const char *path, bool empty_ok,
-                     const struct nodump *nd) {
+static int open_base(struct names_rt *rt, pid_t tid, int64_t dirfd, const char *path,
+                     bool empty_ok, const struct nodump *nd) {
     if (path[0] == '/')
         return -1;
     if (!path[0] && !empty_ok)
         return -ENOENT;
-    char proc[64];
+    char name[32];
     if ((int)dirfd == AT_FDCWD)
-        snprintf(proc, sizeof proc, "/proc/%d/cwd", (int)tid);
+        snprintf(name, sizeof name, "cwd");
     else if ((int)dirfd >= 0)
-        snprintf(proc, sizeof proc, "/proc/%d/fd/%d", (int)tid, (int)dirfd);
+        snprintf(name, sizeof name, "fd/%d", (int)dirfd);
     else
         return -EBADF;
-    int fd = open(proc, O_PATH | O_CLOEXEC);
+    int fd = proc_open(rt, tid, name, O_PATH | O_CLOEXEC);
     if (fd < 0 && nd && (errno == EACCES || errno == EPERM)) {
         /* non-dumpable: its cwd as noted, a dirfd of its never (fail closed) */
         if ((int)dirfd != AT_FDCWD || nd->cwd < 0)
@@ -757,28 +836,6 @@ static int open_base(pid_t tid, int64_t dirfd, const char *path, bool empty_ok,
     if (fd < 0)
         return errno == ENOENT ? -EBADF : -errno;
     return fd;
-}
-
-/* The caller's umask and thread group, from its /proc/TID/status. */
-static void caller_status(pid_t tid, unsigned *umask_out, pid_t *tgid) {
-    char proc[64], buf[4096];
-    *umask_out = 022;
-    *tgid = tid;
-    snprintf(proc, sizeof proc, "/proc/%d/status", (int)tid);
-    int fd = open(proc, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return;
-    buf[n] = '\0';
-    const char *u = strstr(buf, "\nUmask:");
-    if (u)
-        *umask_out = (unsigned)strtoul(u + 7, NULL, 8);
-    const char *t = strstr(buf, "\nTgid:");
-    if (t)
-        *tgid = (pid_t)strtol(t + 6, NULL, 10);
 }
 
 /* ---- non-dumpable callers (struct nodump) ---------------------------------- */
@@ -826,14 +883,13 @@ static struct nodump *nodump_find(struct names_rt *rt, pid_t tgid) {
     return NULL;
 }
 
-static void caller_status(pid_t tid, unsigned *umask_out, pid_t *tgid);
 
 /* prctl(PR_SET_DUMPABLE): the caller waits in it, still as readable as it
  * was; what it would no longer let us open is opened now. */
 static void nodump_note(struct names_rt *rt, const struct seccomp_notif *n) {
     pid_t tid = (pid_t)n->pid, tgid;
     unsigned um;
-    caller_status(tid, &um, &tgid);
+    caller_status(rt, tid, &um, &tgid);
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/%d/mem", (int)tid);
     int mem = open(proc, O_RDONLY | O_CLOEXEC);
@@ -872,7 +928,7 @@ static void nodump_moved(struct names_rt *rt, pid_t tid) {
         return;
     pid_t tgid;
     unsigned um;
-    caller_status(tid, &um, &tgid);
+    caller_status(rt, tid, &um, &tgid);
     struct nodump *d = nodump_find(rt, tgid);
     if (d && d->cwd >= 0) {
         close(d->cwd);
@@ -882,8 +938,8 @@ static void nodump_moved(struct names_rt *rt, pid_t tid) {
 
 /* Reads one notified call into q and its base fds; 0 or -errno (answered
  * by the caller of this). */
-static int take_args(const struct seccomp_notif *n, struct names_req *q, int base[2], int mem,
-                     pid_t tgid, const struct nodump *nd);
+static int take_args(struct names_rt *rt, const struct seccomp_notif *n, struct names_req *q,
+                     int base[2], int mem, pid_t tgid, const struct nodump *nd);
 
 static int take_call(struct names_rt *rt, const struct seccomp_notif *n, struct names_req *q,
                      int base[2]) {
@@ -893,10 +949,8 @@ static int take_call(struct names_rt *rt, const struct seccomp_notif *n, struct 
     q->id = n->id;
     q->path[0][0] = q->path[1][0] = q->text[0] = '\0';
     pid_t tgid;
-    caller_status(tid, &q->umask, &tgid);
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/%d/mem", (int)tid);
-    int mem = open(proc, O_RDONLY | O_CLOEXEC);
+    caller_status(rt, tid, &q->umask, &tgid);
+    int mem = proc_open(rt, tid, "mem", O_RDONLY | O_CLOEXEC);
     const struct nodump *nd = NULL;
     if (mem < 0) {
         if (errno == ENOENT || errno == ESRCH)
@@ -905,14 +959,14 @@ static int take_call(struct names_rt *rt, const struct seccomp_notif *n, struct 
             return -EACCES; /* unreadable and not seen readable: fail closed */
         mem = nd->mem;
     }
-    int rc = take_args(n, q, base, mem, tgid, nd);
+    int rc = take_args(rt, n, q, base, mem, tgid, nd);
     if (!nd)
         close(mem);
     return rc;
 }
 
-static int take_args(const struct seccomp_notif *n, struct names_req *q, int base[2], int mem,
-                     pid_t tgid, const struct nodump *nd) {
+static int take_args(struct names_rt *rt, const struct seccomp_notif *n, struct names_req *q,
+                     int base[2], int mem, pid_t tgid, const struct nodump *nd) {
     const __u64 *a = n->data.args;
     pid_t tid = (pid_t)n->pid;
     int64_t dfd[2] = {AT_FDCWD, AT_FDCWD};
@@ -1006,7 +1060,7 @@ static int take_args(const struct seccomp_notif *n, struct names_req *q, int bas
         if ((rc = magic_prefix(tid, tgid, q->path[i], &fd, &whole)) < 0)
             return rc;
         q->whole[i] = whole;
-        if (fd < 0 && (fd = open_base(tid, dfd[i], q->path[i], empty, nd)) < -1)
+        if (fd < 0 && (fd = open_base(rt, tid, dfd[i], q->path[i], empty, nd)) < -1)
             return fd;
         base[i] = fd;
     }
