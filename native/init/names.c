@@ -24,6 +24,8 @@
  *
  * The init's own calls (server mode makes scratch directories and restores
  * /tmp) are let through: its memory is its own, no command can change it.
+ * prctl(PR_SET_DUMPABLE), chdir and fchdir are notified too, only to be
+ * noted and let through (struct nodump: a non-dumpable caller's memory).
  * link() and linkat() are still reported as links seen (the "L" status) via
  * a pipe whose read end is cfg->links_fd.
  */
