@@ -24,6 +24,8 @@
  *
  * The init's own calls (server mode makes scratch directories and restores
  * /tmp) are let through: its memory is its own, no command can change it.
+ * prctl(PR_SET_DUMPABLE), chdir and fchdir are notified too, only to be
+ * noted and let through (struct nodump: a non-dumpable caller's memory).
  * link() and linkat() are still reported as links seen (the "L" status) via
  * a pipe whose read end is cfg->links_fd.
  */
@@ -70,6 +72,13 @@
 #  define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)
 #endif
 
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#  define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#  define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
 #if defined(NAMES_ARCH) && defined(SECCOMP_IOCTL_NOTIF_RECV) && defined(SECCOMP_IOCTL_NOTIF_ADDFD)
 #  define NAMES_SUPPORTED 1
 #endif
@@ -87,16 +96,83 @@ struct names_req {
     unsigned mode;
     unsigned long long dev;
     unsigned umask;
+    bool whole[2];          /* path[i] was the caller's /proc fd link itself (magic_prefix) */
     char path[2][PATH_MAX]; /* the name made (path[0]; link, rename: the old one first) */
     char text[PATH_MAX];    /* symlink: its target */
-    bool whole[2];          /* path[i] was the caller's /proc fd link itself (magic_prefix) */
+};
+
+/* On the helper's socket a request is its header and then its three strings,
+ * each with its NUL: a few hundred bytes, not the 12 KiB of the struct. */
+#  define REQ_HEAD offsetof(struct names_req, path)
+
+static size_t req_pack(const struct names_req *q, struct iovec iov[4]) {
+    iov[0] = (struct iovec){.iov_base = (void *)q, .iov_len = REQ_HEAD};
+    const char *s[3] = {q->path[0], q->path[1], q->text};
+    size_t total = REQ_HEAD;
+    for (int i = 0; i < 3; i++) {
+        iov[i + 1] = (struct iovec){.iov_base = (void *)s[i], .iov_len = strlen(s[i]) + 1};
+        total += iov[i + 1].iov_len;
+    }
+    return total;
+}
+
+/* The request in buf (n bytes) into q; false if it is not one. */
+static bool req_unpack(const char *buf, size_t n, struct names_req *q) {
+    if (n < REQ_HEAD)
+        return false;
+    memcpy(q, buf, REQ_HEAD);
+    char *d[3] = {q->path[0], q->path[1], q->text};
+    size_t at = REQ_HEAD;
+    for (int i = 0; i < 3; i++) {
+        const char *end = at < n ? memchr(buf + at, '\0', n - at) : NULL;
+        if (!end || (size_t)(end - (buf + at)) >= PATH_MAX)
+            return false;
+        memcpy(d[i], buf + at, (size_t)(end - (buf + at)) + 1);
+        at = (size_t)(end - buf) + 1;
+    }
+    return at == n;
+}
+
+/* A process that made itself non-dumpable (prctl(PR_SET_DUMPABLE, 0), as
+ * ssh-agent does): from then on a process without CAP_SYS_PTRACE, as the
+ * init is, can open none of its /proc/PID/mem, cwd or fd/N. So its mem and
+ * working directory are opened while it is blocked in that prctl, still
+ * readable; an open mem goes on reading the same memory (the kernel checks
+ * at open). Its calls are then emulated as anyone's, with a base directory
+ * from here: its cwd until it changes directory (chdir and fchdir are
+ * noted), none for a dirfd (refused, EACCES: fail closed). What is read
+ * from here is what the helper resolves and checks, as for any caller, so a
+ * stale entry can misplace a file of its own process, never make a
+ * protected name. A child it forks is non-dumpable from birth and was never
+ * readable: its calls are refused (EACCES), as before. */
+#  define NODUMP_MAX 64
+struct nodump {
+    pid_t tgid;               /* 0: a free slot */
+    unsigned long long start; /* its start time (/proc/PID/stat): a reused pid is not it */
+    int mem;
+    int cwd; /* O_PATH; -1 once it changed directory */
+};
+
+/* The /proc/TID directory and open status file of a recent caller thread:
+ * both name that thread's struct pid, not its number, so once it is gone
+ * they fail (ESRCH, ENOENT) and are opened again, for whoever has the
+ * number then. Saves two /proc lookups per call; the status is read again
+ * every time (the umask can change at any moment). */
+#  define PROC_MAX 32
+struct procent {
+    pid_t tid; /* 0: a free slot */
+    int dir, status;
 };
 
 struct names_rt {
+    struct procent proc[PROC_MAX];
+    unsigned proc_next; /* the slot replaced next */
     int listener;
     int helper;    /* the thread's end of the helper's socket */
     int link_pipe; /* write end: a byte per link() or linkat() */
     size_t notif_size, resp_size;
+    struct nodump nodump[NODUMP_MAX];
+    size_t nodumps; /* slots in use */
 };
 
 /* ---- the filter ---------------------------------------------------------- */
@@ -128,10 +204,11 @@ static int install_filter(void) {
         SYS_renameat,
 #  endif
         SYS_mkdirat,   SYS_mknodat, SYS_symlinkat, SYS_linkat, SYS_renameat2,
+        SYS_chdir,     SYS_fchdir, /* let through: only noted (struct nodump) */
     };
     enum { N = sizeof notify_nr / sizeof notify_nr[0] };
     /* jumps go forward only: each flags check ends in returns of its own */
-    struct sock_filter f[N + 16];
+    struct sock_filter f[N + 24];
     unsigned n = 0;
     f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
                                           offsetof(struct seccomp_data, arch));
@@ -147,6 +224,7 @@ static int install_filter(void) {
     unsigned open_jump[2];
     for (int k = 0; k < 2; k++)
         open_jump[k] = n++;
+    unsigned prctl_jump = n++;
     unsigned allow = n++;
     unsigned notify = n++;
     unsigned check[2];
@@ -158,6 +236,15 @@ static int install_filter(void) {
         f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
         f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     }
+    /* prctl(PR_SET_DUMPABLE, ...): the option is an int (low 32 bits) */
+    unsigned dump_check = n;
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                                          offsetof(struct seccomp_data, args[0]));
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_DUMPABLE, 0, 1);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    f[prctl_jump] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl,
+                                                 (uint8_t)(dump_check - prctl_jump - 1), 0);
     f[arch_jump] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NAMES_ARCH, 0,
                                                 (uint8_t)(allow - arch_jump - 1));
     for (unsigned i = 0; i < N; i++) {
@@ -343,11 +430,8 @@ static void open_blocking(const struct helper_ctx *h, uint64_t id, int dirfd, co
  * O_NONBLOCK, so that a FIFO cannot hold the helper; the caller gets the fd
  * in the blocking mode it asked for. */
 static void answer_opened(const struct helper_ctx *h, const struct names_req *q, int fd) {
-    if (!(q->flags & O_NONBLOCK)) {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0)
-            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    }
+    if (!(q->flags & O_NONBLOCK)) /* the status flags asked for, O_NONBLOCK off */
+        fcntl(fd, F_SETFL, q->flags & ~(O_ASYNC | O_NONBLOCK));
     answer_fd(h->listener, q->id, fd, q->flags); /* closes fd */
 }
 
@@ -516,13 +600,14 @@ static void *helper_thread(void *arg) {
     if (!ok)
         return NULL; /* names_start fails */
     static struct names_req q;
+    static char wire[sizeof q];
     for (;;) {
         int fds[3] = {-1, -1, -1};
         union {
             struct cmsghdr h;
             char buf[CMSG_SPACE(sizeof fds)];
         } ctl;
-        struct iovec iov = {.iov_base = &q, .iov_len = sizeof q};
+        struct iovec iov = {.iov_base = wire, .iov_len = sizeof wire};
         struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
                            .msg_controllen = sizeof ctl.buf};
         ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
@@ -539,7 +624,7 @@ static void *helper_thread(void *arg) {
                     nfds = 3;
                 memcpy(fds, CMSG_DATA(c), nfds * sizeof(int));
             }
-        if (n != (ssize_t)sizeof q) {
+        if (!req_unpack(wire, (size_t)n, &q)) {
             for (size_t i = 0; i < nfds; i++)
                 close(fds[i]);
             continue;
@@ -593,6 +678,72 @@ static int read_string(int mem, uint64_t addr, char *out, size_t cap) {
         got += (size_t)n;
     }
     return -ENAMETOOLONG;
+}
+
+static void proc_forget(struct procent *p) {
+    if (p->tid) {
+        close(p->dir);
+        close(p->status);
+    }
+    *p = (struct procent){0};
+}
+
+/* The cached entry of thread tid (fresh: opened again); NULL if it has none. */
+static struct procent *proc_of(struct names_rt *rt, pid_t tid, bool fresh) {
+    struct procent *p = NULL;
+    for (size_t i = 0; i < PROC_MAX && !p; i++)
+        if (rt->proc[i].tid == tid)
+            p = &rt->proc[i];
+    if (p && !fresh)
+        return p;
+    if (!p)
+        p = &rt->proc[rt->proc_next++ % PROC_MAX];
+    proc_forget(p);
+    char path[32];
+    snprintf(path, sizeof path, "/proc/%d", (int)tid);
+    int dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return NULL;
+    int status = openat(dir, "status", O_RDONLY | O_CLOEXEC);
+    if (status < 0) {
+        close(dir);
+        return NULL;
+    }
+    *p = (struct procent){.tid = tid, .dir = dir, .status = status};
+    return p;
+}
+
+/* /proc/TID/<name> of a caller thread, opened with flags; -1 and errno. */
+static int proc_open(struct names_rt *rt, pid_t tid, const char *name, int flags) {
+    struct procent *p = proc_of(rt, tid, false);
+    if (p)
+        return openat(p->dir, name, flags);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)tid, name);
+    return open(path, flags);
+}
+
+/* The caller's umask and thread group, from its /proc/TID/status. */
+static void caller_status(struct names_rt *rt, pid_t tid, unsigned *umask_out, pid_t *tgid) {
+    char buf[4096];
+    *umask_out = 022;
+    *tgid = tid;
+    ssize_t n = -1;
+    for (int fresh = 0; fresh < 2 && n <= 0; fresh++) {
+        struct procent *p = proc_of(rt, tid, fresh);
+        if (!p)
+            return;
+        n = pread(p->status, buf, sizeof buf - 1, 0);
+    }
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    const char *u = strstr(buf, "\nUmask:");
+    if (u)
+        *umask_out = (unsigned)strtoul(u + 7, NULL, 8);
+    const char *t = strstr(buf, "\nTgid:");
+    if (t)
+        *tgid = (pid_t)strtol(t + 6, NULL, 10);
 }
 
 /* Paths through the caller's own /proc entries: /proc/self, /proc/thread-self,
@@ -675,67 +826,160 @@ static int magic_prefix(pid_t tid, pid_t tgid, char *path, int *base, bool *whol
 
 /* The directory a relative path of the caller starts from, opened O_PATH;
  * -1 for an absolute path (the sandbox's root is everyone's), or -errno. */
-static int open_base(pid_t tid, int64_t dirfd, const char *path, bool empty_ok) {
+static int open_base(struct names_rt *rt, pid_t tid, int64_t dirfd, const char *path,
+                     bool empty_ok, const struct nodump *nd) {
     if (path[0] == '/')
         return -1;
     if (!path[0] && !empty_ok)
         return -ENOENT;
-    char proc[64];
+    char name[32];
     if ((int)dirfd == AT_FDCWD)
-        snprintf(proc, sizeof proc, "/proc/%d/cwd", (int)tid);
+        snprintf(name, sizeof name, "cwd");
     else if ((int)dirfd >= 0)
-        snprintf(proc, sizeof proc, "/proc/%d/fd/%d", (int)tid, (int)dirfd);
+        snprintf(name, sizeof name, "fd/%d", (int)dirfd);
     else
         return -EBADF;
-    int fd = open(proc, O_PATH | O_CLOEXEC);
+    int fd = proc_open(rt, tid, name, O_PATH | O_CLOEXEC);
+    if (fd < 0 && nd && (errno == EACCES || errno == EPERM)) {
+        /* non-dumpable: its cwd as noted, a dirfd of its never (fail closed) */
+        if ((int)dirfd != AT_FDCWD || nd->cwd < 0)
+            return -EACCES;
+        fd = fcntl(nd->cwd, F_DUPFD_CLOEXEC, 0);
+    }
     if (fd < 0)
         return errno == ENOENT ? -EBADF : -errno;
     return fd;
 }
 
-/* The caller's umask and thread group, from its /proc/TID/status. */
-static void caller_status(pid_t tid, unsigned *umask_out, pid_t *tgid) {
-    char proc[64], buf[4096];
-    *umask_out = 022;
-    *tgid = tid;
-    snprintf(proc, sizeof proc, "/proc/%d/status", (int)tid);
+/* ---- non-dumpable callers (struct nodump) ---------------------------------- */
+
+/* The start time of process pid (field 22 of /proc/PID/stat, readable for
+ * any process); 0 if it cannot be read. */
+static unsigned long long start_time(pid_t pid) {
+    char proc[64], buf[1024];
+    snprintf(proc, sizeof proc, "/proc/%d/stat", (int)pid);
     int fd = open(proc, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return;
+        return 0;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
-        return;
+        return 0;
     buf[n] = '\0';
-    const char *u = strstr(buf, "\nUmask:");
-    if (u)
-        *umask_out = (unsigned)strtoul(u + 7, NULL, 8);
-    const char *t = strstr(buf, "\nTgid:");
-    if (t)
-        *tgid = (pid_t)strtol(t + 6, NULL, 10);
+    const char *p = strrchr(buf, ')'); /* after the command name, which may hold anything */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static void nodump_drop(struct names_rt *rt, struct nodump *d) {
+    close(d->mem);
+    if (d->cwd >= 0)
+        close(d->cwd);
+    *d = (struct nodump){0};
+    rt->nodumps--;
+}
+
+/* The entry of process tgid if it is still that process; a stale one is
+ * dropped. */
+static struct nodump *nodump_find(struct names_rt *rt, pid_t tgid) {
+    if (!rt->nodumps)
+        return NULL;
+    for (size_t i = 0; i < NODUMP_MAX; i++) {
+        struct nodump *d = &rt->nodump[i];
+        if (d->tgid != tgid)
+            continue;
+        if (start_time(tgid) == d->start)
+            return d;
+        nodump_drop(rt, d);
+    }
+    return NULL;
+}
+
+
+/* prctl(PR_SET_DUMPABLE): the caller waits in it, still as readable as it
+ * was; what it would no longer let us open is opened now. */
+static void nodump_note(struct names_rt *rt, const struct seccomp_notif *n) {
+    pid_t tid = (pid_t)n->pid, tgid;
+    unsigned um;
+    caller_status(rt, tid, &um, &tgid);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/%d/mem", (int)tid);
+    int mem = open(proc, O_RDONLY | O_CLOEXEC);
+    if (mem < 0)
+        return; /* not readable already: nothing to keep (its calls are refused) */
+    snprintf(proc, sizeof proc, "/proc/%d/cwd", (int)tid);
+    int cwd = open(proc, O_PATH | O_CLOEXEC);
+    unsigned long long start = start_time(tgid);
+    /* the pid named the caller all along (not a reused one) */
+    if (!start || ioctl(rt->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) != 0) {
+        close(mem);
+        if (cwd >= 0)
+            close(cwd);
+        return;
+    }
+    struct nodump *d = nodump_find(rt, tgid); /* again (after an exec: a new memory) */
+    if (d)
+        nodump_drop(rt, d);
+    for (size_t i = 0; i < NODUMP_MAX && rt->nodumps == NODUMP_MAX; i++)
+        if (start_time(rt->nodump[i].tgid) != rt->nodump[i].start)
+            nodump_drop(rt, &rt->nodump[i]); /* full: make room from the dead */
+    for (size_t i = 0; i < NODUMP_MAX; i++)
+        if (!rt->nodump[i].tgid) {
+            rt->nodump[i] = (struct nodump){.tgid = tgid, .start = start, .mem = mem, .cwd = cwd};
+            rt->nodumps++;
+            return;
+        }
+    close(mem); /* full of live ones: its calls will be refused */
+    if (cwd >= 0)
+        close(cwd);
+}
+
+/* chdir or fchdir: a non-dumpable caller's directory is not known any more. */
+static void nodump_moved(struct names_rt *rt, pid_t tid) {
+    if (!rt->nodumps)
+        return;
+    pid_t tgid;
+    unsigned um;
+    caller_status(rt, tid, &um, &tgid);
+    struct nodump *d = nodump_find(rt, tgid);
+    if (d && d->cwd >= 0) {
+        close(d->cwd);
+        d->cwd = -1;
+    }
 }
 
 /* Reads one notified call into q and its base fds; 0 or -errno (answered
  * by the caller of this). */
-static int take_args(const struct seccomp_notif *n, struct names_req *q, int base[2], int mem);
+static int take_args(struct names_rt *rt, const struct seccomp_notif *n, struct names_req *q,
+                     int base[2], int mem, pid_t tgid, const struct nodump *nd);
 
-static int take_call(const struct seccomp_notif *n, struct names_req *q, int base[2]) {
+static int take_call(struct names_rt *rt, const struct seccomp_notif *n, struct names_req *q,
+                     int base[2]) {
     pid_t tid = (pid_t)n->pid;
     memset(q, 0, offsetof(struct names_req, path));
     q->whole[0] = q->whole[1] = false;
     q->id = n->id;
     q->path[0][0] = q->path[1][0] = q->text[0] = '\0';
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/%d/mem", (int)tid);
-    int mem = open(proc, O_RDONLY | O_CLOEXEC);
-    if (mem < 0)
-        return errno == ENOENT || errno == ESRCH ? -ENOENT : -EACCES; /* fail closed */
-    int rc = take_args(n, q, base, mem);
-    close(mem);
+    pid_t tgid;
+    caller_status(rt, tid, &q->umask, &tgid);
+    int mem = proc_open(rt, tid, "mem", O_RDONLY | O_CLOEXEC);
+    const struct nodump *nd = NULL;
+    if (mem < 0) {
+        if (errno == ENOENT || errno == ESRCH)
+            return -ENOENT;
+        if (!(nd = nodump_find(rt, tgid)))
+            return -EACCES; /* unreadable and not seen readable: fail closed */
+        mem = nd->mem;
+    }
+    int rc = take_args(rt, n, q, base, mem, tgid, nd);
+    if (!nd)
+        close(mem);
     return rc;
 }
 
-static int take_args(const struct seccomp_notif *n, struct names_req *q, int base[2], int mem) {
+static int take_args(struct names_rt *rt, const struct seccomp_notif *n, struct names_req *q,
+                     int base[2], int mem, pid_t tgid, const struct nodump *nd) {
     const __u64 *a = n->data.args;
     pid_t tid = (pid_t)n->pid;
     int64_t dfd[2] = {AT_FDCWD, AT_FDCWD};
@@ -818,8 +1062,6 @@ static int take_args(const struct seccomp_notif *n, struct names_req *q, int bas
     default:
         return -ENOSYS;
     }
-    pid_t tgid;
-    caller_status(tid, &q->umask, &tgid);
     for (int i = 0; i < npaths; i++) {
         int rc = read_string(mem, addr[i], q->path[i], sizeof q->path[i]);
         if (rc < 0)
@@ -831,7 +1073,7 @@ static int take_args(const struct seccomp_notif *n, struct names_req *q, int bas
         if ((rc = magic_prefix(tid, tgid, q->path[i], &fd, &whole)) < 0)
             return rc;
         q->whole[i] = whole;
-        if (fd < 0 && (fd = open_base(tid, dfd[i], q->path[i], empty)) < -1)
+        if (fd < 0 && (fd = open_base(rt, tid, dfd[i], q->path[i], empty, nd)) < -1)
             return fd;
         base[i] = fd;
     }
@@ -876,7 +1118,17 @@ static void *names_thread(void *arg) {
             (void)w;
         }
         int base[2] = {-1, -1};
-        int rc = take_call(n, &q, base);
+        if (nr == SYS_prctl) { /* PR_SET_DUMPABLE (the filter): makes no name */
+            nodump_note(rt, n);
+            answer_continue(rt->listener, n->id);
+            continue;
+        }
+        if (nr == SYS_chdir || nr == SYS_fchdir) { /* makes no name */
+            nodump_moved(rt, (pid_t)n->pid);
+            answer_continue(rt->listener, n->id);
+            continue;
+        }
+        int rc = take_call(rt, n, &q, base);
         /* the pid named the caller all along: its /proc entries were its own */
         if (rc == 0 && ioctl(rt->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) != 0)
             rc = -ENOENT;
@@ -893,8 +1145,9 @@ static void *names_thread(void *arg) {
                 char buf[CMSG_SPACE(sizeof fds)];
             } ctl;
             memset(&ctl, 0, sizeof ctl);
-            struct iovec iov = {.iov_base = &q, .iov_len = sizeof q};
-            struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+            struct iovec iov[4];
+            size_t len = req_pack(&q, iov);
+            struct msghdr m = {.msg_iov = iov, .msg_iovlen = 4};
             if (nfds) {
                 m.msg_control = ctl.buf;
                 m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
@@ -908,7 +1161,7 @@ static void *names_thread(void *arg) {
             do
                 s = sendmsg(rt->helper, &m, MSG_NOSIGNAL);
             while (s < 0 && errno == EINTR);
-            if (s != (ssize_t)sizeof q)
+            if (s != (ssize_t)len)
                 _exit(EXIT_SETUP); /* the helper is gone: nothing can be made safely */
         } else {
             answer(rt->listener, n->id, rc, 0);
@@ -973,6 +1226,11 @@ int names_start(struct config *cfg, const struct a3s_landlock *ll,
         snprintf(why, cap, "names: cannot install the filter: %s", strerror(-listener));
         return -1;
     }
+    /* Linux 6.6: a caller and whoever answers it are woken on the waker's
+     * CPU, as a hand-off (each call is a round trip); older kernels refuse
+     * the flag, and wake as before */
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0) {
+    }
     /* the listener to the helper, which answers every call */
     struct names_req *hello = calloc(1, sizeof *hello);
     if (!hello) {
@@ -985,8 +1243,9 @@ int names_start(struct config *cfg, const struct a3s_landlock *ll,
         char buf[CMSG_SPACE(sizeof(int))];
     } ctl;
     memset(&ctl, 0, sizeof ctl);
-    struct iovec iov = {.iov_base = hello, .iov_len = sizeof *hello};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+    struct iovec iov[4];
+    req_pack(hello, iov);
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 4, .msg_control = ctl.buf,
                        .msg_controllen = sizeof ctl.buf};
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;

@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+import nodump
 import pytest
 
 from codeward import _native
@@ -411,3 +412,45 @@ def test_a_created_file_is_closed_when_its_caller_closes_it(ws, reuse, tmp_path)
         sb.close()
     assert out.exit_code == 0, out
     assert out.stdout.strip() == "late 0", out.stdout
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["long-lived", "one-shot"])
+def test_a_non_dumpable_program_makes_names_and_no_protected_one(ws, reuse, tmp_path):
+    """prctl(PR_SET_DUMPABLE, 0) (ssh-agent, gpg-agent) closes the program's memory to the
+    init: its calls are still emulated, from what was opened while it waited in the prctl,
+    and where nothing was (a dirfd, a directory it moved to, a child it forks, unreadable
+    from birth) they are refused, never let through."""
+    try:
+        nodump.build(ws / "sub", tmp_path)
+    except RuntimeError:
+        pytest.skip("no C compiler")
+    before = listing(ws)
+    with NativeBashSandbox(ws, reuse=reuse) as sb:
+        out = sb.exec("umask 022; sub/nodump; ls -A")
+    assert out.exit_code == 0, out
+    got = nodump.results(out.stdout)
+    ok = [
+        "prctl", "create", "write", "mkdir", "create-in-dir", "create-abs", "rename",
+        "symlink", "link", "thread-create", "race", "chdir",
+    ]  # fmt: skip
+    assert {k: got.get(k) for k in ok} == dict.fromkeys(ok, "ok"), out.stdout
+    assert got["dumpable"] == "0"
+    for refused in (
+        "protected-create", "protected-mkdir", "protected-rename", "protected-symlink",
+        "protected-dotdot", "protected-dirfd", "ordinary-dirfd", "child-protected",
+        "after-chdir",
+    ):  # fmt: skip
+        assert got[refused] == "EACCES", (refused, out.stdout)
+    assert (ws / "dir" / "moved").read_text() == "hello\n"
+    assert oct((ws / "dir").stat().st_mode & 0o777) == oct(0o755)  # the caller's umask
+    assert os.readlink(ws / "dir" / "link") == "moved"
+    assert (ws / "dir" / "hard").stat().st_ino == (ws / "dir" / "moved").stat().st_ino
+    assert (ws / "from-thread").exists() and (ws / "race-ordinary").exists()
+    assert (ws / "dir" / "absolute").exists()
+    assert not (ws / "via-dirfd").exists() and not (ws / "dir" / "after").exists()
+    for name in ALL_PROTECTED:
+        assert not os.path.lexists(ws / name), f"{name} was made on the host"
+        assert name not in out.stdout.split(), f"{name} is visible in the sandbox"
+    after = listing(ws)
+    assert all(after["lstat " + name] is None for name in ALL_PROTECTED), after
+    assert before.keys() <= after.keys()

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import nodump
 import pytest
 from hostload import (
     HostWatch,
@@ -793,3 +794,29 @@ def test_unprivileged_network_grant_reaches_the_origin_and_nothing_else(driver, 
         origin.shutdown()
         origin.server_close()
         canary.close()
+
+
+@pytest.mark.skipif(
+    not _native.features().get("names_emulated"), reason="no SECCOMP_ADDFD_FLAG_SEND"
+)
+def test_unprivileged_non_dumpable_program_makes_names_and_no_protected_one(driver) -> None:
+    """For nobody, a non-dumpable process's /proc files are also owned by a root outside the
+    sandbox's user namespace (no DAC access at all, where root inside still owns them): the
+    supervisor's handles, opened while it waited in its prctl, still serve its calls."""
+    work = Path(tempfile.mkdtemp(prefix="a3s-nodump-"))
+    try:
+        binary = nodump.build(work, work)
+        shutil.copy2(binary, driver.ws / "nodump")
+        (driver.ws / "nodump").chmod(0o755)
+        before = sorted(os.listdir(driver.ws))
+        r = driver.run("./nodump; rm -rf dir from-thread race-ordinary")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        (driver.ws / "nodump").unlink(missing_ok=True)
+    got = nodump.results(r.stdout)
+    assert got["dumpable"] == "0", r
+    for name in ("create", "mkdir", "rename", "link", "thread-create", "race", "create-abs"):
+        assert got[name] == "ok", (name, r)
+    for name in ("protected-create", "protected-mkdir", "protected-rename", "child-protected"):
+        assert got[name] == "EACCES", (name, r)
+    assert sorted(os.listdir(driver.ws)) == [n for n in before if n != "nodump"], r
