@@ -976,41 +976,47 @@ int main(int argc, char **argv) {
             }
         }
         if (fds[0].revents & POLLIN) {
-            struct signalfd_siginfo si;
+            /* a batch per read: a wake-up of the tracer is one read, not two */
+            struct signalfd_siginfo sis[8];
             bool reap = false;
-            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                if (si.ssi_signo != SIGCHLD && cfg.sandbox) {
-                    /* In a sandbox nothing outside sends these to PID 1: the
-                     * caller stops a run by killing bubblewrap (whose death
-                     * kills us: the parent-death signal) or through the
-                     * lifeline. So a signal here came from a command, and
-                     * whatever it claims to be (rt_sigqueueinfo forges any
-                     * si_pid), it does not stop the run. */
-                    continue;
-                }
-                if (si.ssi_signo != SIGCHLD && cfg.owns_pidns &&
-                    !(si.ssi_code == SI_USER && si.ssi_pid == 0)) {
-                    /* Owned host mode: a stop request comes from outside the
-                     * namespace (kill or pidfd_send_signal: SI_USER, and a
-                     * sender we cannot see has pid 0 here); the program's
-                     * own signals to its init are ignored. SI_USER cannot be
-                     * forged with rt_sigqueueinfo. */
-                    continue;
-                }
-                if (si.ssi_signo != SIGCHLD) {
-                    /* host mode: a stop request from the caller's cancel or
-                     * timeout: pass it on, then KILL everything after the grace */
-                    signal_all(&cfg, child, (int)si.ssi_signo);
-                    if (!stopping) {
-                        stopping = true;
-                        if (tfd >= 0)
-                            close(tfd);
-                        tfd = arm_timer(cfg.grace_ms);
+            ssize_t got;
+            do {
+                got = read(sfd, sis, sizeof sis);
+                for (ssize_t i = 0; i < got / (ssize_t)sizeof *sis; i++) {
+                    const struct signalfd_siginfo si = sis[i];
+                    if (si.ssi_signo != SIGCHLD && cfg.sandbox) {
+                        /* In a sandbox nothing outside sends these to PID 1: the
+                         * caller stops a run by killing bubblewrap (whose death
+                         * kills us: the parent-death signal) or through the
+                         * lifeline. So a signal here came from a command, and
+                         * whatever it claims to be (rt_sigqueueinfo forges any
+                         * si_pid), it does not stop the run. */
+                        continue;
                     }
-                    continue;
+                    if (si.ssi_signo != SIGCHLD && cfg.owns_pidns &&
+                        !(si.ssi_code == SI_USER && si.ssi_pid == 0)) {
+                        /* Owned host mode: a stop request comes from outside the
+                         * namespace (kill or pidfd_send_signal: SI_USER, and a
+                         * sender we cannot see has pid 0 here); the program's
+                         * own signals to its init are ignored. SI_USER cannot be
+                         * forged with rt_sigqueueinfo. */
+                        continue;
+                    }
+                    if (si.ssi_signo != SIGCHLD) {
+                        /* host mode: a stop request from the caller's cancel or
+                         * timeout: pass it on, then KILL everything after the grace */
+                        signal_all(&cfg, child, (int)si.ssi_signo);
+                        if (!stopping) {
+                            stopping = true;
+                            if (tfd >= 0)
+                                close(tfd);
+                            tfd = arm_timer(cfg.grace_ms);
+                        }
+                        continue;
+                    }
+                    reap = true;
                 }
-                reap = true;
-            }
+            } while (got == (ssize_t)sizeof sis);
             /* once per wake-up: with a tracer busy past its bound, the next
              * SIGCHLD (exectrace_wait raises one) comes back through poll */
             int st;
@@ -1031,3 +1037,4 @@ int main(int argc, char **argv) {
         }
     }
 }
+

@@ -128,12 +128,11 @@ int exectrace_seize(struct exectrace *t, pid_t child, int ready_fd, int go_fd) {
     return rc;
 }
 
-/* The argv of pid as /proc/PID/cmdline holds it: a heap buffer of NUL-
- * separated strings and a NULL-terminated vector into it, or NULL. */
-static char **read_argv(pid_t pid, char **buf, size_t *argc) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* The argv of the process whose /proc directory is `proc` as its cmdline
+ * holds it: a heap buffer of NUL-separated strings and a NULL-terminated
+ * vector into it, or NULL. */
+static char **read_argv(int proc, char **buf, size_t *argc) {
+    int fd = openat(proc, "cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
     size_t cap = 4096, len = 0;
@@ -220,21 +219,28 @@ static void check_exec(struct exectrace *t, pid_t pid) {
         ptrace(PTRACE_CONT, pid, NULL, NULL);
         return;
     }
+    /* /proc/PID looked up once: each lookup of a pid's directory makes its
+     * proc inode anew, and every exec pays for it. The pid is the stopped
+     * tracee's (not reaped, so not reused): its entries are its own. */
     char path[64], exe[PATH_MAX];
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    int proc = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     char *buf = NULL;
     size_t argc = 0;
-    char **argv = read_argv(pid, &buf, &argc);
-    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
-    ssize_t el = readlink(path, exe, sizeof exe - 1);
+    char **argv = proc >= 0 ? read_argv(proc, &buf, &argc) : NULL;
+    ssize_t el = proc >= 0 ? readlinkat(proc, "exe", exe, sizeof exe - 1) : -1;
     if (el >= 0)
         exe[el] = '\0';
     /* opened only when the decision may need them: each open costs every exec */
-    int exe_fd = a3s_exec_rules_located(t->rules) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    int exe_fd = proc >= 0 && a3s_exec_rules_located(t->rules)
+                     ? openat(proc, "exe", O_RDONLY | O_CLOEXEC)
+                     : -1;
     bool relative = false;
     for (size_t k = 1; k <= 4 && argv && k < argc; k++) /* exec_match.c's ARG_PROGRAMS */
         relative |= argv[k][0] && argv[k][0] != '/' && argv[k][0] != '-';
-    snprintf(path, sizeof path, "/proc/%d/cwd", (int)pid);
-    int cwd_fd = relative ? open(path, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    int cwd_fd = relative ? openat(proc, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (proc >= 0)
+        close(proc);
     struct a3s_exec_decision d = {.list = A3S_LIST_DENY, .rule = SIZE_MAX};
     if (argv) {
         struct a3s_exec_call call = {.exe = el >= 0 ? exe : NULL,

@@ -562,10 +562,15 @@ static uint16_t receive(uint8_t **buf, size_t *len, int fds[4], size_t *nfds) {
  * can queue a signal to PID 1 with any si_pid it likes (rt_sigqueueinfo)
  * where Landlock does not scope signals. */
 static void drain_signals(struct exectrace *t, int sfd, pid_t child, int *status, bool *reaped) {
-    struct signalfd_siginfo si;
+    /* a batch per read: a wake-up of the tracer is one read, not two */
+    struct signalfd_siginfo si[8];
     bool reap = false;
-    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-        reap |= si.ssi_signo == SIGCHLD;
+    ssize_t n;
+    do {
+        n = read(sfd, si, sizeof si);
+        for (ssize_t i = 0; i < n / (ssize_t)sizeof *si; i++)
+            reap |= si[i].ssi_signo == SIGCHLD;
+    } while (n == (ssize_t)sizeof si);
     /* once per wake-up: with a tracer busy past its bound, the next SIGCHLD
      * (exectrace_wait raises one) comes back through poll */
     int st;
