@@ -20,7 +20,7 @@ nox.options.error_on_missing_interpreters = True
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 CONSTRAINTS = str(ROOT / "ci" / "constraints.txt")
-TEST_DEPS = ["-c", CONSTRAINTS, "pytest", "hypothesis", "cryptography", "mcp"]
+TEST_DEPS = ["-c", CONSTRAINTS, "pytest", "pytest-xdist", "hypothesis", "cryptography", "mcp"]
 MCP_NPM = ROOT / "tests" / "mcp"  # the npm MCP servers the tests run (package-lock.json)
 CLAUDE_SDK_NPM = ROOT / "tests" / "agenthooks" / "sdk"  # the Claude Agent SDK's types
 CODEX_NPM = ROOT / "bench" / "scale"  # the Codex CLI bench/scale measures against
@@ -79,7 +79,10 @@ def tests(session: nox.Session) -> None:
     session.install(*TEST_DEPS)
     session.install(".")
     _npm_servers(session)
-    session.run("pytest", "-q", *session.posargs)
+    # two workers, a test file each at a time (its module fixtures run once): most tests
+    # wait on processes, and the product must hold with another caller on the machine anyway
+    workers = ["-n", "2", "--dist", "loadfile"] if not session.posargs else []
+    session.run("pytest", "-q", "--durations=25", *workers, *session.posargs)
 
 
 @nox.session(python=PYTHON)
