@@ -1725,96 +1725,79 @@ static PyObject *reader_index(size_t i) {
     return PyLong_FromSsize_t(i == SIZE_MAX ? -1 : (Py_ssize_t)i);
 }
 
-static PyObject *reading_sources(const a3s_bash_reading *rd) {
-    PyObject *list = PyList_New((Py_ssize_t)rd->nsources);
-    for (size_t i = 0; list && i < rd->nsources; i++) {
-        const a3s_bash_source *s = &rd->sources[i];
-        PyObject *tokens = PyTuple_New((Py_ssize_t)s->ntok);
-        for (size_t k = 0; tokens && k < s->ntok; k++) {
-            const a3s_bash_token *t = &rd->tokens[s->tok0 + k];
-            PyObject *tok = Py_BuildValue("(iN)", t->kind, reader_str(t->text));
-            if (!tok) {
-                Py_CLEAR(tokens);
-                break;
-            }
-            PyTuple_SetItem(tokens, (Py_ssize_t)k, tok);
-        }
-        PyObject *item = tokens ? Py_BuildValue("(NNiiNN)", reader_str(s->code), reader_index(s->parent),
-                                                s->depth, s->via, reader_str(s->via_name), tokens)
-                                : NULL;
-        if (!item) {
-            Py_CLEAR(list);
+/* One item of a reading's sequence: item i of `of` (a source, a word, a command, or NULL for
+ * the reading's own lists). NULL with the error set when it cannot be built. */
+typedef PyObject *(*reader_item)(const a3s_bash_reading *rd, const void *of, size_t i);
+
+/* A list (or tuple) of the n items `item` builds; NULL when one of them fails. */
+static PyObject *reader_seq(const a3s_bash_reading *rd, const void *of, size_t n,
+                            reader_item item, bool tuple) {
+    PyObject *seq = tuple ? PyTuple_New((Py_ssize_t)n) : PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; seq && i < n; i++) {
+        PyObject *v = item(rd, of, i);
+        if (!v) {
+            Py_CLEAR(seq);
             break;
         }
-        PyList_SetItem(list, (Py_ssize_t)i, item);
+        if (tuple)
+            PyTuple_SetItem(seq, (Py_ssize_t)i, v);
+        else
+            PyList_SetItem(seq, (Py_ssize_t)i, v);
     }
-    return list;
+    return seq;
 }
 
-static PyObject *reading_words(const a3s_bash_reading *rd) {
-    PyObject *list = PyList_New((Py_ssize_t)rd->nwords);
-    for (size_t i = 0; list && i < rd->nwords; i++) {
-        const a3s_bash_word *w = &rd->words[i];
-        PyObject *values = PyTuple_New((Py_ssize_t)w->nvalues);
-        for (size_t k = 0; values && k < w->nvalues; k++) {
-            PyObject *v = reader_str(w->values[k]);
-            if (!v) {
-                Py_CLEAR(values);
-                break;
-            }
-            PyTuple_SetItem(values, (Py_ssize_t)k, v);
-        }
-        PyObject *item = values ? Py_BuildValue("(NNnnOO)", reader_str(w->shown), values,
-                                                (Py_ssize_t)w->sub0, (Py_ssize_t)w->sub1,
-                                                w->split ? Py_True : Py_False,
-                                                w->unknown ? Py_True : Py_False)
-                                : NULL;
-        if (!item) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SetItem(list, (Py_ssize_t)i, item);
-    }
-    return list;
+static PyObject *token_item(const a3s_bash_reading *rd, const void *of, size_t k) {
+    const a3s_bash_token *t = &rd->tokens[((const a3s_bash_source *)of)->tok0 + k];
+    return Py_BuildValue("(iN)", t->kind, reader_str(t->text));
 }
 
-static PyObject *reading_redirs(const a3s_bash_reading *rd) {
-    PyObject *list = PyList_New((Py_ssize_t)rd->nredirs);
-    for (size_t i = 0; list && i < rd->nredirs; i++) {
-        const a3s_bash_redir *r = &rd->redirs[i];
-        PyObject *item = Py_BuildValue("(NNN)", reader_str(r->op), reader_index(r->target),
-                                       reader_str(r->body));
-        if (!item) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SetItem(list, (Py_ssize_t)i, item);
-    }
-    return list;
+static PyObject *source_item(const a3s_bash_reading *rd, const void *of, size_t i) {
+    (void)of;
+    const a3s_bash_source *s = &rd->sources[i];
+    PyObject *tokens = reader_seq(rd, s, s->ntok, token_item, true);
+    return tokens ? Py_BuildValue("(NNiiNN)", reader_str(s->code), reader_index(s->parent),
+                                  s->depth, s->via, reader_str(s->via_name), tokens)
+                  : NULL;
 }
 
-static PyObject *reading_commands(const a3s_bash_reading *rd) {
-    PyObject *list = PyList_New((Py_ssize_t)rd->ncmds);
-    for (size_t i = 0; list && i < rd->ncmds; i++) {
-        const a3s_bash_simple *c = &rd->cmds[i];
-        PyObject *stages = PyTuple_New((Py_ssize_t)c->nstages);
-        for (size_t k = 0; stages && k < c->nstages; k++)
-            PyTuple_SetItem(stages, (Py_ssize_t)k,
-                            Py_BuildValue("(nN)", (Py_ssize_t)c->stages[k], reader_str(c->dirs[k])));
-        PyObject *item = stages ? Py_BuildValue("(nnnnnNNNOO)", (Py_ssize_t)c->source,
-                                                (Py_ssize_t)c->w0, (Py_ssize_t)c->nw,
-                                                (Py_ssize_t)c->r0, (Py_ssize_t)c->nr, stages,
-                                                reader_index(c->upstream), reader_str(c->fed),
-                                                c->piped ? Py_True : Py_False,
-                                                c->dynamic ? Py_True : Py_False)
-                                : NULL;
-        if (!item) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SetItem(list, (Py_ssize_t)i, item);
-    }
-    return list;
+static PyObject *value_item(const a3s_bash_reading *rd, const void *of, size_t k) {
+    (void)rd;
+    return reader_str(((const a3s_bash_word *)of)->values[k]);
+}
+
+static PyObject *word_item(const a3s_bash_reading *rd, const void *of, size_t i) {
+    (void)of;
+    const a3s_bash_word *w = &rd->words[i];
+    PyObject *values = reader_seq(rd, w, w->nvalues, value_item, true);
+    return values ? Py_BuildValue("(NNnnOO)", reader_str(w->shown), values, (Py_ssize_t)w->sub0,
+                                  (Py_ssize_t)w->sub1, w->split ? Py_True : Py_False,
+                                  w->unknown ? Py_True : Py_False)
+                  : NULL;
+}
+
+static PyObject *redir_item(const a3s_bash_reading *rd, const void *of, size_t i) {
+    (void)of;
+    const a3s_bash_redir *r = &rd->redirs[i];
+    return Py_BuildValue("(NNN)", reader_str(r->op), reader_index(r->target),
+                         reader_str(r->body));
+}
+
+static PyObject *stage_item(const a3s_bash_reading *rd, const void *of, size_t k) {
+    (void)rd;
+    const a3s_bash_simple *c = of;
+    return Py_BuildValue("(nN)", (Py_ssize_t)c->stages[k], reader_str(c->dirs[k]));
+}
+
+static PyObject *command_item(const a3s_bash_reading *rd, const void *of, size_t i) {
+    (void)of;
+    const a3s_bash_simple *c = &rd->cmds[i];
+    PyObject *stages = reader_seq(rd, c, c->nstages, stage_item, true);
+    return stages ? Py_BuildValue("(nnnnnNNNOO)", (Py_ssize_t)c->source, (Py_ssize_t)c->w0,
+                                  (Py_ssize_t)c->nw, (Py_ssize_t)c->r0, (Py_ssize_t)c->nr, stages,
+                                  reader_index(c->upstream), reader_str(c->fed),
+                                  c->piped ? Py_True : Py_False, c->dynamic ? Py_True : Py_False)
+                  : NULL;
 }
 
 /* bash_read(line) -> (complete, bounded, sources, commands, words, redirs): the C reader's
@@ -1838,8 +1821,11 @@ static PyObject *py_bash_read(PyObject *mod, PyObject *arg) {
         result = Py_BuildValue("(OO[][][][])", Py_False, Py_True);
     } else {
         result = Py_BuildValue("(OONNNN)", sp->complete ? Py_True : Py_False,
-                               rd->bounded ? Py_True : Py_False, reading_sources(rd),
-                               reading_commands(rd), reading_words(rd), reading_redirs(rd));
+                               rd->bounded ? Py_True : Py_False,
+                               reader_seq(rd, NULL, rd->nsources, source_item, false),
+                               reader_seq(rd, NULL, rd->ncmds, command_item, false),
+                               reader_seq(rd, NULL, rd->nwords, word_item, false),
+                               reader_seq(rd, NULL, rd->nredirs, redir_item, false));
     }
     a3s_bash_split_free(sp);
     return result;
