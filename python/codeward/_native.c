@@ -1763,7 +1763,7 @@ static int put_text_field(RulesetObject *self, cj_buf *b, PyObject *args, int ke
 static int decide_search(RulesetObject *self, PyObject *args, const char *mode, size_t mode_n,
                          int *list) {
     cj_buf b = {.data = b.stack, .len = 0, .cap = sizeof b.stack};
-    size_t cut[3];
+    size_t cut[2] = {0, 0}; /* where the two separators are */
     int rc = 1;
     if (mode)
         rc = cj_put(&b, mode, mode_n) < 0 ? -1 : 1;
@@ -1776,7 +1776,6 @@ static int decide_search(RulesetObject *self, PyObject *args, const char *mode, 
     if (rc == 1) {
         cut[1] = b.len;
         rc = cj_put(&b, " ", 1) < 0 ? -1 : put_path_field(self, &b, args, KEY_PATH);
-        cut[2] = b.len;
     }
     if (rc == 1) {
         /* The strict form: spaces inside the mode, query or path read as \x1f. */
@@ -1813,7 +1812,6 @@ static int decide_search(RulesetObject *self, PyObject *args, const char *mode, 
         }
         PyMem_Free(strict);
     }
-    (void)cut[2];
     if (b.data != b.stack)
         PyMem_Free(b.data);
     return rc;
