@@ -229,10 +229,13 @@ def si(x: float) -> str:
 
 
 def clear_memo(policy: PermissionPolicy) -> None:
-    """Empties check()'s memo of bash lines (an older package has none)."""
-    memo = getattr(policy, "_bash_memo", None)
-    if memo is not None:
-        memo.cache_clear()
+    """Empties check()'s memo of bash lines (an older package has none, or keeps it in an
+    lru_cache)."""
+    clear = getattr(getattr(policy, "_ruleset", None), "clear_memo", None)
+    if clear is None:
+        clear = getattr(getattr(policy, "_bash_memo", None), "cache_clear", None)
+    if clear is not None:
+        clear()
 
 
 def bench_workloads(

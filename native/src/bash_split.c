@@ -1034,6 +1034,8 @@ static bool brace_sequence(const char *w, size_t a, size_t b, long *from, long *
 /* The first brace expression of w[0..n): its '{' and '}' (*ob, *cb); 0 when
  * there is none. */
 static bool find_brace(const char *w, size_t n, size_t *ob, size_t *cb) {
+    if (!n || !memchr(w, '{', n)) /* most words: no '{' at all */
+        return false;
     for (size_t i = 0; i < n; i++) {
         size_t past = skip_quoted(w, i, n);
         if (past != i) {
@@ -1897,8 +1899,16 @@ static void add_reading(struct ctx *c, struct forms *out, struct form f) {
     f.mode = M_VAL;
     a3s_str val = render(c, &f, NULL);
     add_form(c, ALIAS(out), val, c->open);
+    /* Words of literal text only (quotes and backslashes, no expansion): their expanded
+     * reading is the value reading, already added; no word can expand to nothing. */
+    bool literal = true;
+    for (size_t k = f.from; k < f.r->nw && literal; k++) {
+        const struct word *w = &VEC_AT(c->words, struct word, word_at(c, f.r, k));
+        for (size_t q = 0; !w->plain && q < w->nparts && literal; q++)
+            literal = VEC_AT(c->parts, struct part, w->part0 + q).kind == P_LIT;
+    }
     c->values = 1;
-    for (f.pick = 0; f.pick < c->values && f.pick < MAX_VALUES; f.pick++) {
+    for (f.pick = 0; !literal && f.pick < c->values && f.pick < MAX_VALUES; f.pick++) {
         f.mode = M_EXP;
         f.fold = false;
         a3s_str exp = render(c, &f, &changed);
@@ -1916,7 +1926,7 @@ static void add_reading(struct ctx *c, struct forms *out, struct form f) {
     a3s_str folded = render(c, &f, NULL);
     add_form(c, ALIAS(out), folded, c->open);
     bool unknown = false; /* an argument that may expand to nothing: the reading without it */
-    for (size_t k = f.from + 1; k < f.r->nw && !unknown; k++)
+    for (size_t k = f.from + 1; k < f.r->nw && !unknown && !literal; k++)
         unknown = only_unknown(c, f.r->source, word_at(c, f.r, k));
     if (unknown) {
         f.mode = M_EXP;

@@ -688,14 +688,11 @@ static int unknown_command(const a3s_ruleset *rs, int dflt) {
     return allow_any ? A3S_LIST_ALLOW : dflt == A3S_LIST_DENY ? A3S_LIST_DENY : dflt;
 }
 
-/* Fills v (its split and, when v->matched is set, the rules matched). */
-static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
-                       struct a3s_bash_verdict *v, bool per_command) {
+/* Fills v from the split sp of the line (and, when v->matched is set, the rules matched). */
+static int decide_split(const a3s_ruleset *rs, const char *line, size_t len,
+                        const a3s_bash_split *sp, struct a3s_bash_verdict *v, bool per_command) {
     int dflt = rs->default_list ? rs->default_list : A3S_LIST_ASK;
-    int rc = a3s_bash_split_line(line, len, &v->split);
-    if (rc != A3S_OK)
-        return rc;
-    const a3s_bash_split *sp = v->split;
+    int rc;
     if (per_command && sp->ncmds) {
         v->cmds = calloc(sp->ncmds, sizeof *v->cmds);
         if (!v->cmds)
@@ -787,6 +784,56 @@ static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
     return A3S_OK;
 }
 
+/* Fills v (its split and, when v->matched is set, the rules matched). */
+static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
+                       struct a3s_bash_verdict *v, bool per_command) {
+    int rc = a3s_bash_split_line(line, len, &v->split);
+    return rc == A3S_OK ? decide_split(rs, line, len, v->split, v, per_command) : rc;
+}
+
+#define PLAIN_MAX 32 /* commands of a line read without the splitter */
+
+/* The commands of a line of plain commands (a3s_bash_is_plain) joined by " && ", " || ",
+ * " | " or "; " (at least two, at most PLAIN_MAX), into seg; 0 for any other line. Such a
+ * line's split is exactly those commands, each spelled as written: a plain command has no
+ * expansion, assignment, quote or redirection, and is no wrapper, shell, keyword or builtin
+ * that changes how a later command reads (alias, trap, hash, source, declare ...), so no
+ * command of the line reads another differently. */
+static size_t plain_commands(const char *line, size_t len, a3s_str *seg) {
+    size_t n = 0, start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        size_t end, next;
+        if (i == len) {
+            end = len;
+            next = len;
+        } else if (line[i] == ';') {
+            if (i + 1 >= len || line[i + 1] != ' ')
+                return 0;
+            end = i;
+            next = i + 2;
+        } else if (line[i] == '&' || line[i] == '|') {
+            bool twice = i + 1 < len && line[i + 1] == line[i];
+            if (line[i] == '&' && !twice)
+                return 0;
+            size_t w = twice ? 2 : 1;
+            if (i == 0 || line[i - 1] != ' ' || i + w >= len || line[i + w] != ' ')
+                return 0;
+            end = i - 1;
+            next = i + w + 1;
+        } else {
+            continue;
+        }
+        if (n == PLAIN_MAX || end <= start || !a3s_bash_is_plain(line + start, end - start))
+            return 0;
+        seg[n++] = (a3s_str){line + start, end - start};
+        if (i == len)
+            break;
+        start = next;
+        i = next - 1;
+    }
+    return n >= 2 ? n : 0;
+}
+
 static void verdict_release(struct a3s_bash_verdict *v) {
     a3s_bash_split_free(v->split);
     free(v->cmds);
@@ -797,7 +844,22 @@ static int check_bash(const a3s_ruleset *rs, const char *line, size_t len, a3s_m
     if (a3s_bash_is_plain(line, len)) /* one command, one spelling: the line */
         return check_one(rs, "bash", 4, line, len, out);
     struct a3s_bash_verdict v = {0};
-    int rc = decide_bash(rs, line, len, &v, false);
+    a3s_str seg[PLAIN_MAX];
+    size_t open[PLAIN_MAX];
+    a3s_bash_cmd cmds[PLAIN_MAX];
+    size_t nseg = plain_commands(line, len, seg);
+    int rc;
+    if (nseg) { /* the split the splitter would make, without it */
+        for (size_t k = 0; k < nseg; k++) {
+            open[k] = SIZE_MAX;
+            cmds[k] = (a3s_bash_cmd){.shown = seg[k], .spellings = &seg[k], .nspellings = 1,
+                                     .spelling_open = &open[k]};
+        }
+        a3s_bash_split sp = {.cmds = cmds, .ncmds = nseg, .complete = true};
+        rc = decide_split(rs, line, len, &sp, &v, false);
+    } else {
+        rc = decide_bash(rs, line, len, &v, false);
+    }
     if (rc == A3S_OK) {
         /* A line no rule and no floor decided reads as "no rule matched": the default applies. */
         bool by_default = v.why == A3S_BASH_WHY_DEFAULT;

@@ -1,9 +1,11 @@
 /* _native.c - CPython glue over the a3s C ABI (limited API, abi3, 3.10+).
  *
  * Nothing but argument conversion and error mapping lives here: every
- * decision is made in native/src or in the Python package. The one exception
- * is canonical_json, a faster twin of the Python reference encoder in
- * policy/_subject.py (which stays the specification and the fallback). Errors from the C
+ * decision is made in native/src or in the Python package. The exceptions are
+ * canonical_json, a faster twin of the Python reference encoder in
+ * policy/_subject.py, and Ruleset.decide, a twin of PermissionPolicy.check's argument
+ * strings for the common call shapes (the Python code stays the specification and the
+ * fallback of both; tests/test_policy_decide.py holds them to it). Errors from the C
  * core are raised as _native.NativeError(status_name, message, detail,
  * sys_errno); the package maps them to its own exception tree.
  */
@@ -25,7 +27,13 @@
 /* The bash reader's split, for the guardrail (Python only; not part of the C ABI). */
 #include "../../native/src/bash_split.h"
 
+/* The argument keys Ruleset.decide reads (interned once per module). */
+enum { KEY_COMMAND, KEY_FILE_PATH, KEY_FILES, KEY_PATH, KEY_MODE, KEY_QUERY, KEY_TARGET, NKEYS };
+static const char *const KEY_NAMES[NKEYS] = {"command", "file_path", "files", "path",
+                                             "mode",    "query",     "target"};
+
 typedef struct {
+    PyObject *keys[NKEYS];
     PyObject *native_error; /* NativeError type */
     PyObject *glob_type;
     PyObject *ruleset_type;
@@ -151,11 +159,36 @@ static PyType_Spec glob_spec = {
 
 /* ---- Ruleset ------------------------------------------------------------ */
 
+/* decide() remembers the deciding list of the last bash lines (agents repeat `git status`,
+ * `npm test` ...): one entry per slot of a direct-mapped table, so at most MEMO_SLOTS lines
+ * of at most MEMO_LINE_MAX bytes. add() and set_default() empty it. */
+#define MEMO_SLOTS 2048
+#define MEMO_LINE_MAX 1024
+
+typedef struct {
+    PyObject *line; /* an exact str, or NULL */
+    Py_hash_t hash;
+    int list;
+} memo_entry;
+
 typedef struct {
     PyObject_HEAD
     a3s_ruleset *rs;
     PyObject *native_error; /* borrowed from the module state, kept alive by the type */
+    PyObject *const *keys;  /* likewise */
+    PyObject *outcomes;     /* set_outcomes: what decide() returns per list, or NULL */
+    memo_entry *memo;       /* NULL until the first line is remembered */
 } RulesetObject;
+
+static void memo_clear(RulesetObject *self) {
+    if (!self->memo)
+        return;
+    memo_entry *memo = self->memo;
+    self->memo = NULL; /* a str's deallocation cannot reach a half-cleared table */
+    for (size_t i = 0; i < MEMO_SLOTS; i++)
+        Py_XDECREF(memo[i].line);
+    PyMem_Free(memo);
+}
 
 static PyObject *ruleset_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTuple(args, ":Ruleset") || (kwds && PyObject_Length(kwds) > 0)) {
@@ -178,11 +211,16 @@ static PyObject *ruleset_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     self->rs = rs;
     self->native_error = state_of_module(mod)->native_error;
+    self->keys = state_of_module(mod)->keys;
+    self->outcomes = NULL;
+    self->memo = NULL;
     return (PyObject *)self;
 }
 
 static void ruleset_dealloc(PyObject *obj) {
     PyTypeObject *type = Py_TYPE(obj);
+    memo_clear((RulesetObject *)obj);
+    Py_CLEAR(((RulesetObject *)obj)->outcomes);
     a3s_ruleset_free(((RulesetObject *)obj)->rs);
     freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
     tp_free(obj);
@@ -202,6 +240,7 @@ static PyObject *ruleset_add(PyObject *obj, PyObject *args) {
     if (as_bytes(rule, &data, &len, &owner) < 0)
         return NULL;
     a3s_error err;
+    memo_clear(self);
     int rc = a3s_ruleset_add(self->rs, list, data, (size_t)len, id, &err);
     Py_XDECREF(owner);
     if (rc != A3S_OK)
@@ -350,10 +389,33 @@ static PyObject *ruleset_set_default(PyObject *obj, PyObject *arg) {
     if (list == -1 && PyErr_Occurred())
         return NULL;
     a3s_error err;
+    memo_clear(self);
     if (a3s_ruleset_set_default(self->rs, (int)list, &err) != A3S_OK)
         return raise_error(self->native_error, &err);
     Py_RETURN_NONE;
 }
+
+/* set_outcomes((none, deny, allow, ask)): what decide() returns for each deciding list. */
+static PyObject *ruleset_set_outcomes(PyObject *obj, PyObject *arg) {
+    RulesetObject *self = (RulesetObject *)obj;
+    if (!PyTuple_CheckExact(arg) || PyTuple_Size(arg) != 4) {
+        PyErr_SetString(PyExc_TypeError, "set_outcomes() takes a tuple of 4");
+        return NULL;
+    }
+    PyObject *old = self->outcomes;
+    Py_INCREF(arg);
+    self->outcomes = arg;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ruleset_clear_memo(PyObject *obj, PyObject *unused) {
+    (void)unused;
+    memo_clear((RulesetObject *)obj);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ruleset_decide(PyObject *obj, PyObject *const *args, Py_ssize_t nargs);
 
 /* check_bash(line) -> (list, flags, why, rule, commands, matched): a bash line decided per
  * simple command; commands are (list, why, rule, text_bytes, spelling_bytes), rule -1 for none. */
@@ -458,6 +520,13 @@ static PyMethodDef ruleset_methods[] = {
      "check_bash(line) -> (list, flags, commands, matched): a bash line per simple command."},
     {"rule", ruleset_rule, METH_O,
      "rule(index) -> (list, id, flags, tool, pattern_bytes): the canonical rule."},
+    {"set_outcomes", ruleset_set_outcomes, METH_O,
+     "set_outcomes((none, deny, allow, ask)): what decide() returns per deciding list."},
+    {"decide", (PyCFunction)(void (*)(void))ruleset_decide, METH_FASTCALL,
+     "decide(tool, args) -> outcome or None: PermissionPolicy.check for the common call "
+     "shapes (None: take the Python path)."},
+    {"clear_memo", ruleset_clear_memo, METH_NOARGS,
+     "clear_memo(): forget the bash lines decide() remembers."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1597,6 +1666,352 @@ static PyObject *py_canonical_json(PyObject *mod, PyObject *value) {
     return result;
 }
 
+/* ---- Ruleset.decide: PermissionPolicy.check's common calls in one C call -------------- */
+
+/* decide(tool, args) -> the outcome (set_outcomes) for the calls whose argument string is
+ * built the same way every time, or None: the caller then takes the Python path
+ * (policy/_policy.py: PermissionPolicy.check), which stays the specification. A twin of
+ * policy/_subject.py's named_argument_string for an exact str tool and an exact dict (or
+ * None) of arguments: bash (its "command", a str), read/write/edit/download (a str or
+ * missing "file_path", lexically normalised as normalize_path does; not a multi-file read,
+ * nor a path with a newline), ls ("path"), search and its modes (check_search's lists),
+ * git without a "REV:path" target, and every other tool's canonical JSON. Anything else
+ * (a str subclass, another Mapping, a value canonical_json leaves to Python, a lone
+ * surrogate, a non-ASCII tool name) gives None, never a guess. */
+
+#define DECIDE_TOOL_MAX 128
+
+/* The UTF-8 of an exact str, or NULL (no error set) when it is not one or has a lone
+ * surrogate. */
+static const char *exact_utf8(PyObject *v, Py_ssize_t *n) {
+    if (!PyUnicode_CheckExact(v))
+        return NULL;
+    const char *s = PyUnicode_AsUTF8AndSize(v, n);
+    if (!s)
+        PyErr_Clear();
+    return s;
+}
+
+static bool has_pair(const char *s, size_t n, char a, char b) {
+    for (size_t i = 0; i + 1 < n; i++)
+        if (s[i] == a && s[i + 1] == b)
+            return true;
+    return false;
+}
+
+/* args[key] (borrowed), NULL when missing or args is NULL (None); errors are left set. */
+static PyObject *arg(RulesetObject *self, PyObject *args, int key) {
+    return args ? PyDict_GetItemWithError(args, self->keys[key]) : NULL;
+}
+
+/* normalize_path's test: a path it leaves alone is its own normal form. */
+static bool needs_normalizing(const char *p, size_t n) {
+    return memchr(p, '\\', n) || has_pair(p, n, '/', '/') || has_pair(p, n, '/', '.') ||
+           (n && (p[0] == '.' || p[n - 1] == '/'));
+}
+
+/* A text the decision is made on: either borrowed (p) or in the buffer. */
+typedef struct {
+    const char *p;
+    size_t n;
+    cj_buf buf;
+} subject_text;
+
+static void subject_init(subject_text *t) {
+    t->p = "";
+    t->n = 0;
+    t->buf.data = t->buf.stack;
+    t->buf.len = 0;
+    t->buf.cap = sizeof t->buf.stack;
+}
+
+static void subject_release(subject_text *t) {
+    if (t->buf.data != t->buf.stack)
+        PyMem_Free(t->buf.data);
+}
+
+/* Appends the normal form of path p[0..n) to b. 0, or -1 with an error set. */
+static int put_path(RulesetObject *self, cj_buf *b, const char *p, size_t n) {
+    if (!needs_normalizing(p, n))
+        return cj_put(b, p, n);
+    if (b->cap - b->len < n && cj_grow(b, n) < 0)
+        return -1;
+    size_t out = 0;
+    a3s_error err; /* room for n bytes, as path_normalize() gives it */
+    if (a3s_path_normalize(p, n, b->data + b->len, n, &out, &err) != A3S_OK) {
+        raise_error(self->native_error, &err);
+        return -1;
+    }
+    b->len += out;
+    return 0;
+}
+
+/* _path_field(args, key) appended to b: missing or None "", a str normalised. 1 done,
+ * 0 not a shape decide takes, -1 error. */
+static int put_path_field(RulesetObject *self, cj_buf *b, PyObject *args, int key) {
+    PyObject *v = arg(self, args, key);
+    if (!v || v == Py_None)
+        return PyErr_Occurred() ? -1 : 1;
+    Py_ssize_t n;
+    const char *p = exact_utf8(v, &n);
+    if (!p)
+        return 0;
+    return put_path(self, b, p, (size_t)n) < 0 ? -1 : 1;
+}
+
+/* _text(args[key]) appended to b: missing or None "", a str as is, else its canonical
+ * JSON. 1 done, 0 not a shape decide takes, -1 error. */
+static int put_text_field(RulesetObject *self, cj_buf *b, PyObject *args, int key) {
+    PyObject *v = arg(self, args, key);
+    if (!v || v == Py_None)
+        return PyErr_Occurred() ? -1 : 1;
+    Py_ssize_t n;
+    const char *p = exact_utf8(v, &n);
+    if (p)
+        return cj_put(b, p, (size_t)n) < 0 ? -1 : 1;
+    if (PyUnicode_Check(v))
+        return 0;
+    if (cj_encode(b, v, 0) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError))
+            return -1;
+        PyErr_Clear(); /* the reference encoder decides (or refuses) it */
+        return 0;
+    }
+    return 1;
+}
+
+/* The deciding list of a search call, as PermissionPolicy.check decides it (search_texts,
+ * then check_search). `mode` is the tool name unless it is "search". */
+static int decide_search(RulesetObject *self, PyObject *args, const char *mode, size_t mode_n,
+                         int *list) {
+    cj_buf b = {.data = b.stack, .len = 0, .cap = sizeof b.stack};
+    size_t cut[2] = {0, 0}; /* where the two separators are */
+    int rc = 1;
+    if (mode)
+        rc = cj_put(&b, mode, mode_n) < 0 ? -1 : 1;
+    else
+        rc = put_text_field(self, &b, args, KEY_MODE);
+    if (rc == 1) {
+        cut[0] = b.len;
+        rc = cj_put(&b, " ", 1) < 0 ? -1 : put_text_field(self, &b, args, KEY_QUERY);
+    }
+    if (rc == 1) {
+        cut[1] = b.len;
+        rc = cj_put(&b, " ", 1) < 0 ? -1 : put_path_field(self, &b, args, KEY_PATH);
+    }
+    if (rc == 1) {
+        /* The strict form: spaces inside the mode, query or path read as \x1f. */
+        char *strict = NULL;
+        bool spaced = false;
+        for (size_t i = 0; i < b.len && !spaced; i++)
+            spaced = b.data[i] == ' ' && i != cut[0] && i != cut[1];
+        if (spaced && !(strict = PyMem_Malloc(b.len ? b.len : 1))) {
+            PyErr_NoMemory();
+            rc = -1;
+        }
+        for (size_t i = 0; strict && i < b.len; i++)
+            strict[i] = b.data[i] == ' ' && i != cut[0] && i != cut[1] ? '\x1f' : b.data[i];
+        if (rc == 1) {
+            size_t cap = a3s_ruleset_count(self->rs);
+            size_t stack[64], *idx = cap <= 64 ? stack : PyMem_Malloc(cap * sizeof *idx);
+            unsigned seen = 0;
+            a3s_error err;
+            int c = idx ? search_lists(self->rs, b.data, b.len, idx, cap, &seen, !strict, &err)
+                        : A3S_E_NOMEM;
+            if (c == A3S_OK && strict)
+                c = search_lists(self->rs, strict, b.len, idx, cap, &seen, true, &err);
+            if (!idx)
+                PyErr_NoMemory();
+            else if (c != A3S_OK)
+                raise_error(self->native_error, &err);
+            if (idx != stack)
+                PyMem_Free(idx);
+            rc = c == A3S_OK ? 1 : -1;
+            *list = (seen & (1u << A3S_LIST_DENY))    ? A3S_LIST_DENY
+                    : (seen & (1u << A3S_LIST_ASK))   ? A3S_LIST_ASK
+                    : (seen & (1u << A3S_LIST_ALLOW)) ? A3S_LIST_ALLOW
+                                                      : A3S_LIST_NONE;
+        }
+        PyMem_Free(strict);
+    }
+    if (b.data != b.stack)
+        PyMem_Free(b.data);
+    return rc;
+}
+
+/* The remembered list of a bash line, or -1. */
+static int memo_get(RulesetObject *self, PyObject *line, Py_hash_t h) {
+    if (!self->memo)
+        return -1;
+    memo_entry *e = &self->memo[(size_t)h & (MEMO_SLOTS - 1)];
+    if (!e->line || e->hash != h)
+        return -1;
+    if (e->line != line) {
+        int same = PyObject_RichCompareBool(e->line, line, Py_EQ);
+        if (same <= 0) {
+            if (same < 0)
+                PyErr_Clear();
+            return -1;
+        }
+    }
+    return e->list;
+}
+
+static void memo_put(RulesetObject *self, PyObject *line, Py_hash_t h, int list) {
+    if (!self->memo && !(self->memo = PyMem_Calloc(MEMO_SLOTS, sizeof *self->memo)))
+        return; /* no memo: every line is decided afresh */
+    memo_entry *e = &self->memo[(size_t)h & (MEMO_SLOTS - 1)];
+    Py_INCREF(line);
+    Py_XDECREF(e->line);
+    e->line = line;
+    e->hash = h;
+    e->list = list;
+}
+
+static PyObject *ruleset_decide(PyObject *obj, PyObject *const *args, Py_ssize_t nargs) {
+    RulesetObject *self = (RulesetObject *)obj;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "decide(tool, args) takes 2 arguments");
+        return NULL;
+    }
+    if (!self->outcomes) {
+        PyErr_SetString(PyExc_RuntimeError, "decide() before set_outcomes()");
+        return NULL;
+    }
+    PyObject *a = args[1] == Py_None ? NULL : args[1];
+    if (a && !PyDict_CheckExact(a))
+        Py_RETURN_NONE;
+    Py_ssize_t tn;
+    const char *tool = exact_utf8(args[0], &tn);
+    if (!tool || tn > DECIDE_TOOL_MAX)
+        Py_RETURN_NONE;
+    char name[DECIDE_TOOL_MAX + 1];
+    for (Py_ssize_t i = 0; i < tn; i++) {
+        if ((unsigned char)tool[i] >= 0x80)
+            Py_RETURN_NONE;
+        name[i] = (char)(tool[i] >= 'A' && tool[i] <= 'Z' ? tool[i] + 32 : tool[i]);
+    }
+    size_t n = (size_t)tn;
+    name[n] = '\0';
+    int list = A3S_LIST_NONE, rc = 1;
+    subject_text s;
+    subject_init(&s);
+    PyObject *line = NULL;
+    Py_hash_t hash = -1;
+#define NAME_IS(lit) (n == sizeof(lit) - 1 && memcmp(name, lit, n) == 0)
+    if (NAME_IS("search") || NAME_IS("grep") || NAME_IS("glob") || NAME_IS("bm25")) {
+        if (!a)
+            rc = 0; /* None is no Mapping: check() reads it another way */
+        else
+            rc = decide_search(self, a, NAME_IS("search") ? NULL : name, n, &list);
+        if (rc != 1)
+            goto done;
+        goto decided;
+    }
+    if (NAME_IS("bash")) {
+        line = arg(self, a, KEY_COMMAND);
+        if (!line && PyErr_Occurred()) {
+            rc = -1;
+            goto done;
+        }
+        if (line) {
+            Py_ssize_t ln;
+            if (!(s.p = exact_utf8(line, &ln))) {
+                rc = 0;
+                goto done;
+            }
+            s.n = (size_t)ln;
+            if (s.n <= MEMO_LINE_MAX) {
+                if ((hash = PyObject_Hash(line)) == -1) {
+                    rc = -1;
+                    goto done;
+                }
+                int hit = memo_get(self, line, hash);
+                if (hit >= 0) {
+                    list = hit;
+                    goto decided;
+                }
+            }
+        }
+    } else if (NAME_IS("read") || NAME_IS("write") || NAME_IS("edit") || NAME_IS("download")) {
+        if (NAME_IS("read") && a) {
+            int has_path = PyDict_Contains(a, self->keys[KEY_FILE_PATH]);
+            int has_files = has_path ? 0 : PyDict_Contains(a, self->keys[KEY_FILES]);
+            if (has_path < 0 || has_files < 0) {
+                rc = -1;
+                goto done;
+            }
+            if (has_files) {
+                rc = 0; /* a multi-file read: one decision per file */
+                goto done;
+            }
+        }
+        if ((rc = put_path_field(self, &s.buf, a, KEY_FILE_PATH)) != 1)
+            goto done;
+        s.p = s.buf.data;
+        s.n = s.buf.len;
+        if (NAME_IS("read") && memchr(s.p, '\n', s.n)) {
+            rc = 0;
+            goto done;
+        }
+    } else if (NAME_IS("ls")) {
+        if ((rc = put_path_field(self, &s.buf, a, KEY_PATH)) != 1)
+            goto done;
+        s.p = s.buf.data;
+        s.n = s.buf.len;
+    } else {
+        PyObject *target = NAME_IS("git") ? arg(self, a, KEY_TARGET) : NULL;
+        if (PyErr_Occurred()) {
+            rc = -1;
+            goto done;
+        }
+        if (target && PyUnicode_Check(target)) {
+            Py_ssize_t tl;
+            const char *t = exact_utf8(target, &tl);
+            if (!t || memchr(t, ':', (size_t)tl)) {
+                rc = 0; /* REV:path: every spelling of the path */
+                goto done;
+            }
+        }
+        if (!a) {
+            rc = cj_put(&s.buf, "{}", 2) < 0 ? -1 : 1;
+        } else if (cj_encode(&s.buf, a, 0) < 0) {
+            rc = PyErr_ExceptionMatches(PyExc_MemoryError) ? -1 : 0;
+            if (rc == 0)
+                PyErr_Clear();
+        }
+        if (rc != 1)
+            goto done;
+        s.p = s.buf.data;
+        s.n = s.buf.len;
+    }
+    {
+        a3s_match match = {.struct_size = sizeof match};
+        a3s_error err;
+        if (a3s_ruleset_check(self->rs, name, n, s.p, s.n, &match, &err) != A3S_OK) {
+            raise_error(self->native_error, &err);
+            rc = -1;
+            goto done;
+        }
+        list = match.list;
+        if (hash != -1)
+            memo_put(self, line, hash, list);
+    }
+decided:
+    subject_release(&s);
+    {
+        PyObject *out = PyTuple_GetItem(self->outcomes, list);
+        Py_XINCREF(out);
+        return out;
+    }
+done:
+    subject_release(&s);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+#undef NAME_IS
+}
+
 /* protected_names() -> (dirs, files): the top-level names the sandbox keeps
  * read-only, exact spellings, from the C core (one list for every layer). */
 static PyObject *py_protected_names(PyObject *mod, PyObject *unused) {
@@ -1747,96 +2162,79 @@ static PyObject *reader_index(size_t i) {
     return PyLong_FromSsize_t(i == SIZE_MAX ? -1 : (Py_ssize_t)i);
 }
 
-static PyObject *reading_sources(const a3s_bash_reading *rd) {
-    PyObject *list = PyList_New((Py_ssize_t)rd->nsources);
-    for (size_t i = 0; list && i < rd->nsources; i++) {
-        const a3s_bash_source *s = &rd->sources[i];
-        PyObject *tokens = PyTuple_New((Py_ssize_t)s->ntok);
-        for (size_t k = 0; tokens && k < s->ntok; k++) {
-            const a3s_bash_token *t = &rd->tokens[s->tok0 + k];
-            PyObject *tok = Py_BuildValue("(iN)", t->kind, reader_str(t->text));
-            if (!tok) {
-                Py_CLEAR(tokens);
-                break;
-            }
-            PyTuple_SetItem(tokens, (Py_ssize_t)k, tok);
-        }
-        PyObject *item = tokens ? Py_BuildValue("(NNiiNN)", reader_str(s->code), reader_index(s->parent),
-                                                s->depth, s->via, reader_str(s->via_name), tokens)
-                                : NULL;
-        if (!item) {
-            Py_CLEAR(list);
+/* One item of a reading's sequence: item i of `of` (a source, a word, a command, or NULL for
+ * the reading's own lists). NULL with the error set when it cannot be built. */
+typedef PyObject *(*reader_item)(const a3s_bash_reading *rd, const void *of, size_t i);
+
+/* A list (or tuple) of the n items `item` builds; NULL when one of them fails. */
+static PyObject *reader_seq(const a3s_bash_reading *rd, const void *of, size_t n,
+                            reader_item item, bool tuple) {
+    PyObject *seq = tuple ? PyTuple_New((Py_ssize_t)n) : PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; seq && i < n; i++) {
+        PyObject *v = item(rd, of, i);
+        if (!v) {
+            Py_CLEAR(seq);
             break;
         }
-        PyList_SetItem(list, (Py_ssize_t)i, item);
+        if (tuple)
+            PyTuple_SetItem(seq, (Py_ssize_t)i, v);
+        else
+            PyList_SetItem(seq, (Py_ssize_t)i, v);
     }
-    return list;
+    return seq;
 }
 
-static PyObject *reading_words(const a3s_bash_reading *rd) {
-    PyObject *list = PyList_New((Py_ssize_t)rd->nwords);
-    for (size_t i = 0; list && i < rd->nwords; i++) {
-        const a3s_bash_word *w = &rd->words[i];
-        PyObject *values = PyTuple_New((Py_ssize_t)w->nvalues);
-        for (size_t k = 0; values && k < w->nvalues; k++) {
-            PyObject *v = reader_str(w->values[k]);
-            if (!v) {
-                Py_CLEAR(values);
-                break;
-            }
-            PyTuple_SetItem(values, (Py_ssize_t)k, v);
-        }
-        PyObject *item = values ? Py_BuildValue("(NNnnOO)", reader_str(w->shown), values,
-                                                (Py_ssize_t)w->sub0, (Py_ssize_t)w->sub1,
-                                                w->split ? Py_True : Py_False,
-                                                w->unknown ? Py_True : Py_False)
-                                : NULL;
-        if (!item) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SetItem(list, (Py_ssize_t)i, item);
-    }
-    return list;
+static PyObject *token_item(const a3s_bash_reading *rd, const void *of, size_t k) {
+    const a3s_bash_token *t = &rd->tokens[((const a3s_bash_source *)of)->tok0 + k];
+    return Py_BuildValue("(iN)", t->kind, reader_str(t->text));
 }
 
-static PyObject *reading_redirs(const a3s_bash_reading *rd) {
-    PyObject *list = PyList_New((Py_ssize_t)rd->nredirs);
-    for (size_t i = 0; list && i < rd->nredirs; i++) {
-        const a3s_bash_redir *r = &rd->redirs[i];
-        PyObject *item = Py_BuildValue("(NNN)", reader_str(r->op), reader_index(r->target),
-                                       reader_str(r->body));
-        if (!item) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SetItem(list, (Py_ssize_t)i, item);
-    }
-    return list;
+static PyObject *source_item(const a3s_bash_reading *rd, const void *of, size_t i) {
+    (void)of;
+    const a3s_bash_source *s = &rd->sources[i];
+    PyObject *tokens = reader_seq(rd, s, s->ntok, token_item, true);
+    return tokens ? Py_BuildValue("(NNiiNN)", reader_str(s->code), reader_index(s->parent),
+                                  s->depth, s->via, reader_str(s->via_name), tokens)
+                  : NULL;
 }
 
-static PyObject *reading_commands(const a3s_bash_reading *rd) {
-    PyObject *list = PyList_New((Py_ssize_t)rd->ncmds);
-    for (size_t i = 0; list && i < rd->ncmds; i++) {
-        const a3s_bash_simple *c = &rd->cmds[i];
-        PyObject *stages = PyTuple_New((Py_ssize_t)c->nstages);
-        for (size_t k = 0; stages && k < c->nstages; k++)
-            PyTuple_SetItem(stages, (Py_ssize_t)k,
-                            Py_BuildValue("(nN)", (Py_ssize_t)c->stages[k], reader_str(c->dirs[k])));
-        PyObject *item = stages ? Py_BuildValue("(nnnnnNNNOO)", (Py_ssize_t)c->source,
-                                                (Py_ssize_t)c->w0, (Py_ssize_t)c->nw,
-                                                (Py_ssize_t)c->r0, (Py_ssize_t)c->nr, stages,
-                                                reader_index(c->upstream), reader_str(c->fed),
-                                                c->piped ? Py_True : Py_False,
-                                                c->dynamic ? Py_True : Py_False)
-                                : NULL;
-        if (!item) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SetItem(list, (Py_ssize_t)i, item);
-    }
-    return list;
+static PyObject *value_item(const a3s_bash_reading *rd, const void *of, size_t k) {
+    (void)rd;
+    return reader_str(((const a3s_bash_word *)of)->values[k]);
+}
+
+static PyObject *word_item(const a3s_bash_reading *rd, const void *of, size_t i) {
+    (void)of;
+    const a3s_bash_word *w = &rd->words[i];
+    PyObject *values = reader_seq(rd, w, w->nvalues, value_item, true);
+    return values ? Py_BuildValue("(NNnnOO)", reader_str(w->shown), values, (Py_ssize_t)w->sub0,
+                                  (Py_ssize_t)w->sub1, w->split ? Py_True : Py_False,
+                                  w->unknown ? Py_True : Py_False)
+                  : NULL;
+}
+
+static PyObject *redir_item(const a3s_bash_reading *rd, const void *of, size_t i) {
+    (void)of;
+    const a3s_bash_redir *r = &rd->redirs[i];
+    return Py_BuildValue("(NNN)", reader_str(r->op), reader_index(r->target),
+                         reader_str(r->body));
+}
+
+static PyObject *stage_item(const a3s_bash_reading *rd, const void *of, size_t k) {
+    (void)rd;
+    const a3s_bash_simple *c = of;
+    return Py_BuildValue("(nN)", (Py_ssize_t)c->stages[k], reader_str(c->dirs[k]));
+}
+
+static PyObject *command_item(const a3s_bash_reading *rd, const void *of, size_t i) {
+    (void)of;
+    const a3s_bash_simple *c = &rd->cmds[i];
+    PyObject *stages = reader_seq(rd, c, c->nstages, stage_item, true);
+    return stages ? Py_BuildValue("(nnnnnNNNOO)", (Py_ssize_t)c->source, (Py_ssize_t)c->w0,
+                                  (Py_ssize_t)c->nw, (Py_ssize_t)c->r0, (Py_ssize_t)c->nr, stages,
+                                  reader_index(c->upstream), reader_str(c->fed),
+                                  c->piped ? Py_True : Py_False, c->dynamic ? Py_True : Py_False)
+                  : NULL;
 }
 
 /* bash_read(line) -> (complete, bounded, sources, commands, words, redirs): the C reader's
@@ -1860,8 +2258,11 @@ static PyObject *py_bash_read(PyObject *mod, PyObject *arg) {
         result = Py_BuildValue("(OO[][][][])", Py_False, Py_True);
     } else {
         result = Py_BuildValue("(OONNNN)", sp->complete ? Py_True : Py_False,
-                               rd->bounded ? Py_True : Py_False, reading_sources(rd),
-                               reading_commands(rd), reading_words(rd), reading_redirs(rd));
+                               rd->bounded ? Py_True : Py_False,
+                               reader_seq(rd, NULL, rd->nsources, source_item, false),
+                               reader_seq(rd, NULL, rd->ncmds, command_item, false),
+                               reader_seq(rd, NULL, rd->nwords, word_item, false),
+                               reader_seq(rd, NULL, rd->nredirs, redir_item, false));
     }
     a3s_bash_split_free(sp);
     return result;
@@ -1891,6 +2292,9 @@ static PyMethodDef module_methods[] = {
 
 static int module_exec(PyObject *m) {
     module_state *st = state_of_module(m);
+    for (int k = 0; k < NKEYS; k++)
+        if (!(st->keys[k] = PyUnicode_InternFromString(KEY_NAMES[k])))
+            return -1;
     if (a3s_abi_version() != A3S_ABI_VERSION) {
         PyErr_SetString(PyExc_ImportError, "codeward._native: C library ABI mismatch");
         return -1;
@@ -1945,6 +2349,8 @@ static int module_exec(PyObject *m) {
 
 static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     module_state *st = state_of_module(m);
+    for (int k = 0; k < NKEYS; k++)
+        Py_VISIT(st->keys[k]);
     Py_VISIT(st->native_error);
     Py_VISIT(st->glob_type);
     Py_VISIT(st->ruleset_type);
@@ -1955,6 +2361,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
 
 static int module_clear(PyObject *m) {
     module_state *st = state_of_module(m);
+    for (int k = 0; k < NKEYS; k++)
+        Py_CLEAR(st->keys[k]);
     Py_CLEAR(st->native_error);
     Py_CLEAR(st->glob_type);
     Py_CLEAR(st->ruleset_type);

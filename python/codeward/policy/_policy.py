@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -39,11 +38,6 @@ _BY_LIST_CODE = {
     _native.LIST_ASK: Decision.ASK,
 }
 
-
-# check() remembers the deciding list of the last bash lines it decided (agents repeat
-# `git status`, `npm test` ...): at most _MEMO_SIZE lines of at most _MEMO_LINE_MAX characters.
-_MEMO_SIZE = 2048
-_MEMO_LINE_MAX = 1024
 
 _STRICTNESS = (Decision.DENY, Decision.ASK, Decision.ALLOW)
 # A glob character of the rule dialect (an escape counts too: it fails closed).
@@ -175,8 +169,7 @@ class PermissionPolicy:
     """
 
     __slots__ = (
-        "_bash_check",
-        "_bash_memo",
+        "_decide",
         "_default",
         "_enabled",
         "_lists",
@@ -208,8 +201,11 @@ class PermissionPolicy:
             for raw in self._lists[list_name]:
                 self._add(list_name, raw)
         self._ruleset.set_default(_LIST_CODES[self._default.value])
-        self._bash_check = functools.partial(self._ruleset.check, "bash")
-        self._bash_memo = functools.lru_cache(maxsize=_MEMO_SIZE)(self._bash_check)
+        self._ruleset.set_outcomes((self._default, Decision.DENY, Decision.ALLOW, Decision.ASK))
+        # check()'s C path for the common call shapes; it remembers the last bash lines
+        # (at most 2048 of at most 1 KiB: the decision depends on the line and this
+        # immutable policy only) and answers None for the shapes left to _check_slow.
+        self._decide = self._ruleset.decide
         self._views: list[RuleView] | None = None
 
     def _add(self, list_name: str, raw: str) -> None:
@@ -235,6 +231,13 @@ class PermissionPolicy:
         """
         if not self._enabled:
             return Decision.ALLOW
+        decision: Decision | None = self._decide(tool, args)
+        if decision is not None:
+            return decision
+        return self._check_slow(tool, args)
+
+    def _check_slow(self, tool: str, args: Mapping[str, Any] | None) -> Decision:
+        """check() for the call shapes Ruleset.decide leaves to Python (and its specification)."""
         name = canonical_tool(tool)
         if (name == "search" or name in SEARCH_MODE_TOOLS) and isinstance(args, Mapping):
             # As evaluate() decides it: deny and ask rules match either form of the
@@ -242,17 +245,28 @@ class PermissionPolicy:
             hit = self._ruleset.check_search(*search_texts(name, args))
             return _BY_LIST_CODE[hit] if hit else self._default
         name, subject = named_argument_string(name, args)
-        if name == "bash":
-            # The decision depends on the line and this (immutable) policy only.
-            memo = self._bash_memo if len(subject) <= _MEMO_LINE_MAX else self._bash_check
-            hit = memo(subject)
-            return _BY_LIST_CODE[hit] if hit else self._default
-        if name == "git" and ":" in subject:
-            return self.evaluate(tool, args).decision  # REV:path: every spelling of the path
-        if name != "search" and ("\n" not in subject or name != "read"):
+        if name == "search":
+            return self.evaluate(tool, args).decision
+        if (name == "read" and "\n" in subject) or name == "git":
+            # Each file of a multi-file read, each spelling of a git REV:path target:
+            # decided one by one as the Node and Go bindings do, the strictest wins.
+            each = decision_subjects(tool, args)[1] if name == "read" or ":" in subject else ()
+            if len(each) > 1 or name == "read":
+                return self._strictest(name, [s.text for s in each])
+        hit = self._ruleset.check(name, subject)
+        return _BY_LIST_CODE[hit] if hit else self._default
+
+    def _strictest(self, name: str, subjects: Sequence[str]) -> Decision:
+        """Deny if any subject is denied, ask if any is asked (or falls to an ask default),
+        else allow."""
+        asked = False
+        for subject in subjects:
             hit = self._ruleset.check(name, subject)
-            return _BY_LIST_CODE[hit] if hit else self._default
-        return self.evaluate(tool, args).decision
+            decision = _BY_LIST_CODE[hit] if hit else self._default
+            if decision is Decision.DENY:
+                return decision
+            asked = asked or decision is Decision.ASK
+        return Decision.ASK if asked else Decision.ALLOW
 
     def evaluate(
         self,
