@@ -7,6 +7,7 @@
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
 const { test } = require('node:test');
@@ -134,9 +135,7 @@ const TRAPPING = [
 ].join('\n');
 
 async function trapping(reuse) {
-  const sb = await selectSandbox(workspace(), { reuse });
-  assert.equal(sb.backend, 'bwrap', `the native sandbox cannot run here: ${sb}`);
-  closers.push(() => sb.close());
+  const sb = await nativeSandbox({ reuse });
   const script = path.join(sb.workspace, 'server.sh');
   fs.writeFileSync(script, TRAPPING, { mode: 0o755 });
   const start = async () => {
