@@ -221,6 +221,7 @@ test('startProcess refuses what it cannot run, with the package errors', async (
   fs.mkdirSync(path.join(sb.workspace, 'sub'));
   const p = await sb.startProcess('/bin/bash', ['-c', 'echo "$TOKEN $(pwd)"'], { env: { TOKEN: 't0k' }, cwd: 'sub' });
   assert.equal(await firstLine(p.stdout), `t0k ${path.join(sb.workspace, 'sub')}`);
+  assert.equal(await p.wait(), 0); // its end, not a race with close()'s TERM (143)
   assert.equal(await p.close(), 0);
   const unavailable = await selectSandbox(workspace(), { sandboxHandle: { exec() {} } });
   assert.equal(typeof unavailable.startProcess, 'undefined');
