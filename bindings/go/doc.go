@@ -41,10 +41,11 @@
 // is stopped or closed, when its sandbox is closed, or when this program
 // dies. [Process.Stop] sends SIGTERM to every process of it and SIGKILL after
 // KillGrace unless they end sooner, so a server's TERM handler runs and its
-// own exit status is returned; [Process.Signal] sends a signal without
-// stopping it. Both go through the sandbox's init, which as PID 1 of the
-// sandbox's pid namespace takes no signal from outside it and signals only
-// the processes of that program:
+// own exit status is returned; [Process.StopWith] chooses the first signal
+// (SIGINT for a program that exits on it), and [Process.Signal] sends a
+// signal without stopping it. All go through the sandbox's init, which as
+// PID 1 of the sandbox's pid namespace takes no signal from outside it and
+// signals only the processes of that program:
 //
 //	p, err := codeward.StartProcess(ctx, sb, "/usr/bin/my-mcp-server", codeward.ProcessOptions{
 //		KillGrace: 5 * time.Second,

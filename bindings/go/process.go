@@ -205,10 +205,9 @@ const maxSignal = 64
 // [ErrClosed] after Close, and a *[SandboxArgumentError] for any other
 // os.Signal.
 func (p *Process) Signal(sig os.Signal) error {
-	num, ok := sig.(syscall.Signal)
-	if !ok || num < 1 || num > maxSignal {
-		return &SandboxArgumentError{Message: fmt.Sprintf(
-			"%v is not a signal this process can send (a syscall.Signal from 1 to %d)", sig, maxSignal)}
+	num, err := signalNumber(sig)
+	if err != nil {
+		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -225,12 +224,41 @@ func (p *Process) Signal(sig os.Signal) error {
 	return nil
 }
 
+// signalNumber is sig as the C core takes it: a [syscall.Signal] from 1 to
+// 64; anything else is a *[SandboxArgumentError] (errors.Is
+// [ErrInvalidArgument]).
+func signalNumber(sig os.Signal) (syscall.Signal, error) {
+	num, ok := sig.(syscall.Signal)
+	if !ok || num < 1 || num > maxSignal {
+		return 0, &SandboxArgumentError{Message: fmt.Sprintf(
+			"%v is not a signal this process can send (a syscall.Signal from 1 to %d)", sig, maxSignal)}
+	}
+	return num, nil
+}
+
 // Stop ends the program and everything it started, and returns its exit
 // status: SIGTERM to every process of it (sent by the sandbox's init, as
 // Signal does), SIGKILL after KillGrace unless they end sooner. A program
 // whose TERM handler exits returns its own status at once (0 from a server
 // that flushed its state); 128+9 when it had to be killed. Idempotent.
+// StopWith chooses the first signal.
 func (p *Process) Stop() (int, error) {
+	return p.StopWith(syscall.SIGTERM)
+}
+
+// StopWith is [Process.Stop] with sig in place of SIGTERM as the first
+// step: [syscall.SIGINT] for a program that exits on it, [syscall.SIGKILL]
+// to kill everything at once without a grace. The status is the program's
+// own when its handler for sig exits. sig is checked first, even once the
+// program has ended: anything but a [syscall.Signal] from 1 to 64 is a
+// *[SandboxArgumentError] (errors.Is [ErrInvalidArgument]) and stops
+// nothing. [ErrClosed] after Close; idempotent otherwise (a program that
+// already ended returns its status).
+func (p *Process) StopWith(sig os.Signal) (int, error) {
+	num, err := signalNumber(sig)
+	if err != nil {
+		return 0, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.done {
@@ -241,7 +269,7 @@ func (p *Process) Stop() (int, error) {
 	}
 	st := C.a3s_child_status{struct_size: C.size_t(unsafe.Sizeof(C.a3s_child_status{}))}
 	var cerr C.a3s_error
-	if rc := C.a3s_child_stop(p.c, &st, &cerr); rc != C.A3S_OK {
+	if rc := C.a3s_child_stop_with(p.c, C.int(num), &st, &cerr); rc != C.A3S_OK {
 		return 0, coreError(rc, &cerr)
 	}
 	p.done, p.code = true, int(st.exit_code)

@@ -232,3 +232,46 @@ func TestAProgramIgnoringTermIsKilledAfterTheGraceWithItsDaemon(t *testing.T) {
 		t.Fatalf("left once Stop returned: %v", left)
 	}
 }
+
+// StopWith's first signal is the caller's: a program whose INT handler
+// exits returns its own status, long before the grace.
+func TestStopWithSendsTheChosenSignalFirst(t *testing.T) {
+	sb := nativeSandbox(t, SandboxOptions{})
+	script := filepath.Join(sb.Workspace(), "int.sh")
+	body := "trap 'echo interrupted > \"$0.int\"; exit 0' INT\ntrap '' TERM\necho ready\nwhile :; do sleep 1; done\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := StartProcess(context.Background(), sb, "/bin/sh",
+		ProcessOptions{Args: []string{script}, KillGrace: longGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if line, err := bufio.NewReader(p.Stdout).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	if _, err := p.StopWith(notASignal{}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("StopWith(not a signal): %v", err)
+	}
+	if exited, _, _ := p.status(0); exited {
+		t.Fatal("a refused StopWith stopped the program")
+	}
+	start := time.Now()
+	code, err := p.StopWith(syscall.SIGINT)
+	if err != nil || code != 0 {
+		t.Fatalf("StopWith(SIGINT): %d, %v: INT did not reach the program", code, err)
+	}
+	if time.Since(start) >= longGrace {
+		t.Fatal("StopWith waited the grace")
+	}
+	if b, err := os.ReadFile(script + ".int"); err != nil || string(b) != "interrupted\n" {
+		t.Fatalf("the INT handler's marker: %q, %v", b, err)
+	}
+	if code, err := p.StopWith(syscall.SIGKILL); err != nil || code != 0 {
+		t.Fatalf("StopWith again: %d, %v", code, err)
+	}
+	if _, err := p.StopWith(syscall.Signal(65)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("StopWith(65) after the end: %v", err)
+	}
+}
