@@ -354,7 +354,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--minutes", type=float)
     p.add_argument("--seconds", type=float, default=60.0)
-    p.add_argument("--seed", type=int, default=int(time.time()))
+    p.add_argument("--seed", type=int, default=int(time.time()) ^ os.getpid() << 8)
     p.add_argument(
         "--cgroup-mcp",
         action="store_true",
