@@ -314,13 +314,26 @@ def test_forged_journal_cannot_make_the_host_delete_files(
         assert fs.diff(snap, fs.snapshot(victims / name)) == [], (name, out)
 
 
-def test_concurrent_run_cannot_plant_protected_names_when_another_run_ends(ws, fs_sandbox):
+@pytest.mark.parametrize("state", ["shared", "another"])
+def test_concurrent_run_cannot_plant_protected_names_when_another_run_ends(
+    ws, fs_sandbox, state, tmp_path, monkeypatch
+):
     """Run B starts while run A's placeholders exist, so it binds them as if they were
     real. When A ends and removes them, B must still be unable to create the names.
     (A long-lived sandbox keeps its placeholders until it stops: A's is stopped as soon
-    as its command ends.)"""
+    as its command ends.)
+
+    "another": B is another caller with another state directory (another HOME or
+    XDG_STATE_HOME, another user, a container) and so another workspace lock in it. A
+    found itself alone by its own lock and removed the placeholders B had bound, which
+    detached them in B mid-run: B planted .git/hooks on the host. The workspace
+    directory's own lock, which every caller shares, now tells A that B is active; A
+    leaves them to the next run of its state directory, which removes them."""
     first = fs_sandbox(ws)
-    second = fs_sandbox(ws)
+    with monkeypatch.context() as env:  # read when the sandbox is built
+        if state == "another":
+            env.setenv("XDG_STATE_HOME", str(tmp_path / "another-state"))
+        second = fs_sandbox(ws)
     results: dict[str, object] = {}
 
     def run_a() -> None:
@@ -351,6 +364,9 @@ def test_concurrent_run_cannot_plant_protected_names_when_another_run_ends(ws, f
     b.join()
     second.close()
     assert "ATTEMPTED" in results["b"].stdout, results  # type: ignore[attr-defined]
+    assert not os.path.lexists(ws / ".git" / "hooks"), f"run B planted hooks: {results['b']}"
+    with fs_sandbox(ws) as later:  # of A's state directory: removes what A left to it
+        assert later.exec("true").exit_code == 0
     planted = [n for n in (".bashrc", ".git", ".mcp.json") if os.path.lexists(ws / n)]
     assert planted == [], f"run B planted {planted} on the host: {results['b']}"
 
