@@ -48,6 +48,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -172,16 +173,28 @@ class Caller:
         n = self.rng.randint(0, 10**9)
         command = (
             f"for i in 1 2 3; do (echo $i.{n} > kid-$i.txt) & done; wait; "
-            f"cat kid-1.txt kid-2.txt kid-3.txt; echo $HOME"
+            f"cat kid-1.txt kid-2.txt kid-3.txt"
         )
         out = self.long.exec(command, timeout_ms=60_000)
         lines = out.stdout.splitlines()
         ok = out.exit_code == 0 and lines[:3] == [f"{i}.{n}" for i in (1, 2, 3)]
         self.check(ok, "reuse", out)
-        if ok and len(lines) == 4 and "/a3s-run-" in lines[3]:
-            if self.run_dir and self.run_dir != str(Path(lines[3]).parent):
-                self.runs["reuse restarted"] += 1  # a new sandbox (closed by do_close)
-            self.run_dir = str(Path(lines[3]).parent)
+        run_dir = self.long_run_dir()
+        if run_dir and run_dir != self.run_dir:
+            self.runs["reuse run dir seen"] += 1  # the first, or a rebuilt sandbox's
+            self.run_dir = run_dir
+
+    def long_run_dir(self) -> str:
+        """The long-lived sandbox's run directory on the host (its mask objects are bound
+        from it: the init's mountinfo names it), or ""."""
+        pid = self.long._handle.info().get("pid")
+        try:
+            text = Path(f"/proc/{pid}/mountinfo").read_text() if pid else ""
+        except OSError:
+            return ""
+        found = re.search(r"/(a3s-run-[0-9a-f]{16})/", text)
+        scratch = os.environ.get("TMPDIR") or "/tmp"
+        return os.path.join(os.path.realpath(scratch), found.group(1)) if found else ""
 
     def do_timeout(self) -> None:
         out = self.long.exec(f"sleep {self.marker}1", timeout_ms=300, kill_grace_ms=300)
