@@ -9,8 +9,8 @@
  * outside the sandbox's mount namespace (inside it a placeholder is a
  * mount point and cannot be removed):
  *
- *   a3s-init --mode janitor --alive-fd N --lock-fd N --journal-fd N --journal PATH
- *            --workspace PATH
+ *   a3s-init --mode janitor --alive-fd N --lock-fd N --workspace-fd N --journal-fd N
+ *            --journal PATH --workspace PATH
  *
  * --alive-fd   the read end of a pipe whose write end the caller's plan and
  *              every process of the sandbox hold: it reads end-of-file once
@@ -19,6 +19,9 @@
  * --lock-fd    an open file description of the workspace lock (not held:
  *              the janitor takes it exclusively at the end, to know whether
  *              any other run over the workspace is active);
+ * --workspace-fd the workspace directory, likewise (not held): the lock that
+ *              runs of callers with other state directories share (without
+ *              it, or if it is held, another run may be active: hand over);
  * --journal-fd the run's journal (another open file description than the
  *              caller's), locked here only once the caller's lock is gone.
  *
@@ -86,7 +89,7 @@ static void janitor_remove(const char *line, const char *workspace) {
 }
 
 int janitor_main(int argc, char **argv) {
-    int alive = -1, lock = -1, journal = -1;
+    int alive = -1, lock = -1, journal = -1, wsdir = -1;
     bool detach = false;
     const char *journal_path = NULL, *workspace = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -97,6 +100,8 @@ int janitor_main(int argc, char **argv) {
             alive = fd_number(v);
         else if (!strcmp(a, "--lock-fd"))
             lock = fd_number(v);
+        else if (!strcmp(a, "--workspace-fd"))
+            wsdir = fd_number(v);
         else if (!strcmp(a, "--journal-fd"))
             journal = fd_number(v);
         else if (!strcmp(a, "--journal"))
@@ -144,7 +149,7 @@ int janitor_main(int argc, char **argv) {
         named.st_dev != held.st_dev || named.st_ino != held.st_ino)
         return 0; /* removed or handed over by the caller: nothing left to do */
     /* 3. the caller died with its plan: clean up as it would have */
-    if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+    if (flock(lock, LOCK_EX | LOCK_NB) < 0 || wsdir < 0 || flock(wsdir, LOCK_EX | LOCK_NB) < 0) {
         char done[PATH_MAX + 8];
         if (snprintf(done, sizeof done, "%s.done", journal_path) < (int)sizeof done)
             rename(journal_path, done); /* another run relies on them: the last one removes */

@@ -95,6 +95,7 @@ struct plan {
     char mask_dir[PATH_MAX];
     char journal[PATH_MAX]; /* this run's placeholder journal, "" if none */
     int lock_fd;            /* the workspace lock, held shared during the run */
+    int ws_lock_fd;         /* the workspace directory, locked shared too (-1: not taken) */
     /* server plans: what must stay true for the sandbox to stay valid */
     struct a3s_strvec found;     /* the credential scan's answer */
     struct a3s_strvec link_dirs; /* 'g'/'-' + directory walked for hard links */

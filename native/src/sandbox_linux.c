@@ -799,7 +799,7 @@ static void plan_free(struct plan *p) {
 
 void a3s_plan_init(struct plan *p) {
     memset(p, 0, sizeof *p);
-    p->lock_fd = p->link_ifd = p->run_lock_fd = p->journal_fd = p->cancel_fd = -1;
+    p->lock_fd = p->ws_lock_fd = p->link_ifd = p->run_lock_fd = p->journal_fd = p->cancel_fd = -1;
     p->bind_fds[0] = p->bind_fds[1] = p->bind_fds[2] = p->bind_fds[3] = -1;
 }
 
@@ -1074,7 +1074,50 @@ static int lock_workspace(const a3s_sandbox *sb) {
     return fd;
 }
 
-static bool alone(int lock_fd) { return lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) == 0; }
+/* The workspace directory itself, locked shared for the run as well: its
+ * inode is the one thing every caller over the workspace shares, whatever
+ * its state directory (another HOME or XDG_STATE_HOME, another user, a
+ * container), where the lock above orders only callers that share a state
+ * directory. Without it a caller that found itself alone removed the
+ * placeholders another caller's live sandbox had bound, and so detached
+ * them from it mid-run. A process of the workspace's user can hold it
+ * exclusively (a sandboxed command can open the workspace): after
+ * WS_LOCK_WAIT_MS the run goes on without it (-1) and is never alone, so
+ * it leaves its placeholders to a later run, which is safe. */
+#define WS_LOCK_WAIT_MS 2000
+
+static int lock_workspace_dir(const a3s_sandbox *sb) {
+    int fd = a3s_fd_above_stdio(
+        open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    for (int waited = 0; fd >= 0; waited += 10) {
+        if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+            return fd;
+        if ((errno != EWOULDBLOCK && errno != EINTR) || waited >= WS_LOCK_WAIT_MS)
+            break;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Whether no other run over the workspace is active: both locks taken
+ * exclusively (the caller turns them back to shared, or closes them). */
+static bool alone(const struct plan *p) {
+    if (p->lock_fd < 0 || p->ws_lock_fd < 0 || flock(p->lock_fd, LOCK_EX | LOCK_NB) < 0)
+        return false;
+    if (flock(p->ws_lock_fd, LOCK_EX | LOCK_NB) == 0)
+        return true;
+    flock(p->lock_fd, LOCK_SH); /* another caller, of another state directory, is active */
+    return false;
+}
+
+static void back_to_shared(const struct plan *p) {
+    flock(p->lock_fd, LOCK_SH);
+    if (p->ws_lock_fd >= 0)
+        flock(p->ws_lock_fd, LOCK_SH);
+}
 
 /* A run directory its owner died making (see make_run_dir): by its lock
  * file a3s-new-R.lock, taken here, then a3s-new-R (if any; ours), then the
@@ -1205,7 +1248,7 @@ static void start_janitor(const a3s_sandbox *sb, struct plan *p) {
     if (!sb->init_pinned)
         return;
     int exec_fd = sb->init_fd >= 0 ? sb->init_fd : sb->init_image;
-    int alive[2] = {-1, -1}, lock = -1, journal = -1;
+    int alive[2] = {-1, -1}, lock = -1, journal = -1, wsdir = -1;
     char lock_path[PATH_MAX];
     if (exec_fd < 0 || p->journal_fd < 0 || !p->journal[0] || p->bind_fds[3] >= 0 ||
         snprintf(lock_path, sizeof lock_path, "%s/%slock", sb->state_dir, sb->journal_prefix) >=
@@ -1215,19 +1258,24 @@ static void start_janitor(const a3s_sandbox *sb, struct plan *p) {
         return;
     lock = a3s_fd_above_stdio(open(lock_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
     journal = a3s_fd_above_stdio(open(p->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    /* the janitor takes the workspace lock only at the end (holding it shared
+    /* the workspace directory's lock (lock_workspace_dir), through another open
+     * file description than the plan's */
+    wsdir = a3s_fd_above_stdio(
+        open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    /* the janitor takes the workspace locks only at the end (holding them shared
      * meanwhile would keep this caller from ever being alone to clean up) */
-    if (lock < 0 || journal < 0)
+    if (lock < 0 || journal < 0 || wsdir < 0)
         goto out;
-    char num[3][16];
+    char num[4][16];
     snprintf(num[0], sizeof num[0], "%d", alive[0]);
     snprintf(num[1], sizeof num[1], "%d", lock);
     snprintf(num[2], sizeof num[2], "%d", journal);
+    snprintf(num[3], sizeof num[3], "%d", wsdir);
     char *const argv[] = {(char *)(sb->init_fd >= 0 ? INIT_INSIDE : "a3s-init"),
                           "--mode", "janitor", "--alive-fd", num[0], "--lock-fd", num[1],
-                          "--journal-fd", num[2], "--journal", p->journal,
-                          "--workspace", sb->workspace, "--detach", "1", NULL};
-    int keep[] = {alive[0], lock, journal, exec_fd};
+                          "--workspace-fd", num[3], "--journal-fd", num[2], "--journal",
+                          p->journal, "--workspace", sb->workspace, "--detach", "1", NULL};
+    int keep[] = {alive[0], lock, journal, wsdir, exec_fd};
     struct janitor_spawn js = {.exec_fd = exec_fd, .argv = argv, .keep = keep, .nkeep = COUNT(keep)};
     pid_t mid = a3s_spawn_shared(janitor_child, &js);
     if (mid > 0) {
@@ -1244,6 +1292,7 @@ out:
     a3s_close_fd(&alive[1]);
     a3s_close_fd(&lock);
     a3s_close_fd(&journal);
+    a3s_close_fd(&wsdir);
 }
 
 /* The workspace's journal directory, state_dir/placeholders-<hash>.d: runs
@@ -1279,11 +1328,11 @@ static int open_journal_dir(const a3s_sandbox *sb, bool create) {
  * held here, which its writer holds until its run ends (a pid says nothing
  * across pid namespaces), and only when no other run over the workspace is
  * active (alone). */
-static void recover_journals(a3s_sandbox *sb, int lock_fd) {
+static void recover_journals(a3s_sandbox *sb, const struct plan *p) {
     /* run dirs of dead callers: once per handle, the scratch parent can be big */
     if (!atomic_exchange(&sb->swept, true))
         recover_run_dirs(sb);
-    if (!alone(lock_fd))
+    if (!alone(p))
         return; /* another run may rely on what those journals name */
     int dfd = open_journal_dir(sb, false);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -2353,9 +2402,11 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
     bool sandbox = !(sb->flags & A3S_SANDBOX_PROCESS_HOST);
     p->server = fds->control_fd >= 0;
     p->link_ifd = -1;
-    p->lock_fd = -1;
-    if (sandbox && !p->describe)
+    p->lock_fd = p->ws_lock_fd = -1;
+    if (sandbox && !p->describe) {
         p->lock_fd = lock_workspace(sb);
+        p->ws_lock_fd = lock_workspace_dir(sb);
+    }
     struct stat st;
     if (lstat(sb->workspace, &st) < 0 || !S_ISDIR(st.st_mode))
         return a3s_fail(err, A3S_E_REFUSED, 0, 0,
@@ -2450,8 +2501,8 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
             a3s_strvec_push(&p->extra, host_secrets[i]);
     }
     if (!p->describe) {
-        recover_journals(sb, p->lock_fd);
-        flock(p->lock_fd, LOCK_SH); /* back to shared for the run */
+        recover_journals(sb, p);
+        back_to_shared(p); /* for the run */
     }
     if ((rc = plan_interrupted(p, err)) != A3S_OK ||
         (rc = protect_names(sb, p, a, err)) != A3S_OK)
@@ -2498,7 +2549,7 @@ int a3s_plan_build(a3s_sandbox *sb, const a3s_exec_options *o, struct plan *p,
 
 /* Removes placeholders that are still the untouched objects we created. */
 static void remove_placeholders(a3s_sandbox *sb, struct plan *p) {
-    if (p->placeholders.len && !alone(p->lock_fd)) {
+    if (p->placeholders.len && !alone(p)) {
         /* another run is using them: leave them to whoever is last */
         char done[PATH_MAX + 8];
         snprintf(done, sizeof done, "%s.done", p->journal);
@@ -2510,13 +2561,14 @@ static void remove_placeholders(a3s_sandbox *sb, struct plan *p) {
         remove_placeholder(sb, p->placeholders.items[i]);
     if (p->journal[0])
         unlink(p->journal);
-    recover_journals(sb, p->lock_fd); /* and what earlier concurrent runs left */
+    recover_journals(sb, p); /* and what earlier concurrent runs left */
 }
 
 void a3s_plan_release(a3s_sandbox *sb, struct plan *p) {
     remove_placeholders(sb, p);
     a3s_close_fd(&p->journal_fd); /* a journal left ".done" is the next run's from here */
     a3s_close_fd(&p->lock_fd);
+    a3s_close_fd(&p->ws_lock_fd);
     if (p->run_dir[0])
         remove_run_dir(p->run_dir);
     p->run_dir[0] = '\0';
@@ -2528,6 +2580,7 @@ void a3s_plan_forget(struct plan *p) {
     /* closing a forked copy leaves the locks with the process that took them */
     a3s_close_fd(&p->journal_fd);
     a3s_close_fd(&p->lock_fd);
+    a3s_close_fd(&p->ws_lock_fd);
     a3s_close_fd(&p->run_lock_fd);
     plan_free(p);
 }

@@ -123,10 +123,11 @@ def leaked_scratch(fs):
 
 
 def _kill_caller_mid_run(
-    ws: Path, state: Path, leaked: list[Path], fs, *, janitor_too: bool = True
+    ws: Path, state: Path, leaked: list[Path], fs, *, janitor_too: bool = True, meanwhile=None
 ) -> str:
     """Starts a caller running `sleep 30` in the sandbox, SIGKILLs it mid-run
-    (and, with janitor_too, its janitor first: what the journal is for).
+    (and, with janitor_too, its janitor first: what the journal is for);
+    meanwhile() is called while its placeholders exist, before the kill.
 
     Returns the scratch directory that run used.
     """
@@ -141,6 +142,8 @@ def _kill_caller_mid_run(
         assert _present(ws) == sorted(ALL_PROTECTED), "no placeholders during the run"
         janitors = fs.janitors_of(ws)
         assert len(janitors) == 1, janitors
+        if meanwhile is not None:
+            meanwhile()
         if janitor_too:
             os.kill(janitors[0], signal.SIGKILL)
         os.kill(child.pid, signal.SIGKILL)
@@ -167,6 +170,38 @@ def test_killed_caller_placeholders_are_gone_within_a_second(ws, state_dir, leak
     assert sorted(os.listdir(ws)) == before
     assert _journals(state_dir) == []
     assert fs.janitors_of(ws) == []
+
+
+def test_killed_callers_janitor_leaves_placeholders_another_callers_live_sandbox_bound(
+    ws, state_dir, leaked_scratch, fs, fs_sandbox, tmp_path, monkeypatch
+):
+    """A caller of another state directory (another HOME, user or container) started its
+    sandbox over the killed caller's placeholders: the janitor, alone by the killed
+    caller's lock, must not remove them (which would detach them in the live sandbox); the
+    workspace directory's lock says another run is active, so it hands them over."""
+    with monkeypatch.context() as env:  # read when the sandbox is built
+        env.setenv("XDG_STATE_HOME", str(tmp_path / "another-state"))
+        other = fs_sandbox(ws)
+    with other:
+        _kill_caller_mid_run(
+            ws,
+            state_dir,
+            leaked_scratch,
+            fs,
+            janitor_too=False,
+            meanwhile=lambda: other.exec("true"),  # binds the placeholders as present
+        )
+        deadline = time.monotonic() + 30
+        while fs.janitors_of(ws) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert fs.janitors_of(ws) == [], "the janitor never ended"
+        assert _present(ws) == sorted(ALL_PROTECTED), "the janitor removed them under a live run"
+        out = other.exec("mkdir -p .git/hooks 2>/dev/null; echo x > .git/hooks/x; echo tried")
+        assert "tried" in out.stdout and not os.path.lexists(ws / ".git" / "hooks"), out
+    out = fs_sandbox(ws).exec("true")  # of the killed caller's state directory
+    assert out.exit_code == 0 and out.setup_error is None, out
+    assert _present(ws) == [], "the next run did not remove the handed-over placeholders"
+    assert _journals(state_dir) == []
 
 
 def test_killed_caller_and_janitor_leave_placeholders_that_the_next_run_removes(
@@ -279,13 +314,26 @@ def test_forged_journal_cannot_make_the_host_delete_files(
         assert fs.diff(snap, fs.snapshot(victims / name)) == [], (name, out)
 
 
-def test_concurrent_run_cannot_plant_protected_names_when_another_run_ends(ws, fs_sandbox):
+@pytest.mark.parametrize("state", ["shared", "another"])
+def test_concurrent_run_cannot_plant_protected_names_when_another_run_ends(
+    ws, fs_sandbox, state, tmp_path, monkeypatch
+):
     """Run B starts while run A's placeholders exist, so it binds them as if they were
     real. When A ends and removes them, B must still be unable to create the names.
     (A long-lived sandbox keeps its placeholders until it stops: A's is stopped as soon
-    as its command ends.)"""
+    as its command ends.)
+
+    "another": B is another caller with another state directory (another HOME or
+    XDG_STATE_HOME, another user, a container) and so another workspace lock in it. A
+    found itself alone by its own lock and removed the placeholders B had bound, which
+    detached them in B mid-run: B planted .git/hooks on the host. The workspace
+    directory's own lock, which every caller shares, now tells A that B is active; A
+    leaves them to the next run of its state directory, which removes them."""
     first = fs_sandbox(ws)
-    second = fs_sandbox(ws)
+    with monkeypatch.context() as env:  # read when the sandbox is built
+        if state == "another":
+            env.setenv("XDG_STATE_HOME", str(tmp_path / "another-state"))
+        second = fs_sandbox(ws)
     results: dict[str, object] = {}
 
     def run_a() -> None:
@@ -316,6 +364,9 @@ def test_concurrent_run_cannot_plant_protected_names_when_another_run_ends(ws, f
     b.join()
     second.close()
     assert "ATTEMPTED" in results["b"].stdout, results  # type: ignore[attr-defined]
+    assert not os.path.lexists(ws / ".git" / "hooks"), f"run B planted hooks: {results['b']}"
+    with fs_sandbox(ws) as later:  # of A's state directory: removes what A left to it
+        assert later.exec("true").exit_code == 0
     planted = [n for n in (".bashrc", ".git", ".mcp.json") if os.path.lexists(ws / n)]
     assert planted == [], f"run B planted {planted} on the host: {results['b']}"
 
