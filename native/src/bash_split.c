@@ -109,7 +109,7 @@ struct vec {
     size_t len, cap, size;
 };
 
-static void *vec_push(struct vec *v, bool *nomem) {
+static inline void *vec_push(struct vec *v, bool *nomem) {
     if (v->len == v->cap) {
         size_t cap = v->cap ? 2 * v->cap : 16;
         void *p = realloc(v->items, cap * v->size);
@@ -135,26 +135,36 @@ struct buf {
     bool nomem;
 };
 
-static void buf_add(struct buf *b, const char *s, size_t n) {
-    if (b->nomem || n == 0)
-        return;
-    if (n > b->cap - b->n) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->n < n)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->nomem = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+/* Room for n more bytes in b; false (and b->nomem) when there is none. */
+static bool buf_grow(struct buf *b, size_t n) {
+    if (b->nomem)
+        return false;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->n < n)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->nomem = true;
+        return false;
     }
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+/* Inline: most adds fit, and the reader adds a few bytes at a time. */
+static inline void buf_add(struct buf *b, const char *s, size_t n) {
+    if (b->nomem || n == 0 || (n > b->cap - b->n && !buf_grow(b, n)))
+        return;
     memcpy(b->p + b->n, s, n);
     b->n += n;
 }
 
-static void buf_ch(struct buf *b, char c) { buf_add(b, &c, 1); }
+static inline void buf_ch(struct buf *b, char c) {
+    if (b->nomem || (b->n == b->cap && !buf_grow(b, 1)))
+        return;
+    b->p[b->n++] = c;
+}
 
 /* ---- what the lexer produces ---------------------------------------------- */
 
