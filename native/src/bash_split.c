@@ -45,6 +45,7 @@
 #define MAX_FORMS 64     /* spellings + aliases per command */
 #define MAX_VALUES 8     /* values of one variable followed (x=a; x=b, for x in a b) */
 #define ARENA_SLACK (1u << 20)
+#define VEC_SLAB 16384 /* stack bytes lent to a line's vectors */
 
 /* ---- memory ------------------------------------------------------------ */
 
@@ -103,20 +104,41 @@ static a3s_str arena_str(struct arena *a, const char *p, size_t n) {
     return (a3s_str){d, n};
 }
 
-/* A growable vector of fixed-size items (malloc'd; freed with the walk). */
+/* A growable vector of fixed-size items (malloc'd; freed with the walk). Its first
+ * items may be lent by the caller's stack (vec_lend): no allocation for a short line. */
 struct vec {
     void *items;
     size_t len, cap, size;
+    bool lent; /* items is not the heap's: copied out on growth, never freed */
 };
+
+/* Lends v the next `want` items' room of the slab [*at, end), if it has them. */
+static void vec_lend(struct vec *v, unsigned char **at, const unsigned char *end, size_t want) {
+    size_t bytes = (want * v->size + 15) & ~(size_t)15;
+    if ((size_t)(end - *at) < bytes)
+        return;
+    v->items = *at;
+    v->cap = want;
+    v->lent = true;
+    *at += bytes;
+}
+
+static void vec_release(struct vec *v) {
+    if (!v->lent)
+        free(v->items);
+}
 
 static inline void *vec_push(struct vec *v, bool *nomem) {
     if (v->len == v->cap) {
         size_t cap = v->cap ? 2 * v->cap : 16;
-        void *p = realloc(v->items, cap * v->size);
+        void *p = v->lent ? malloc(cap * v->size) : realloc(v->items, cap * v->size);
         if (!p) {
             *nomem = true;
             return NULL;
         }
+        if (v->lent)
+            memcpy(p, v->items, v->len * v->size);
+        v->lent = false;
         v->items = p;
         v->cap = cap;
     }
@@ -3226,18 +3248,18 @@ static a3s_bash_reading *build_reading(struct ctx *c) {
 /* ---- the entry point ------------------------------------------------------------ */
 
 static void ctx_release(struct ctx *c) {
-    free(c->sources.items);
-    free(c->words.items);
-    free(c->parts.items);
-    free(c->tokens.items);
-    free(c->rcmds.items);
-    free(c->cmdwords.items);
-    free(c->cmdredirs.items);
-    free(c->vars.items);
-    free(c->arith.items);
-    free(c->out.items);
-    free(c->stages.items);
-    free(c->bares.items);
+    vec_release(&c->sources);
+    vec_release(&c->words);
+    vec_release(&c->parts);
+    vec_release(&c->tokens);
+    vec_release(&c->rcmds);
+    vec_release(&c->cmdwords);
+    vec_release(&c->cmdredirs);
+    vec_release(&c->vars);
+    vec_release(&c->arith);
+    vec_release(&c->out);
+    vec_release(&c->stages);
+    vec_release(&c->bares);
     free(c->lit.p);
     free(c->tmp.p);
 }
@@ -3263,6 +3285,12 @@ static int split_line(const char *line, size_t len, bool guard, a3s_bash_split *
     c.vars.size = sizeof(struct var);
     c.arith.size = sizeof(struct arith_name);
     c.out.size = sizeof(a3s_bash_cmd);
+    _Alignas(16) unsigned char slab[VEC_SLAB]; /* the vectors' first items: most lines fit */
+    unsigned char *at = slab;
+    struct vec *lend[] = {&c.sources, &c.words,     &c.parts, &c.tokens, &c.rcmds, &c.cmdwords,
+                          &c.cmdredirs, &c.vars, &c.arith, &c.out,    &c.stages, &c.bares};
+    for (size_t k = 0; k < sizeof lend / sizeof *lend; k++)
+        vec_lend(lend[k], &at, slab + sizeof slab, 16);
     a3s_bash_split *split = calloc(1, sizeof *split);
     c.mem = calloc(1, sizeof *c.mem);
     if (!split || !c.mem) {
