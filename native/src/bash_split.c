@@ -86,6 +86,18 @@ static void *arena_alloc(struct arena *a, size_t n) {
     return p;
 }
 
+/* Counts n bytes against a's bound as arena_alloc would, without taking them (a
+ * string already held): the bound trips at the same byte either way. */
+static bool arena_charge(struct arena *a, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (n > a->cap - a->total) {
+        a->over = true;
+        return false;
+    }
+    a->total += n;
+    return true;
+}
+
 static void arena_free(struct arena *a) {
     for (struct chunk *c = a->head, *next; c; c = next) {
         next = c->next;
@@ -1910,12 +1922,20 @@ static void add_form(struct ctx *c, a3s_str *list, size_t *opens, size_t *n, a3s
 
 /* Adds a reading as a spelling (every one must be allowed) and its unquoted
  * and bare-name forms as aliases (only deny and ask rules see them). */
-static void add_reading(struct ctx *c, struct forms *out, struct form f) {
+/* `shown`: when not NULL, what render() gives f as written (M_SRC), already held. */
+static void add_reading(struct ctx *c, struct forms *out, struct form f, a3s_str shown) {
     bool changed = false, plain = true;
     for (size_t k = f.from; k < f.r->nw && plain; k++)
         plain = VEC_AT(c->words, struct word, word_at(c, f.r, k)).plain;
     f.mode = M_SRC;
-    a3s_str src = render(c, &f, NULL);
+    a3s_str src = shown;
+    if (shown.p) {
+        c->open = SIZE_MAX; /* as written, with no tail: nothing the line does not show */
+        if (!arena_charge(c->mem, shown.n + 1))
+            src = (a3s_str){NULL, 0};
+    } else {
+        src = render(c, &f, NULL);
+    }
     add_form(c, SPELL(out), src, c->open);
     if (plain) { /* quotes, backslashes and expansions aside, only the bare name differs */
         a3s_str prog = VEC_AT(c->words, struct word, word_at(c, f.r, f.from)).src;
@@ -2128,7 +2148,10 @@ static size_t find_name(a3s_str v, const void *table, size_t n, size_t stride) {
     size_t lo = 0, hi = n;
     while (v.n && lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int d = name_cmp(v, *(const char *const *)((const char *)table + mid * stride));
+        const char *name = *(const char *const *)((const char *)table + mid * stride);
+        int d = (unsigned char)v.p[0] - (unsigned char)name[0]; /* most steps end here */
+        if (d == 0)
+            d = name_cmp(v, name);
         if (d == 0)
             return mid;
         if (d < 0)
@@ -2870,11 +2893,13 @@ static void spell(struct ctx *c, size_t ri) {
     a3s_str written = render(c, &whole, NULL);
     add_form(c, SPELL(f), written, SIZE_MAX);
     size_t base = f->nspell;
+    a3s_str shown = written; /* the first stage's words as written: render(from = a) */
     if (a > 0) {
         struct form words = {.r = &r, .from = a};
         a3s_str text = render(c, &words, NULL);
         add_form(c, SPELL(f), text, SIZE_MAX);
         base = f->nspell;
+        shown = text;
     }
     bool tail = false, replace = false; /* xargs: words read from input follow */
     size_t st0 = c->stages.len;
@@ -2884,7 +2909,8 @@ static void spell(struct ctx *c, size_t ri) {
             if (slot)
                 *slot = (struct stage){i, {NULL, 0}};
         }
-        add_reading(c, f, (struct form){.r = &r, .from = i, .tail_open = tail});
+        add_reading(c, f, (struct form){.r = &r, .from = i, .tail_open = tail},
+                    stage == 0 ? shown : (a3s_str){NULL, 0});
         a3s_str prog = value_of(c, r.source, word_at(c, &r, i));
         if (!prog.p) {
             if (!split_program(c, &r, i))
@@ -2902,8 +2928,10 @@ static void spell(struct ctx *c, size_t ri) {
             if (git_config_runs_code(c, &r, i + 1, sub))
                 c->opaque = true;
             if (sub > i + 1)
-                add_reading(c, f, (struct form){.r = &r, .from = i, .skip0 = i + 1, .skip1 = sub,
-                                                .tail_open = tail});
+                add_reading(c, f,
+                            (struct form){.r = &r, .from = i, .skip0 = i + 1, .skip1 = sub,
+                                          .tail_open = tail},
+                            (a3s_str){NULL, 0});
         }
         if (eq(name, "parallel"))
             c->opaque = true; /* GNU parallel builds commands from its input */
