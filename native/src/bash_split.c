@@ -1395,6 +1395,7 @@ static bool coproc_name(struct ctx *c, size_t t, size_t t1) {
 
 /* Groups one source's tokens into simple commands, past the shell's keywords. */
 static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
+    /* Sorted in byte order: in_list() searches it by halves. */
     static const char *const SKIPPED[] = {"!", "coproc", "do", "done", "elif", "else",
                                           "fi", "if", "then", "until", "while", "{",
                                           "}"};
@@ -1618,7 +1619,8 @@ static size_t assignments(struct ctx *c, const struct rcmd *r) {
 
 static bool has_option(struct ctx *c, const struct rcmd *r, size_t from, const char *letters);
 
-/* Builtins that set the variables their arguments name (read x, export x=1 ...). */
+/* Builtins that set the variables their arguments name (read x, export x=1 ...).
+ * Sorted in byte order: in_list() searches it by halves. */
 static const char *const SETS_VARS[] = {"builtin", "command", "declare", "export", "getopts", "let",
                                         "local", "mapfile", "printf", "read", "readarray", "readonly",
                                         "typeset", "unset", "wait"};
@@ -1627,6 +1629,7 @@ static bool changes_env(a3s_str v) { return eq(v, "eval") || eq(v, "source") || 
 
 /* Records what one command does to the line's variables. */
 static void register_env(struct ctx *c, const struct rcmd *r) {
+    /* Sorted in byte order: in_list() searches it by halves. */
     static const char *const EXPORTS[] = {"declare", "export", "local", "readonly", "typeset"};
     size_t a = assignments(c, r);
     bool sets_vars = false, exports = false;
@@ -2045,7 +2048,8 @@ static const char *const LDSO_LONG[] = {"--library-path", "--preload", "--audit"
                                         "--inhibit-rpath", NULL};
 
 /* The programs that run the program named after their options: the one table the
- * policy, the exec check's bindings and the guardrail (a3s_bash_read_line) read with. */
+ * policy, the exec check's bindings and the guardrail (a3s_bash_read_line) read with.
+ * Sorted by name in byte order: find_wrapper() searches it by halves. */
 static const struct wrapper WRAPPERS[] = {
     {"arch", "", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"builtin", "", NONE_LONG, 0, false, NULL, CODE_NONE},
@@ -2123,12 +2127,14 @@ static const struct wrapper WRAPPERS[] = {
     {"xvfb-run", "nsefp", NONE_LONG, 0, false, NULL, CODE_NONE},
 };
 
+/* Sorted in byte order: in_list() searches it by halves. */
 static const char *const SHELLS[] = {"ash", "bash", "csh", "dash", "elvish", "es",
                                      "fish", "ksh", "ksh93", "lksh", "loksh", "mksh",
                                      "nu", "oksh", "pdksh", "posh", "pwsh", "rbash",
                                      "rc", "sh", "tcsh", "xonsh", "yash", "zsh"};
 /* Shells whose language is not bash's: what their -c code runs is read as
- * bash would read it, and the line is opaque. */
+ * bash would read it, and the line is opaque.
+ * Sorted in byte order: in_list() searches it by halves. */
 static const char *const OTHER_SHELLS[] = {"csh", "elvish", "es", "fish", "nu", "pwsh",
                                            "rc", "tcsh", "xonsh"};
 
@@ -2671,6 +2677,7 @@ static bool split_program(struct ctx *c, const struct rcmd *r, size_t i) {
  * read the line differently: a line that sets one may run code it does not
  * show. */
 static bool runs_value(a3s_str word, bool bare) {
+    /* Sorted in byte order: in_list() searches it by halves. */
     static const char *const NAMES[] = {"BASHOPTS", "BASH_ENV", "BASH_XTRACEFD", "ENV", "EXECIGNORE", "GIT_CONFIG",
                                         "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH", "GLOBIGNORE",
                                         "IFS", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3",
@@ -3028,6 +3035,7 @@ static void spell(struct ctx *c, size_t ri) {
 /* ---- the fast path --------------------------------------------------------------- */
 
 bool a3s_bash_is_plain(const char *line, size_t len) {
+    /* Sorted in byte order: in_list() searches it by halves. */
     static const char *const OTHERS[] = {"[", "alias", "compgen", "complete", "declare", "enable",
                                          "eval", "exec", "export", "find", "git", "hash",
                                          "let", "local", "mapfile", "parallel", "printf", "read",
@@ -3056,6 +3064,7 @@ bool a3s_bash_is_plain(const char *line, size_t len) {
     for (size_t k = 0; k < prog.n; k++) /* a directory or capitals: the bare name is an alias */
         if (prog.p[k] == '/' || (prog.p[k] >= 'A' && prog.p[k] <= 'Z'))
             return false;
+    /* Sorted in byte order: in_list() searches it by halves. */
     static const char *const KEYWORDS[] = {"case", "coproc", "do", "done", "elif", "else",
                                            "esac", "fi", "for", "function", "if", "in",
                                            "select", "then", "time", "until", "while"};
