@@ -45,6 +45,7 @@
 #define MAX_FORMS 64     /* spellings + aliases per command */
 #define MAX_VALUES 8     /* values of one variable followed (x=a; x=b, for x in a b) */
 #define ARENA_SLACK (1u << 20)
+#define VEC_SLAB 16384 /* stack bytes lent to a line's vectors */
 
 /* ---- memory ------------------------------------------------------------ */
 
@@ -85,6 +86,18 @@ static void *arena_alloc(struct arena *a, size_t n) {
     return p;
 }
 
+/* Counts n bytes against a's bound as arena_alloc would, without taking them (a
+ * string already held): the bound trips at the same byte either way. */
+static bool arena_charge(struct arena *a, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (n > a->cap - a->total) {
+        a->over = true;
+        return false;
+    }
+    a->total += n;
+    return true;
+}
+
 static void arena_free(struct arena *a) {
     for (struct chunk *c = a->head, *next; c; c = next) {
         next = c->next;
@@ -103,20 +116,41 @@ static a3s_str arena_str(struct arena *a, const char *p, size_t n) {
     return (a3s_str){d, n};
 }
 
-/* A growable vector of fixed-size items (malloc'd; freed with the walk). */
+/* A growable vector of fixed-size items (malloc'd; freed with the walk). Its first
+ * items may be lent by the caller's stack (vec_lend): no allocation for a short line. */
 struct vec {
     void *items;
     size_t len, cap, size;
+    bool lent; /* items is not the heap's: copied out on growth, never freed */
 };
 
-static void *vec_push(struct vec *v, bool *nomem) {
+/* Lends v the next `want` items' room of the slab [*at, end), if it has them. */
+static void vec_lend(struct vec *v, unsigned char **at, const unsigned char *end, size_t want) {
+    size_t bytes = (want * v->size + 15) & ~(size_t)15;
+    if ((size_t)(end - *at) < bytes)
+        return;
+    v->items = *at;
+    v->cap = want;
+    v->lent = true;
+    *at += bytes;
+}
+
+static void vec_release(struct vec *v) {
+    if (!v->lent)
+        free(v->items);
+}
+
+static inline void *vec_push(struct vec *v, bool *nomem) {
     if (v->len == v->cap) {
         size_t cap = v->cap ? 2 * v->cap : 16;
-        void *p = realloc(v->items, cap * v->size);
+        void *p = v->lent ? malloc(cap * v->size) : realloc(v->items, cap * v->size);
         if (!p) {
             *nomem = true;
             return NULL;
         }
+        if (v->lent)
+            memcpy(p, v->items, v->len * v->size);
+        v->lent = false;
         v->items = p;
         v->cap = cap;
     }
@@ -135,26 +169,36 @@ struct buf {
     bool nomem;
 };
 
-static void buf_add(struct buf *b, const char *s, size_t n) {
-    if (b->nomem || n == 0)
-        return;
-    if (n > b->cap - b->n) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->n < n)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->nomem = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+/* Room for n more bytes in b; false (and b->nomem) when there is none. */
+static bool buf_grow(struct buf *b, size_t n) {
+    if (b->nomem)
+        return false;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->n < n)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->nomem = true;
+        return false;
     }
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+/* Inline: most adds fit, and the reader adds a few bytes at a time. */
+static inline void buf_add(struct buf *b, const char *s, size_t n) {
+    if (b->nomem || n == 0 || (n > b->cap - b->n && !buf_grow(b, n)))
+        return;
     memcpy(b->p + b->n, s, n);
     b->n += n;
 }
 
-static void buf_ch(struct buf *b, char c) { buf_add(b, &c, 1); }
+static inline void buf_ch(struct buf *b, char c) {
+    if (b->nomem || (b->n == b->cap && !buf_grow(b, 1)))
+        return;
+    b->p[b->n++] = c;
+}
 
 /* ---- what the lexer produces ---------------------------------------------- */
 
@@ -270,9 +314,7 @@ static bool is_name_start(char ch) {
 
 static bool is_name_char(char ch) { return is_name_start(ch) || (ch >= '0' && ch <= '9'); }
 
-static bool eq(a3s_str s, const char *lit) {
-    if (!s.p || (s.n ? s.p[0] != lit[0] : lit[0] != '\0'))
-        return false;
+static inline bool eq(a3s_str s, const char *lit) { /* inline: strlen of a literal folds */
     size_t n = strlen(lit);
     return s.p && s.n == n && memcmp(s.p, lit, n) == 0;
 }
@@ -920,11 +962,12 @@ static size_t read_heredocs(struct ctx *c, size_t si, const char *code, size_t i
 
 static const struct {
     const char *text;
+    size_t n; /* strlen(text) */
     int op;
 } OPS[] = {
-    {";;&", OP_DSEMI}, {"&&", OP_AND},  {"||", OP_OR},    {";;", OP_DSEMI},  {";&", OP_DSEMI},
-    {"|&", OP_PIPE},   {";", OP_SEMI},  {"&", OP_AMP},    {"|", OP_PIPE},    {"(", OP_LPAREN},
-    {")", OP_RPAREN},
+    {";;&", 3, OP_DSEMI}, {"&&", 2, OP_AND},  {"||", 2, OP_OR},     {";;", 2, OP_DSEMI},
+    {";&", 2, OP_DSEMI},  {"|&", 2, OP_PIPE}, {";", 1, OP_SEMI},    {"&", 1, OP_AMP},
+    {"|", 1, OP_PIPE},    {"(", 1, OP_LPAREN}, {")", 1, OP_RPAREN},
 };
 
 static const char *const REDIRS[] = {"<<<", "<<-", "<<", "<>", "<&", "<",  ">>",
@@ -1260,8 +1303,9 @@ static void lex(struct ctx *c, size_t si) {
         }
         int op = -1;
         size_t opn = 0;
-        for (size_t o = 0; strchr(";&|()", ch) && o < sizeof OPS / sizeof *OPS && op < 0; o++) {
-            size_t n = strlen(OPS[o].text);
+        bool op_char = ch == ';' || ch == '&' || ch == '|' || ch == '(' || ch == ')';
+        for (size_t o = 0; op_char && o < sizeof OPS / sizeof *OPS && op < 0; o++) {
+            size_t n = OPS[o].n;
             if (n <= len - i && memcmp(s + i, OPS[o].text, n) == 0) {
                 op = OPS[o].op;
                 opn = n;
@@ -1327,7 +1371,9 @@ static void poison(struct ctx *c, size_t si, const char *name, size_t n);
 static void add_var(struct ctx *c, size_t si, a3s_str name, a3s_str value, bool known);
 static a3s_str value_of(struct ctx *c, size_t si, size_t wi);
 
-static bool word_is(struct ctx *c, size_t wi, const char *lit) {
+static bool in_list(a3s_str v, const char *const *list, size_t n);
+
+static inline bool word_is(struct ctx *c, size_t wi, const char *lit) {
     const struct word *w = &VEC_AT(c->words, struct word, wi);
     return w->plain && eq(w->src, lit);
 }
@@ -1349,9 +1395,10 @@ static bool coproc_name(struct ctx *c, size_t t, size_t t1) {
 
 /* Groups one source's tokens into simple commands, past the shell's keywords. */
 static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
-    static const char *const SKIPPED[] = {"!",    "{",  "}",    "then",  "else",  "do",
-                                          "done", "fi", "if",   "elif",  "while", "until",
-                                          "coproc"};
+    /* Sorted in byte order: in_list() searches it by halves. */
+    static const char *const SKIPPED[] = {"!", "coproc", "do", "done", "elif", "else",
+                                          "fi", "if", "then", "until", "while", "{",
+                                          "}"};
     int mode = S_NONE, cases = 0;
     bool expect_rparen = false, skip_name = false, for_first = false, shaped = false;
     bool poison_loop = false, time_opts = false;
@@ -1473,9 +1520,9 @@ static void structure(struct ctx *c, size_t si, size_t t0, size_t t1) {
          * redirection (`>/dev/null case x`) it is a program's name */
         if (c->cmdwords.len == w0 && c->cmdredirs.len == r0 &&
             VEC_AT(c->words, struct word, wi).src.n <= 8) {
-            bool keyword = false;
-            for (size_t k = 0; k < sizeof SKIPPED / sizeof *SKIPPED; k++)
-                keyword = keyword || word_is(c, wi, SKIPPED[k]);
+            bool keyword = VEC_AT(c->words, struct word, wi).plain &&
+                           in_list(VEC_AT(c->words, struct word, wi).src, SKIPPED,
+                                   sizeof SKIPPED / sizeof *SKIPPED);
             if (word_is(c, wi, "esac") && cases > 0) {
                 cases--;
                 keyword = true;
@@ -1570,19 +1617,20 @@ static size_t assignments(struct ctx *c, const struct rcmd *r) {
     return a;
 }
 
-static bool in_list(a3s_str v, const char *const *list, size_t n);
 static bool has_option(struct ctx *c, const struct rcmd *r, size_t from, const char *letters);
 
-/* Builtins that set the variables their arguments name (read x, export x=1 ...). */
-static const char *const SETS_VARS[] = {"read",     "declare", "typeset",  "export", "local",
-                                        "readonly", "let",     "printf",   "mapfile", "readarray",
-                                        "getopts",  "unset",   "wait",     "builtin", "command"};
+/* Builtins that set the variables their arguments name (read x, export x=1 ...).
+ * Sorted in byte order: in_list() searches it by halves. */
+static const char *const SETS_VARS[] = {"builtin", "command", "declare", "export", "getopts", "let",
+                                        "local", "mapfile", "printf", "read", "readarray", "readonly",
+                                        "typeset", "unset", "wait"};
 
 static bool changes_env(a3s_str v) { return eq(v, "eval") || eq(v, "source") || eq(v, "."); }
 
 /* Records what one command does to the line's variables. */
 static void register_env(struct ctx *c, const struct rcmd *r) {
-    static const char *const EXPORTS[] = {"export", "readonly", "declare", "typeset", "local"};
+    /* Sorted in byte order: in_list() searches it by halves. */
+    static const char *const EXPORTS[] = {"declare", "export", "local", "readonly", "typeset"};
     size_t a = assignments(c, r);
     bool sets_vars = false, exports = false;
     for (size_t k = 0; k < r->nw; k++) {
@@ -1877,12 +1925,20 @@ static void add_form(struct ctx *c, a3s_str *list, size_t *opens, size_t *n, a3s
 
 /* Adds a reading as a spelling (every one must be allowed) and its unquoted
  * and bare-name forms as aliases (only deny and ask rules see them). */
-static void add_reading(struct ctx *c, struct forms *out, struct form f) {
+/* `shown`: when not NULL, what render() gives f as written (M_SRC), already held. */
+static void add_reading(struct ctx *c, struct forms *out, struct form f, a3s_str shown) {
     bool changed = false, plain = true;
     for (size_t k = f.from; k < f.r->nw && plain; k++)
         plain = VEC_AT(c->words, struct word, word_at(c, f.r, k)).plain;
     f.mode = M_SRC;
-    a3s_str src = render(c, &f, NULL);
+    a3s_str src = shown;
+    if (shown.p) {
+        c->open = SIZE_MAX; /* as written, with no tail: nothing the line does not show */
+        if (!arena_charge(c->mem, shown.n + 1))
+            src = (a3s_str){NULL, 0};
+    } else {
+        src = render(c, &f, NULL);
+    }
     add_form(c, SPELL(out), src, c->open);
     if (plain) { /* quotes, backslashes and expansions aside, only the bare name differs */
         a3s_str prog = VEC_AT(c->words, struct word, word_at(c, f.r, f.from)).src;
@@ -1992,105 +2048,134 @@ static const char *const LDSO_LONG[] = {"--library-path", "--preload", "--audit"
                                         "--inhibit-rpath", NULL};
 
 /* The programs that run the program named after their options: the one table the
- * policy, the exec check's bindings and the guardrail (a3s_bash_read_line) read with. */
+ * policy, the exec check's bindings and the guardrail (a3s_bash_read_line) read with.
+ * Sorted by name in byte order: find_wrapper() searches it by halves. */
 static const struct wrapper WRAPPERS[] = {
-    {"env", "uCSP", ENV_LONG, 0, true, NULL, CODE_NONE},
-    {"command", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"arch", "", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"builtin", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"exec", "a", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"nice", "n", NICE_LONG, 0, false, NULL, CODE_NONE},
-    {"nohup", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"timeout", "sk", TIMEOUT_LONG, 1, false, NULL, CODE_NONE},
-    {"time", "fo", TIME_LONG, 0, false, NULL, CODE_NONE},
-    {"stdbuf", "ioe", STDBUF_LONG, 0, false, NULL, CODE_NONE},
-    {"ionice", "cn", IONICE_LONG, 0, false, NULL, CODE_NONE},
-    {"setsid", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"sudo", "ughpCDrtTU", SUDO_LONG, 0, true, NULL, CODE_NONE},
-    {"doas", "uC", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"xargs", "adEILnPs", XARGS_LONG, 0, false, NULL, CODE_NONE},
-    {"chrt", "TPD", NONE_LONG, 1, false, NULL, CODE_NONE},
-    {"taskset", "", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"bundle", "", NONE_LONG, 0, false, "exec", CODE_NONE},
     {"busybox", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"toybox", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"caffeinate", "wt", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"catchsegv", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"cgexec", "g", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"chronic", "", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"chroot", "", CHROOT_LONG, 1, false, NULL, CODE_NONE},
-    {"unshare", "SGRw", UNSHARE_LONG, 0, false, NULL, CODE_NONE},
-    {"nsenter", "tSG", NSENTER_LONG, 0, false, NULL, CODE_NONE},
-    {"strace", "oepsuEabIOSPX", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"ltrace", "oepsunaADlx", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"setpriv", "", SETPRIV_LONG, 0, false, NULL, CODE_NONE},
-    {"setarch", "", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"chrt", "TPD", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"command", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"conda", "np", CONDA_LONG, 0, false, "run", CODE_NONE},
+    {"dbus-run-session", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"doas", "uC", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"dumb-init", "r", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"eatmydata", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"env", "uCSP", ENV_LONG, 0, true, NULL, CODE_NONE},
+    {"exec", "a", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"fakeroot", "lsib", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"faketime", "f", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"firejail", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"flock", "wEc", NONE_LONG, 1, false, NULL, CODE_DASH_C},
+    {"hatch", "", NONE_LONG, 0, false, "run", CODE_NONE},
+    {"i386", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"ionice", "cn", IONICE_LONG, 0, false, NULL, CODE_NONE},
+    {"ld-linux-aarch64.so.1", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
+    {"ld-linux-x86-64.so.2", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
+    {"ld-linux.so.2", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
+    {"ld.so", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
     {"linux32", "", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"linux64", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"i386", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"x86_64", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"uname26", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"prlimit", "p", PRLIMIT_LONG, 0, false, NULL, CODE_NONE},
+    {"ltrace", "oepsunaADlx", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"nice", "n", NICE_LONG, 0, false, NULL, CODE_NONE},
+    {"nocache", "n", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"nohup", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"nsenter", "tSG", NSENTER_LONG, 0, false, NULL, CODE_NONE},
     {"numactl", "CNmPpi", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"cgexec", "g", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"eatmydata", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"faketime", "f", NONE_LONG, 1, false, NULL, CODE_NONE},
-    {"torsocks", "uapP", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"pdm", "", NONE_LONG, 0, false, "run", CODE_NONE},
+    {"pipenv", "", NONE_LONG, 0, false, "run", CODE_NONE},
+    {"pkexec", "", PKEXEC_LONG, 0, false, NULL, CODE_NONE},
+    {"poetry", "", NONE_LONG, 0, false, "run", CODE_NONE},
+    {"prlimit", "p", PRLIMIT_LONG, 0, false, NULL, CODE_NONE},
     {"proxychains", "f", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"proxychains4", "f", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"tini", "splgew", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"dumb-init", "r", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"pkexec", "", PKEXEC_LONG, 0, false, NULL, CODE_NONE},
-    {"ssh-agent", "aEPt", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"xvfb-run", "nsefp", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"chronic", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"nocache", "n", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"run0", "uDg", RUN0_LONG, 0, false, NULL, CODE_NONE},
-    {"valgrind", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"trickle", "dultwn", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"rlwrap", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"ld.so", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
-    {"ld-linux.so.2", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
-    {"ld-linux-x86-64.so.2", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
-    {"ld-linux-aarch64.so.1", "", LDSO_LONG, 0, false, NULL, CODE_NONE},
-    {"systemd-run", "upEMH", SYSTEMD_RUN_LONG, 0, false, NULL, CODE_NONE},
-    {"firejail", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"caffeinate", "wt", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"arch", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"unbuffer", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"catchsegv", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"dbus-run-session", "", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"fakeroot", "lsib", NONE_LONG, 0, false, NULL, CODE_NONE},
-    {"flock", "wEc", NONE_LONG, 1, false, NULL, CODE_DASH_C},
-    {"script", "cTIOBEm", SCRIPT_LONG, 0, false, NULL, CODE_DASH_C},
-    {"su", "cgsG", NONE_LONG, 0, false, NULL, CODE_DASH_C},
+    {"run0", "uDg", RUN0_LONG, 0, false, NULL, CODE_NONE},
     {"runuser", "ucgsG", NONE_LONG, 0, false, NULL, CODE_DASH_C},
-    {"watch", "nd", WATCH_LONG, 0, false, NULL, CODE_REST},
+    {"script", "cTIOBEm", SCRIPT_LONG, 0, false, NULL, CODE_DASH_C},
+    {"setarch", "", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"setpriv", "", SETPRIV_LONG, 0, false, NULL, CODE_NONE},
+    {"setsid", "", NONE_LONG, 0, false, NULL, CODE_NONE},
     {"sg", "", NONE_LONG, 1, false, NULL, CODE_REST},
+    {"ssh-agent", "aEPt", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"stdbuf", "ioe", STDBUF_LONG, 0, false, NULL, CODE_NONE},
+    {"strace", "oepsuEabIOSPX", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"su", "cgsG", NONE_LONG, 0, false, NULL, CODE_DASH_C},
+    {"sudo", "ughpCDrtTU", SUDO_LONG, 0, true, NULL, CODE_NONE},
+    {"systemd-run", "upEMH", SYSTEMD_RUN_LONG, 0, false, NULL, CODE_NONE},
+    {"taskset", "", NONE_LONG, 1, false, NULL, CODE_NONE},
+    {"time", "fo", TIME_LONG, 0, false, NULL, CODE_NONE},
+    {"timeout", "sk", TIMEOUT_LONG, 1, false, NULL, CODE_NONE},
+    {"tini", "splgew", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"torsocks", "uapP", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"toybox", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"trickle", "dultwn", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"uname26", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"unbuffer", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"unshare", "SGRw", UNSHARE_LONG, 0, false, NULL, CODE_NONE},
     {"uv", "p", UV_LONG, 0, false, "run", CODE_NONE},
-    {"poetry", "", NONE_LONG, 0, false, "run", CODE_NONE},
-    {"pipenv", "", NONE_LONG, 0, false, "run", CODE_NONE},
-    {"pdm", "", NONE_LONG, 0, false, "run", CODE_NONE},
-    {"hatch", "", NONE_LONG, 0, false, "run", CODE_NONE},
-    {"conda", "np", CONDA_LONG, 0, false, "run", CODE_NONE},
-    {"bundle", "", NONE_LONG, 0, false, "exec", CODE_NONE},
+    {"valgrind", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"watch", "nd", WATCH_LONG, 0, false, NULL, CODE_REST},
+    {"x86_64", "", NONE_LONG, 0, false, NULL, CODE_NONE},
+    {"xargs", "adEILnPs", XARGS_LONG, 0, false, NULL, CODE_NONE},
+    {"xvfb-run", "nsefp", NONE_LONG, 0, false, NULL, CODE_NONE},
 };
 
-static const char *const SHELLS[] = {"sh",   "bash", "dash", "zsh",  "ksh",    "ash",
-                                     "mksh", "yash", "rbash", "lksh", "posh",  "ksh93",
-                                     "pdksh", "fish", "tcsh", "csh",  "nu",    "elvish",
-                                     "xonsh", "pwsh", "rc",   "es",   "oksh",  "loksh"};
+/* Sorted in byte order: in_list() searches it by halves. */
+static const char *const SHELLS[] = {"ash", "bash", "csh", "dash", "elvish", "es",
+                                     "fish", "ksh", "ksh93", "lksh", "loksh", "mksh",
+                                     "nu", "oksh", "pdksh", "posh", "pwsh", "rbash",
+                                     "rc", "sh", "tcsh", "xonsh", "yash", "zsh"};
 /* Shells whose language is not bash's: what their -c code runs is read as
- * bash would read it, and the line is opaque. */
-static const char *const OTHER_SHELLS[] = {"fish", "tcsh", "csh", "nu", "elvish", "xonsh",
-                                           "pwsh", "rc", "es"};
+ * bash would read it, and the line is opaque.
+ * Sorted in byte order: in_list() searches it by halves. */
+static const char *const OTHER_SHELLS[] = {"csh", "elvish", "es", "fish", "nu", "pwsh",
+                                           "rc", "tcsh", "xonsh"};
 
-static const struct wrapper *find_wrapper(a3s_str name) {
-    for (size_t k = 0; name.n && k < sizeof WRAPPERS / sizeof *WRAPPERS; k++)
-        if (WRAPPERS[k].name[0] == name.p[0] && eq(name, WRAPPERS[k].name))
-            return &WRAPPERS[k];
-    return NULL;
+/* v against the NUL-terminated lit, in byte order (bytes, then length): the
+ * order the name tables above are sorted in, so they are searched by halves. */
+static int name_cmp(a3s_str v, const char *lit) {
+    size_t k = 0;
+    for (; k < v.n && lit[k]; k++)
+        if (v.p[k] != lit[k])
+            return (unsigned char)v.p[k] < (unsigned char)lit[k] ? -1 : 1;
+    return k < v.n ? 1 : lit[k] ? -1 : 0;
 }
 
+/* The index of v in a table of n entries `stride` bytes apart, each starting with
+ * its name, sorted in byte order (WRAPPERS, or a list of names); SIZE_MAX if none. */
+static size_t find_name(a3s_str v, const void *table, size_t n, size_t stride) {
+    size_t lo = 0, hi = n;
+    while (v.n && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *name = *(const char *const *)((const char *)table + mid * stride);
+        int d = (unsigned char)v.p[0] - (unsigned char)name[0]; /* most steps end here */
+        if (d == 0)
+            d = name_cmp(v, name);
+        if (d == 0)
+            return mid;
+        if (d < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return SIZE_MAX;
+}
+
+static const struct wrapper *find_wrapper(a3s_str name) {
+    size_t k = find_name(name, WRAPPERS, sizeof WRAPPERS / sizeof *WRAPPERS, sizeof *WRAPPERS);
+    return k == SIZE_MAX ? NULL : &WRAPPERS[k];
+}
+
+/* Whether v is one of the n names of list (sorted in byte order). */
 static bool in_list(a3s_str v, const char *const *list, size_t n) {
-    for (size_t k = 0; v.n && k < n; k++)
-        if (list[k] && list[k][0] == v.p[0] && eq(v, list[k]))
-            return true;
-    return false;
+    return find_name(v, list, n, sizeof *list) != SIZE_MAX;
 }
 
 /* Where the program a wrapper runs starts, or SIZE_MAX when it runs none
@@ -2592,11 +2677,11 @@ static bool split_program(struct ctx *c, const struct rcmd *r, size_t i) {
  * read the line differently: a line that sets one may run code it does not
  * show. */
 static bool runs_value(a3s_str word, bool bare) {
-    static const char *const NAMES[] = {
-        "IFS",      "BASH_ENV", "ENV",          "PROMPT_COMMAND", "PS0",     "PS1",
-        "PS2",      "PS3",      "PS4",          "SHELLOPTS",      "BASHOPTS", "GLOBIGNORE",
-        "EXECIGNORE", "BASH_XTRACEFD", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-        "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH"};
+    /* Sorted in byte order: in_list() searches it by halves. */
+    static const char *const NAMES[] = {"BASHOPTS", "BASH_ENV", "BASH_XTRACEFD", "ENV", "EXECIGNORE", "GIT_CONFIG",
+                                        "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH", "GLOBIGNORE",
+                                        "IFS", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3",
+                                        "PS4", "SHELLOPTS"};
     if (!word.n || word.p[0] < 'A' || word.p[0] > 'Z') /* every name above is upper-case */
         return false;
     size_t k = 0;
@@ -2815,11 +2900,13 @@ static void spell(struct ctx *c, size_t ri) {
     a3s_str written = render(c, &whole, NULL);
     add_form(c, SPELL(f), written, SIZE_MAX);
     size_t base = f->nspell;
+    a3s_str shown = written; /* the first stage's words as written: render(from = a) */
     if (a > 0) {
         struct form words = {.r = &r, .from = a};
         a3s_str text = render(c, &words, NULL);
         add_form(c, SPELL(f), text, SIZE_MAX);
         base = f->nspell;
+        shown = text;
     }
     bool tail = false, replace = false; /* xargs: words read from input follow */
     size_t st0 = c->stages.len;
@@ -2829,7 +2916,8 @@ static void spell(struct ctx *c, size_t ri) {
             if (slot)
                 *slot = (struct stage){i, {NULL, 0}};
         }
-        add_reading(c, f, (struct form){.r = &r, .from = i, .tail_open = tail});
+        add_reading(c, f, (struct form){.r = &r, .from = i, .tail_open = tail},
+                    stage == 0 ? shown : (a3s_str){NULL, 0});
         a3s_str prog = value_of(c, r.source, word_at(c, &r, i));
         if (!prog.p) {
             if (!split_program(c, &r, i))
@@ -2847,8 +2935,10 @@ static void spell(struct ctx *c, size_t ri) {
             if (git_config_runs_code(c, &r, i + 1, sub))
                 c->opaque = true;
             if (sub > i + 1)
-                add_reading(c, f, (struct form){.r = &r, .from = i, .skip0 = i + 1, .skip1 = sub,
-                                                .tail_open = tail});
+                add_reading(c, f,
+                            (struct form){.r = &r, .from = i, .skip0 = i + 1, .skip1 = sub,
+                                          .tail_open = tail},
+                            (a3s_str){NULL, 0});
         }
         if (eq(name, "parallel"))
             c->opaque = true; /* GNU parallel builds commands from its input */
@@ -2945,11 +3035,12 @@ static void spell(struct ctx *c, size_t ri) {
 /* ---- the fast path --------------------------------------------------------------- */
 
 bool a3s_bash_is_plain(const char *line, size_t len) {
-    static const char *const OTHERS[] = {
-        "git",   "eval",    "find",    "source",  "exec",  "trap",     "alias",    "hash",
-        "shopt", "enable",  "mapfile", "readarray", "declare", "typeset", "local", "export",
-        "readonly", "let",  "parallel", "read",   "printf", "unset",    "test",     "[",
-        "compgen",  "complete"};
+    /* Sorted in byte order: in_list() searches it by halves. */
+    static const char *const OTHERS[] = {"[", "alias", "compgen", "complete", "declare", "enable",
+                                         "eval", "exec", "export", "find", "git", "hash",
+                                         "let", "local", "mapfile", "parallel", "printf", "read",
+                                         "readarray", "readonly", "shopt", "source", "test", "trap",
+                                         "typeset", "unset"};
     size_t first = 0;
     if (len == 0 || line[0] == ' ' || line[len - 1] == ' ')
         return false;
@@ -2973,9 +3064,10 @@ bool a3s_bash_is_plain(const char *line, size_t len) {
     for (size_t k = 0; k < prog.n; k++) /* a directory or capitals: the bare name is an alias */
         if (prog.p[k] == '/' || (prog.p[k] >= 'A' && prog.p[k] <= 'Z'))
             return false;
-    static const char *const KEYWORDS[] = {"do",   "done", "fi",    "if",   "elif", "while",
-                                           "then", "else", "until", "for",  "case", "esac",
-                                           "select", "function", "coproc", "time", "in"};
+    /* Sorted in byte order: in_list() searches it by halves. */
+    static const char *const KEYWORDS[] = {"case", "coproc", "do", "done", "elif", "else",
+                                           "esac", "fi", "for", "function", "if", "in",
+                                           "select", "then", "time", "until", "while"};
     return !(in_list(prog, KEYWORDS, sizeof KEYWORDS / sizeof *KEYWORDS) ||
              in_list(prog, SHELLS, sizeof SHELLS / sizeof *SHELLS) ||
              in_list(prog, OTHERS, sizeof OTHERS / sizeof *OTHERS) ||
@@ -3193,18 +3285,18 @@ static a3s_bash_reading *build_reading(struct ctx *c) {
 /* ---- the entry point ------------------------------------------------------------ */
 
 static void ctx_release(struct ctx *c) {
-    free(c->sources.items);
-    free(c->words.items);
-    free(c->parts.items);
-    free(c->tokens.items);
-    free(c->rcmds.items);
-    free(c->cmdwords.items);
-    free(c->cmdredirs.items);
-    free(c->vars.items);
-    free(c->arith.items);
-    free(c->out.items);
-    free(c->stages.items);
-    free(c->bares.items);
+    vec_release(&c->sources);
+    vec_release(&c->words);
+    vec_release(&c->parts);
+    vec_release(&c->tokens);
+    vec_release(&c->rcmds);
+    vec_release(&c->cmdwords);
+    vec_release(&c->cmdredirs);
+    vec_release(&c->vars);
+    vec_release(&c->arith);
+    vec_release(&c->out);
+    vec_release(&c->stages);
+    vec_release(&c->bares);
     free(c->lit.p);
     free(c->tmp.p);
 }
@@ -3230,6 +3322,12 @@ static int split_line(const char *line, size_t len, bool guard, a3s_bash_split *
     c.vars.size = sizeof(struct var);
     c.arith.size = sizeof(struct arith_name);
     c.out.size = sizeof(a3s_bash_cmd);
+    _Alignas(16) unsigned char slab[VEC_SLAB]; /* the vectors' first items: most lines fit */
+    unsigned char *at = slab;
+    struct vec *lend[] = {&c.sources, &c.words,     &c.parts, &c.tokens, &c.rcmds, &c.cmdwords,
+                          &c.cmdredirs, &c.vars, &c.arith, &c.out,    &c.stages, &c.bares};
+    for (size_t k = 0; k < sizeof lend / sizeof *lend; k++)
+        vec_lend(lend[k], &at, slab + sizeof slab, 16);
     a3s_bash_split *split = calloc(1, sizeof *split);
     c.mem = calloc(1, sizeof *c.mem);
     if (!split || !c.mem) {

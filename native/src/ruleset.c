@@ -28,9 +28,14 @@ struct rule {
     int first_byte;      /* every matching subject starts with it; -1: any */
 };
 
+#define CHAIN_ANY 256 /* the chain of the rules whose subjects may start with any byte */
+
 struct index_list {
     size_t *items;
-    int16_t *first; /* the rule's first_byte, beside its index: a scan skips it unloaded */
+    int16_t *first; /* the rule's first_byte, beside its index */
+    size_t *next;   /* 1 + the next position with the same first_byte (0: none) */
+    size_t *chains; /* [0..256]: 1 + the first position per first byte (CHAIN_ANY: -1), 0 if none;
+                     * [257..513]: 1 + the last. A check walks its subject's byte and CHAIN_ANY. */
     size_t len, cap;
 };
 
@@ -83,14 +88,35 @@ static int reserve_index(struct index_list *l) {
     if (!first)
         return A3S_E_NOMEM;
     l->first = first;
+    size_t *next = realloc(l->next, cap * sizeof *next);
+    if (!next)
+        return A3S_E_NOMEM;
+    l->next = next;
+    if (!l->chains && !(l->chains = calloc(2 * (CHAIN_ANY + 1), sizeof *l->chains)))
+        return A3S_E_NOMEM;
     l->cap = cap;
     return A3S_OK;
 }
 
 static void push_reserved(struct index_list *l, size_t v, int first_byte) {
+    size_t key = first_byte < 0 ? CHAIN_ANY : (size_t)first_byte;
+    size_t *last = &l->chains[CHAIN_ANY + 1 + key];
     l->items[l->len] = v;
     l->first[l->len] = (int16_t)first_byte;
+    l->next[l->len] = 0;
+    if (*last)
+        l->next[*last - 1] = l->len + 1;
+    else
+        l->chains[key] = l->len + 1;
+    *last = l->len + 1;
     l->len++;
+}
+
+static void free_index(struct index_list *l) {
+    free(l->items);
+    free(l->first);
+    free(l->next);
+    free(l->chains);
 }
 
 static struct group *find_group(const a3s_ruleset *rs, const char *tool, size_t n) {
@@ -188,10 +214,8 @@ static void free_rule(struct rule *r) {
 static void free_group(struct group *g) {
     free(g->tool);
     for (int l = 0; l < NLISTS; l++) {
-        free(g->lists[l].items);
-        free(g->lists[l].first);
-        free(g->all[l].items);
-        free(g->all[l].first);
+        free_index(&g->lists[l]);
+        free_index(&g->all[l]);
     }
 }
 
@@ -467,10 +491,19 @@ static int rule_matches(const struct rule *r, const char *tool, size_t tl, const
  * `tool` NULL: the group is the tool's own, whose rules all cover it. */
 static int first_in(const a3s_ruleset *rs, const struct index_list *l, const char *tool,
                     size_t tl, const char *subject, size_t sl, size_t *found) {
-    int first = sl ? (unsigned char)subject[0] : -2; /* -2: an empty subject has no first byte */
-    for (size_t i = 0; i < l->len; i++) {
-        if (l->first[i] >= 0 && l->first[i] != first)
-            continue;
+    /* The rules that may match, in rule order: the merge of two chains, the subject's
+     * first byte's and the any-byte one (an empty subject has only the latter). */
+    size_t a = sl && l->len ? l->chains[(unsigned char)subject[0]] : 0;
+    size_t b = l->len ? l->chains[CHAIN_ANY] : 0;
+    while (a || b) {
+        size_t i;
+        if (a && (!b || a < b)) {
+            i = a - 1;
+            a = l->next[i];
+        } else {
+            i = b - 1;
+            b = l->next[i];
+        }
         int m = rule_matches(&rs->rules[l->items[i]], tool, tl, subject, sl);
         if (m < 0)
             return m;
@@ -799,6 +832,13 @@ static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
  * expansion, assignment, quote or redirection, and is no wrapper, shell, keyword or builtin
  * that changes how a later command reads (alias, trap, hash, source, declare ...), so no
  * command of the line reads another differently. */
+/* Whether a plain command (a3s_bash_is_plain) may hold the byte ch anywhere. */
+static bool plain_byte(unsigned char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == ' ' || ch == '-' || ch == '_' || ch == '.' || ch == ',' || ch == ':' || ch == '+' ||
+           ch == '@' || ch == '%' || ch == '^' || ch == '/' || ch == '=' || ch == '~';
+}
+
 static size_t plain_commands(const char *line, size_t len, a3s_str *seg) {
     size_t n = 0, start = 0;
     for (size_t i = 0; i <= len; i++) {
@@ -820,8 +860,10 @@ static size_t plain_commands(const char *line, size_t len, a3s_str *seg) {
                 return 0;
             end = i - 1;
             next = i + w + 1;
-        } else {
+        } else if (plain_byte((unsigned char)line[i])) {
             continue;
+        } else {
+            return 0; /* a byte no plain command has: the line is not one (said early) */
         }
         if (n == PLAIN_MAX || end <= start || !a3s_bash_is_plain(line + start, end - start))
             return 0;
