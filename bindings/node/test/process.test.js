@@ -12,7 +12,7 @@ const path = require('node:path');
 const readline = require('node:readline');
 const { test } = require('node:test');
 
-const { pkgDir, codeward, scratch, newMarker, pidsWhere, running } = require('./sandboxkit.js');
+const { pkgDir, codeward, scratch, newMarker, pidsWhere, running, firstLine } = require('./sandboxkit.js');
 
 const { selectSandbox, OwnedProcess, SandboxArgumentError, SandboxClosedError, NativeCoreError } = codeward;
 const { workspace, nativeSandbox } = scratch('cw-proc-');
@@ -34,15 +34,6 @@ async function gone(m, ms = 30_000) {
 /** A program that forks a setsid daemon and runs on: both carry `m` in their argv[0]. */
 function daemonizing(m) {
   return `setsid bash -c 'exec -a ${m}-daemon sleep 1000' </dev/null >/dev/null 2>&1 & echo started; exec -a ${m}-main sleep 1000`;
-}
-
-async function firstLine(stream) {
-  const lines = readline.createInterface({ input: stream });
-  for await (const line of lines) {
-    lines.close();
-    return line;
-  }
-  return null;
 }
 
 test('stdio round trip: a line-echo program answers each line, then ends with its input', async () => {

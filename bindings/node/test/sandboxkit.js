@@ -10,6 +10,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const readline = require('node:readline');
 const { after } = require('node:test');
 
 // This checkout, or the package installed in the project CODEWARD_TEST_INSTALLED
@@ -81,4 +82,14 @@ function running(pid) {
   }
 }
 
-module.exports = { pkgDir, codeward, scratch, newMarker, pidsWhere, running };
+/* The first line a program writes on `stream`, or null if it ends without one. */
+async function firstLine(stream) {
+  const lines = readline.createInterface({ input: stream });
+  for await (const line of lines) {
+    lines.close();
+    return line;
+  }
+  return null;
+}
+
+module.exports = { pkgDir, codeward, scratch, newMarker, pidsWhere, running, firstLine };

@@ -9,10 +9,9 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const readline = require('node:readline');
 const { test } = require('node:test');
 
-const { codeward, scratch, pidsWhere, running } = require('./sandboxkit.js');
+const { codeward, scratch, pidsWhere, running, firstLine } = require('./sandboxkit.js');
 
 const { SandboxArgumentError, ArgumentTypeError } = codeward;
 const { nativeSandbox } = scratch('cw-sigvec-');
@@ -24,15 +23,6 @@ const ERRORS = { argument: SandboxArgumentError, type: ArgumentTypeError };
 /** The live pids whose command line holds `text` (the workspace is this test's own). */
 function holding(text) {
   return pidsWhere((pid) => running(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(text));
-}
-
-async function firstLine(stream) {
-  const lines = readline.createInterface({ input: stream });
-  for await (const line of lines) {
-    lines.close();
-    return line;
-  }
-  return null;
 }
 
 test('the vectors are well formed', () => {
