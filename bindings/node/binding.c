@@ -59,9 +59,9 @@ bool set_number(napi_env env, napi_value obj, const char *name, double d) {
     return napi_create_double(env, d, &v) == napi_ok && set_named(env, obj, name, v);
 }
 
-/* Throws the C core's error: message = err->message, plus .status,
- * .detail and .sysErrno for lib/errors.js to branch on. */
-napi_value throw_core(napi_env env, const a3s_error *err) {
+/* The C core's error as a JS Error: message = err->message, plus .status,
+ * .detail and .sysErrno for lib/errors.js to branch on; NULL on failure. */
+napi_value make_core_error(napi_env env, const a3s_error *err) {
     napi_value msg, error, status;
     if (napi_create_string_utf8(env, err->message, NAPI_AUTO_LENGTH, &msg) != napi_ok ||
         napi_create_error(env, NULL, msg, &error) != napi_ok ||
@@ -69,7 +69,14 @@ napi_value throw_core(napi_env env, const a3s_error *err) {
             napi_ok ||
         !set_named(env, error, "status", status) ||
         !set_number(env, error, "detail", (double)err->detail) ||
-        !set_number(env, error, "sysErrno", (double)err->sys_errno)) {
+        !set_number(env, error, "sysErrno", (double)err->sys_errno))
+        return NULL;
+    return error;
+}
+
+napi_value throw_core(napi_env env, const a3s_error *err) {
+    napi_value error = make_core_error(env, err);
+    if (!error) {
         throw_napi_failure(env, "creating an a3s error");
         return NULL;
     }
@@ -262,6 +269,16 @@ void *unwrap(napi_env env, napi_value obj, const napi_type_tag *tag, const char 
     return p;
 }
 
+void *get_handle_args(napi_env env, napi_callback_info info, size_t n, napi_value *argv,
+                      const napi_type_tag *tag, const char *cls, napi_value *this_arg) {
+    napi_value self;
+    if (!get_args(env, info, n, argv, &self))
+        return NULL;
+    if (this_arg)
+        *this_arg = self;
+    return unwrap(env, self, tag, cls);
+}
+
 /* Tags and wraps `this`; on failure frees the handle with `release`. */
 bool attach(napi_env env, napi_value this_arg, void *handle, const napi_type_tag *tag,
                    napi_finalize release) {
@@ -320,10 +337,8 @@ static napi_value glob_construct(napi_env env, napi_callback_info info) {
 }
 
 static napi_value glob_match(napi_env env, napi_callback_info info) {
-    napi_value argv[1], this_arg;
-    if (!get_args(env, info, 1, argv, &this_arg))
-        return NULL;
-    a3s_glob *glob = unwrap(env, this_arg, &GLOB_TAG, "NativeGlob");
+    napi_value argv[1];
+    a3s_glob *glob = get_handle_args(env, info, 1, argv, &GLOB_TAG, "NativeGlob", NULL);
     bytes_buf subject;
     if (!glob || !get_bytes(env, argv[0], "subject", &subject))
         return NULL;
@@ -344,6 +359,12 @@ static void ruleset_release(napi_env env, void *data, void *hint) {
     a3s_ruleset_free(data);
 }
 
+/* The NativeRuleset that `this` is, and up to `n` arguments. */
+static a3s_ruleset *ruleset_args(napi_env env, napi_callback_info info, size_t n,
+                                 napi_value *argv) {
+    return get_handle_args(env, info, n, argv, &RULESET_TAG, "NativeRuleset", NULL);
+}
+
 static napi_value ruleset_construct(napi_env env, napi_callback_info info) {
     napi_value this_arg;
     if (!require_new(env, info, "NativeRuleset") || !get_args(env, info, 0, NULL, &this_arg))
@@ -359,10 +380,8 @@ static napi_value ruleset_construct(napi_env env, napi_callback_info info) {
 
 /* add(list, rule, id): parse, compile and append one rule. */
 static napi_value ruleset_add(napi_env env, napi_callback_info info) {
-    napi_value argv[3], this_arg;
-    if (!get_args(env, info, 3, argv, &this_arg))
-        return NULL;
-    a3s_ruleset *rs = unwrap(env, this_arg, &RULESET_TAG, "NativeRuleset");
+    napi_value argv[3];
+    a3s_ruleset *rs = ruleset_args(env, info, 3, argv);
     int32_t list, id;
     if (!rs || !get_int32(env, argv[0], "list", &list) || !get_int32(env, argv[2], "id", &id))
         return NULL;
@@ -377,25 +396,26 @@ static napi_value ruleset_add(napi_env env, napi_callback_info info) {
     return NULL; /* undefined */
 }
 
-/* Reads (tool, subject) from argv; both released by the caller. */
-static bool get_call(napi_env env, napi_value *argv, bytes_buf *tool, bytes_buf *subject) {
-    if (!get_bytes(env, argv[0], "tool", tool))
-        return false;
+/* The ruleset of a (tool, subject) call, both read from the arguments and
+ * released by the caller; NULL (nothing to release) on failure. */
+static a3s_ruleset *get_call(napi_env env, napi_callback_info info, bytes_buf *tool,
+                             bytes_buf *subject) {
+    napi_value argv[2];
+    a3s_ruleset *rs = ruleset_args(env, info, 2, argv);
+    if (!rs || !get_bytes(env, argv[0], "tool", tool))
+        return NULL;
     if (!get_bytes(env, argv[1], "subject", subject)) {
         bytes_release(tool);
-        return false;
+        return NULL;
     }
-    return true;
+    return rs;
 }
 
 /* check(tool, subject) -> the deciding list (0 none, 1 deny, 2 allow, 3 ask). */
 static napi_value ruleset_check(napi_env env, napi_callback_info info) {
-    napi_value argv[2], this_arg;
-    if (!get_args(env, info, 2, argv, &this_arg))
-        return NULL;
-    a3s_ruleset *rs = unwrap(env, this_arg, &RULESET_TAG, "NativeRuleset");
     bytes_buf tool, subject;
-    if (!rs || !get_call(env, argv, &tool, &subject))
+    a3s_ruleset *rs = get_call(env, info, &tool, &subject);
+    if (!rs)
         return NULL;
     a3s_match match = {.struct_size = sizeof match};
     a3s_error err;
@@ -411,12 +431,9 @@ static napi_value ruleset_check(napi_env env, napi_callback_info info) {
 
 /* matches(tool, subject) -> indices of every matching rule, ascending. */
 static napi_value ruleset_matches(napi_env env, napi_callback_info info) {
-    napi_value argv[2], this_arg;
-    if (!get_args(env, info, 2, argv, &this_arg))
-        return NULL;
-    a3s_ruleset *rs = unwrap(env, this_arg, &RULESET_TAG, "NativeRuleset");
     bytes_buf tool, subject;
-    if (!rs || !get_call(env, argv, &tool, &subject))
+    a3s_ruleset *rs = get_call(env, info, &tool, &subject);
+    if (!rs)
         return NULL;
     size_t cap = a3s_ruleset_count(rs), count = 0;
     size_t *indices = malloc((cap ? cap : 1) * sizeof *indices);
@@ -449,14 +466,19 @@ static napi_value ruleset_matches(napi_env env, napi_callback_info info) {
     return result;
 }
 
+/* The ruleset of a call with one number argument (`what`), read into *out. */
+static a3s_ruleset *get_int32_call(napi_env env, napi_callback_info info, const char *what,
+                                   int32_t *out) {
+    napi_value argv[1];
+    a3s_ruleset *rs = ruleset_args(env, info, 1, argv);
+    return rs && get_int32(env, argv[0], what, out) ? rs : NULL;
+}
+
 /* rule(index) -> {list, id, flags, tool, pattern}: the canonical rule. */
 static napi_value ruleset_rule(napi_env env, napi_callback_info info) {
-    napi_value argv[1], this_arg;
-    if (!get_args(env, info, 1, argv, &this_arg))
-        return NULL;
-    a3s_ruleset *rs = unwrap(env, this_arg, &RULESET_TAG, "NativeRuleset");
     int32_t index;
-    if (!rs || !get_int32(env, argv[0], "index", &index))
+    a3s_ruleset *rs = get_int32_call(env, info, "index", &index);
+    if (!rs)
         return NULL;
     if (index < 0) {
         napi_throw_range_error(env, NULL, "rule index out of range");
@@ -487,12 +509,9 @@ static napi_value ruleset_rule(napi_env env, napi_callback_info info) {
 
 /* setDefault(list): the decision when no rule matches; a bash line is decided with it. */
 static napi_value ruleset_set_default(napi_env env, napi_callback_info info) {
-    napi_value argv[1], this_arg;
-    if (!get_args(env, info, 1, argv, &this_arg))
-        return NULL;
-    a3s_ruleset *rs = unwrap(env, this_arg, &RULESET_TAG, "NativeRuleset");
     int32_t list;
-    if (!rs || !get_int32(env, argv[0], "list", &list))
+    a3s_ruleset *rs = get_int32_call(env, info, "list", &list);
+    if (!rs)
         return NULL;
     a3s_error err;
     if (a3s_ruleset_set_default(rs, list, &err) != A3S_OK)
@@ -503,10 +522,8 @@ static napi_value ruleset_set_default(napi_env env, napi_callback_info info) {
 }
 
 static napi_value ruleset_count(napi_env env, napi_callback_info info) {
-    napi_value this_arg, result;
-    if (!get_args(env, info, 0, NULL, &this_arg))
-        return NULL;
-    a3s_ruleset *rs = unwrap(env, this_arg, &RULESET_TAG, "NativeRuleset");
+    napi_value result;
+    a3s_ruleset *rs = ruleset_args(env, info, 0, NULL);
     if (!rs)
         return NULL;
     CHECK(env, napi_create_double(env, (double)a3s_ruleset_count(rs), &result));
@@ -579,8 +596,6 @@ bool define_class(napi_env env, napi_value exports, const char *name, napi_callb
                napi_ok &&
            set_named(env, exports, name, cls);
 }
-
-#define METHOD(name, fn) {name, NULL, fn, NULL, NULL, NULL, napi_default_method, NULL}
 
 NAPI_MODULE_INIT() {
     if (a3s_abi_version() != A3S_ABI_VERSION) {

@@ -22,6 +22,9 @@
         }                                                                                          \
     } while (0)
 
+/* A method's property descriptor. */
+#define METHOD(name, fn) {name, NULL, fn, NULL, NULL, NULL, napi_default_method, NULL}
+
 #define SMALL_UNITS 256
 
 /* The bytes of one JS string; `data` points into `small` or to the heap. */
@@ -35,7 +38,9 @@ typedef struct {
 void throw_napi_failure(napi_env env, const char *what);
 napi_value throw_type_error(napi_env env, const char *msg);
 napi_value throw_nomem(napi_env env);
-/* Throws the C core's error: message, .status, .detail and .sysErrno. */
+/* The C core's error as a JS Error (message, .status, .detail and .sysErrno),
+ * or NULL if it cannot be built; throw_core throws it. */
+napi_value make_core_error(napi_env env, const a3s_error *err);
 napi_value throw_core(napi_env env, const a3s_error *err);
 bool set_named(napi_env env, napi_value obj, const char *name, napi_value v);
 bool set_number(napi_env env, napi_value obj, const char *name, double d);
@@ -47,6 +52,10 @@ bool get_bytes(napi_env env, napi_value v, const char *what, bytes_buf *out);
 void bytes_release(bytes_buf *b);
 /* The native handle of a tagged object, or a TypeError naming `cls`. */
 void *unwrap(napi_env env, napi_value obj, const napi_type_tag *tag, const char *cls);
+/* get_args, then the native handle of `this` (unwrap); `this` in *this_arg
+ * unless this_arg is NULL. */
+void *get_handle_args(napi_env env, napi_callback_info info, size_t n, napi_value *argv,
+                      const napi_type_tag *tag, const char *cls, napi_value *this_arg);
 /* Tags and wraps `this`; on failure frees the handle with `release`. */
 bool attach(napi_env env, napi_value this_arg, void *handle, const napi_type_tag *tag,
             napi_finalize release);

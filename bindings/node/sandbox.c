@@ -285,19 +285,6 @@ static void tsfn_finalize(napi_env env, void *data, void *hint) {
 
 /* ---- results, on the loop ------------------------------------------------- */
 
-static napi_value make_core_error(napi_env env, const a3s_error *err) {
-    napi_value msg, error, status;
-    if (napi_create_string_utf8(env, err->message, NAPI_AUTO_LENGTH, &msg) != napi_ok ||
-        napi_create_error(env, NULL, msg, &error) != napi_ok ||
-        napi_create_string_utf8(env, a3s_status_name(err->code), NAPI_AUTO_LENGTH, &status) !=
-            napi_ok ||
-        !set_named(env, error, "status", status) ||
-        !set_number(env, error, "detail", (double)err->detail) ||
-        !set_number(env, error, "sysErrno", (double)err->sys_errno))
-        return NULL;
-    return error;
-}
-
 static bool set_bool(napi_env env, napi_value obj, const char *name, bool b) {
     napi_value v;
     return napi_get_boolean(env, b, &v) == napi_ok && set_named(env, obj, name, v);
@@ -582,10 +569,6 @@ static void proc_stop_complete(napi_env env, napi_status status, void *data) {
     free(w);
 }
 
-static struct proc *proc_of(napi_env env, napi_value this_arg) {
-    return unwrap(env, this_arg, &PROCESS_TAG, "NativeProcess"); /* released: unwrapped */
-}
-
 /* A signal number argument (lib/process.js maps names): 1 to 64, else a TypeError. */
 static bool get_signal(napi_env env, napi_value v, int *sig) {
     int32_t n = 0;
@@ -597,14 +580,20 @@ static bool get_signal(napi_env env, napi_value v, int *sig) {
     return true;
 }
 
+/* The process of a stop(signal) or signal(signal) call, and its signal argument. */
+static struct proc *get_signal_call(napi_env env, napi_callback_info info, int *sig) {
+    napi_value argv[1], this_arg;
+    if (!get_args(env, info, 1, argv, &this_arg) || !get_signal(env, argv[0], sig))
+        return NULL;
+    return unwrap(env, this_arg, &PROCESS_TAG, "NativeProcess"); /* released: unwrapped */
+}
+
 /* stop(signal) -> Promise<exit code>: signal (through the init) to every process of it,
  * KILL after the grace. */
 static napi_value process_stop(napi_env env, napi_callback_info info) {
-    napi_value argv[1], this_arg, promise, name;
+    napi_value promise, name;
     int sig = 0;
-    if (!get_args(env, info, 1, argv, &this_arg) || !get_signal(env, argv[0], &sig))
-        return NULL;
-    struct proc *p = proc_of(env, this_arg);
+    struct proc *p = get_signal_call(env, info, &sig);
     if (!p)
         return NULL;
     struct proc_stop_work *w = calloc(1, sizeof *w);
@@ -636,11 +625,8 @@ static napi_value process_stop(napi_env env, napi_callback_info info) {
 /* signal(signal): sends it to every process of the program through its init (a pipe
  * write that does not block); throws the core's error if the request cannot be written. */
 static napi_value process_signal(napi_env env, napi_callback_info info) {
-    napi_value argv[1], this_arg;
     int sig = 0;
-    if (!get_args(env, info, 1, argv, &this_arg) || !get_signal(env, argv[0], &sig))
-        return NULL;
-    struct proc *p = proc_of(env, this_arg);
+    struct proc *p = get_signal_call(env, info, &sig);
     if (!p)
         return NULL;
     a3s_error err;
@@ -653,9 +639,8 @@ static napi_value process_signal(napi_env env, napi_callback_info info) {
  * waiter is done too. The object is unwrapped: a later call on it is a TypeError. */
 static napi_value process_release(napi_env env, napi_callback_info info) {
     napi_value this_arg;
-    if (!get_args(env, info, 0, NULL, &this_arg))
-        return NULL;
-    struct proc *p = unwrap(env, this_arg, &PROCESS_TAG, "NativeProcess");
+    struct proc *p =
+        get_handle_args(env, info, 0, NULL, &PROCESS_TAG, "NativeProcess", &this_arg);
     if (!p)
         return NULL;
     if (!p->released) {
@@ -688,9 +673,9 @@ static napi_value make_process(napi_env env, struct job *j) {
     a3s_child_status st = {.struct_size = sizeof st};
     a3s_child_info(j->child, &st, NULL);
     static const napi_property_descriptor methods[] = {
-        {"stop", NULL, process_stop, NULL, NULL, NULL, napi_default_method, NULL},
-        {"signal", NULL, process_signal, NULL, NULL, NULL, napi_default_method, NULL},
-        {"release", NULL, process_release, NULL, NULL, NULL, napi_default_method, NULL},
+        METHOD("stop", process_stop),
+        METHOD("signal", process_signal),
+        METHOD("release", process_release),
     };
     if (napi_create_object(env, &obj) != napi_ok ||
         napi_define_properties(env, obj, sizeof methods / sizeof *methods, methods) != napi_ok ||
@@ -1035,6 +1020,28 @@ static bool get_u64_bigint(napi_env env, napi_value v, const char *what, uint64_
     return true;
 }
 
+/* A JS string as a NUL-terminated heap copy of its bytes (how many in *len unless
+ * len is NULL), or NULL with an exception thrown. With `nul_msg`, a NUL among the
+ * bytes is a TypeError with that message. */
+static char *get_cstring(napi_env env, napi_value v, const char *what, const char *nul_msg,
+                         size_t *len) {
+    bytes_buf b;
+    if (!get_bytes(env, v, what, &b))
+        return NULL;
+    bool nul = nul_msg && memchr(b.data, '\0', b.len) != NULL;
+    char *copy = nul ? NULL : malloc(b.len + 1);
+    if (copy) {
+        memcpy(copy, b.data, b.len);
+        copy[b.len] = '\0';
+        if (len)
+            *len = b.len;
+    }
+    bytes_release(&b);
+    if (!copy)
+        nul ? throw_type_error(env, nul_msg) : throw_nomem(env);
+    return copy;
+}
+
 /* An optional string argument: NULL for null or undefined (a NUL inside: TypeError). */
 static bool get_optional_path(napi_env env, napi_value v, const char *what, char **out) {
     *out = NULL;
@@ -1045,24 +1052,10 @@ static bool get_optional_path(napi_env env, napi_value v, const char *what, char
     }
     if (type == napi_null || type == napi_undefined)
         return true;
-    bytes_buf b;
-    if (!get_bytes(env, v, what, &b))
-        return false;
-    bool nul = memchr(b.data, '\0', b.len) != NULL;
-    char *copy = nul ? NULL : malloc(b.len + 1);
-    if (copy) {
-        memcpy(copy, b.data, b.len);
-        copy[b.len] = '\0';
-    }
-    bytes_release(&b);
-    if (!copy) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "%s must not contain a NUL byte", what);
-        nul ? throw_type_error(env, msg) : throw_nomem(env);
-        return false;
-    }
-    *out = copy;
-    return true;
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s must not contain a NUL byte", what);
+    *out = get_cstring(env, v, what, msg, NULL);
+    return *out != NULL;
 }
 
 /* An array of JS strings as NUL-terminated copies (NUL inside: TypeError). */
@@ -1086,26 +1079,11 @@ static bool get_string_array(napi_env env, napi_value v, const char *what, char 
     }
     for (uint32_t i = 0; i < len; i++) {
         napi_value item;
-        bytes_buf b;
-        if (napi_get_element(env, v, i, &item) != napi_ok || !get_bytes(env, item, what, &b)) {
+        if (napi_get_element(env, v, i, &item) != napi_ok ||
+            !(arr[i] = get_cstring(env, item, what, "a string of the array contains a NUL byte",
+                                   NULL))) {
             *out = arr;
             *n = i;
-            return false;
-        }
-        bool nul = memchr(b.data, '\0', b.len) != NULL;
-        arr[i] = nul ? NULL : malloc(b.len + 1);
-        if (arr[i]) {
-            memcpy(arr[i], b.data, b.len);
-            arr[i][b.len] = '\0';
-        }
-        bytes_release(&b);
-        if (!arr[i]) {
-            *out = arr;
-            *n = i;
-            if (nul)
-                throw_type_error(env, "a string of the array contains a NUL byte");
-            else
-                throw_nomem(env);
             return false;
         }
     }
@@ -1118,6 +1096,25 @@ static void free_string_array(char **arr, size_t n) {
     for (size_t i = 0; i < n; i++)
         free(arr[i]);
     free(arr);
+}
+
+/* The NativeSandbox that `this` is, and up to `n` arguments. */
+static struct handle *sandbox_args(napi_env env, napi_callback_info info, size_t n,
+                                   napi_value *argv) {
+    return get_handle_args(env, info, n, argv, &SANDBOX_TAG, "NativeSandbox", NULL);
+}
+
+/* A new job of `kind` for a call on the NativeSandbox `this` (*h), with up to `n`
+ * arguments; NULL with an exception thrown on failure. */
+static struct job *job_for_call(napi_env env, napi_callback_info info, size_t n,
+                                napi_value *argv, enum job_kind kind, struct handle **h) {
+    *h = sandbox_args(env, info, n, argv);
+    if (!*h)
+        return NULL;
+    struct job *j = job_new(kind);
+    if (!j)
+        throw_nomem(env);
+    return j;
 }
 
 /* new NativeSandbox(workspace, initPath, bwrapPath, flags, limits[5 BigInts], hostEnv[],
@@ -1234,31 +1231,14 @@ static bool get_stdin(napi_env env, napi_value v, struct job *j) {
  * -> Promise<raw result>; grantFd (a network grant's socket, grantPair) is the caller's and
  * stays open */
 static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
-    napi_value argv[12], this_arg;
-    if (!get_args(env, info, 12, argv, &this_arg))
-        return NULL;
-    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
-    if (!h)
-        return NULL;
-    struct job *j = job_new(JOB_EXEC);
+    napi_value argv[12];
+    struct handle *h;
+    struct job *j = job_for_call(env, info, 12, argv, JOB_EXEC, &h);
     if (!j)
-        return throw_nomem(env);
-    bytes_buf cmd = {0};
+        return NULL;
+    /* the command's bytes as they are, a NUL among them too */
     bool ok = napi_get_value_double(env, argv[0], &j->id) == napi_ok &&
-              get_bytes(env, argv[1], "command", &cmd);
-    if (ok) {
-        j->command = malloc(cmd.len + 1);
-        if (j->command) {
-            memcpy(j->command, cmd.data, cmd.len);
-            j->command[cmd.len] = '\0';
-            j->command_len = cmd.len;
-        }
-        bytes_release(&cmd);
-        if (!j->command) {
-            job_free(j);
-            return throw_nomem(env);
-        }
-    }
+              (j->command = get_cstring(env, argv[1], "command", NULL, &j->command_len)) != NULL;
     ok = ok && get_string_array(env, argv[2], "env", &j->env, &j->envc) &&
          get_u64_number(env, argv[3], "timeoutMs", &j->timeout_ms) &&
          get_u64_number(env, argv[4], "killGraceMs", &j->grace_ms) &&
@@ -1281,22 +1261,8 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
         return throw_core(env, &err);
     }
     napi_valuetype cwd_type = napi_undefined;
-    if (ok && napi_typeof(env, argv[7], &cwd_type) == napi_ok && cwd_type == napi_string) {
-        bytes_buf dir = {0};
-        ok = get_bytes(env, argv[7], "cwd", &dir);
-        if (ok) {
-            j->cwd = malloc(dir.len + 1);
-            if (j->cwd) {
-                memcpy(j->cwd, dir.data, dir.len);
-                j->cwd[dir.len] = '\0';
-            }
-            bytes_release(&dir);
-            if (!j->cwd) {
-                job_free(j);
-                return throw_nomem(env);
-            }
-        }
-    }
+    if (ok && napi_typeof(env, argv[7], &cwd_type) == napi_ok && cwd_type == napi_string)
+        ok = (j->cwd = get_cstring(env, argv[7], "cwd", NULL, NULL)) != NULL;
     ok = ok && get_stdin(env, argv[9], j);
     napi_valuetype grant_type = napi_undefined;
     if (ok && napi_typeof(env, argv[10], &grant_type) == napi_ok && grant_type == napi_number &&
@@ -1322,15 +1288,11 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
  * stderr, stop(), release()}>: a long-lived program in a sandbox of its own (a3s_sandbox_spawn),
  * owned whole; onExit(code | Error) is called once it has ended. */
 static napi_value sandbox_spawn(napi_env env, napi_callback_info info) {
-    napi_value argv[6], this_arg;
-    if (!get_args(env, info, 6, argv, &this_arg))
-        return NULL;
-    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
-    if (!h)
-        return NULL;
-    struct job *j = job_new(JOB_SPAWN);
+    napi_value argv[6];
+    struct handle *h;
+    struct job *j = job_for_call(env, info, 6, argv, JOB_SPAWN, &h);
     if (!j)
-        return throw_nomem(env);
+        return NULL;
     napi_valuetype fn_type = napi_undefined;
     bool ok = get_optional_path(env, argv[0], "path", &j->command) && j->command &&
               get_string_array(env, argv[1], "args", &j->rules[0], &j->nrules[0]) &&
@@ -1360,10 +1322,8 @@ static napi_value sandbox_spawn(napi_env env, napi_callback_info info) {
 /* policy() -> {text, digest}: the sandbox's effective policy (a3s_sandbox_policy), what a
  * network grant is approved against. */
 static napi_value sandbox_policy(napi_env env, napi_callback_info info) {
-    napi_value this_arg, obj, text, digest;
-    if (!get_args(env, info, 0, NULL, &this_arg))
-        return NULL;
-    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
+    napi_value obj, text, digest;
+    struct handle *h = sandbox_args(env, info, 0, NULL);
     if (!h)
         return NULL;
     a3s_policy *policy = NULL;
@@ -1560,11 +1520,9 @@ static napi_value grant_shutdown(napi_env env, napi_callback_info info) {
 
 /* cancel(id) -> whether a running command had that id (it is being stopped) */
 static napi_value sandbox_cancel(napi_env env, napi_callback_info info) {
-    napi_value argv[1], this_arg, result;
+    napi_value argv[1], result;
     double id;
-    if (!get_args(env, info, 1, argv, &this_arg))
-        return NULL;
-    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
+    struct handle *h = sandbox_args(env, info, 1, argv);
     if (!h || napi_get_value_double(env, argv[0], &id) != napi_ok)
         return h ? throw_type_error(env, "id must be a number") : NULL;
     bool found = false;
@@ -1583,15 +1541,11 @@ static napi_value sandbox_cancel(napi_env env, napi_callback_info info) {
 
 /* probe(timeoutMs) -> Promise<undefined>: the self-test through the boundary */
 static napi_value sandbox_probe(napi_env env, napi_callback_info info) {
-    napi_value argv[1], this_arg;
-    if (!get_args(env, info, 1, argv, &this_arg))
-        return NULL;
-    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
-    if (!h)
-        return NULL;
-    struct job *j = job_new(JOB_PROBE);
+    napi_value argv[1];
+    struct handle *h;
+    struct job *j = job_for_call(env, info, 1, argv, JOB_PROBE, &h);
     if (!j)
-        return throw_nomem(env);
+        return NULL;
     if (!get_u64_number(env, argv[0], "timeoutMs", &j->timeout_ms)) {
         job_free(j);
         return NULL;
@@ -1601,10 +1555,7 @@ static napi_value sandbox_probe(napi_env env, napi_callback_info info) {
 
 /* close() -> Promise<undefined>, settled once the sandbox is freed */
 static napi_value sandbox_close(napi_env env, napi_callback_info info) {
-    napi_value this_arg;
-    if (!get_args(env, info, 0, NULL, &this_arg))
-        return NULL;
-    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
+    struct handle *h = sandbox_args(env, info, 0, NULL);
     if (!h)
         return NULL;
     if (h->hooked) {
@@ -1622,10 +1573,8 @@ static napi_value sandbox_close(napi_env env, napi_callback_info info) {
 
 /* info() -> {running, starts, pid, memoryCgroup, pidsCgroup} (closed: not running) */
 static napi_value sandbox_info(napi_env env, napi_callback_info info) {
-    napi_value this_arg, obj;
-    if (!get_args(env, info, 0, NULL, &this_arg))
-        return NULL;
-    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
+    napi_value obj;
+    struct handle *h = sandbox_args(env, info, 0, NULL);
     if (!h)
         return NULL;
     a3s_sandbox_info in = {.struct_size = sizeof in};
@@ -1646,10 +1595,8 @@ static napi_value sandbox_info(napi_env env, napi_callback_info info) {
 }
 
 static napi_value sandbox_workspace(napi_env env, napi_callback_info info) {
-    napi_value this_arg, result;
-    if (!get_args(env, info, 0, NULL, &this_arg))
-        return NULL;
-    struct handle *h = unwrap(env, this_arg, &SANDBOX_TAG, "NativeSandbox");
+    napi_value result;
+    struct handle *h = sandbox_args(env, info, 0, NULL);
     if (!h)
         return NULL;
     CHECK(env, napi_create_string_utf8(env, h->workspace, NAPI_AUTO_LENGTH, &result));
@@ -1678,8 +1625,6 @@ static napi_value features(napi_env env, napi_callback_info info) {
     }
     return obj;
 }
-
-#define METHOD(name, fn) {name, NULL, fn, NULL, NULL, NULL, napi_default_method, NULL}
 
 /* Keeps this addon loaded for good: a worker's exit unloads an addon that
  * only it loaded, and a command's thread may still run code of it then. */
