@@ -112,6 +112,27 @@ static bool gone_within(const char *marker, uint64_t ms) {
     return count_marked(marker) == 0;
 }
 
+/* How many processes carry the marker once two do (a program and its daemon),
+ * or once ms have passed. */
+static int two_within(const char *marker, uint64_t ms) {
+    uint64_t end = now_ms() + ms;
+    while (count_marked(marker) < 2 && now_ms() < end)
+        poll(NULL, 0, 10);
+    return count_marked(marker);
+}
+
+/* spawn_sh, then the script's "ready" line; NULL (a failed check) if either fails. */
+static a3s_child *spawn_ready(const char *script, uint64_t grace_ms, a3s_child_stdio *io) {
+    a3s_child *c = NULL;
+    a3s_error err;
+    CHECK(spawn_sh(script, grace_ms, &c, io, &err) == A3S_OK, "spawn: %s", err.message);
+    if (!c)
+        return NULL;
+    char buf[64];
+    CHECK(read_until(io->stdout_fd, "ready", buf, sizeof buf), "ready");
+    return c;
+}
+
 static void test_pipes_and_status(void) {
     a3s_child *c = NULL;
     a3s_child_stdio io;
@@ -218,18 +239,13 @@ static void test_setsid_daemon_and_stop(void) {
     snprintf(script, sizeof script,
              "setsid sh -c 'exec sleep %s' </dev/null >/dev/null 2>&1 & echo ready; exec sleep %s9",
              marker, marker);
-    a3s_child *c = NULL;
     a3s_child_stdio io;
-    a3s_error err;
-    CHECK(spawn_sh(script, 500, &c, &io, &err) == A3S_OK, "spawn: %s", err.message);
+    a3s_child *c = spawn_ready(script, 500, &io);
     if (!c)
         return;
-    char buf[64];
-    CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "ready");
-    uint64_t end = now_ms() + 3000;
-    while (count_marked(marker) < 2 && now_ms() < end)
-        poll(NULL, 0, 10);
-    CHECK(count_marked(marker) == 2, "daemon and program run: %d", count_marked(marker));
+    a3s_error err;
+    int running = two_within(marker, 3000);
+    CHECK(running == 2, "daemon and program run: %d", running);
     a3s_child_status st = {.struct_size = sizeof st};
     CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "stop: %s", err.message);
     CHECK(st.flags & A3S_CHILD_EXITED, "reaped");
@@ -244,14 +260,11 @@ static void test_ignores_term(void) {
     snprintf(marker, sizeof marker, "732.%d", getpid());
     snprintf(script, sizeof script, "trap '' TERM; echo ready; sleep %s; sleep %s", marker,
              marker);
-    a3s_child *c = NULL;
     a3s_child_stdio io;
-    a3s_error err;
-    CHECK(spawn_sh(script, 300, &c, &io, &err) == A3S_OK, "spawn: %s", err.message);
+    a3s_child *c = spawn_ready(script, 300, &io);
     if (!c)
         return;
-    char buf[64];
-    CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "ready");
+    a3s_error err;
     uint64_t t0 = now_ms();
     a3s_child_status st = {.struct_size = sizeof st};
     CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "stop: %s", err.message);
@@ -297,10 +310,8 @@ static void test_caller_death(bool fork_copy) {
     CHECK(read(ready[0], buf, sizeof buf - 1) > 0, "helper ready");
     close(ready[0]);
     pid_t copy = atoi(buf);
-    uint64_t end = now_ms() + 3000;
-    while (count_marked(marker) < 2 && now_ms() < end)
-        poll(NULL, 0, 10);
-    CHECK(count_marked(marker) == 2, "running: %d", count_marked(marker));
+    int running = two_within(marker, 3000);
+    CHECK(running == 2, "running: %d", running);
     kill(helper, SIGKILL);
     waitpid(helper, NULL, 0);
     CHECK(gone_within(marker, 2000), "gone after the caller's SIGKILL (fork copy %d): %d left",
@@ -515,10 +526,8 @@ static void test_owned(const char *bwrap) {
     }
     if (key > 0)
         syscall(SYS_keyctl, 21 /* KEYCTL_INVALIDATE */, key);
-    uint64_t end = now_ms() + 3000;
-    while (count_marked(marker) < 2 && now_ms() < end)
-        poll(NULL, 0, 10);
-    CHECK(count_marked(marker) == 2, "daemon and program run: %d", count_marked(marker));
+    int running = two_within(marker, 3000);
+    CHECK(running == 2, "daemon and program run: %d", running);
     a3s_child_status st = {.struct_size = sizeof st};
     CHECK(a3s_child_info(c, &st, &err) == A3S_OK && (st.flags & A3S_CHILD_PID_NAMESPACE) &&
               !(st.flags & A3S_CHILD_EXITED),
@@ -667,11 +676,8 @@ static void test_graceful(enum mode mode, const char *bwrap, const char *ws) {
     if (ok <= 0)
         return;
     CHECK(read_until(io.stdout_fd, "ready", buf, sizeof buf), "%s: ready: %s", name, buf);
-    uint64_t end = now_ms() + 10000;
-    while (count_marked(marker) < 2 && now_ms() < end)
-        poll(NULL, 0, 10);
-    CHECK(count_marked(marker) == 2, "%s: daemon and program run: %d", name,
-          count_marked(marker));
+    int running = two_within(marker, 10000);
+    CHECK(running == 2, "%s: daemon and program run: %d", name, running);
     uint64_t t0 = now_ms();
     CHECK(a3s_child_stop(c, &st, &err) == A3S_OK, "%s: stop: %s", name, err.message);
     CHECK(now_ms() - t0 >= 280, "%s: killed only after the grace", name);

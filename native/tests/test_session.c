@@ -81,10 +81,11 @@ static struct run run_options(a3s_sandbox *sb, const a3s_exec_options *o) {
     return r;
 }
 
-static a3s_sandbox *new_sandbox(const char *ws) {
+/* A sandbox over ws with these A3S_SANDBOX_* flags (NULL, a failed check, if it cannot start). */
+static a3s_sandbox *new_sandbox_flags(const char *ws, uint64_t flags) {
     a3s_sandbox_config cfg = {
         .struct_size = sizeof cfg,
-        .flags = A3S_SANDBOX_REUSE,
+        .flags = flags,
         .workspace = ws,
         .bwrap_path = bwrap,
         .init_path = init_path,
@@ -94,6 +95,11 @@ static a3s_sandbox *new_sandbox(const char *ws) {
     int rc = a3s_sandbox_new(&cfg, &sb, &err);
     CHECK(rc == A3S_OK, "a3s_sandbox_new: %s", err.message);
     return sb;
+}
+
+/* A long-lived sandbox over ws. */
+static a3s_sandbox *new_sandbox(const char *ws) {
+    return new_sandbox_flags(ws, A3S_SANDBOX_REUSE);
 }
 
 static a3s_sandbox_info info_of(a3s_sandbox *sb) {
@@ -367,18 +373,10 @@ static void *mediate(void *arg) {
 
 /* a3s_sandbox_policy, an exec pinned to its digest, and a grant, in both kinds of sandbox. */
 static void test_policy_and_grant(bool reuse) {
-    a3s_sandbox_config cfg = {
-        .struct_size = sizeof cfg,
-        .flags = reuse ? A3S_SANDBOX_REUSE : 0,
-        .workspace = workspace,
-        .bwrap_path = bwrap,
-        .init_path = init_path,
-    };
-    a3s_sandbox *sb = NULL;
-    a3s_error err;
-    CHECK(a3s_sandbox_new(&cfg, &sb, &err) == A3S_OK, "new: %s", err.message);
+    a3s_sandbox *sb = new_sandbox_flags(workspace, reuse ? A3S_SANDBOX_REUSE : 0);
     if (!sb)
         return;
+    a3s_error err;
     a3s_policy *policy = NULL;
     CHECK(a3s_sandbox_policy(sb, &policy, &err) == A3S_OK, "policy: %s", err.message);
     size_t len = 0;
@@ -482,18 +480,10 @@ static void test_concurrent_starts(void) {
  * waived for its approved command, a malformed pattern refused, and an older
  * caller's shorter result view still read. */
 static void test_exec_check(bool reuse) {
-    a3s_sandbox_config cfg = {
-        .struct_size = sizeof cfg,
-        .flags = reuse ? A3S_SANDBOX_REUSE : 0,
-        .workspace = workspace,
-        .bwrap_path = bwrap,
-        .init_path = init_path,
-    };
-    a3s_sandbox *sb = NULL;
-    a3s_error err;
-    CHECK(a3s_sandbox_new(&cfg, &sb, &err) == A3S_OK, "new: %s", err.message);
+    a3s_sandbox *sb = new_sandbox_flags(workspace, reuse ? A3S_SANDBOX_REUSE : 0);
     if (!sb)
         return;
+    a3s_error err;
     const char *deny[] = {"touch **"};
     const char *cmd = "x=touch; $x stopped-marker; echo after";
     a3s_exec_options o = {.struct_size = sizeof o,
@@ -559,16 +549,7 @@ static void test_exec_check(bool reuse) {
  * program keeps SIGPIPE's default (death): a command that leaves its input
  * unread must give the writer EPIPE, never the signal. */
 static void test_stdin(bool reuse) {
-    a3s_sandbox_config cfg = {
-        .struct_size = sizeof cfg,
-        .flags = reuse ? A3S_SANDBOX_REUSE : 0,
-        .workspace = workspace,
-        .bwrap_path = bwrap,
-        .init_path = init_path,
-    };
-    a3s_sandbox *sb = NULL;
-    a3s_error err;
-    CHECK(a3s_sandbox_new(&cfg, &sb, &err) == A3S_OK, "a3s_sandbox_new: %s", err.message);
+    a3s_sandbox *sb = new_sandbox_flags(workspace, reuse ? A3S_SANDBOX_REUSE : 0);
     if (!sb)
         return;
     size_t big = 4u << 20;
