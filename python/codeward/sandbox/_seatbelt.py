@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import SandboxArgumentError, SandboxUnavailable
 from .._untrusted import read_small_file
@@ -1161,6 +1161,15 @@ def _home_of(host_env: Mapping[str, str]) -> str | None:
 # ---- the sandboxes ---------------------------------------------------------------------------
 
 
+class _Limits(NamedTuple):
+    """An exec's bounds, as run_bounded takes them."""
+
+    timeout_ms: int
+    kill_grace_ms: int
+    max_output_bytes: int
+    cancel: Any
+
+
 class _PyHostBase(SandboxBase):
     """Shared plumbing: workspace checks, run directories, argument validation."""
 
@@ -1205,6 +1214,57 @@ class _PyHostBase(SandboxBase):
     def _failure(self, message: str) -> CommandOutput:
         return _setup_failure(self._backend, self._sandboxed, message)
 
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        env: Mapping[str, str] | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT,
+        kill_grace_ms: int = DEFAULT_GRACE_MS,
+        cancel: Any = None,
+    ) -> CommandOutput:
+        """Runs ``bash -c command`` (never raises for the command's fate).
+
+        The command gets a fresh run directory (removed afterwards) whose
+        ``home`` is its HOME in the scrubbed environment; ``_run`` starts it.
+        """
+        check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
+        extra = _extra_env(env)
+        run_dir = ""
+        try:
+            run_dir, home = self._new_run_dir()
+            child_env = build_env(self._host_env, extra, home)
+            limits = _Limits(timeout_ms, kill_grace_ms, max_output_bytes, cancel)
+            raw, setup_error = self._run(command, run_dir, child_env, limits)
+        except _Refused as exc:
+            return self._failure(str(exc))
+        except RuntimeError as exc:  # the runner cannot work in this process (SIGCHLD ignored)
+            raise SandboxUnavailable(str(exc), workspace=self._workspace, cause=str(exc)) from None
+        except OSError as exc:
+            return self._failure(self._cannot_start(exc))
+        finally:
+            if run_dir:
+                _remove_tree(run_dir)
+        if setup_error is not None:
+            return raw.to_output(
+                backend=self._backend,
+                sandboxed=self._sandboxed,
+                exit_code=125,
+                setup_error=setup_error,
+            )
+        return raw.to_output(backend=self._backend, sandboxed=self._sandboxed)
+
+    def _run(
+        self, command: str, run_dir: str, child_env: dict[str, str], limits: _Limits
+    ) -> tuple[RunResult, str | None]:
+        """Runs the command; its result, and why it did not start (None: it started)."""
+        raise NotImplementedError
+
+    def _cannot_start(self, exc: OSError) -> str:
+        """The setup error for an OSError while starting the command."""
+        return f"the sandbox could not start: {exc}"
+
 
 class SeatbeltBashSandbox(_PyHostBase):
     """The macOS boundary: every command runs under its own Seatbelt profile.
@@ -1239,24 +1299,12 @@ class SeatbeltBashSandbox(_PyHostBase):
         self._scan = CredentialScan(self._workspace)
         self._lock = threading.Lock()  # serializes the credential cache
 
-    def exec(
-        self,
-        command: str,
-        *,
-        timeout_ms: int = DEFAULT_TIMEOUT_MS,
-        env: Mapping[str, str] | None = None,
-        max_output_bytes: int = DEFAULT_MAX_OUTPUT,
-        kill_grace_ms: int = DEFAULT_GRACE_MS,
-        cancel: Any = None,
-    ) -> CommandOutput:
-        """Runs ``bash -c command`` under the profile (never raises for the command's fate)."""
-        check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
-        extra = _extra_env(env)
-        run_dir = ""
+    def _run(
+        self, command: str, run_dir: str, child_env: dict[str, str], limits: _Limits
+    ) -> tuple[RunResult, str | None]:
+        """Runs ``bash -c command`` under the profile."""
         ready_r = ready_w = -1
         try:
-            run_dir, home = self._new_run_dir()
-            child_env = build_env(self._host_env, extra, home)
             profile = self._build_profile(run_dir)
             ready_r, ready_w = _pipe_above_stdio()
             os.set_blocking(ready_r, False)
@@ -1269,11 +1317,8 @@ class SeatbeltBashSandbox(_PyHostBase):
                 [self._sandbox_exec, "-p", profile, self._bash, "-c", command],
                 cwd=self._workspace,
                 env=child_env,
-                timeout_ms=timeout_ms,
-                kill_grace_ms=kill_grace_ms,
-                max_output_bytes=max_output_bytes,
-                cancel=cancel,
                 pass_fds=(ready_w,),
+                **limits._asdict(),
             )
             os.close(ready_w)
             ready_w = -1
@@ -1281,26 +1326,11 @@ class SeatbeltBashSandbox(_PyHostBase):
                 started = os.read(ready_r, 1) == b"R"
             except BlockingIOError:
                 started = False
-        except _Refused as exc:
-            return self._failure(str(exc))
-        except RuntimeError as exc:  # the runner cannot work in this process (SIGCHLD ignored)
-            raise SandboxUnavailable(str(exc), workspace=self._workspace, cause=str(exc)) from None
-        except OSError as exc:
-            return self._failure(f"the sandbox could not start: {exc}")
         finally:
             for fd in (ready_r, ready_w):
                 if fd >= 0:
                     os.close(fd)
-            if run_dir:
-                _remove_tree(run_dir)
-        if not started:
-            return raw.to_output(
-                backend=self._backend,
-                sandboxed=True,
-                exit_code=125,
-                setup_error=_start_error(raw),
-            )
-        return raw.to_output(backend=self._backend, sandboxed=True)
+        return raw, None if started else _start_error(raw)
 
     def _build_profile(self, scratch: str) -> str:
         """The profile a command would run under now, with ``scratch`` as its scratch dir.
@@ -1488,45 +1518,23 @@ class PythonProcessHostBashSandbox(_PyHostBase):
     _backend = "process-host"
     _sandboxed = False
 
-    def exec(
-        self,
-        command: str,
-        *,
-        timeout_ms: int = DEFAULT_TIMEOUT_MS,
-        env: Mapping[str, str] | None = None,
-        max_output_bytes: int = DEFAULT_MAX_OUTPUT,
-        kill_grace_ms: int = DEFAULT_GRACE_MS,
-        cancel: Any = None,
-    ) -> CommandOutput:
-        """Runs ``bash -c command`` unconfined (never raises for the command's fate)."""
-        check_exec_args(command, timeout_ms, max_output_bytes, kill_grace_ms)
-        extra = _extra_env(env)
-        run_dir = ""
-        try:
-            run_dir, home = self._new_run_dir()
-            child_env = build_env(self._host_env, extra, home)
-            real_home = self._host_env.get("HOME", "")
-            if real_home.startswith("/"):
-                child_env["HOME"] = real_home  # no boundary to keep it from
-            raw = run_bounded(
-                [self._bash, "-c", command],
-                cwd=self._workspace,
-                env=child_env,
-                timeout_ms=timeout_ms,
-                kill_grace_ms=kill_grace_ms,
-                max_output_bytes=max_output_bytes,
-                cancel=cancel,
-            )
-        except _Refused as exc:
-            return self._failure(str(exc))
-        except RuntimeError as exc:  # the runner cannot work in this process (SIGCHLD ignored)
-            raise SandboxUnavailable(str(exc), workspace=self._workspace, cause=str(exc)) from None
-        except OSError as exc:
-            return self._failure(f"cannot start {self._bash}: {exc}")
-        finally:
-            if run_dir:
-                _remove_tree(run_dir)
-        return raw.to_output(backend=self._backend, sandboxed=False)
+    def _cannot_start(self, exc: OSError) -> str:
+        return f"cannot start {self._bash}: {exc}"
+
+    def _run(
+        self, command: str, run_dir: str, child_env: dict[str, str], limits: _Limits
+    ) -> tuple[RunResult, str | None]:
+        """Runs ``bash -c command`` unconfined."""
+        real_home = self._host_env.get("HOME", "")
+        if real_home.startswith("/"):
+            child_env["HOME"] = real_home  # no boundary to keep it from
+        raw = run_bounded(
+            [self._bash, "-c", command],
+            cwd=self._workspace,
+            env=child_env,
+            **limits._asdict(),
+        )
+        return raw, None
 
 
 # ---- readiness -------------------------------------------------------------------------------
