@@ -16,23 +16,8 @@ from typing import Any, ClassVar
 from urllib.parse import unquote
 
 from .._redact import redact_url
-from ..download import (
-    AddressRejected,
-    Cancelled,
-    DestinationRejected,
-    DownloadError,
-    DownloadTimeout,
-    HttpStatusError,
-    IntegrityError,
-    NetworkError,
-    ProtocolError,
-    RangeError,
-    RedirectRejected,
-    TooLarge,
-    UrlRejected,
-    WriteError,
-    download,
-)
+from ..download import DownloadError, UrlRejected, download
+from ..download import _errors as errors
 from ..download._headers import HostHeaders
 from ..download._net import Dialer, Resolver, check_ssl_context
 from ..download._proxy import parse_proxy
@@ -197,33 +182,33 @@ class DownloadTool(Tool):
 
 def error_kind(exc: DownloadError) -> ErrorKind:
     """The ErrorKind a model and a host branch on, for each download failure."""
-    if isinstance(exc, UrlRejected):
+    if isinstance(exc, errors.UrlRejected):
         return ErrorKind.INVALID_ARGUMENT
-    if isinstance(exc, AddressRejected):
+    if isinstance(exc, errors.AddressRejected):
         return ErrorKind.PERMISSION_DENIED
-    if isinstance(exc, RedirectRejected):
+    if isinstance(exc, errors.RedirectRejected):
         return ErrorKind.PERMISSION_DENIED if exc.reason in ("scheme", "url") else ErrorKind.NETWORK
-    if isinstance(exc, TooLarge):
+    if isinstance(exc, errors.TooLarge):
         return ErrorKind.TOO_LARGE
-    if isinstance(exc, DownloadTimeout):
+    if isinstance(exc, errors.DownloadTimeout):
         return ErrorKind.TIMEOUT
-    if isinstance(exc, Cancelled):
+    if isinstance(exc, errors.Cancelled):
         return ErrorKind.CANCELLED
-    if isinstance(exc, IntegrityError):
+    if isinstance(exc, errors.IntegrityError):
         return ErrorKind.CONFLICT if exc.reason == "sha256" else ErrorKind.NETWORK
-    if isinstance(exc, DestinationRejected):
+    if isinstance(exc, errors.DestinationRejected):
         return {
             "credential": ErrorKind.CREDENTIAL_BOUNDARY,
             "exists": ErrorKind.CONFLICT,
             "invalid": ErrorKind.INVALID_ARGUMENT,
         }.get(exc.reason, ErrorKind.PERMISSION_DENIED)
-    if isinstance(exc, HttpStatusError):
+    if isinstance(exc, errors.HttpStatusError):
         if exc.status in (404, 410):
             return ErrorKind.NOT_FOUND
         return ErrorKind.PERMISSION_DENIED if exc.status in (401, 403) else ErrorKind.NETWORK
-    if isinstance(exc, WriteError):
+    if isinstance(exc, errors.WriteError):
         return ErrorKind.IO_ERROR
-    if isinstance(exc, (NetworkError, ProtocolError, RangeError)):
+    if isinstance(exc, (errors.NetworkError, errors.ProtocolError, errors.RangeError)):
         return ErrorKind.NETWORK
     return ErrorKind.TOOL_FAILED
 
