@@ -191,3 +191,19 @@ class Tool(ABC):
     def model_schema(self) -> dict[str, Any]:
         """The definition a model sees: name, description, parameters."""
         return {"name": self.name, "description": self.description, "parameters": dict(self.schema)}
+
+
+class OptionalPathTool(Tool):
+    """A tool over the one path its optional ``path`` argument names (default: the workspace)."""
+
+    action: ClassVar[str]  # what it does there, as resolve() reports it ("list", "search")
+
+    def paths(self, args: Mapping[str, Any]) -> list[str]:
+        return [str(args.get("path", "."))]
+
+    def resolve(
+        self, args: Mapping[str, Any], relpath: PathMap
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        out = dict(args)
+        out["path"] = relpath(args.get("path", "."))
+        return out, [(self.action, out["path"])]

@@ -9,16 +9,17 @@ from typing import Any, ClassVar
 
 from .._errors import WorkspaceError
 from ..workspace import Workspace
-from ._base import PathMap, Tool, ToolContext, ToolKind, ToolResult
+from ._base import OptionalPathTool, ToolContext, ToolKind, ToolResult
 
 __all__ = ["LsTool"]
 
 MAX_ENTRIES = 1000
 
 
-class LsTool(Tool):
+class LsTool(OptionalPathTool):
     name: ClassVar[str] = "ls"
     kind: ClassVar[ToolKind] = ToolKind.READ
+    action: ClassVar[str] = "list"
     description: ClassVar[str] = (
         "List one directory of the workspace (default: the root), sorted by name. Directories "
         "end with '/', symlinks with '@' (followed by '/' when they lead to a directory inside "
@@ -35,16 +36,6 @@ class LsTool(Tool):
             }
         },
     }
-
-    def paths(self, args: Mapping[str, Any]) -> list[str]:
-        return [str(args.get("path", "."))]
-
-    def resolve(
-        self, args: Mapping[str, Any], relpath: PathMap
-    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-        out = dict(args)
-        out["path"] = relpath(args.get("path", "."))
-        return out, [("list", out["path"])]
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         ws = ctx.workspace

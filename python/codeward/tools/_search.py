@@ -20,7 +20,7 @@ from .. import _native
 from .._errors import CredentialBoundaryError, HardLinkRefused, WorkspaceError
 from ..workspace import Workspace
 from ..workspace._workspace import WalkDir
-from ._base import ErrorKind, PathMap, Tool, ToolContext, ToolKind, ToolResult
+from ._base import ErrorKind, OptionalPathTool, ToolContext, ToolKind, ToolResult
 from ._failure import ToolError
 from ._files import BINARY_PROBE_BYTES, looks_binary
 from ._gitignore import IgnoreRules, read_rules_at
@@ -52,9 +52,10 @@ class _Counts:
     notes: list[str] = field(default_factory=list)
 
 
-class SearchTool(Tool):
+class SearchTool(OptionalPathTool):
     name: ClassVar[str] = "search"
     kind: ClassVar[ToolKind] = ToolKind.READ
+    action: ClassVar[str] = "search"
     description: ClassVar[str] = (
         "Search the workspace. mode 'grep': `query` is a Python regular expression matched "
         "against the lines of text files (`^`/`$` match at line ends; use (?i) to ignore case); "
@@ -78,16 +79,6 @@ class SearchTool(Tool):
             },
         },
     }
-
-    def paths(self, args: Mapping[str, Any]) -> list[str]:
-        return [str(args.get("path", "."))]
-
-    def resolve(
-        self, args: Mapping[str, Any], relpath: PathMap
-    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-        out = dict(args)
-        out["path"] = relpath(args.get("path", "."))
-        return out, [("search", out["path"])]
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         path = args.get("path", ".")
