@@ -15,6 +15,7 @@ from codeward.guardrail import (
     is_protected_path,
 )
 from codeward.workspace import Workspace
+from protectednames import ALL_PROTECTED
 
 
 @pytest.fixture
@@ -188,42 +189,7 @@ def test_check_paths_returns_the_first_hit(ws: Workspace) -> None:
 
 
 def test_protected_names_are_the_documented_set() -> None:
-    assert (
-        frozenset(
-            {
-                ".git",
-                ".a3s",
-                ".agents",
-                ".codex",
-                ".claude",
-                ".vscode",
-                ".idea",
-                ".gitmodules",
-                ".mcp.json",
-                ".ripgreprc",
-                ".bashrc",
-                ".bash_profile",
-                ".zshrc",
-                ".zprofile",
-                ".profile",
-                ".cursor",
-                ".gemini",
-                ".roo",
-                ".kiro",
-                ".continue",
-                ".windsurf",
-                ".amazonq",
-                ".cline",
-                ".cursorrules",
-                ".windsurfrules",
-                ".clinerules",
-                ".roomodes",
-                ".roorules",
-                ".continuerc.json",
-            }
-        )
-        == PROTECTED_NAMES
-    )
+    assert frozenset(ALL_PROTECTED) == PROTECTED_NAMES
 
 
 def test_protected_names_are_the_one_list() -> None:

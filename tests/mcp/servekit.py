@@ -12,23 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-PROTECTED = [
-    ".git",
-    ".a3s",
-    ".agents",
-    ".codex",
-    ".claude",
-    ".vscode",
-    ".idea",
-    ".gitmodules",
-    ".mcp.json",
-    ".ripgreprc",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-]
+from codeward.workspace import PROTECTED_NAMES
 
 POLICY = """\
 deny:
@@ -107,7 +91,9 @@ class Served:
         while True:
             left = {
                 "processes": [c for _, c in self.processes()],
-                "placeholders": [n for n in PROTECTED if os.path.lexists(self.workspace / n)],
+                "placeholders": [
+                    n for n in sorted(PROTECTED_NAMES) if os.path.lexists(self.workspace / n)
+                ],
                 "run_dirs": sorted(n for n in os.listdir(self.tmpdir) if n.startswith("a3s-")),
             }
             if not any(left.values()) or time.monotonic() > deadline:

@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 import pytest
-from protectednames import ALL_PROTECTED
 
 from codeward.sandbox import NativeBashSandbox
+from protectednames import ALL_PROTECTED
 
 pytestmark = pytest.mark.usefixtures("fs_force_placeholders")
 

@@ -23,10 +23,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from protectednames import ALL_PROTECTED, PROTECTED_DIRS
 
 from codeward._errors import SandboxArgumentError, SandboxUnavailable
 from codeward.sandbox import NativeBashSandbox, select_sandbox
+from protectednames import ALL_PROTECTED, PROTECTED_DIRS
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")

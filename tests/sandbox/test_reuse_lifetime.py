@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 from hostprocs import cgroups_made_by, new_marker, processes_with, survivors
-from protectednames import ALL_PROTECTED
 
 from codeward.sandbox import NativeBashSandbox
 from codeward.sandbox._output import CommandOutput
+from protectednames import ALL_PROTECTED
 
 PROTECTED = sorted(ALL_PROTECTED)
 

@@ -1,6 +1,6 @@
 """The workspace's protected top-level names, as docs/security.md ("protected names") lists them.
 
-Written from the docs, not read from the implementation, so that the sandbox tests hold the
+Written from the docs, not read from the implementation, so that the tests hold the
 implementation to the documented set; one copy, so that every test holds it to the same set.
 """
 
