@@ -150,36 +150,54 @@ def balloon(marker: str, max_mib: int = 2048) -> str:
     )
 
 
+def _queue_balloon(marker: str, max_mib: int, imports: str, queue_more: str) -> str:
+    """Queues 64 KiB chunks in kernel buffers until `max_mib` MiB are queued (itself a bound),
+    printing the MiB queued at every 16. `queue_more` opens one more pair of descriptors, keeps
+    them in `held` and adds what `fill(write)` queues to `queued`; it breaks out of the loop
+    when no more can be opened (what is queued stays)."""
+    head = f"""\
+import resource, time, {imports}
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held, queued, shown = [], 0, 0
+chunk = b"x" * 65536
+def fill(write):
+    n = 0
+    while True:
+        try:
+            n += write(chunk)
+        except BlockingIOError:
+            return n
+while queued < {max_mib} << 20:
+"""
+    tail = """\
+    while queued >> 24 > shown:
+        shown += 1
+        print(shown * 16, flush=True)
+time.sleep(2)  # held: a bound after the fact has its time to see it
+print("survived", queued >> 20, flush=True)
+"""
+    step = textwrap.indent(textwrap.dedent(queue_more).lstrip("\n"), "    ")
+    return _py(marker, head + step + tail)
+
+
 def socket_balloon(marker: str, max_mib: int = 1024) -> str:
     """Fills socketpairs (the largest send buffers allowed) until `max_mib` MiB are queued
     (itself a bound), printing the MiB queued at every 16; kernel memory no process maps."""
-    return _py(
+    return _queue_balloon(
         marker,
-        f"""
-        import resource, socket, time
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        held, queued, shown = [], 0, 0
-        chunk = b"x" * 65536
-        while queued < {max_mib} << 20:
-            try:
-                a, b = socket.socketpair()
-            except OSError:
-                break  # out of descriptors: what is queued stays
-            held.append((a, b))
-            for s in (a, b):
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
-                s.setblocking(False)
-                while True:
-                    try:
-                        queued += s.send(chunk)
-                    except BlockingIOError:
-                        break
-            while queued >> 24 > shown:
-                shown += 1
-                print(shown * 16, flush=True)
-        time.sleep(2)  # held: a bound after the fact has its time to see it
-        print("survived", queued >> 20, flush=True)
+        max_mib,
+        "socket",
+        """
+        try:
+            a, b = socket.socketpair()
+        except OSError:
+            break  # out of descriptors: what is queued stays
+        held.append((a, b))
+        for s in (a, b):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+            s.setblocking(False)
+            queued += fill(s.send)
         """,
     )
 
@@ -187,35 +205,22 @@ def socket_balloon(marker: str, max_mib: int = 1024) -> str:
 def pipe_balloon(marker: str, max_mib: int = 1024) -> str:
     """Fills pipes (each as large as allowed) until `max_mib` MiB are queued, as
     socket_balloon does with socketpairs."""
-    return _py(
+    return _queue_balloon(
         marker,
-        f"""
-        import fcntl, os, resource, time
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        held, queued, shown = [], 0, 0
-        chunk = b"x" * 65536
-        while queued < {max_mib} << 20:
-            try:
-                r, w = os.pipe()
-            except OSError:
-                break
-            held.append((r, w))
-            try:
-                fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
-            except OSError:
-                pass
-            os.set_blocking(w, False)
-            while True:
-                try:
-                    queued += os.write(w, chunk)
-                except BlockingIOError:
-                    break
-            while queued >> 24 > shown:
-                shown += 1
-                print(shown * 16, flush=True)
-        time.sleep(2)
-        print("survived", queued >> 20, flush=True)
+        max_mib,
+        "fcntl, os",
+        """
+        try:
+            r, w = os.pipe()
+        except OSError:
+            break
+        held.append((r, w))
+        try:
+            fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+        except OSError:
+            pass
+        os.set_blocking(w, False)
+        queued += fill(lambda data: os.write(w, data))
         """,
     )
 
