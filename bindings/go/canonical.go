@@ -87,20 +87,10 @@ func (e *encoder) value(v any) error {
 	case map[string]any:
 		return e.object(x)
 	case map[string]string:
-		if err := e.enter(); err != nil {
-			return err
-		}
-		e.buf = append(e.buf, '{')
-		for i, k := range sortedKeys(x) {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.buf = appendString(e.buf, k)
-			e.buf = append(e.buf, ':')
+		return e.members(sortedKeys(x), func(k string) error {
 			e.buf = appendString(e.buf, x[k])
-		}
-		e.buf = append(e.buf, '}')
-		e.depth--
+			return nil
+		})
 	case []any:
 		return e.array(len(x), func(i int) error { return e.value(x[i]) })
 	case []string:
@@ -129,17 +119,23 @@ func (e *encoder) enter() error {
 
 // object appends a JSON object with sorted keys; a nil map is {}.
 func (e *encoder) object(m map[string]any) error {
+	return e.members(sortedKeys(m), func(k string) error { return e.value(m[k]) })
+}
+
+// members appends a JSON object of these keys, in this order, the value of each written by
+// value.
+func (e *encoder) members(keys []string, value func(string) error) error {
 	if err := e.enter(); err != nil {
 		return err
 	}
 	e.buf = append(e.buf, '{')
-	for i, k := range sortedKeys(m) {
+	for i, k := range keys {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
 		e.buf = appendString(e.buf, k)
 		e.buf = append(e.buf, ':')
-		if err := e.value(m[k]); err != nil {
+		if err := value(k); err != nil {
 			return err
 		}
 	}
