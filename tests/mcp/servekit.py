@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import mcpkit
+
 from codeward.workspace import PROTECTED_NAMES
 
 POLICY = """\
@@ -109,9 +111,5 @@ def _cmdline(pid: int) -> bytes:
 
 
 def wait_for(predicate, timeout_s: float = 20.0, step_s: float = 0.02) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step_s)
-    return bool(predicate())
+    """mcpkit.wait_for, with a longer default: these suites wait for a whole server."""
+    return mcpkit.wait_for(predicate, timeout_s, step_s)
