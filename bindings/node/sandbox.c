@@ -1262,7 +1262,8 @@ static napi_value sandbox_exec(napi_env env, napi_callback_info info) {
     }
     napi_valuetype cwd_type = napi_undefined;
     if (ok && napi_typeof(env, argv[7], &cwd_type) == napi_ok && cwd_type == napi_string)
-        ok = (j->cwd = get_cstring(env, argv[7], "cwd", NULL, NULL)) != NULL;
+        ok = (j->cwd = get_cstring(env, argv[7], "cwd", "cwd must not contain a NUL byte",
+                                       NULL)) != NULL;
     ok = ok && get_stdin(env, argv[9], j);
     napi_valuetype grant_type = napi_undefined;
     if (ok && napi_typeof(env, argv[10], &grant_type) == napi_ok && grant_type == napi_number &&
