@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from placeholderkit import isolated_state_dir, journals, present
 from protectednames import ALL_PROTECTED
 
 from codeward.sandbox import NativeBashSandbox
@@ -63,26 +64,13 @@ def ws(fs_host_dir: Path) -> Path:
 
 @pytest.fixture
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An isolated journal directory (the sandbox reads XDG_STATE_HOME when it is built)."""
-    state = tmp_path / "state"
-    state.mkdir()
-    monkeypatch.setenv("XDG_STATE_HOME", str(state))
-    return state
+    return isolated_state_dir(tmp_path, monkeypatch)
 
 
 @pytest.fixture
 def emulated(fs_names_emulated: bool) -> None:
     if not fs_names_emulated:
         pytest.skip("this kernel keeps protected names missing with placeholders")
-
-
-def _present(ws: Path) -> list[str]:
-    return sorted(n for n in ALL_PROTECTED if os.path.lexists(ws / n))
-
-
-def _journals(state: Path) -> list[Path]:
-    """This state directory's journals, those handed over to a later run (.done) included."""
-    return sorted(state.glob("codeward/placeholders-*.d/*.journal*"))
 
 
 def _fallback(ws: Path, monkeypatch: pytest.MonkeyPatch, **kw) -> NativeBashSandbox:
@@ -156,7 +144,7 @@ def test_runs_with_emulated_names_never_wait_for_a_lock_another_process_holds(
     tries = [line for line in flocks if f"<{os.path.realpath(ws)}>" in line]
     assert len(tries) == 2, tries  # one per run, none waiting
     assert all("LOCK_SH|LOCK_NB) = -1 EAGAIN" in line for line in tries), tries
-    assert _present(ws) == []
+    assert present(ws) == []
 
 
 def test_runs_on_the_fallback_go_on_without_a_lock_another_process_holds(
@@ -179,11 +167,11 @@ def test_runs_on_the_fallback_go_on_without_a_lock_another_process_holds(
             for _ in range(2):
                 out = fs.run(other, "echo '{}' > .mcp.json 2>/dev/null || echo refused")
                 assert out.stdout == "refused\n", out
-        assert _present(ws) == sorted(ALL_PROTECTED), "not alone, yet they were removed"
-        assert _journals(state_dir), "the one-shot run's placeholders are not journaled"
+        assert present(ws) == sorted(ALL_PROTECTED), "not alone, yet they were removed"
+        assert journals(state_dir, handed_over=True), "the one-shot run's are not journaled"
     fs.run(_fallback(ws, monkeypatch, reuse=False), "true")  # of the one-shot run's state dir
-    assert _present(ws) == []
-    assert _journals(state_dir) == []
+    assert present(ws) == []
+    assert journals(state_dir, handed_over=True) == []
 
 
 def test_a_run_with_emulated_names_leaves_journaled_placeholders_while_the_lock_is_held(
@@ -195,15 +183,15 @@ def test_a_run_with_emulated_names_leaves_journaled_placeholders_while_the_lock_
     go removes them."""
     with _holding_the_lock(ws):
         out = fs.run(_fallback(ws, monkeypatch, reuse=False), "true")
-        assert _present(ws) == sorted(ALL_PROTECTED), "not alone, yet it removed them"
-        assert len(_journals(state_dir)) == 1
+        assert present(ws) == sorted(ALL_PROTECTED), "not alone, yet it removed them"
+        assert len(journals(state_dir, handed_over=True)) == 1
         out = fs.run(NativeBashSandbox(ws, reuse=False), "mkdir .git 2>/dev/null || echo refused")
         assert out.stdout == "refused\n", out
-        assert _present(ws) == sorted(ALL_PROTECTED), "removed under a held lock"
-        assert len(_journals(state_dir)) == 1
+        assert present(ws) == sorted(ALL_PROTECTED), "removed under a held lock"
+        assert len(journals(state_dir, handed_over=True)) == 1
     fs.run(NativeBashSandbox(ws, reuse=False), "true")
-    assert _present(ws) == []
-    assert _journals(state_dir) == []
+    assert present(ws) == []
+    assert journals(state_dir, handed_over=True) == []
 
 
 def test_found_placeholders_may_go_under_a_run_without_a_share_yet_names_stay_protected(
@@ -216,7 +204,7 @@ def test_found_placeholders_may_go_under_a_run_without_a_share_yet_names_stay_pr
     result: dict[str, object] = {}
     with _holding_the_lock(ws):
         fs.run(_fallback(ws, monkeypatch, reuse=False), "true")  # leaves them (not alone)
-        assert _present(ws) == sorted(ALL_PROTECTED)
+        assert present(ws) == sorted(ALL_PROTECTED)
         with monkeypatch.context() as env:
             env.setenv("XDG_STATE_HOME", str(tmp_path / "other-state"))
             second = NativeBashSandbox(ws, reuse=True)  # names emulated, no share
@@ -243,7 +231,7 @@ def test_found_placeholders_may_go_under_a_run_without_a_share_yet_names_stay_pr
     assert out.stdout == "bound\ngone\nATTEMPTED\n", out  # type: ignore[attr-defined]
     planted = [n for n in (".bashrc", ".git", ".mcp.json") if os.path.lexists(ws / n)]
     assert planted == [], f"the run planted {planted} on the host: {out}"
-    assert _present(ws) == [], "not alone: something held a share of the lock"
+    assert present(ws) == [], "not alone: something held a share of the lock"
 
 
 @pytest.mark.parametrize("names", ["emulated", "fallback"])
@@ -295,4 +283,4 @@ def test_a_command_holding_a_visible_state_directorys_lock_cannot_stall_a_run(
     (ws / "release").unlink()
     (ws / "held").unlink()
     run("true")  # alone now: removes what the run without the lock left to a later one
-    assert _present(ws) == []
+    assert present(ws) == []
