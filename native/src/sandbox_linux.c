@@ -1066,9 +1066,10 @@ static void remove_intended(const a3s_sandbox *sb, const char *path, const char 
  * run: its inode is the one thing every caller over the workspace shares,
  * whatever its state directory (another HOME or XDG_STATE_HOME, another
  * user, a container), where the lock file in the state directory
- * (lock_workspace) orders only callers that share a state directory. Without it a caller that found itself alone removed the
- * placeholders another caller's live sandbox had bound, and so detached
- * them from it mid-run.
+ * (lock_workspace) orders only callers that share a state directory.
+ * Without it a caller that found itself alone removed the placeholders
+ * another caller's live sandbox had bound, and so detached them from it
+ * mid-run.
  *
  * Any process that can open the workspace can hold it exclusively (but no
  * command of a sandbox whose run holds a share: that share stops it).
