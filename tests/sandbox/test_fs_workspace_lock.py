@@ -39,7 +39,7 @@ CALLER = textwrap.dedent(
     """
     import json, os, sys
     from codeward.sandbox import NativeBashSandbox
-    ws, other_state = sys.argv[1], sys.argv[2]
+    ws, other_state = sys.argv[1], sys.argv[2] + "/other-state"
     results = []
     def record(out):
         results.append([out.exit_code, out.stdout, out.setup_error, out.timed_out])
@@ -94,6 +94,9 @@ def _holding_the_lock(ws: Path) -> Iterator[None]:
 def test_a_command_cannot_take_the_lock_its_own_run_holds_a_share_of(
     names, ws, state_dir, fs, monkeypatch, fs_names_emulated
 ):
+    """What keeps a command from stalling other runs through this lock, either way: while its
+    run holds a share (it got one: nothing held the lock exclusively when it started), it
+    cannot hold the lock exclusively."""
     if names == "emulated" and not fs_names_emulated:
         pytest.skip("this kernel keeps protected names missing with placeholders")
     sb = _fallback(ws, monkeypatch) if names == "fallback" else NativeBashSandbox(ws)
@@ -113,20 +116,9 @@ def test_runs_with_emulated_names_never_wait_for_a_lock_another_process_holds(
     trace = tmp_path / "trace"
     with _holding_the_lock(ws):
         # -b execve: the trace leaves each child at its exec (bubblewrap), keeps the caller
-        strace = [
-            "strace",
-            "-f",
-            "-b",
-            "execve",
-            "-qq",
-            "-y",
-            "-e",
-            "trace=flock",
-            "-o",
-            str(trace),
-        ]
+        strace = ["strace", "-f", "-b", "execve", "-qq", "-y", "-e", "trace=flock"]
         caller = subprocess.run(
-            [*strace, sys.executable, "-c", CALLER, str(ws), str(tmp_path / "other-state")],
+            [*strace, "-o", str(trace), sys.executable, "-c", CALLER, str(ws), str(tmp_path)],
             capture_output=True,
             text=True,
             timeout=120,
