@@ -1060,39 +1060,46 @@ static void remove_intended(const a3s_sandbox *sb, const char *path, const char 
  * runs, and removes placeholders only if it can take it exclusively, i.e.
  * when no other run still relies on them (removing a mount point detaches
  * the mount in every other mount namespace). Placeholders left behind are
- * journaled "done" and removed by the next run that finds itself alone. */
-static int lock_workspace(const a3s_sandbox *sb) {
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/%slock", sb->state_dir, sb->journal_prefix) >=
-        (int)sizeof path)
-        return -1;
-    int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd >= 0 && flock(fd, LOCK_SH) < 0) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
+ * journaled "done" and removed by the next run that finds itself alone.
+ *
+ * That lock is two. The workspace directory itself, locked shared for the
+ * run: its inode is the one thing every caller over the workspace shares,
+ * whatever its state directory (another HOME or XDG_STATE_HOME, another
+ * user, a container), where the lock file in the state directory
+ * (lock_workspace) orders only callers that share a state directory.
+ * Without it a caller that found itself alone removed the placeholders
+ * another caller's live sandbox had bound, and so detached them from it
+ * mid-run.
+ *
+ * Any process that can open the workspace can hold it exclusively (but no
+ * command of a sandbox whose run holds a share: that share stops it).
+ * How long a run waits for it depends on whether placeholders are in play:
+ *  - names emulated (no placeholders): one try, no wait. Nothing of the run
+ *    depends on it: a placeholder it finds is bound so that losing it is
+ *    harmless (protect_names). Its share, when it gets one, keeps its own
+ *    commands from taking the lock, and an exclusive holder only keeps it
+ *    from cleaning up journals of older runs, left to a later run.
+ *  - the fallback: it waits at most WS_LOCK_WAIT_MS, not to clean up (being
+ *    alone is only ever tried) but for the run's binds: without a share a
+ *    caller of another state directory could find itself alone and remove a
+ *    placeholder this run binds. The only legitimate exclusive holder is
+ *    such a caller removing its placeholders (alone, below, or a janitor),
+ *    for milliseconds (3-100 ms for all of them on a loaded machine:
+ *    docs/security.md); one past five times that is taken to be hostile.
+ * Either way a run that did not get it goes on without it (-1) and is never
+ * alone, so it leaves its placeholders to a later run: a holder costs a run
+ * on the fallback at most WS_LOCK_WAIT_MS and one with names emulated
+ * nothing. */
+#define WS_LOCK_WAIT_MS 500
 
-/* The workspace directory itself, locked shared for the run as well: its
- * inode is the one thing every caller over the workspace shares, whatever
- * its state directory (another HOME or XDG_STATE_HOME, another user, a
- * container), where the lock above orders only callers that share a state
- * directory. Without it a caller that found itself alone removed the
- * placeholders another caller's live sandbox had bound, and so detached
- * them from it mid-run. A process of the workspace's user can hold it
- * exclusively (a sandboxed command can open the workspace): after
- * WS_LOCK_WAIT_MS the run goes on without it (-1) and is never alone, so
- * it leaves its placeholders to a later run, which is safe. */
-#define WS_LOCK_WAIT_MS 2000
-
-static int lock_workspace_dir(const a3s_sandbox *sb) {
-    int fd = a3s_fd_above_stdio(
-        open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+/* fd, locked shared within the wait above (lock_workspace_dir), or -1
+ * (closed). */
+static int take_share(const a3s_sandbox *sb, int fd) {
+    int wait_ms = sb->names_emulated ? 0 : WS_LOCK_WAIT_MS;
     for (int waited = 0; fd >= 0; waited += 10) {
         if (flock(fd, LOCK_SH | LOCK_NB) == 0)
             return fd;
-        if ((errno != EWOULDBLOCK && errno != EINTR) || waited >= WS_LOCK_WAIT_MS)
+        if ((errno != EWOULDBLOCK && errno != EINTR) || waited >= wait_ms)
             break;
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
@@ -1100,6 +1107,27 @@ static int lock_workspace_dir(const a3s_sandbox *sb) {
     if (fd >= 0)
         close(fd);
     return -1;
+}
+
+static int open_workspace_dir(const a3s_sandbox *sb) {
+    return a3s_fd_above_stdio(
+        open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+static int lock_workspace_dir(const a3s_sandbox *sb) {
+    return take_share(sb, open_workspace_dir(sb));
+}
+
+/* The state directory's lock file: no command's to open, unless the state
+ * directory is somewhere a sandbox of another state directory sees (an
+ * XDG_STATE_HOME outside the homes), so it is taken the same way, and a
+ * command holding it cannot stall a run either. */
+static int lock_workspace(const a3s_sandbox *sb) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%slock", sb->state_dir, sb->journal_prefix) >=
+        (int)sizeof path)
+        return -1;
+    return take_share(sb, open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600));
 }
 
 /* Whether no other run over the workspace is active: both locks taken
@@ -1117,6 +1145,17 @@ static void back_to_shared(const struct plan *p) {
     flock(p->lock_fd, LOCK_SH);
     if (p->ws_lock_fd >= 0)
         flock(p->ws_lock_fd, LOCK_SH);
+}
+
+/* Whether st may be a placeholder: one of this caller's, or another's
+ * (another state directory, user or version), which its maker removes as
+ * soon as it finds itself alone. What remove_placeholder and remove_intended
+ * would remove: a read-only empty directory (an empty file, from older
+ * versions); by mode and size alone, so a non-empty one counts too. */
+static bool placeholder_like(const struct stat *st) {
+    mode_t mode = st->st_mode & 07777;
+    return (S_ISDIR(st->st_mode) && mode == 0555) ||
+           (S_ISREG(st->st_mode) && mode == 0444 && st->st_size == 0);
 }
 
 /* A run directory its owner died making (see make_run_dir): by its lock
@@ -1260,8 +1299,7 @@ static void start_janitor(const a3s_sandbox *sb, struct plan *p) {
     journal = a3s_fd_above_stdio(open(p->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     /* the workspace directory's lock (lock_workspace_dir), through another open
      * file description than the plan's */
-    wsdir = a3s_fd_above_stdio(
-        open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    wsdir = open_workspace_dir(sb);
     /* the janitor takes the workspace locks only at the end (holding them shared
      * meanwhile would keep this caller from ever being alone to clean up) */
     if (lock < 0 || journal < 0 || wsdir < 0)
@@ -1861,6 +1899,18 @@ static int protect_names(const a3s_sandbox *sb, struct plan *p, struct a3s_strve
             }
             if (was_bound)
                 continue; /* our placeholder, under the bind pass 0 made */
+            if (sb->names_emulated && made < 0 && placeholder_like(&st)) {
+                /* perhaps another caller's placeholder (one on the fallback),
+                 * which it removes when it finds itself alone: this run may
+                 * hold no share of the workspace directory's lock to stop it
+                 * (lock_workspace_dir does not wait for it). Its bind may then
+                 * be detached, or find nothing to bind (-try), so the name is
+                 * kept missing by the init as well, as if it had been. */
+                push3(binds, "--ro-bind-try", path, path);
+                a3s_strvec_push(&p->missing, name);
+                bound |= 1ull << i;
+                continue;
+            }
             push3(binds, "--ro-bind", path, path);
             bound |= 1ull << i;
             if (made < 0 && S_ISREG(st.st_mode) && !strcmp(name, ".git"))

@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 
 import pytest
+from placeholderkit import isolated_state_dir
+from placeholderkit import journals as _journals
+from placeholderkit import present as _present
 
 from codeward.sandbox import NativeBashSandbox
 from protectednames import ALL_PROTECTED
@@ -41,19 +44,7 @@ def ws(fs_host_dir: Path) -> Path:
 
 @pytest.fixture
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An isolated journal directory (the sandbox reads XDG_STATE_HOME when it is built)."""
-    state = tmp_path / "state"
-    state.mkdir()
-    monkeypatch.setenv("XDG_STATE_HOME", str(state))
-    return state
-
-
-def _present(ws: Path) -> list[str]:
-    return sorted(n for n in ALL_PROTECTED if os.path.lexists(ws / n))
-
-
-def _journals(state: Path) -> list[Path]:
-    return sorted(state.glob("codeward/placeholders-*.d/*.journal"))
+    return isolated_state_dir(tmp_path, monkeypatch)
 
 
 OUTCOMES = {
