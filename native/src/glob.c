@@ -56,25 +56,37 @@ struct a3s_glob {
     unsigned char required[8]; /* distinct literal bytes every match contains */
     size_t nrequired;
     bool tail_any; /* the last token is '**': once its state is live, the rest matches */
+    /* GLOB_NFA whose wildcards are all '*' or all '**' (no '**' + '/'): matched by
+     * literal runs, leftmost first, in linear time (see runs_match) */
+    enum { RUNS_NONE, RUNS_STAR, RUNS_GLOBSTAR } runs;
+    unsigned char *tok_kinds, *tok_bytes; /* [ntok] */
 };
 
-/* memmem where the C library has it, a memchr loop elsewhere (MSVC). */
-static bool contains(const unsigned char *hay, size_t n, const unsigned char *needle, size_t k) {
+/* The first occurrence of needle[0..k) in hay[0..n), or NULL: memmem where the
+ * C library has it, a memchr loop elsewhere (MSVC). */
+static const unsigned char *find_bytes(const unsigned char *hay, size_t n,
+                                       const unsigned char *needle, size_t k) {
+    if (k == 0)
+        return hay;
     if (k == 1)
-        return memchr(hay, needle[0], n) != NULL;
+        return memchr(hay, needle[0], n);
 #if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || \
     defined(__NetBSD__) || defined(__linux__)
-    return memmem(hay, n, needle, k) != NULL;
+    return memmem(hay, n, needle, k);
 #else
     for (const unsigned char *end = hay + n; (size_t)(end - hay) >= k; hay++) {
         hay = memchr(hay, needle[0], (size_t)(end - hay) - k + 1);
         if (!hay)
-            return false;
+            return NULL;
         if (memcmp(hay, needle, k) == 0)
-            return true;
+            return hay;
     }
-    return false;
+    return NULL;
 #endif
+}
+
+static bool contains(const unsigned char *hay, size_t n, const unsigned char *needle, size_t k) {
+    return find_bytes(hay, n, needle, k) != NULL;
 }
 
 static bool bit_test(const uint64_t *v, size_t i) { return (v[i / 64] >> (i % 64)) & 1u; }
@@ -114,6 +126,8 @@ static void glob_destroy(a3s_glob *g) {
     free(g->eps);
     free(g->eps2);
     free(g->needle);
+    free(g->tok_kinds);
+    free(g->tok_bytes);
     free(g);
 }
 
@@ -255,6 +269,19 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
         }
     }
     g->tail_any = kinds[ntok - 1] == TOK_GLOBSTAR;
+    bool star = false, globstar = false, other = false;
+    for (size_t i = 0; i < ntok; i++) {
+        star |= kinds[i] == TOK_STAR;
+        globstar |= kinds[i] == TOK_GLOBSTAR;
+        other |= kinds[i] == TOK_GS_ENTRY || kinds[i] == TOK_GS_LOOP;
+    }
+    if (!g->fold_case && !other && star != globstar) {
+        g->tok_kinds = dup_bytes(kinds, ntok, false);
+        g->tok_bytes = dup_bytes(bytes, ntok, false);
+        if (!g->tok_kinds || !g->tok_bytes)
+            return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory compiling a glob");
+        g->runs = star ? RUNS_STAR : RUNS_GLOBSTAR;
+    }
     g->literal = dup_bytes(bytes, first_wild, false);
     g->literal_len = first_wild;
     g->suffix_len = ntok - last_wild - 1;
@@ -490,26 +517,62 @@ static void dfa_free(struct dfa *d) {
     free(d->table);
 }
 
+/* Two state sets of the multi-word NFA side by side (on the stack when they
+ * fit), the first holding the start state: the one after the literal prefix.
+ * NULL: no memory. Free *heap afterwards. */
+static uint64_t *start_sets(const a3s_glob *g, uint64_t *stack, uint64_t **heap) {
+    const size_t nw = g->nwords;
+    uint64_t *cur = stack;
+    *heap = NULL;
+    if (nw > STACK_WORDS && !(cur = *heap = malloc(2 * nw * sizeof(uint64_t))))
+        return NULL;
+    memset(cur, 0, nw * sizeof(uint64_t));
+    bit_set(cur, g->literal_len);
+    closure(g, cur);
+    return cur;
+}
+
+/* Runs the multi-word NFA over s[literal_len..n): 1 when a trailing '**' is
+ * reached (any rest matches), 0 when no state is left, 2 when s ends with
+ * states live (*accepting: the end state is one); negative: no memory. */
+static int run_words(const a3s_glob *g, const unsigned char *s, size_t n, bool *accepting) {
+    uint64_t stack[2 * STACK_WORDS], *heap;
+    uint64_t *cur = start_sets(g, stack, &heap);
+    if (!cur)
+        return A3S_E_NOMEM;
+    uint64_t *next = cur + g->nwords;
+    int result = 2;
+    for (size_t i = g->literal_len; i < n; i++) {
+        if (g->tail_any && bit_test(cur, g->ntok - 1)) {
+            result = 1;
+            break;
+        }
+        if (!step_words(g, cur, s[i], next)) {
+            result = 0;
+            break;
+        }
+        uint64_t *swap = cur;
+        cur = next;
+        next = swap;
+    }
+    *accepting = result == 2 && bit_test(cur, g->ntok);
+    free(heap);
+    return result;
+}
+
 /* 1 match, 0 none, negative: no memory (the caller then runs the NFA). */
 static int dfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     struct dfa d;
     if (!dfa_init(&d, g, n))
         return A3S_E_NOMEM;
     const size_t nw = d.nw;
-    uint64_t stack[2 * STACK_WORDS];
-    uint64_t *heap = NULL, *cur = stack, *next;
-    if (nw > STACK_WORDS) {
-        heap = malloc(2 * nw * sizeof(uint64_t));
-        if (!heap) {
-            dfa_free(&d);
-            return A3S_E_NOMEM;
-        }
-        cur = heap;
+    uint64_t stack[2 * STACK_WORDS], *heap;
+    uint64_t *cur = start_sets(g, stack, &heap);
+    if (!cur) {
+        dfa_free(&d);
+        return A3S_E_NOMEM;
     }
-    next = cur + nw;
-    memset(cur, 0, nw * sizeof(uint64_t));
-    bit_set(cur, g->literal_len);
-    closure(g, cur);
+    uint64_t *next = cur + nw;
     int32_t state = dfa_state(&d, cur);
     int result = -1;
     for (size_t i = g->literal_len; i < n; i++) {
@@ -542,7 +605,62 @@ static int dfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     return result;
 }
 
+/* ---- literal runs ------------------------------------------------------------
+ * Tokens t0..t1 where every wildcard may take any run of s[0..n): the first and
+ * the last literal run must be the ends of s, and each run between takes its
+ * leftmost place after the one before. Leftmost is exact: a later place leaves
+ * less room to what follows, and the wildcards around a run take anything. */
+static bool runs_in(const a3s_glob *g, size_t t0, size_t t1, const unsigned char *s, size_t n) {
+    const unsigned char *k = g->tok_kinds, *b = g->tok_bytes;
+    size_t a = t0, z = t1;
+    while (a < t1 && k[a] == TOK_LIT)
+        a++;
+    if (a == t1) /* no wildcard */
+        return n == t1 - t0 && memcmp(s, b + t0, n) == 0;
+    while (k[z - 1] == TOK_LIT)
+        z--;
+    size_t head = a - t0, tail = t1 - z;
+    if (n < head + tail || memcmp(s, b + t0, head) != 0 || memcmp(s + n - tail, b + z, tail) != 0)
+        return false;
+    size_t i = head, end = n - tail;
+    for (size_t t = a + 1; t < z;) { /* a and z - 1 are wildcards */
+        size_t u = t;
+        while (k[u] == TOK_LIT)
+            u++;
+        const unsigned char *at = find_bytes(s + i, end - i, b + t, u - t);
+        if (!at)
+            return false;
+        i = (size_t)(at - s) + (u - t);
+        t = u + 1;
+    }
+    return true;
+}
+
+/* A pattern of literals and '**' is one run list over the whole subject. One of
+ * literals and '*' (which never takes a '/') has as many '/' as each subject it
+ * matches, so its pieces between '/' are run lists over the subject's pieces. */
+static int runs_match(const a3s_glob *g, const unsigned char *s, size_t n) {
+    if (g->runs == RUNS_GLOBSTAR)
+        return runs_in(g, 0, g->ntok, s, n);
+    size_t t = 0, i = 0;
+    for (;;) {
+        size_t u = t;
+        while (u < g->ntok && !(g->tok_kinds[u] == TOK_LIT && g->tok_bytes[u] == '/'))
+            u++;
+        const unsigned char *slash = memchr(s + i, '/', n - i);
+        size_t e = slash ? (size_t)(slash - s) : n;
+        if ((u == g->ntok) != (slash == NULL) || !runs_in(g, t, u, s + i, e - i))
+            return 0;
+        if (u == g->ntok)
+            return 1;
+        t = u + 1;
+        i = e + 1;
+    }
+}
+
 static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
+    if (g->runs != RUNS_NONE)
+        return runs_match(g, s, n);
     size_t nw = g->nwords;
     if (nw == 1)
         return nfa_match1(g, s, n);
@@ -551,40 +669,9 @@ static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
         if (r >= 0)
             return r;
     }
-    uint64_t stack[2 * STACK_WORDS];
-    uint64_t *heap = NULL, *cur = stack, *next;
-    if (nw > STACK_WORDS) {
-        heap = malloc(2 * nw * sizeof(uint64_t));
-        if (!heap)
-            return A3S_E_NOMEM;
-        cur = heap;
-    }
-    next = cur + nw;
-
-    /* The literal prefix was compared by the caller: start after it. */
-    memset(cur, 0, nw * sizeof(uint64_t));
-    bit_set(cur, g->literal_len);
-    closure(g, cur);
-    const size_t tail_bit = g->ntok - 1;
-    size_t i = g->literal_len;
-    int result = -1;
-    for (; i < n; i++) {
-        if (g->tail_any && bit_test(cur, tail_bit)) {
-            result = 1;
-            break;
-        }
-        if (!step_words(g, cur, s[i], next)) {
-            result = 0;
-            break;
-        }
-        uint64_t *swap = cur;
-        cur = next;
-        next = swap;
-    }
-    if (result < 0)
-        result = bit_test(cur, g->ntok);
-    free(heap);
-    return result;
+    bool accepting;
+    int r = run_words(g, s, n, &accepting);
+    return r == 2 ? accepting : r;
 }
 
 A3S_API int a3s_glob_match(const a3s_glob *g, const char *subject, size_t n) {
@@ -631,31 +718,7 @@ int a3s_glob_viable(const a3s_glob *g, const char *prefix, size_t n) {
         return 0;
     if (n <= g->literal_len)
         return 1;
-    size_t nw = g->nwords;
-    uint64_t stack[2 * STACK_WORDS];
-    uint64_t *heap = NULL, *cur = stack, *next;
-    if (nw > STACK_WORDS) {
-        heap = malloc(2 * nw * sizeof(uint64_t));
-        if (!heap)
-            return A3S_E_NOMEM;
-        cur = heap;
-    }
-    next = cur + nw;
-    memset(cur, 0, nw * sizeof(uint64_t));
-    bit_set(cur, g->literal_len);
-    closure(g, cur);
-    int result = 1;
-    for (size_t i = g->literal_len; i < n; i++) {
-        if (g->tail_any && bit_test(cur, g->ntok - 1))
-            break;
-        if (!step_words(g, cur, s[i], next)) {
-            result = 0;
-            break;
-        }
-        uint64_t *swap = cur;
-        cur = next;
-        next = swap;
-    }
-    free(heap);
-    return result;
+    bool accepting;
+    int r = run_words(g, s, n, &accepting);
+    return r == 2 ? 1 : r;
 }
