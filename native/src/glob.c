@@ -53,6 +53,7 @@ struct a3s_glob {
     /* prefilters: a literal run every match contains, and a trailing '**' */
     unsigned char *needle;
     size_t needle_len;
+    size_t needle_anchor; /* the needle's rarest byte: the one a search looks for */
     unsigned char required[8]; /* distinct literal bytes every match contains */
     size_t nrequired;
     bool tail_any; /* the last token is '**': once its state is live, the rest matches */
@@ -62,31 +63,48 @@ struct a3s_glob {
     unsigned char *tok_kinds, *tok_bytes; /* [ntok] */
 };
 
-/* The first occurrence of needle[0..k) in hay[0..n), or NULL: memmem where the
- * C library has it, a memchr loop elsewhere (MSVC). */
+/* How common a byte is in command lines and paths (1: rare ... 5: most common), so
+ * that the prefilters test the rarest bytes first. */
+static int commonness(unsigned char c) {
+    if (c == '/' || c == ' ' || c == '-' || c == '.')
+        return 5;
+    if (c >= 'a' && c <= 'z')
+        return strchr("etaoinsrlcd", c) ? 4 : 3;
+    if ((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || c == '_')
+        return 2;
+    return 1;
+}
+
+/* The first occurrence of needle[0..k) (k >= 1) in hay[0..n), or NULL, by a
+ * memchr of its byte at `anchor` and a memcmp at each place found. */
+static const unsigned char *walk_find(const unsigned char *hay, size_t n,
+                                      const unsigned char *needle, size_t k, size_t anchor) {
+    if (n < k)
+        return NULL;
+    const unsigned char *p = hay + anchor, *last = hay + (n - k) + anchor;
+    while ((p = memchr(p, needle[anchor], (size_t)(last - p) + 1)) != NULL) {
+        if (memcmp(p - anchor, needle, k) == 0)
+            return p - anchor;
+        if (p++ == last)
+            break;
+    }
+    return NULL;
+}
+
+/* The first occurrence of needle[0..k) in hay[0..n), or NULL: memmem for long
+ * text where the C library has it (linear time), the memchr walk elsewhere. */
 static const unsigned char *find_bytes(const unsigned char *hay, size_t n,
-                                       const unsigned char *needle, size_t k) {
+                                       const unsigned char *needle, size_t k, size_t anchor) {
     if (k == 0)
         return hay;
     if (k == 1)
         return memchr(hay, needle[0], n);
 #if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || \
     defined(__NetBSD__) || defined(__linux__)
-    return memmem(hay, n, needle, k);
-#else
-    for (const unsigned char *end = hay + n; (size_t)(end - hay) >= k; hay++) {
-        hay = memchr(hay, needle[0], (size_t)(end - hay) - k + 1);
-        if (!hay)
-            return NULL;
-        if (memcmp(hay, needle, k) == 0)
-            return hay;
-    }
-    return NULL;
+    if (n >= 256)
+        return memmem(hay, n, needle, k);
 #endif
-}
-
-static bool contains(const unsigned char *hay, size_t n, const unsigned char *needle, size_t k) {
-    return find_bytes(hay, n, needle, k) != NULL;
+    return walk_find(hay, n, needle, k, anchor);
 }
 
 static bool bit_test(const uint64_t *v, size_t i) { return (v[i / 64] >> (i % 64)) & 1u; }
@@ -133,10 +151,9 @@ static void glob_destroy(a3s_glob *g) {
 
 A3S_API void a3s_glob_free(a3s_glob *glob) { glob_destroy(glob); }
 
-int a3s_glob_first_byte(const a3s_glob *g) {
-    if (g->kind == GLOB_ANY || g->fold_case || g->literal_len == 0)
-        return -1;
-    return g->literal[0];
+size_t a3s_glob_prefix(const a3s_glob *g, const unsigned char **prefix) {
+    *prefix = g->literal;
+    return g->kind == GLOB_ANY || g->fold_case ? 0 : g->literal_len;
 }
 
 static unsigned char *dup_bytes(const unsigned char *p, size_t n, bool fold) {
@@ -256,15 +273,22 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
     if (best >= 1 && !g->fold_case) {
         g->needle = dup_bytes(bytes + best_at, best, false);
         g->needle_len = g->needle ? best : 0;
+        for (size_t i = 1; i < g->needle_len; i++)
+            if (commonness(g->needle[i]) < commonness(g->needle[g->needle_anchor]))
+                g->needle_anchor = i;
     }
     /* each distinct literal byte must occur too: one memchr each, which turns
-     * away *a*a*...*b over a long run of a before any state is simulated */
+     * away *a*a*...*b over a long run of a before any state is simulated;
+     * the rarest first, as it most often turns a subject away */
     if (!g->fold_case) {
         bool seen[256] = {false};
         for (size_t i = first_wild; i <= last_wild && g->nrequired < sizeof g->required; i++) {
             if (kinds[i] == TOK_LIT && !seen[bytes[i]]) {
                 seen[bytes[i]] = true;
-                g->required[g->nrequired++] = bytes[i];
+                size_t at = g->nrequired++;
+                for (; at && commonness(g->required[at - 1]) > commonness(bytes[i]); at--)
+                    g->required[at] = g->required[at - 1];
+                g->required[at] = bytes[i];
             }
         }
     }
@@ -627,7 +651,7 @@ static bool runs_in(const a3s_glob *g, size_t t0, size_t t1, const unsigned char
         size_t u = t;
         while (k[u] == TOK_LIT)
             u++;
-        const unsigned char *at = find_bytes(s + i, end - i, b + t, u - t);
+        const unsigned char *at = find_bytes(s + i, end - i, b + t, u - t, 0);
         if (!at)
             return false;
         i = (size_t)(at - s) + (u - t);
@@ -690,10 +714,10 @@ A3S_API int a3s_glob_match(const a3s_glob *g, const char *subject, size_t n) {
         return 0;
     const unsigned char *mid = s + g->literal_len;
     size_t mid_len = n - g->literal_len - g->suffix_len;
-    for (size_t i = g->nrequired; i-- > 0;) /* last first: often the rarest */
+    for (size_t i = 0; i < g->nrequired; i++)
         if (!memchr(mid, g->required[i], mid_len))
             return 0;
-    if (g->needle_len && !contains(mid, mid_len, g->needle, g->needle_len))
+    if (g->needle_len && !find_bytes(mid, mid_len, g->needle, g->needle_len, g->needle_anchor))
         return 0;
     return nfa_match(g, s, n);
 }

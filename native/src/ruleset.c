@@ -26,6 +26,11 @@ struct rule {
     a3s_glob *tool_glob; /* A3S_RULE_TOOL_GLOB only */
     a3s_glob *arg_glob;  /* NULL for A3S_RULE_ANY_ARGS */
     int first_byte;      /* every matching subject starts with it; -1: any */
+    /* up to 8 literal bytes every matching subject starts with (pre_len of them), as
+     * loaded from memory into a word, and the mask of those bytes: a check compares
+     * them to the subject's first 8 bytes before it calls the matcher */
+    uint64_t pre_bits, pre_mask;
+    size_t pre_len;
 };
 
 #define CHAIN_ANY 256 /* the chain of the rules whose subjects may start with any byte */
@@ -405,7 +410,14 @@ A3S_API int a3s_ruleset_add(a3s_ruleset *rs, int list, const char *rule, size_t 
             free_rule(&r);
             return rc;
         }
-        r.first_byte = a3s_glob_first_byte(r.arg_glob);
+        const unsigned char *pre;
+        size_t n = a3s_glob_prefix(r.arg_glob, &pre);
+        r.first_byte = n ? pre[0] : -1;
+        r.pre_len = n < 8 ? n : 8;
+        unsigned char ones[8] = {0};
+        memset(ones, 0xff, r.pre_len);
+        memcpy(&r.pre_bits, pre, r.pre_len);
+        memcpy(&r.pre_mask, ones, sizeof ones);
     }
     if (rs->len == rs->cap) {
         size_t cap = rs->cap ? 2 * rs->cap : 16;
@@ -495,6 +507,8 @@ static int first_in(const a3s_ruleset *rs, const struct index_list *l, const cha
      * first byte's and the any-byte one (an empty subject has only the latter). */
     size_t a = sl && l->len ? l->chains[(unsigned char)subject[0]] : 0;
     size_t b = l->len ? l->chains[CHAIN_ANY] : 0;
+    uint64_t head = 0; /* the subject's first 8 bytes (fewer: zeros after) */
+    memcpy(&head, subject, sl < 8 ? sl : 8);
     while (a || b) {
         size_t i;
         if (a && (!b || a < b)) {
@@ -504,7 +518,10 @@ static int first_in(const a3s_ruleset *rs, const struct index_list *l, const cha
             i = b - 1;
             b = l->next[i];
         }
-        int m = rule_matches(&rs->rules[l->items[i]], tool, tl, subject, sl);
+        const struct rule *r = &rs->rules[l->items[i]];
+        if (sl < r->pre_len || (head & r->pre_mask) != r->pre_bits)
+            continue;
+        int m = rule_matches(r, tool, tl, subject, sl);
         if (m < 0)
             return m;
         if (m) {
