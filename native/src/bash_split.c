@@ -46,6 +46,7 @@
 #define MAX_VALUES 8     /* values of one variable followed (x=a; x=b, for x in a b) */
 #define ARENA_SLACK (1u << 20)
 #define VEC_SLAB 16384 /* stack bytes lent to a line's vectors */
+#define BUF_SLAB 1024  /* and to each of its two string buffers */
 
 /* ---- memory ------------------------------------------------------------ */
 
@@ -57,6 +58,7 @@ struct chunk {
 
 struct arena {
     struct chunk *head;
+    struct chunk *own; /* allocated with the arena (freed with it), or NULL */
     size_t total, cap;
     bool over, nomem;
 };
@@ -98,12 +100,13 @@ static bool arena_charge(struct arena *a, size_t n) {
     return true;
 }
 
-static void arena_free(struct arena *a) {
+/* Frees the chunks a took (not the arena: it lives in its split's block). */
+static void arena_release(struct arena *a) {
     for (struct chunk *c = a->head, *next; c; c = next) {
         next = c->next;
-        free(c);
+        if (c != a->own)
+            free(c);
     }
-    free(a);
 }
 
 static a3s_str arena_str(struct arena *a, const char *p, size_t n) {
@@ -167,6 +170,7 @@ struct buf {
     char *p;
     size_t n, cap;
     bool nomem;
+    bool lent; /* p is the caller's stack: copied out on growth, never freed */
 };
 
 /* Room for n more bytes in b; false (and b->nomem) when there is none. */
@@ -176,11 +180,14 @@ static bool buf_grow(struct buf *b, size_t n) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap - b->n < n)
         cap *= 2;
-    char *p = realloc(b->p, cap);
+    char *p = b->lent ? malloc(cap) : realloc(b->p, cap);
     if (!p) {
         b->nomem = true;
         return false;
     }
+    if (b->lent && b->n)
+        memcpy(p, b->p, b->n);
+    b->lent = false;
     b->p = p;
     b->cap = cap;
     return true;
@@ -314,9 +321,14 @@ static bool is_name_start(char ch) {
 
 static bool is_name_char(char ch) { return is_name_start(ch) || (ch >= '0' && ch <= '9'); }
 
-static inline bool eq(a3s_str s, const char *lit) { /* inline: strlen of a literal folds */
-    size_t n = strlen(lit);
-    return s.p && s.n == n && memcmp(s.p, lit, n) == 0;
+/* s is the NUL-terminated lit: compared byte by byte, so that most calls end at the first. */
+static inline bool eq(a3s_str s, const char *lit) {
+    if (!s.p)
+        return false;
+    for (size_t k = 0; k < s.n; k++)
+        if (lit[k] == '\0' || lit[k] != s.p[k])
+            return false;
+    return lit[s.n] == '\0';
 }
 
 /* Whether p[0..n) equals lit[0..n) ignoring ASCII case. */
@@ -1248,6 +1260,8 @@ static void lex(struct ctx *c, size_t si) {
         bool angle = k < len && (s[k] == '<' || s[k] == '>' || (s[k] == '&' && k == i));
         if (angle && !(k + 1 < len && (s[k] == '<' || s[k] == '>') && s[k + 1] == '(')) {
             for (size_t r = 0; r < sizeof REDIRS / sizeof *REDIRS && !rop; r++) {
+                if (REDIRS[r][0] != s[k]) /* the first byte turns most away */
+                    continue;
                 size_t n = strlen(REDIRS[r]);
                 if ((k == i || REDIRS[r][0] != '&') && n <= len - k && memcmp(s + k, REDIRS[r], n) == 0)
                     rop = REDIRS[r];
@@ -1306,7 +1320,7 @@ static void lex(struct ctx *c, size_t si) {
         bool op_char = ch == ';' || ch == '&' || ch == '|' || ch == '(' || ch == ')';
         for (size_t o = 0; op_char && o < sizeof OPS / sizeof *OPS && op < 0; o++) {
             size_t n = OPS[o].n;
-            if (n <= len - i && memcmp(s + i, OPS[o].text, n) == 0) {
+            if (OPS[o].text[0] == ch && n <= len - i && memcmp(s + i, OPS[o].text, n) == 0) {
                 op = OPS[o].op;
                 opn = n;
             }
@@ -1637,7 +1651,7 @@ static void register_env(struct ctx *c, const struct rcmd *r) {
         size_t wi = VEC_AT(c->cmdwords, size_t, r->w0 + k);
         const struct word *w = &VEC_AT(c->words, struct word, wi);
         bool simple = false;
-        size_t n = assigned_name(w->src, &simple);
+        size_t n = k < a || (exports && k > a) ? assigned_name(w->src, &simple) : 0;
         if ((k < a && a == r->nw && simple) || (exports && k > a && simple)) {
             /* x=/ (and export x=/): a literal value, or one made of values the
              * line shows (x=$x$x) */
@@ -1658,7 +1672,8 @@ static void register_env(struct ctx *c, const struct rcmd *r) {
             if (prog.p && changes_env(prog))
                 c->unreliable_env = true;
             /* export NAME=VALUE...: without options, each word is an assignment */
-            exports = prog.p && in_list(prog, EXPORTS, sizeof EXPORTS / sizeof *EXPORTS);
+            exports = prog.p && sets_vars && /* each of EXPORTS sets variables */
+                      in_list(prog, EXPORTS, sizeof EXPORTS / sizeof *EXPORTS);
             for (size_t q = k + 1; exports && q < r->nw; q++) {
                 a3s_str v = VEC_AT(c->words, struct word, VEC_AT(c->cmdwords, size_t, r->w0 + q)).src;
                 exports = v.n && v.p[0] != '-' && v.p[0] != '+';
@@ -1815,6 +1830,32 @@ static size_t rescan_open(struct ctx *c, size_t at, size_t n) {
     return SIZE_MAX;
 }
 
+/* As written, the words of a command that stand one blank apart, with no
+ * redirection, are that stretch of their code: copied at once (what render()
+ * would build word by word). False: not such a form. */
+static bool render_span(struct ctx *c, const struct form *f, a3s_str *out) {
+    const struct rcmd *r = f->r;
+    if (f->mode != M_SRC || f->fold || f->drop || f->tail_open || f->skip0 < f->skip1 || r->nr ||
+        f->from >= r->nw)
+        return false;
+    /* the words must lie in their command's code (a brace expansion's do not) */
+    a3s_str code = VEC_AT(c->sources, struct source, r->source).code;
+    uintptr_t lo = (uintptr_t)code.p, hi = lo + code.n;
+    const struct word *w = &VEC_AT(c->words, struct word, word_at(c, r, f->from));
+    const char *start = w->src.p, *end = start + w->src.n;
+    if ((uintptr_t)start < lo || (uintptr_t)end > hi)
+        return false;
+    for (size_t k = f->from + 1; k < r->nw; k++) {
+        w = &VEC_AT(c->words, struct word, word_at(c, r, k));
+        if ((uintptr_t)end >= hi || *end != ' ' || w->src.p != end + 1 ||
+            (uintptr_t)(w->src.p + w->src.n) > hi)
+            return false;
+        end = w->src.p + w->src.n;
+    }
+    *out = arena_str(c->mem, start, (size_t)(end - start));
+    return true;
+}
+
 /* One reading of a command as a string; *changed: an expansion was replaced;
  * ctx.open: where text the line does not show starts (SIZE_MAX: none). */
 static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
@@ -1823,6 +1864,11 @@ static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
     bool known = true, any = false;
     c->tmp.n = 0;
     c->open = SIZE_MAX;
+    if (changed)
+        *changed = false;
+    a3s_str span;
+    if (render_span(c, f, &span))
+        return span;
     for (size_t k = f->from; k < r->nw; k++) {
         if (k >= f->skip0 && k < f->skip1)
             continue;
@@ -1920,6 +1966,12 @@ static void add_form(struct ctx *c, a3s_str *list, size_t *opens, size_t *n, a3s
     list[(*n)++] = s;
 }
 
+/* A form rendered again would be s once more: s, its bytes charged to the
+ * arena as the copy would be (so the bound trips where it did). */
+static a3s_str again(struct ctx *c, a3s_str s) {
+    return arena_charge(c->mem, s.n + 1) ? s : (a3s_str){NULL, 0};
+}
+
 #define SPELL(f) (f)->spell, (f)->spell_open, &(f)->nspell
 #define ALIAS(f) (f)->alias, (f)->alias_open, &(f)->nalias
 
@@ -1940,21 +1992,26 @@ static void add_reading(struct ctx *c, struct forms *out, struct form f, a3s_str
         src = render(c, &f, NULL);
     }
     add_form(c, SPELL(out), src, c->open);
+    /* a program word of literal text, no '/', capital or git- prefix, reads the
+     * same folded: the folded forms are the forms before them */
+    const struct word *pw = &VEC_AT(c->words, struct word, word_at(c, f.r, f.from));
+    bool bare = true;
+    for (size_t k = 0; k < pw->src.n && bare; k++)
+        bare = pw->src.p[k] != '/' && !(pw->src.p[k] >= 'A' && pw->src.p[k] <= 'Z');
+    bare = bare && !(pw->src.n > 4 && memcmp(pw->src.p, "git-", 4) == 0);
     if (plain) { /* quotes, backslashes and expansions aside, only the bare name differs */
-        a3s_str prog = VEC_AT(c->words, struct word, word_at(c, f.r, f.from)).src;
-        bool bare = true;
-        for (size_t k = 0; k < prog.n && bare; k++)
-            bare = prog.p[k] != '/' && !(prog.p[k] >= 'A' && prog.p[k] <= 'Z');
         f.fold = true;
-        if (!bare || (prog.n > 4 && memcmp(prog.p, "git-", 4) == 0)) {
+        if (!bare) {
             a3s_str folded = render(c, &f, NULL);
             add_form(c, ALIAS(out), folded, c->open);
         }
         return;
     }
+    bool same_folded = bare && pw->plain;
     f.mode = M_VAL;
     a3s_str val = render(c, &f, NULL);
-    add_form(c, ALIAS(out), val, c->open);
+    size_t val_open = c->open;
+    add_form(c, ALIAS(out), val, val_open);
     /* Words of literal text only (quotes and backslashes, no expansion): their expanded
      * reading is the value reading, already added; no word can expand to nothing. */
     bool literal = true;
@@ -1974,13 +2031,13 @@ static void add_reading(struct ctx *c, struct forms *out, struct form f, a3s_str
         else if (open != SIZE_MAX) /* text not shown: deny and ask rules read it as any text */
             add_form(c, ALIAS(out), exp, open);
         f.fold = true;
-        a3s_str folded = render(c, &f, NULL);
-        add_form(c, ALIAS(out), folded, c->open);
+        a3s_str folded = same_folded && exp.p ? again(c, exp) : render(c, &f, NULL);
+        add_form(c, ALIAS(out), folded, same_folded && exp.p ? open : c->open);
     }
     f.fold = true;
     f.mode = M_VAL;
-    a3s_str folded = render(c, &f, NULL);
-    add_form(c, ALIAS(out), folded, c->open);
+    a3s_str folded = same_folded && val.p ? again(c, val) : render(c, &f, NULL);
+    add_form(c, ALIAS(out), folded, same_folded && val.p ? val_open : c->open);
     bool unknown = false; /* an argument that may expand to nothing: the reading without it */
     for (size_t k = f.from + 1; k < f.r->nw && !unknown && !literal; k++)
         unknown = only_unknown(c, f.r->source, word_at(c, f.r, k));
@@ -3297,16 +3354,28 @@ static void ctx_release(struct ctx *c) {
     vec_release(&c->out);
     vec_release(&c->stages);
     vec_release(&c->bares);
-    free(c->lit.p);
-    free(c->tmp.p);
+    if (!c->lit.lent)
+        free(c->lit.p);
+    if (!c->tmp.lent)
+        free(c->tmp.p);
 }
 
 void a3s_bash_split_free(a3s_bash_split *split) {
     if (!split)
         return;
-    arena_free(split->mem);
-    free(split);
+    arena_release(split->mem);
+    free(split); /* the block: the split, its arena and the arena's first chunk */
 }
+
+#define FIRST_CHUNK 4096 /* arena bytes allocated with the split: most lines need no more */
+
+/* A split and its arena, followed in the same allocation by the arena's first chunk. */
+struct split_block {
+    a3s_bash_split split;
+    struct arena mem;
+};
+
+#define FIRST_CHUNK_AT ((sizeof(struct split_block) + 15) & ~(size_t)15)
 
 static int split_line(const char *line, size_t len, bool guard, a3s_bash_split **out) {
     *out = NULL;
@@ -3322,19 +3391,27 @@ static int split_line(const char *line, size_t len, bool guard, a3s_bash_split *
     c.vars.size = sizeof(struct var);
     c.arith.size = sizeof(struct arith_name);
     c.out.size = sizeof(a3s_bash_cmd);
+    char lit[BUF_SLAB], tmp[BUF_SLAB]; /* the strings' first bytes, likewise */
+    c.lit = (struct buf){.p = lit, .cap = sizeof lit, .lent = true};
+    c.tmp = (struct buf){.p = tmp, .cap = sizeof tmp, .lent = true};
     _Alignas(16) unsigned char slab[VEC_SLAB]; /* the vectors' first items: most lines fit */
     unsigned char *at = slab;
     struct vec *lend[] = {&c.sources, &c.words,     &c.parts, &c.tokens, &c.rcmds, &c.cmdwords,
                           &c.cmdredirs, &c.vars, &c.arith, &c.out,    &c.stages, &c.bares};
     for (size_t k = 0; k < sizeof lend / sizeof *lend; k++)
         vec_lend(lend[k], &at, slab + sizeof slab, 16);
-    a3s_bash_split *split = calloc(1, sizeof *split);
-    c.mem = calloc(1, sizeof *c.mem);
-    if (!split || !c.mem) {
-        free(split);
-        free(c.mem);
+    unsigned char *bytes = malloc(FIRST_CHUNK_AT + sizeof(struct chunk) + FIRST_CHUNK);
+    if (!bytes)
         return A3S_E_NOMEM;
-    }
+    struct split_block *block = (void *)bytes;
+    a3s_bash_split *split = &block->split;
+    *split = (a3s_bash_split){0};
+    c.mem = &block->mem;
+    struct chunk *first = (void *)(bytes + FIRST_CHUNK_AT);
+    first->next = NULL;
+    first->used = 0;
+    first->cap = FIRST_CHUNK;
+    *c.mem = (struct arena){.head = first, .own = first};
     size_t per_byte = guard ? 64 : 16; /* the reading keeps every word's values too */
     c.mem->cap = len > (SIZE_MAX - ARENA_SLACK) / per_byte ? SIZE_MAX : per_byte * len + ARENA_SLACK;
     c.open = SIZE_MAX;
@@ -3354,8 +3431,7 @@ static int split_line(const char *line, size_t len, bool guard, a3s_bash_split *
     }
     if (failed(&c)) {
         ctx_release(&c);
-        arena_free(c.mem);
-        free(split);
+        a3s_bash_split_free(split);
         return A3S_E_NOMEM;
     }
     check_arith(&c);
