@@ -331,6 +331,13 @@ static inline bool eq(a3s_str s, const char *lit) {
     return lit[s.n] == '\0';
 }
 
+static inline bool eq_n(a3s_str s, const char *lit, size_t n) {
+    return s.p && s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+/* s is the string literal lit (only a literal compiles: "" lit): its length is known. */
+#define EQ(s, lit) eq_n((s), "" lit, sizeof(lit) - 1)
+
 /* Whether p[0..n) equals lit[0..n) ignoring ASCII case. */
 static bool prefix_fold_eq(const char *p, const char *lit, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -520,13 +527,13 @@ static a3s_str known_output(struct ctx *c, const char *code, size_t n) {
     a3s_str first = {code + start[0], end[0] - start[0]};
     a3s_str second = {code + start[1], end[1] - start[1]};
     size_t from = SIZE_MAX;
-    if (eq(first, "echo"))
+    if (EQ(first, "echo"))
         from = 1;
-    else if (k == 2 && eq(first, "which"))
+    else if (k == 2 && EQ(first, "which"))
         from = 1;
-    else if (k == 3 && (eq(first, "command") && eq(second, "-v")))
+    else if (k == 3 && (EQ(first, "command") && EQ(second, "-v")))
         from = 2;
-    else if (k == 3 && (eq(first, "type") && eq(second, "-P")))
+    else if (k == 3 && (EQ(first, "type") && EQ(second, "-P")))
         from = 2;
     if (from == SIZE_MAX)
         return (a3s_str){NULL, 0};
@@ -1639,7 +1646,7 @@ static const char *const SETS_VARS[] = {"builtin", "command", "declare", "export
                                         "local", "mapfile", "printf", "read", "readarray", "readonly",
                                         "typeset", "unset", "wait"};
 
-static bool changes_env(a3s_str v) { return eq(v, "eval") || eq(v, "source") || eq(v, "."); }
+static bool changes_env(a3s_str v) { return EQ(v, "eval") || EQ(v, "source") || EQ(v, "."); }
 
 /* Records what one command does to the line's variables. */
 static void register_env(struct ctx *c, const struct rcmd *r) {
@@ -2207,7 +2214,7 @@ static int name_cmp(a3s_str v, const char *lit) {
 
 /* The index of v in a table of n entries `stride` bytes apart, each starting with
  * its name, sorted in byte order (WRAPPERS, or a list of names); SIZE_MAX if none. */
-static size_t find_name(a3s_str v, const void *table, size_t n, size_t stride) {
+static inline size_t find_name(a3s_str v, const void *table, size_t n, size_t stride) {
     size_t lo = 0, hi = n;
     while (v.n && lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -2251,7 +2258,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
         a3s_str v = value_of(c, si, word_at(c, r, j));
         if (!v.p)
             return j; /* an unknown word: it may be the program */
-        if (eq(v, "--")) {
+        if (EQ(v, "--")) {
             j++;
             break;
         }
@@ -2261,7 +2268,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
             bool takes = false;
             for (const char *const *l = wr->longs; *l && !e && !takes; l++)
                 takes = eq(name, *l);
-            if (wr->code == CODE_DASH_C && eq(name, "--command")) {
+            if (wr->code == CODE_DASH_C && EQ(name, "--command")) {
                 a3s_str code = e ? (a3s_str){e + 1, v.n - name.n - 1}
                                  : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
                                                   : (a3s_str){NULL, 0});
@@ -2272,7 +2279,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
                 code_found = true;
                 takes = !e;
             }
-            if (is_env && eq(name, "--split-string")) {
+            if (is_env && EQ(name, "--split-string")) {
                 a3s_str code = e ? (a3s_str){e + 1, v.n - name.n - 1}
                                  : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
                                                   : (a3s_str){NULL, 0});
@@ -2311,7 +2318,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
             continue;
         }
         bool simple;
-        if ((is_env && eq(v, "-")) || (wr->assigns && assigned_name(v, &simple))) {
+        if ((is_env && EQ(v, "-")) || (wr->assigns && assigned_name(v, &simple))) {
             j++;
             continue;
         }
@@ -2325,7 +2332,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
          * line does not show */
         for (size_t k = j; is_su && k < r->nw; k++) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
-            if (!v.p || !(eq(v, "-c") || eq(v, "--command")))
+            if (!v.p || !(EQ(v, "-c") || EQ(v, "--command")))
                 continue;
             a3s_str code = k + 1 < r->nw ? value_of(c, si, word_at(c, r, k + 1)) : (a3s_str){NULL, 0};
             if (code.p)
@@ -2345,7 +2352,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
     }
     if (wr->code == CODE_DASH_C && j + 1 < r->nw) { /* flock FILE -c CODE */
         a3s_str v = value_of(c, si, word_at(c, r, j));
-        if (v.p && eq(v, "-c")) {
+        if (v.p && EQ(v, "-c")) {
             a3s_str code = value_of(c, si, word_at(c, r, j + 1));
             if (code.p)
                 push_code(c, si, code.p, code.n, A3S_VIA_WRAPPER, (a3s_str){NULL, 0});
@@ -2378,7 +2385,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
 static a3s_str printed(struct ctx *c, const struct rcmd *r, size_t j) {
     size_t si = r->source;
     a3s_str fmt = j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){NULL, 0};
-    if (fmt.p && eq(fmt, "--"))
+    if (fmt.p && EQ(fmt, "--"))
         fmt = ++j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){NULL, 0};
     if (!fmt.p || (fmt.n >= 2 && fmt.p[0] == '-' && fmt.p[1] == 'v'))
         return (a3s_str){NULL, 0};
@@ -2426,10 +2433,10 @@ static a3s_str known_stdout(struct ctx *c, const struct rcmd *r) {
     if (a >= r->nw)
         return (a3s_str){NULL, 0};
     a3s_str prog = value_of(c, si, word_at(c, r, a));
-    bool escapes = false, is_echo = eq(prog, "echo");
-    if (eq(prog, "printf"))
+    bool escapes = false, is_echo = EQ(prog, "echo");
+    if (EQ(prog, "printf"))
         return printed(c, r, a + 1);
-    if (eq(prog, "cat") && a + 1 == r->nw) { /* cat <<EOF ... EOF | sh */
+    if (EQ(prog, "cat") && a + 1 == r->nw) { /* cat <<EOF ... EOF | sh */
         for (size_t k = r->nr; k-- > 0;) {
             const struct token *t =
                 &VEC_AT(c->tokens, struct token, VEC_AT(c->cmdredirs, size_t, r->r0 + k));
@@ -2482,7 +2489,7 @@ static a3s_str guard_code(struct ctx *c, size_t si, size_t wi) {
 
 static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i) {
     size_t si = r->source;
-    if (eq(name, "eval")) {
+    if (EQ(name, "eval")) {
         bool shown = true;
         c->lit.n = 0;
         for (size_t k = i + 1; k < r->nw; k++) {
@@ -2499,15 +2506,15 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
         push_code(c, si, c->lit.p ? c->lit.p : "", c->lit.n, A3S_VIA_EVAL, (a3s_str){NULL, 0});
         return shown;
     }
-    if (eq(name, "find")) {
+    if (EQ(name, "find")) {
         for (size_t k = i + 1; k < r->nw; k++) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
-            if (!v.p || !(eq(v, "-exec") || eq(v, "-execdir") || eq(v, "-ok") || eq(v, "-okdir")))
+            if (!v.p || !(EQ(v, "-exec") || EQ(v, "-execdir") || EQ(v, "-ok") || EQ(v, "-okdir")))
                 continue;
             size_t end = k + 1;
             while (end < r->nw) {
                 a3s_str e = value_of(c, si, word_at(c, r, end));
-                if (e.p && (eq(e, ";") || eq(e, "+")))
+                if (e.p && (EQ(e, ";") || EQ(e, "+")))
                     break;
                 end++;
             }
@@ -2529,7 +2536,7 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
         return true;
     }
     /* at and batch read the commands they schedule from stdin (unless -f FILE) */
-    bool at = (eq(name, "at") || eq(name, "batch")) && !has_option(c, r, i + 1, "flrdcV");
+    bool at = (EQ(name, "at") || EQ(name, "batch")) && !has_option(c, r, i + 1, "flrdcV");
     if (!at && !in_list(name, SHELLS, sizeof SHELLS / sizeof *SHELLS))
         return true;
     if (in_list(name, OTHER_SHELLS, sizeof OTHER_SHELLS / sizeof *OTHER_SHELLS))
@@ -2542,15 +2549,15 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
             break; /* the code, not shown by the line */
         if (!v.p)
             return false;
-        if (eq(v, "--") || eq(v, "-")) {
+        if (EQ(v, "--") || EQ(v, "-")) {
             j++;
             break;
         }
         if (v.n < 2 || (v.p[0] != '-' && v.p[0] != '+'))
             break;
         if (v.p[1] == '-') { /* a startup file, a login shell: code the line does not show */
-            bool file = eq(v, "--rcfile") || eq(v, "--init-file");
-            if (file || eq(v, "--login") || eq(v, "--debugger") || eq(v, "--interactive"))
+            bool file = EQ(v, "--rcfile") || EQ(v, "--init-file");
+            if (file || EQ(v, "--login") || EQ(v, "--debugger") || EQ(v, "--interactive"))
                 c->opaque = true;
             j += file ? 2 : 1;
             continue;
@@ -2638,7 +2645,7 @@ static size_t git_subcommand(struct ctx *c, const struct rcmd *r, size_t j) {
         a3s_str v = value_of(c, r->source, word_at(c, r, j));
         if (!v.p || !v.n || v.p[0] != '-')
             break;
-        if (eq(v, "--"))
+        if (EQ(v, "--"))
             return j + 1;
         j += a3s_git_option_takes_value(v.p, v.n) ? 2 : 1;
     }
@@ -2661,9 +2668,9 @@ static bool git_config_runs_code(struct ctx *c, const struct rcmd *r, size_t j, 
             return true;
         if (v.n >= 12 && (memcmp(v.p, "--config-env", 12) == 0 || memcmp(v.p, "--exec-path", 11) == 0))
             return true;
-        if (!(eq(v, "-c") || (v.n > 2 && v.p[0] == '-' && v.p[1] == 'c')))
+        if (!(EQ(v, "-c") || (v.n > 2 && v.p[0] == '-' && v.p[1] == 'c')))
             continue;
-        a3s_str kv = eq(v, "-c") ? (k + 1 < r->nw ? value_of(c, r->source, word_at(c, r, ++k))
+        a3s_str kv = EQ(v, "-c") ? (k + 1 < r->nw ? value_of(c, r->source, word_at(c, r, ++k))
                                                  : (a3s_str){"", 0})
                                  : (a3s_str){v.p + 2, v.n - 2};
         if (!kv.p)
@@ -2761,7 +2768,7 @@ static bool has_option(struct ctx *c, const struct rcmd *r, size_t from, const c
         a3s_str v = value_of(c, r->source, word_at(c, r, k));
         if (!v.p)
             return true; /* an option the line does not show */
-        if (v.n < 2 || v.p[0] != '-' || eq(v, "--"))
+        if (v.n < 2 || v.p[0] != '-' || EQ(v, "--"))
             return false;
         if (v.p[1] == '-')
             continue;
@@ -2798,49 +2805,49 @@ static void deferred(struct ctx *c, const struct rcmd *r, size_t a) {
     a3s_str prog = value_of(c, si, word_at(c, r, a));
     if (!prog.p)
         return;
-    if (eq(prog, "trap")) {
+    if (EQ(prog, "trap")) {
         size_t k = a + 1;
         while (k < r->nw) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
             if (!v.p || v.n < 2 || v.p[0] != '-')
                 break;
             k++;
-            if (eq(v, "--"))
+            if (EQ(v, "--"))
                 break;
         }
         a3s_str code = k < r->nw ? value_of(c, si, word_at(c, r, k)) : (a3s_str){"", 0};
         if (!code.p)
             c->opaque = true;
-        else if (k + 1 < r->nw && !eq(code, "-")) /* trap CODE SIGNAL...: CODE runs later */
+        else if (k + 1 < r->nw && !EQ(code, "-")) /* trap CODE SIGNAL...: CODE runs later */
             push_code(c, si, code.p, code.n, A3S_VIA_TRAP, (a3s_str){NULL, 0});
-    } else if (eq(prog, "alias") || eq(prog, "source") || eq(prog, ".") || eq(prog, "enable")) {
+    } else if (EQ(prog, "alias") || EQ(prog, "source") || EQ(prog, ".") || EQ(prog, "enable")) {
         if (a + 1 < r->nw)
             c->opaque = true;
-        for (size_t k = a + 1; eq(prog, "alias") && k < r->nw; k++) { /* alias ll='rm -rf /' */
+        for (size_t k = a + 1; EQ(prog, "alias") && k < r->nw; k++) { /* alias ll='rm -rf /' */
             a3s_str v = value_of(c, si, word_at(c, r, k));
             const char *e = v.p ? memchr(v.p, '=', v.n) : NULL;
             if (e)
                 push_code(c, si, e + 1, v.n - (size_t)(e + 1 - v.p), A3S_VIA_ALIAS,
                           (a3s_str){NULL, 0});
         }
-    } else if (eq(prog, "shopt") || eq(prog, "hash")) {
+    } else if (EQ(prog, "shopt") || EQ(prog, "hash")) {
         for (size_t k = a + 1; k < r->nw; k++) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
-            if (!v.p || eq(v, "expand_aliases") || eq(v, "extglob") || eq(v, "nullglob") ||
-                (eq(prog, "hash") && v.p[0] == '-'))
+            if (!v.p || EQ(v, "expand_aliases") || EQ(v, "extglob") || EQ(v, "nullglob") ||
+                (EQ(prog, "hash") && v.p[0] == '-'))
                 c->opaque = true;
         }
-    } else if (eq(prog, "mapfile") || eq(prog, "readarray")) {
+    } else if (EQ(prog, "mapfile") || EQ(prog, "readarray")) {
         if (has_option(c, r, a + 1, "C"))
             c->opaque = true;
-    } else if (eq(prog, "compgen") || eq(prog, "complete")) {
+    } else if (EQ(prog, "compgen") || EQ(prog, "complete")) {
         if (has_option(c, r, a + 1, "CF")) /* -C COMMAND, -F FUNCTION run code */
             c->opaque = true;
-    } else if (eq(prog, "declare") || eq(prog, "typeset") || eq(prog, "local") ||
-               eq(prog, "export") || eq(prog, "readonly")) {
+    } else if (EQ(prog, "declare") || EQ(prog, "typeset") || EQ(prog, "local") ||
+               EQ(prog, "export") || EQ(prog, "readonly")) {
         if (has_option(c, r, a + 1, "ni"))
             c->opaque = true;
-    } else if (eq(prog, "let")) {
+    } else if (EQ(prog, "let")) {
         for (size_t k = a + 1; k < r->nw; k++) {
             a3s_str src = VEC_AT(c->words, struct word, word_at(c, r, k)).src;
             note_arith(c, si, src.p, src.n);
@@ -2987,7 +2994,7 @@ static void spell(struct ctx *c, size_t ri) {
                 name = (a3s_str){prog.p + k + 1, prog.n - k - 1};
         if (prog.n >= 6 && (memcmp(prog.p, "/proc/", 6) == 0 || has(prog.p, prog.n, "/fd/")))
             c->opaque = true; /* /proc/self/exe: the running shell, or any program */
-        if (eq(name, "git")) {
+        if (EQ(name, "git")) {
             size_t sub = git_subcommand(c, &r, i + 1);
             if (git_config_runs_code(c, &r, i + 1, sub))
                 c->opaque = true;
@@ -2997,7 +3004,7 @@ static void spell(struct ctx *c, size_t ri) {
                                           .tail_open = tail},
                             (a3s_str){NULL, 0});
         }
-        if (eq(name, "parallel"))
+        if (EQ(name, "parallel"))
             c->opaque = true; /* GNU parallel builds commands from its input */
         const struct wrapper *wr = name.n <= 24 ? find_wrapper(name) : NULL;
         if (!wr) {
@@ -3091,6 +3098,20 @@ static void spell(struct ctx *c, size_t ri) {
 
 /* ---- the fast path --------------------------------------------------------------- */
 
+/* The bytes of a plain command's words: 1 anywhere, 2 after its first word. */
+const unsigned char a3s_bash_plain_bytes[256] = {
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['-'] = 1, ['_'] = 1, ['.'] = 1, [','] = 1,
+    [':'] = 1, ['+'] = 1, ['@'] = 1, ['%'] = 1, ['^'] = 1, ['/'] = 1, ['A'] = 1, ['B'] = 1,
+    ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+    ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['='] = 2, ['~'] = 2,
+};
+
 bool a3s_bash_is_plain(const char *line, size_t len) {
     /* Sorted in byte order: in_list() searches it by halves. */
     static const char *const OTHERS[] = {"[", "alias", "compgen", "complete", "declare", "enable",
@@ -3110,11 +3131,8 @@ bool a3s_bash_is_plain(const char *line, size_t len) {
                 first = i;
             continue;
         }
-        bool word = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-                    ch == '_' || ch == '.' || ch == ',' || ch == ':' || ch == '+' || ch == '@' ||
-                    ch == '%' || ch == '^' || ch == '/' || (ch >= 'A' && ch <= 'Z') ||
-                    (first && (ch == '=' || ch == '~'));
-        if (!word)
+        unsigned char kind = a3s_bash_plain_bytes[ch];
+        if (!kind || (kind == 2 && !first))
             return false;
     }
     a3s_str prog = {line, first ? first : len};

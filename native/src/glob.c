@@ -403,9 +403,9 @@ static bool bytes_equal(const unsigned char *a, const unsigned char *b, size_t n
     return true;
 }
 
-/* The common case, a pattern of at most 63 tokens: the state set is one
+/* run_words (below) for a pattern of at most 63 tokens: the state set is one
  * register. */
-static int nfa_match1(const a3s_glob *g, const unsigned char *s, size_t n) {
+static int run_word(const a3s_glob *g, const unsigned char *s, size_t n, bool *accepting) {
     const uint64_t eps = g->eps[0], eps2 = g->eps2[0], any = g->star_any[0];
     const uint64_t noslash = any | g->star_noslash[0], gslash = g->gslash[0];
     const uint64_t epsilon = eps | eps2;
@@ -415,19 +415,24 @@ static int nfa_match1(const a3s_glob *g, const unsigned char *s, size_t n) {
         if ((y = cur | ((cur & eps) << 1) | ((cur & eps2) << 2)) == cur)
             break;
     for (size_t i = g->literal_len; i < n; i++) {
-        if (cur & tail)
+        if (cur & tail) {
+            *accepting = false;
             return 1;
+        }
         unsigned char c = s[i];
         uint64_t next = (cur & g->class_masks[g->byte_class[c]]) << 1;
         next |= c == '/' ? ((cur & gslash) << 1) | (cur & any) : cur & noslash;
         for (uint64_t y; next & epsilon; next = y)
             if ((y = next | ((next & eps) << 1) | ((next & eps2) << 2)) == next)
                 break;
-        if (!next)
+        if (!next) {
+            *accepting = false;
             return 0;
+        }
         cur = next;
     }
-    return (cur >> g->ntok) & 1;
+    *accepting = (cur >> g->ntok) & 1;
+    return 2;
 }
 
 /* One step of the multi-word NFA: next = the states after reading c from
@@ -686,14 +691,16 @@ static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     if (g->runs != RUNS_NONE)
         return runs_match(g, s, n);
     size_t nw = g->nwords;
-    if (nw == 1)
-        return nfa_match1(g, s, n);
+    bool accepting;
+    if (nw == 1) {
+        int r = run_word(g, s, n, &accepting);
+        return r == 2 ? accepting : r;
+    }
     if (n - g->literal_len >= DFA_MIN_SUBJECT) {
         int r = dfa_match(g, s, n);
         if (r >= 0)
             return r;
     }
-    bool accepting;
     int r = run_words(g, s, n, &accepting);
     return r == 2 ? accepting : r;
 }
@@ -743,6 +750,6 @@ int a3s_glob_viable(const a3s_glob *g, const char *prefix, size_t n) {
     if (n <= g->literal_len)
         return 1;
     bool accepting;
-    int r = run_words(g, s, n, &accepting);
+    int r = g->nwords == 1 ? run_word(g, s, n, &accepting) : run_words(g, s, n, &accepting);
     return r == 2 ? 1 : r;
 }

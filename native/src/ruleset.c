@@ -850,11 +850,7 @@ static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
  * that changes how a later command reads (alias, trap, hash, source, declare ...), so no
  * command of the line reads another differently. */
 /* Whether a plain command (a3s_bash_is_plain) may hold the byte ch anywhere. */
-static bool plain_byte(unsigned char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           ch == ' ' || ch == '-' || ch == '_' || ch == '.' || ch == ',' || ch == ':' || ch == '+' ||
-           ch == '@' || ch == '%' || ch == '^' || ch == '/' || ch == '=' || ch == '~';
-}
+static bool plain_byte(unsigned char ch) { return ch == ' ' || a3s_bash_plain_bytes[ch]; }
 
 static size_t plain_commands(const char *line, size_t len, a3s_str *seg) {
     size_t n = 0, start = 0;
