@@ -156,6 +156,13 @@ size_t a3s_glob_prefix(const a3s_glob *g, const unsigned char **prefix) {
     return g->kind == GLOB_ANY || g->fold_case ? 0 : g->literal_len;
 }
 
+size_t a3s_glob_suffix(const a3s_glob *g, const unsigned char **suffix) {
+    *suffix = g->kind == GLOB_NFA ? g->suffix : g->literal;
+    if (g->fold_case || g->kind == GLOB_ANY || g->kind == GLOB_PREFIX)
+        return 0;
+    return g->kind == GLOB_NFA ? g->suffix_len : g->literal_len;
+}
+
 static unsigned char *dup_bytes(const unsigned char *p, size_t n, bool fold) {
     unsigned char *d = malloc(n ? n : 1);
     if (!d)
@@ -279,17 +286,22 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
     }
     /* each distinct literal byte must occur too: one memchr each, which turns
      * away *a*a*...*b over a long run of a before any state is simulated;
-     * the rarest first, as it most often turns a subject away */
+     * the rarest (at most 8) first, as they most often turn a subject away */
     if (!g->fold_case) {
         bool seen[256] = {false};
-        for (size_t i = first_wild; i <= last_wild && g->nrequired < sizeof g->required; i++) {
-            if (kinds[i] == TOK_LIT && !seen[bytes[i]]) {
-                seen[bytes[i]] = true;
-                size_t at = g->nrequired++;
-                for (; at && commonness(g->required[at - 1]) > commonness(bytes[i]); at--)
-                    g->required[at] = g->required[at - 1];
-                g->required[at] = bytes[i];
-            }
+        const size_t cap = sizeof g->required;
+        for (size_t i = first_wild; i <= last_wild; i++) {
+            if (kinds[i] != TOK_LIT || seen[bytes[i]])
+                continue;
+            seen[bytes[i]] = true;
+            size_t at = g->nrequired;
+            if (at < cap)
+                g->nrequired++;
+            else if (commonness(g->required[--at]) <= commonness(bytes[i]))
+                continue; /* full, and no rarer than the most common kept */
+            for (; at && commonness(g->required[at - 1]) > commonness(bytes[i]); at--)
+                g->required[at] = g->required[at - 1];
+            g->required[at] = bytes[i];
         }
     }
     g->tail_any = kinds[ntok - 1] == TOK_GLOBSTAR;
@@ -716,8 +728,9 @@ A3S_API int a3s_glob_match(const a3s_glob *g, const char *subject, size_t n) {
         return n >= g->literal_len && bytes_equal(s, g->literal, g->literal_len, g->fold_case);
     case GLOB_NFA: break;
     }
-    if (n < g->min_len || !bytes_equal(s, g->literal, g->literal_len, g->fold_case) ||
-        !bytes_equal(s + n - g->suffix_len, g->suffix, g->suffix_len, g->fold_case))
+    size_t pre = g->literal_len, suf = g->suffix_len; /* most patterns lack one: no call */
+    if (n < g->min_len || (pre && !bytes_equal(s, g->literal, pre, g->fold_case)) ||
+        (suf && !bytes_equal(s + n - suf, g->suffix, suf, g->fold_case)))
         return 0;
     const unsigned char *mid = s + g->literal_len;
     size_t mid_len = n - g->literal_len - g->suffix_len;

@@ -43,6 +43,9 @@ int a3s_glob_compile_internal(const char *pattern, size_t len, uint64_t flags, a
  * compares the first few before matching. */
 size_t a3s_glob_prefix(const a3s_glob *glob, const unsigned char **prefix);
 
+/* Likewise the literal bytes every subject it matches ends with. */
+size_t a3s_glob_suffix(const a3s_glob *glob, const unsigned char **suffix);
+
 /* Whether some subject starting with prefix[0..n) matches (glob.c): 1 yes,
  * 0 no, negative: no memory. */
 int a3s_glob_viable(const a3s_glob *glob, const char *prefix, size_t n);

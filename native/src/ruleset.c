@@ -31,6 +31,10 @@ struct rule {
      * them to the subject's first 8 bytes before it calls the matcher */
     uint64_t pre_bits, pre_mask;
     size_t pre_len;
+    /* likewise up to 8 literal bytes every matching subject ends with, placed at the
+     * end of the word as the subject's last 8 bytes are */
+    uint64_t suf_bits, suf_mask;
+    size_t suf_len;
 };
 
 #define CHAIN_ANY 256 /* the chain of the rules whose subjects may start with any byte */
@@ -410,14 +414,20 @@ A3S_API int a3s_ruleset_add(a3s_ruleset *rs, int list, const char *rule, size_t 
             free_rule(&r);
             return rc;
         }
-        const unsigned char *pre;
-        size_t n = a3s_glob_prefix(r.arg_glob, &pre);
+        const unsigned char *pre, *suf;
+        size_t n = a3s_glob_prefix(r.arg_glob, &pre), m = a3s_glob_suffix(r.arg_glob, &suf);
         r.first_byte = n ? pre[0] : -1;
         r.pre_len = n < 8 ? n : 8;
-        unsigned char ones[8] = {0};
+        r.suf_len = m < 8 ? m : 8;
+        unsigned char ones[8] = {0}, bytes[8] = {0};
         memset(ones, 0xff, r.pre_len);
         memcpy(&r.pre_bits, pre, r.pre_len);
         memcpy(&r.pre_mask, ones, sizeof ones);
+        memset(ones, 0, sizeof ones);
+        memset(ones + 8 - r.suf_len, 0xff, r.suf_len);
+        memcpy(bytes + 8 - r.suf_len, suf + m - r.suf_len, r.suf_len);
+        memcpy(&r.suf_bits, bytes, sizeof bytes);
+        memcpy(&r.suf_mask, ones, sizeof ones);
     }
     if (rs->len == rs->cap) {
         size_t cap = rs->cap ? 2 * rs->cap : 16;
@@ -507,8 +517,12 @@ static int first_in(const a3s_ruleset *rs, const struct index_list *l, const cha
      * first byte's and the any-byte one (an empty subject has only the latter). */
     size_t a = sl && l->len ? l->chains[(unsigned char)subject[0]] : 0;
     size_t b = l->len ? l->chains[CHAIN_ANY] : 0;
-    uint64_t head = 0; /* the subject's first 8 bytes (fewer: zeros after) */
-    memcpy(&head, subject, sl < 8 ? sl : 8);
+    uint64_t head = 0, tail = 0; /* the subject's first and last 8 bytes (fewer: zeros) */
+    size_t k = sl < 8 ? sl : 8;
+    unsigned char last[8] = {0};
+    memcpy(&head, subject, k);
+    memcpy(last + 8 - k, subject + sl - k, k);
+    memcpy(&tail, last, sizeof last);
     while (a || b) {
         size_t i;
         if (a && (!b || a < b)) {
@@ -519,9 +533,14 @@ static int first_in(const a3s_ruleset *rs, const struct index_list *l, const cha
             b = l->next[i];
         }
         const struct rule *r = &rs->rules[l->items[i]];
-        if (sl < r->pre_len || (head & r->pre_mask) != r->pre_bits)
+        if (sl < r->pre_len || (head & r->pre_mask) != r->pre_bits || sl < r->suf_len ||
+            (tail & r->suf_mask) != r->suf_bits)
             continue;
-        int m = rule_matches(r, tool, tl, subject, sl);
+        /* the filter above has compared the first byte: for a rule of the tool's own
+         * group, only its pattern is left */
+        int m = tool ? rule_matches(r, tool, tl, subject, sl)
+                : r->flags & A3S_RULE_ANY_ARGS ? 1
+                                               : a3s_glob_match(r->arg_glob, subject, sl);
         if (m < 0)
             return m;
         if (m) {
