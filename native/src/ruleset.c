@@ -518,11 +518,15 @@ static int first_in(const a3s_ruleset *rs, const struct index_list *l, const cha
     size_t a = sl && l->len ? l->chains[(unsigned char)subject[0]] : 0;
     size_t b = l->len ? l->chains[CHAIN_ANY] : 0;
     uint64_t head = 0, tail = 0; /* the subject's first and last 8 bytes (fewer: zeros) */
-    size_t k = sl < 8 ? sl : 8;
-    unsigned char last[8] = {0};
-    memcpy(&head, subject, k);
-    memcpy(last + 8 - k, subject + sl - k, k);
-    memcpy(&tail, last, sizeof last);
+    if (sl >= 8) {
+        memcpy(&head, subject, 8);
+        memcpy(&tail, subject + sl - 8, 8);
+    } else {
+        unsigned char last[8] = {0};
+        memcpy(&head, subject, sl);
+        memcpy(last + 8 - sl, subject, sl);
+        memcpy(&tail, last, sizeof last);
+    }
     while (a || b) {
         size_t i;
         if (a && (!b || a < b)) {
@@ -533,14 +537,14 @@ static int first_in(const a3s_ruleset *rs, const struct index_list *l, const cha
             b = l->next[i];
         }
         const struct rule *r = &rs->rules[l->items[i]];
-        if (sl < r->pre_len || (head & r->pre_mask) != r->pre_bits || sl < r->suf_len ||
-            (tail & r->suf_mask) != r->suf_bits)
+        if ((r->pre_len | r->suf_len) &&
+            (sl < r->pre_len || (head & r->pre_mask) != r->pre_bits || sl < r->suf_len ||
+             (tail & r->suf_mask) != r->suf_bits))
             continue;
-        /* the filter above has compared the first byte: for a rule of the tool's own
-         * group, only its pattern is left */
-        int m = tool ? rule_matches(r, tool, tl, subject, sl)
-                : r->flags & A3S_RULE_ANY_ARGS ? 1
-                                               : a3s_glob_match(r->arg_glob, subject, sl);
+        /* rule_matches, its first-byte test done by the filter above */
+        if (tool && !covers_tool(r, tool, tl))
+            continue;
+        int m = r->flags & A3S_RULE_ANY_ARGS ? 1 : a3s_glob_match(r->arg_glob, subject, sl);
         if (m < 0)
             return m;
         if (m) {
