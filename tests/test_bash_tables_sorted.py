@@ -43,3 +43,9 @@ def test_every_table_marked_sorted_is_in_strict_byte_order() -> None:
         assert len(names) >= 2, (name, names)
         for a, b in itertools.pairwise(names):
             assert a < b, f"{name}: {a!r} comes before {b!r}, out of byte order"
+
+
+def test_every_exporting_builtin_sets_variables() -> None:
+    # register_env looks a program up in EXPORTS only once SETS_VARS holds it
+    tables = sorted_tables()
+    assert set(tables["EXPORTS"]) <= set(tables["SETS_VARS"])

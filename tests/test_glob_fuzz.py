@@ -86,3 +86,34 @@ def test_lazy_dfa_on_long_runs(stars: int) -> None:
     assert Glob(pattern).match(b"a" * 65_536) is True
     assert Glob(pattern).match(b"a" * (stars - 1)) is False
     assert Glob(pattern + b"/b").match(b"a" * 65_536 + b"/b") is True
+
+
+RUN_PIECES = st.sampled_from([b"a", b"b", b"ab", b"ba", b"/", b"a/", b"\\*", b"."])
+RUN_SUBJECT_BYTES = st.sampled_from([b"a", b"b", b"ab", b"/", b"*", b"."])
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pieces=st.lists(st.tuples(RUN_PIECES, st.booleans()), max_size=10),
+    star=st.sampled_from([b"*", b"**"]),
+    lead=st.booleans(),
+    subject=st.lists(RUN_SUBJECT_BYTES, max_size=200).map(b"".join),
+)
+def test_star_only_and_globstar_only_patterns_match_reference(
+    pieces: list[tuple[bytes, bool]], star: bytes, lead: bool, subject: bytes
+) -> None:
+    """Patterns whose wildcards are all `*` or all `**` are matched by literal runs, leftmost
+    first (subjects of 256 bytes and more search them with memmem)."""
+    pattern = (star if lead else b"") + b"".join(p + (star if w else b"") for p, w in pieces)
+    assert Glob(pattern).match(subject) is reference_match(pattern, subject)
+    filled = subject * 2 if len(subject) < 128 else subject
+    assert Glob(pattern).match(filled) is reference_match(pattern, filled)
+
+
+@pytest.mark.parametrize(
+    "pattern", [b"*a" * 2047 + b"*", b"**a" * 1364 + b"**", b"*a" * 9, b"*a/" * 3 + b"*"]
+)
+def test_run_patterns_at_the_size_limit(pattern: bytes) -> None:
+    subject = b"a" * 65_536 if b"/" not in pattern else b"a/" * 3 + b"a" * 60_000
+    assert Glob(pattern).match(subject) is True
+    assert Glob(pattern).match(subject[: pattern.count(b"a") - 1]) is False

@@ -46,6 +46,7 @@
 #define MAX_VALUES 8     /* values of one variable followed (x=a; x=b, for x in a b) */
 #define ARENA_SLACK (1u << 20)
 #define VEC_SLAB 16384 /* stack bytes lent to a line's vectors */
+#define BUF_SLAB 1024  /* and to each of its two string buffers */
 
 /* ---- memory ------------------------------------------------------------ */
 
@@ -57,6 +58,7 @@ struct chunk {
 
 struct arena {
     struct chunk *head;
+    struct chunk *own; /* allocated with the arena (freed with it), or NULL */
     size_t total, cap;
     bool over, nomem;
 };
@@ -98,12 +100,13 @@ static bool arena_charge(struct arena *a, size_t n) {
     return true;
 }
 
-static void arena_free(struct arena *a) {
+/* Frees the chunks a took (not the arena: it lives in its split's block). */
+static void arena_release(struct arena *a) {
     for (struct chunk *c = a->head, *next; c; c = next) {
         next = c->next;
-        free(c);
+        if (c != a->own)
+            free(c);
     }
-    free(a);
 }
 
 static a3s_str arena_str(struct arena *a, const char *p, size_t n) {
@@ -167,6 +170,7 @@ struct buf {
     char *p;
     size_t n, cap;
     bool nomem;
+    bool lent; /* p is the caller's stack: copied out on growth, never freed */
 };
 
 /* Room for n more bytes in b; false (and b->nomem) when there is none. */
@@ -176,11 +180,14 @@ static bool buf_grow(struct buf *b, size_t n) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap - b->n < n)
         cap *= 2;
-    char *p = realloc(b->p, cap);
+    char *p = b->lent ? malloc(cap) : realloc(b->p, cap);
     if (!p) {
         b->nomem = true;
         return false;
     }
+    if (b->lent && b->n)
+        memcpy(p, b->p, b->n);
+    b->lent = false;
     b->p = p;
     b->cap = cap;
     return true;
@@ -314,10 +321,22 @@ static bool is_name_start(char ch) {
 
 static bool is_name_char(char ch) { return is_name_start(ch) || (ch >= '0' && ch <= '9'); }
 
-static inline bool eq(a3s_str s, const char *lit) { /* inline: strlen of a literal folds */
-    size_t n = strlen(lit);
+/* s is the NUL-terminated lit: compared byte by byte, so that most calls end at the first. */
+static inline bool eq(a3s_str s, const char *lit) {
+    if (!s.p)
+        return false;
+    for (size_t k = 0; k < s.n; k++)
+        if (lit[k] == '\0' || lit[k] != s.p[k])
+            return false;
+    return lit[s.n] == '\0';
+}
+
+static inline bool eq_n(a3s_str s, const char *lit, size_t n) {
     return s.p && s.n == n && memcmp(s.p, lit, n) == 0;
 }
+
+/* s is the string literal lit (only a literal compiles: "" lit): its length is known. */
+#define EQ(s, lit) eq_n((s), "" lit, sizeof(lit) - 1)
 
 /* Whether p[0..n) equals lit[0..n) ignoring ASCII case. */
 static bool prefix_fold_eq(const char *p, const char *lit, size_t n) {
@@ -508,13 +527,13 @@ static a3s_str known_output(struct ctx *c, const char *code, size_t n) {
     a3s_str first = {code + start[0], end[0] - start[0]};
     a3s_str second = {code + start[1], end[1] - start[1]};
     size_t from = SIZE_MAX;
-    if (eq(first, "echo"))
+    if (EQ(first, "echo"))
         from = 1;
-    else if (k == 2 && eq(first, "which"))
+    else if (k == 2 && EQ(first, "which"))
         from = 1;
-    else if (k == 3 && (eq(first, "command") && eq(second, "-v")))
+    else if (k == 3 && (EQ(first, "command") && EQ(second, "-v")))
         from = 2;
-    else if (k == 3 && (eq(first, "type") && eq(second, "-P")))
+    else if (k == 3 && (EQ(first, "type") && EQ(second, "-P")))
         from = 2;
     if (from == SIZE_MAX)
         return (a3s_str){NULL, 0};
@@ -1248,6 +1267,8 @@ static void lex(struct ctx *c, size_t si) {
         bool angle = k < len && (s[k] == '<' || s[k] == '>' || (s[k] == '&' && k == i));
         if (angle && !(k + 1 < len && (s[k] == '<' || s[k] == '>') && s[k + 1] == '(')) {
             for (size_t r = 0; r < sizeof REDIRS / sizeof *REDIRS && !rop; r++) {
+                if (REDIRS[r][0] != s[k]) /* the first byte turns most away */
+                    continue;
                 size_t n = strlen(REDIRS[r]);
                 if ((k == i || REDIRS[r][0] != '&') && n <= len - k && memcmp(s + k, REDIRS[r], n) == 0)
                     rop = REDIRS[r];
@@ -1306,7 +1327,7 @@ static void lex(struct ctx *c, size_t si) {
         bool op_char = ch == ';' || ch == '&' || ch == '|' || ch == '(' || ch == ')';
         for (size_t o = 0; op_char && o < sizeof OPS / sizeof *OPS && op < 0; o++) {
             size_t n = OPS[o].n;
-            if (n <= len - i && memcmp(s + i, OPS[o].text, n) == 0) {
+            if (OPS[o].text[0] == ch && n <= len - i && memcmp(s + i, OPS[o].text, n) == 0) {
                 op = OPS[o].op;
                 opn = n;
             }
@@ -1625,7 +1646,7 @@ static const char *const SETS_VARS[] = {"builtin", "command", "declare", "export
                                         "local", "mapfile", "printf", "read", "readarray", "readonly",
                                         "typeset", "unset", "wait"};
 
-static bool changes_env(a3s_str v) { return eq(v, "eval") || eq(v, "source") || eq(v, "."); }
+static bool changes_env(a3s_str v) { return EQ(v, "eval") || EQ(v, "source") || EQ(v, "."); }
 
 /* Records what one command does to the line's variables. */
 static void register_env(struct ctx *c, const struct rcmd *r) {
@@ -1637,7 +1658,7 @@ static void register_env(struct ctx *c, const struct rcmd *r) {
         size_t wi = VEC_AT(c->cmdwords, size_t, r->w0 + k);
         const struct word *w = &VEC_AT(c->words, struct word, wi);
         bool simple = false;
-        size_t n = assigned_name(w->src, &simple);
+        size_t n = k < a || (exports && k > a) ? assigned_name(w->src, &simple) : 0;
         if ((k < a && a == r->nw && simple) || (exports && k > a && simple)) {
             /* x=/ (and export x=/): a literal value, or one made of values the
              * line shows (x=$x$x) */
@@ -1658,7 +1679,8 @@ static void register_env(struct ctx *c, const struct rcmd *r) {
             if (prog.p && changes_env(prog))
                 c->unreliable_env = true;
             /* export NAME=VALUE...: without options, each word is an assignment */
-            exports = prog.p && in_list(prog, EXPORTS, sizeof EXPORTS / sizeof *EXPORTS);
+            exports = prog.p && sets_vars && /* each of EXPORTS sets variables */
+                      in_list(prog, EXPORTS, sizeof EXPORTS / sizeof *EXPORTS);
             for (size_t q = k + 1; exports && q < r->nw; q++) {
                 a3s_str v = VEC_AT(c->words, struct word, VEC_AT(c->cmdwords, size_t, r->w0 + q)).src;
                 exports = v.n && v.p[0] != '-' && v.p[0] != '+';
@@ -1815,6 +1837,32 @@ static size_t rescan_open(struct ctx *c, size_t at, size_t n) {
     return SIZE_MAX;
 }
 
+/* As written, the words of a command that stand one blank apart, with no
+ * redirection, are that stretch of their code: copied at once (what render()
+ * would build word by word). False: not such a form. */
+static bool render_span(struct ctx *c, const struct form *f, a3s_str *out) {
+    const struct rcmd *r = f->r;
+    if (f->mode != M_SRC || f->fold || f->drop || f->tail_open || f->skip0 < f->skip1 || r->nr ||
+        f->from >= r->nw)
+        return false;
+    /* the words must lie in their command's code (a brace expansion's do not) */
+    a3s_str code = VEC_AT(c->sources, struct source, r->source).code;
+    uintptr_t lo = (uintptr_t)code.p, hi = lo + code.n;
+    const struct word *w = &VEC_AT(c->words, struct word, word_at(c, r, f->from));
+    const char *start = w->src.p, *end = start + w->src.n;
+    if ((uintptr_t)start < lo || (uintptr_t)end > hi)
+        return false;
+    for (size_t k = f->from + 1; k < r->nw; k++) {
+        w = &VEC_AT(c->words, struct word, word_at(c, r, k));
+        if ((uintptr_t)end >= hi || *end != ' ' || w->src.p != end + 1 ||
+            (uintptr_t)(w->src.p + w->src.n) > hi)
+            return false;
+        end = w->src.p + w->src.n;
+    }
+    *out = arena_str(c->mem, start, (size_t)(end - start));
+    return true;
+}
+
 /* One reading of a command as a string; *changed: an expansion was replaced;
  * ctx.open: where text the line does not show starts (SIZE_MAX: none). */
 static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
@@ -1823,6 +1871,11 @@ static a3s_str render(struct ctx *c, const struct form *f, bool *changed) {
     bool known = true, any = false;
     c->tmp.n = 0;
     c->open = SIZE_MAX;
+    if (changed)
+        *changed = false;
+    a3s_str span;
+    if (render_span(c, f, &span))
+        return span;
     for (size_t k = f->from; k < r->nw; k++) {
         if (k >= f->skip0 && k < f->skip1)
             continue;
@@ -1920,6 +1973,12 @@ static void add_form(struct ctx *c, a3s_str *list, size_t *opens, size_t *n, a3s
     list[(*n)++] = s;
 }
 
+/* A form rendered again would be s once more: s, its bytes charged to the
+ * arena as the copy would be (so the bound trips where it did). */
+static a3s_str again(struct ctx *c, a3s_str s) {
+    return arena_charge(c->mem, s.n + 1) ? s : (a3s_str){NULL, 0};
+}
+
 #define SPELL(f) (f)->spell, (f)->spell_open, &(f)->nspell
 #define ALIAS(f) (f)->alias, (f)->alias_open, &(f)->nalias
 
@@ -1940,21 +1999,26 @@ static void add_reading(struct ctx *c, struct forms *out, struct form f, a3s_str
         src = render(c, &f, NULL);
     }
     add_form(c, SPELL(out), src, c->open);
+    /* a program word of literal text, no '/', capital or git- prefix, reads the
+     * same folded: the folded forms are the forms before them */
+    const struct word *pw = &VEC_AT(c->words, struct word, word_at(c, f.r, f.from));
+    bool bare = true;
+    for (size_t k = 0; k < pw->src.n && bare; k++)
+        bare = pw->src.p[k] != '/' && !(pw->src.p[k] >= 'A' && pw->src.p[k] <= 'Z');
+    bare = bare && !(pw->src.n > 4 && memcmp(pw->src.p, "git-", 4) == 0);
     if (plain) { /* quotes, backslashes and expansions aside, only the bare name differs */
-        a3s_str prog = VEC_AT(c->words, struct word, word_at(c, f.r, f.from)).src;
-        bool bare = true;
-        for (size_t k = 0; k < prog.n && bare; k++)
-            bare = prog.p[k] != '/' && !(prog.p[k] >= 'A' && prog.p[k] <= 'Z');
         f.fold = true;
-        if (!bare || (prog.n > 4 && memcmp(prog.p, "git-", 4) == 0)) {
+        if (!bare) {
             a3s_str folded = render(c, &f, NULL);
             add_form(c, ALIAS(out), folded, c->open);
         }
         return;
     }
+    bool same_folded = bare && pw->plain;
     f.mode = M_VAL;
     a3s_str val = render(c, &f, NULL);
-    add_form(c, ALIAS(out), val, c->open);
+    size_t val_open = c->open;
+    add_form(c, ALIAS(out), val, val_open);
     /* Words of literal text only (quotes and backslashes, no expansion): their expanded
      * reading is the value reading, already added; no word can expand to nothing. */
     bool literal = true;
@@ -1974,13 +2038,13 @@ static void add_reading(struct ctx *c, struct forms *out, struct form f, a3s_str
         else if (open != SIZE_MAX) /* text not shown: deny and ask rules read it as any text */
             add_form(c, ALIAS(out), exp, open);
         f.fold = true;
-        a3s_str folded = render(c, &f, NULL);
-        add_form(c, ALIAS(out), folded, c->open);
+        a3s_str folded = same_folded && exp.p ? again(c, exp) : render(c, &f, NULL);
+        add_form(c, ALIAS(out), folded, same_folded && exp.p ? open : c->open);
     }
     f.fold = true;
     f.mode = M_VAL;
-    a3s_str folded = render(c, &f, NULL);
-    add_form(c, ALIAS(out), folded, c->open);
+    a3s_str folded = same_folded && val.p ? again(c, val) : render(c, &f, NULL);
+    add_form(c, ALIAS(out), folded, same_folded && val.p ? val_open : c->open);
     bool unknown = false; /* an argument that may expand to nothing: the reading without it */
     for (size_t k = f.from + 1; k < f.r->nw && !unknown && !literal; k++)
         unknown = only_unknown(c, f.r->source, word_at(c, f.r, k));
@@ -2150,7 +2214,7 @@ static int name_cmp(a3s_str v, const char *lit) {
 
 /* The index of v in a table of n entries `stride` bytes apart, each starting with
  * its name, sorted in byte order (WRAPPERS, or a list of names); SIZE_MAX if none. */
-static size_t find_name(a3s_str v, const void *table, size_t n, size_t stride) {
+static inline size_t find_name(a3s_str v, const void *table, size_t n, size_t stride) {
     size_t lo = 0, hi = n;
     while (v.n && lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -2194,7 +2258,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
         a3s_str v = value_of(c, si, word_at(c, r, j));
         if (!v.p)
             return j; /* an unknown word: it may be the program */
-        if (eq(v, "--")) {
+        if (EQ(v, "--")) {
             j++;
             break;
         }
@@ -2204,7 +2268,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
             bool takes = false;
             for (const char *const *l = wr->longs; *l && !e && !takes; l++)
                 takes = eq(name, *l);
-            if (wr->code == CODE_DASH_C && eq(name, "--command")) {
+            if (wr->code == CODE_DASH_C && EQ(name, "--command")) {
                 a3s_str code = e ? (a3s_str){e + 1, v.n - name.n - 1}
                                  : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
                                                   : (a3s_str){NULL, 0});
@@ -2215,7 +2279,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
                 code_found = true;
                 takes = !e;
             }
-            if (is_env && eq(name, "--split-string")) {
+            if (is_env && EQ(name, "--split-string")) {
                 a3s_str code = e ? (a3s_str){e + 1, v.n - name.n - 1}
                                  : (j + 1 < r->nw ? value_of(c, si, word_at(c, r, j + 1))
                                                   : (a3s_str){NULL, 0});
@@ -2254,7 +2318,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
             continue;
         }
         bool simple;
-        if ((is_env && eq(v, "-")) || (wr->assigns && assigned_name(v, &simple))) {
+        if ((is_env && EQ(v, "-")) || (wr->assigns && assigned_name(v, &simple))) {
             j++;
             continue;
         }
@@ -2268,7 +2332,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
          * line does not show */
         for (size_t k = j; is_su && k < r->nw; k++) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
-            if (!v.p || !(eq(v, "-c") || eq(v, "--command")))
+            if (!v.p || !(EQ(v, "-c") || EQ(v, "--command")))
                 continue;
             a3s_str code = k + 1 < r->nw ? value_of(c, si, word_at(c, r, k + 1)) : (a3s_str){NULL, 0};
             if (code.p)
@@ -2288,7 +2352,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
     }
     if (wr->code == CODE_DASH_C && j + 1 < r->nw) { /* flock FILE -c CODE */
         a3s_str v = value_of(c, si, word_at(c, r, j));
-        if (v.p && eq(v, "-c")) {
+        if (v.p && EQ(v, "-c")) {
             a3s_str code = value_of(c, si, word_at(c, r, j + 1));
             if (code.p)
                 push_code(c, si, code.p, code.n, A3S_VIA_WRAPPER, (a3s_str){NULL, 0});
@@ -2321,7 +2385,7 @@ static size_t unwrap(struct ctx *c, const struct rcmd *r, const struct wrapper *
 static a3s_str printed(struct ctx *c, const struct rcmd *r, size_t j) {
     size_t si = r->source;
     a3s_str fmt = j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){NULL, 0};
-    if (fmt.p && eq(fmt, "--"))
+    if (fmt.p && EQ(fmt, "--"))
         fmt = ++j < r->nw ? value_of(c, si, word_at(c, r, j)) : (a3s_str){NULL, 0};
     if (!fmt.p || (fmt.n >= 2 && fmt.p[0] == '-' && fmt.p[1] == 'v'))
         return (a3s_str){NULL, 0};
@@ -2369,10 +2433,10 @@ static a3s_str known_stdout(struct ctx *c, const struct rcmd *r) {
     if (a >= r->nw)
         return (a3s_str){NULL, 0};
     a3s_str prog = value_of(c, si, word_at(c, r, a));
-    bool escapes = false, is_echo = eq(prog, "echo");
-    if (eq(prog, "printf"))
+    bool escapes = false, is_echo = EQ(prog, "echo");
+    if (EQ(prog, "printf"))
         return printed(c, r, a + 1);
-    if (eq(prog, "cat") && a + 1 == r->nw) { /* cat <<EOF ... EOF | sh */
+    if (EQ(prog, "cat") && a + 1 == r->nw) { /* cat <<EOF ... EOF | sh */
         for (size_t k = r->nr; k-- > 0;) {
             const struct token *t =
                 &VEC_AT(c->tokens, struct token, VEC_AT(c->cmdredirs, size_t, r->r0 + k));
@@ -2425,7 +2489,7 @@ static a3s_str guard_code(struct ctx *c, size_t si, size_t wi) {
 
 static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i) {
     size_t si = r->source;
-    if (eq(name, "eval")) {
+    if (EQ(name, "eval")) {
         bool shown = true;
         c->lit.n = 0;
         for (size_t k = i + 1; k < r->nw; k++) {
@@ -2442,15 +2506,15 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
         push_code(c, si, c->lit.p ? c->lit.p : "", c->lit.n, A3S_VIA_EVAL, (a3s_str){NULL, 0});
         return shown;
     }
-    if (eq(name, "find")) {
+    if (EQ(name, "find")) {
         for (size_t k = i + 1; k < r->nw; k++) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
-            if (!v.p || !(eq(v, "-exec") || eq(v, "-execdir") || eq(v, "-ok") || eq(v, "-okdir")))
+            if (!v.p || !(EQ(v, "-exec") || EQ(v, "-execdir") || EQ(v, "-ok") || EQ(v, "-okdir")))
                 continue;
             size_t end = k + 1;
             while (end < r->nw) {
                 a3s_str e = value_of(c, si, word_at(c, r, end));
-                if (e.p && (eq(e, ";") || eq(e, "+")))
+                if (e.p && (EQ(e, ";") || EQ(e, "+")))
                     break;
                 end++;
             }
@@ -2472,7 +2536,7 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
         return true;
     }
     /* at and batch read the commands they schedule from stdin (unless -f FILE) */
-    bool at = (eq(name, "at") || eq(name, "batch")) && !has_option(c, r, i + 1, "flrdcV");
+    bool at = (EQ(name, "at") || EQ(name, "batch")) && !has_option(c, r, i + 1, "flrdcV");
     if (!at && !in_list(name, SHELLS, sizeof SHELLS / sizeof *SHELLS))
         return true;
     if (in_list(name, OTHER_SHELLS, sizeof OTHER_SHELLS / sizeof *OTHER_SHELLS))
@@ -2485,15 +2549,15 @@ static bool run_code(struct ctx *c, const struct rcmd *r, a3s_str name, size_t i
             break; /* the code, not shown by the line */
         if (!v.p)
             return false;
-        if (eq(v, "--") || eq(v, "-")) {
+        if (EQ(v, "--") || EQ(v, "-")) {
             j++;
             break;
         }
         if (v.n < 2 || (v.p[0] != '-' && v.p[0] != '+'))
             break;
         if (v.p[1] == '-') { /* a startup file, a login shell: code the line does not show */
-            bool file = eq(v, "--rcfile") || eq(v, "--init-file");
-            if (file || eq(v, "--login") || eq(v, "--debugger") || eq(v, "--interactive"))
+            bool file = EQ(v, "--rcfile") || EQ(v, "--init-file");
+            if (file || EQ(v, "--login") || EQ(v, "--debugger") || EQ(v, "--interactive"))
                 c->opaque = true;
             j += file ? 2 : 1;
             continue;
@@ -2581,7 +2645,7 @@ static size_t git_subcommand(struct ctx *c, const struct rcmd *r, size_t j) {
         a3s_str v = value_of(c, r->source, word_at(c, r, j));
         if (!v.p || !v.n || v.p[0] != '-')
             break;
-        if (eq(v, "--"))
+        if (EQ(v, "--"))
             return j + 1;
         j += a3s_git_option_takes_value(v.p, v.n) ? 2 : 1;
     }
@@ -2604,9 +2668,9 @@ static bool git_config_runs_code(struct ctx *c, const struct rcmd *r, size_t j, 
             return true;
         if (v.n >= 12 && (memcmp(v.p, "--config-env", 12) == 0 || memcmp(v.p, "--exec-path", 11) == 0))
             return true;
-        if (!(eq(v, "-c") || (v.n > 2 && v.p[0] == '-' && v.p[1] == 'c')))
+        if (!(EQ(v, "-c") || (v.n > 2 && v.p[0] == '-' && v.p[1] == 'c')))
             continue;
-        a3s_str kv = eq(v, "-c") ? (k + 1 < r->nw ? value_of(c, r->source, word_at(c, r, ++k))
+        a3s_str kv = EQ(v, "-c") ? (k + 1 < r->nw ? value_of(c, r->source, word_at(c, r, ++k))
                                                  : (a3s_str){"", 0})
                                  : (a3s_str){v.p + 2, v.n - 2};
         if (!kv.p)
@@ -2704,7 +2768,7 @@ static bool has_option(struct ctx *c, const struct rcmd *r, size_t from, const c
         a3s_str v = value_of(c, r->source, word_at(c, r, k));
         if (!v.p)
             return true; /* an option the line does not show */
-        if (v.n < 2 || v.p[0] != '-' || eq(v, "--"))
+        if (v.n < 2 || v.p[0] != '-' || EQ(v, "--"))
             return false;
         if (v.p[1] == '-')
             continue;
@@ -2741,49 +2805,49 @@ static void deferred(struct ctx *c, const struct rcmd *r, size_t a) {
     a3s_str prog = value_of(c, si, word_at(c, r, a));
     if (!prog.p)
         return;
-    if (eq(prog, "trap")) {
+    if (EQ(prog, "trap")) {
         size_t k = a + 1;
         while (k < r->nw) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
             if (!v.p || v.n < 2 || v.p[0] != '-')
                 break;
             k++;
-            if (eq(v, "--"))
+            if (EQ(v, "--"))
                 break;
         }
         a3s_str code = k < r->nw ? value_of(c, si, word_at(c, r, k)) : (a3s_str){"", 0};
         if (!code.p)
             c->opaque = true;
-        else if (k + 1 < r->nw && !eq(code, "-")) /* trap CODE SIGNAL...: CODE runs later */
+        else if (k + 1 < r->nw && !EQ(code, "-")) /* trap CODE SIGNAL...: CODE runs later */
             push_code(c, si, code.p, code.n, A3S_VIA_TRAP, (a3s_str){NULL, 0});
-    } else if (eq(prog, "alias") || eq(prog, "source") || eq(prog, ".") || eq(prog, "enable")) {
+    } else if (EQ(prog, "alias") || EQ(prog, "source") || EQ(prog, ".") || EQ(prog, "enable")) {
         if (a + 1 < r->nw)
             c->opaque = true;
-        for (size_t k = a + 1; eq(prog, "alias") && k < r->nw; k++) { /* alias ll='rm -rf /' */
+        for (size_t k = a + 1; EQ(prog, "alias") && k < r->nw; k++) { /* alias ll='rm -rf /' */
             a3s_str v = value_of(c, si, word_at(c, r, k));
             const char *e = v.p ? memchr(v.p, '=', v.n) : NULL;
             if (e)
                 push_code(c, si, e + 1, v.n - (size_t)(e + 1 - v.p), A3S_VIA_ALIAS,
                           (a3s_str){NULL, 0});
         }
-    } else if (eq(prog, "shopt") || eq(prog, "hash")) {
+    } else if (EQ(prog, "shopt") || EQ(prog, "hash")) {
         for (size_t k = a + 1; k < r->nw; k++) {
             a3s_str v = value_of(c, si, word_at(c, r, k));
-            if (!v.p || eq(v, "expand_aliases") || eq(v, "extglob") || eq(v, "nullglob") ||
-                (eq(prog, "hash") && v.p[0] == '-'))
+            if (!v.p || EQ(v, "expand_aliases") || EQ(v, "extglob") || EQ(v, "nullglob") ||
+                (EQ(prog, "hash") && v.p[0] == '-'))
                 c->opaque = true;
         }
-    } else if (eq(prog, "mapfile") || eq(prog, "readarray")) {
+    } else if (EQ(prog, "mapfile") || EQ(prog, "readarray")) {
         if (has_option(c, r, a + 1, "C"))
             c->opaque = true;
-    } else if (eq(prog, "compgen") || eq(prog, "complete")) {
+    } else if (EQ(prog, "compgen") || EQ(prog, "complete")) {
         if (has_option(c, r, a + 1, "CF")) /* -C COMMAND, -F FUNCTION run code */
             c->opaque = true;
-    } else if (eq(prog, "declare") || eq(prog, "typeset") || eq(prog, "local") ||
-               eq(prog, "export") || eq(prog, "readonly")) {
+    } else if (EQ(prog, "declare") || EQ(prog, "typeset") || EQ(prog, "local") ||
+               EQ(prog, "export") || EQ(prog, "readonly")) {
         if (has_option(c, r, a + 1, "ni"))
             c->opaque = true;
-    } else if (eq(prog, "let")) {
+    } else if (EQ(prog, "let")) {
         for (size_t k = a + 1; k < r->nw; k++) {
             a3s_str src = VEC_AT(c->words, struct word, word_at(c, r, k)).src;
             note_arith(c, si, src.p, src.n);
@@ -2930,7 +2994,7 @@ static void spell(struct ctx *c, size_t ri) {
                 name = (a3s_str){prog.p + k + 1, prog.n - k - 1};
         if (prog.n >= 6 && (memcmp(prog.p, "/proc/", 6) == 0 || has(prog.p, prog.n, "/fd/")))
             c->opaque = true; /* /proc/self/exe: the running shell, or any program */
-        if (eq(name, "git")) {
+        if (EQ(name, "git")) {
             size_t sub = git_subcommand(c, &r, i + 1);
             if (git_config_runs_code(c, &r, i + 1, sub))
                 c->opaque = true;
@@ -2940,7 +3004,7 @@ static void spell(struct ctx *c, size_t ri) {
                                           .tail_open = tail},
                             (a3s_str){NULL, 0});
         }
-        if (eq(name, "parallel"))
+        if (EQ(name, "parallel"))
             c->opaque = true; /* GNU parallel builds commands from its input */
         const struct wrapper *wr = name.n <= 24 ? find_wrapper(name) : NULL;
         if (!wr) {
@@ -3034,6 +3098,20 @@ static void spell(struct ctx *c, size_t ri) {
 
 /* ---- the fast path --------------------------------------------------------------- */
 
+/* The bytes of a plain command's words: 1 anywhere, 2 after its first word. */
+const unsigned char a3s_bash_plain_bytes[256] = {
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['-'] = 1, ['_'] = 1, ['.'] = 1, [','] = 1,
+    [':'] = 1, ['+'] = 1, ['@'] = 1, ['%'] = 1, ['^'] = 1, ['/'] = 1, ['A'] = 1, ['B'] = 1,
+    ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+    ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['='] = 2, ['~'] = 2,
+};
+
 bool a3s_bash_is_plain(const char *line, size_t len) {
     /* Sorted in byte order: in_list() searches it by halves. */
     static const char *const OTHERS[] = {"[", "alias", "compgen", "complete", "declare", "enable",
@@ -3053,11 +3131,8 @@ bool a3s_bash_is_plain(const char *line, size_t len) {
                 first = i;
             continue;
         }
-        bool word = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-                    ch == '_' || ch == '.' || ch == ',' || ch == ':' || ch == '+' || ch == '@' ||
-                    ch == '%' || ch == '^' || ch == '/' || (ch >= 'A' && ch <= 'Z') ||
-                    (first && (ch == '=' || ch == '~'));
-        if (!word)
+        unsigned char kind = a3s_bash_plain_bytes[ch];
+        if (!kind || (kind == 2 && !first))
             return false;
     }
     a3s_str prog = {line, first ? first : len};
@@ -3297,16 +3372,28 @@ static void ctx_release(struct ctx *c) {
     vec_release(&c->out);
     vec_release(&c->stages);
     vec_release(&c->bares);
-    free(c->lit.p);
-    free(c->tmp.p);
+    if (!c->lit.lent)
+        free(c->lit.p);
+    if (!c->tmp.lent)
+        free(c->tmp.p);
 }
 
 void a3s_bash_split_free(a3s_bash_split *split) {
     if (!split)
         return;
-    arena_free(split->mem);
-    free(split);
+    arena_release(split->mem);
+    free(split); /* the block: the split, its arena and the arena's first chunk */
 }
+
+#define FIRST_CHUNK 4096 /* arena bytes allocated with the split: most lines need no more */
+
+/* A split and its arena, followed in the same allocation by the arena's first chunk. */
+struct split_block {
+    a3s_bash_split split;
+    struct arena mem;
+};
+
+#define FIRST_CHUNK_AT ((sizeof(struct split_block) + 15) & ~(size_t)15)
 
 static int split_line(const char *line, size_t len, bool guard, a3s_bash_split **out) {
     *out = NULL;
@@ -3322,19 +3409,27 @@ static int split_line(const char *line, size_t len, bool guard, a3s_bash_split *
     c.vars.size = sizeof(struct var);
     c.arith.size = sizeof(struct arith_name);
     c.out.size = sizeof(a3s_bash_cmd);
+    char lit[BUF_SLAB], tmp[BUF_SLAB]; /* the strings' first bytes, likewise */
+    c.lit = (struct buf){.p = lit, .cap = sizeof lit, .lent = true};
+    c.tmp = (struct buf){.p = tmp, .cap = sizeof tmp, .lent = true};
     _Alignas(16) unsigned char slab[VEC_SLAB]; /* the vectors' first items: most lines fit */
     unsigned char *at = slab;
     struct vec *lend[] = {&c.sources, &c.words,     &c.parts, &c.tokens, &c.rcmds, &c.cmdwords,
                           &c.cmdredirs, &c.vars, &c.arith, &c.out,    &c.stages, &c.bares};
     for (size_t k = 0; k < sizeof lend / sizeof *lend; k++)
         vec_lend(lend[k], &at, slab + sizeof slab, 16);
-    a3s_bash_split *split = calloc(1, sizeof *split);
-    c.mem = calloc(1, sizeof *c.mem);
-    if (!split || !c.mem) {
-        free(split);
-        free(c.mem);
+    unsigned char *bytes = malloc(FIRST_CHUNK_AT + sizeof(struct chunk) + FIRST_CHUNK);
+    if (!bytes)
         return A3S_E_NOMEM;
-    }
+    struct split_block *block = (void *)bytes;
+    a3s_bash_split *split = &block->split;
+    *split = (a3s_bash_split){0};
+    c.mem = &block->mem;
+    struct chunk *first = (void *)(bytes + FIRST_CHUNK_AT);
+    first->next = NULL;
+    first->used = 0;
+    first->cap = FIRST_CHUNK;
+    *c.mem = (struct arena){.head = first, .own = first};
     size_t per_byte = guard ? 64 : 16; /* the reading keeps every word's values too */
     c.mem->cap = len > (SIZE_MAX - ARENA_SLACK) / per_byte ? SIZE_MAX : per_byte * len + ARENA_SLACK;
     c.open = SIZE_MAX;
@@ -3354,8 +3449,7 @@ static int split_line(const char *line, size_t len, bool guard, a3s_bash_split *
     }
     if (failed(&c)) {
         ctx_release(&c);
-        arena_free(c.mem);
-        free(split);
+        a3s_bash_split_free(split);
         return A3S_E_NOMEM;
     }
     check_arith(&c);

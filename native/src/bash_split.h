@@ -153,6 +153,10 @@ int a3s_bash_read_line(const char *line, size_t len, a3s_bash_split **out);
  * such a line is exactly {line}, so the rule set matches it as one string. */
 bool a3s_bash_is_plain(const char *line, size_t len);
 
+/* The bytes a plain command's words may hold: 1 anywhere, 2 ('=', '~') after its
+ * first word; 0 for any other byte. */
+extern const unsigned char a3s_bash_plain_bytes[256];
+
 /* Whether `opt` (n bytes), one of git's global options (before its
  * subcommand), takes the next word as its value: -c x=y, -C dir,
  * --git-dir dir ... The one table the line reader and the exec check

@@ -53,28 +53,58 @@ struct a3s_glob {
     /* prefilters: a literal run every match contains, and a trailing '**' */
     unsigned char *needle;
     size_t needle_len;
+    size_t needle_anchor; /* the needle's rarest byte: the one a search looks for */
     unsigned char required[8]; /* distinct literal bytes every match contains */
     size_t nrequired;
     bool tail_any; /* the last token is '**': once its state is live, the rest matches */
+    /* GLOB_NFA whose wildcards are all '*' or all '**' (no '**' + '/'): matched by
+     * literal runs, leftmost first, in linear time (see runs_match) */
+    enum { RUNS_NONE, RUNS_STAR, RUNS_GLOBSTAR } runs;
+    unsigned char *tok_kinds, *tok_bytes; /* [ntok] */
 };
 
-/* memmem where the C library has it, a memchr loop elsewhere (MSVC). */
-static bool contains(const unsigned char *hay, size_t n, const unsigned char *needle, size_t k) {
+/* How common a byte is in command lines and paths (1: rare ... 5: most common), so
+ * that the prefilters test the rarest bytes first. */
+static int commonness(unsigned char c) {
+    if (c == '/' || c == ' ' || c == '-' || c == '.')
+        return 5;
+    if (c >= 'a' && c <= 'z')
+        return strchr("etaoinsrlcd", c) ? 4 : 3;
+    if ((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || c == '_')
+        return 2;
+    return 1;
+}
+
+/* The first occurrence of needle[0..k) (k >= 1) in hay[0..n), or NULL, by a
+ * memchr of its byte at `anchor` and a memcmp at each place found. */
+static const unsigned char *walk_find(const unsigned char *hay, size_t n,
+                                      const unsigned char *needle, size_t k, size_t anchor) {
+    if (n < k)
+        return NULL;
+    const unsigned char *p = hay + anchor, *last = hay + (n - k) + anchor;
+    while ((p = memchr(p, needle[anchor], (size_t)(last - p) + 1)) != NULL) {
+        if (memcmp(p - anchor, needle, k) == 0)
+            return p - anchor;
+        if (p++ == last)
+            break;
+    }
+    return NULL;
+}
+
+/* The first occurrence of needle[0..k) in hay[0..n), or NULL: memmem for long
+ * text where the C library has it (linear time), the memchr walk elsewhere. */
+static const unsigned char *find_bytes(const unsigned char *hay, size_t n,
+                                       const unsigned char *needle, size_t k, size_t anchor) {
+    if (k == 0)
+        return hay;
     if (k == 1)
-        return memchr(hay, needle[0], n) != NULL;
+        return memchr(hay, needle[0], n);
 #if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || \
     defined(__NetBSD__) || defined(__linux__)
-    return memmem(hay, n, needle, k) != NULL;
-#else
-    for (const unsigned char *end = hay + n; (size_t)(end - hay) >= k; hay++) {
-        hay = memchr(hay, needle[0], (size_t)(end - hay) - k + 1);
-        if (!hay)
-            return false;
-        if (memcmp(hay, needle, k) == 0)
-            return true;
-    }
-    return false;
+    if (n >= 256)
+        return memmem(hay, n, needle, k);
 #endif
+    return walk_find(hay, n, needle, k, anchor);
 }
 
 static bool bit_test(const uint64_t *v, size_t i) { return (v[i / 64] >> (i % 64)) & 1u; }
@@ -114,15 +144,23 @@ static void glob_destroy(a3s_glob *g) {
     free(g->eps);
     free(g->eps2);
     free(g->needle);
+    free(g->tok_kinds);
+    free(g->tok_bytes);
     free(g);
 }
 
 A3S_API void a3s_glob_free(a3s_glob *glob) { glob_destroy(glob); }
 
-int a3s_glob_first_byte(const a3s_glob *g) {
-    if (g->kind == GLOB_ANY || g->fold_case || g->literal_len == 0)
-        return -1;
-    return g->literal[0];
+size_t a3s_glob_prefix(const a3s_glob *g, const unsigned char **prefix) {
+    *prefix = g->literal;
+    return g->kind == GLOB_ANY || g->fold_case ? 0 : g->literal_len;
+}
+
+size_t a3s_glob_suffix(const a3s_glob *g, const unsigned char **suffix) {
+    *suffix = g->kind == GLOB_NFA ? g->suffix : g->literal;
+    if (g->fold_case || g->kind == GLOB_ANY || g->kind == GLOB_PREFIX)
+        return 0;
+    return g->kind == GLOB_NFA ? g->suffix_len : g->literal_len;
 }
 
 static unsigned char *dup_bytes(const unsigned char *p, size_t n, bool fold) {
@@ -242,19 +280,44 @@ static int build_nfa(a3s_glob *g, const unsigned char *kinds, const unsigned cha
     if (best >= 1 && !g->fold_case) {
         g->needle = dup_bytes(bytes + best_at, best, false);
         g->needle_len = g->needle ? best : 0;
+        for (size_t i = 1; i < g->needle_len; i++)
+            if (commonness(g->needle[i]) < commonness(g->needle[g->needle_anchor]))
+                g->needle_anchor = i;
     }
     /* each distinct literal byte must occur too: one memchr each, which turns
-     * away *a*a*...*b over a long run of a before any state is simulated */
+     * away *a*a*...*b over a long run of a before any state is simulated;
+     * the rarest (at most 8) first, as they most often turn a subject away */
     if (!g->fold_case) {
         bool seen[256] = {false};
-        for (size_t i = first_wild; i <= last_wild && g->nrequired < sizeof g->required; i++) {
-            if (kinds[i] == TOK_LIT && !seen[bytes[i]]) {
-                seen[bytes[i]] = true;
-                g->required[g->nrequired++] = bytes[i];
-            }
+        const size_t cap = sizeof g->required;
+        for (size_t i = first_wild; i <= last_wild; i++) {
+            if (kinds[i] != TOK_LIT || seen[bytes[i]])
+                continue;
+            seen[bytes[i]] = true;
+            size_t at = g->nrequired;
+            if (at < cap)
+                g->nrequired++;
+            else if (commonness(g->required[--at]) <= commonness(bytes[i]))
+                continue; /* full, and no rarer than the most common kept */
+            for (; at && commonness(g->required[at - 1]) > commonness(bytes[i]); at--)
+                g->required[at] = g->required[at - 1];
+            g->required[at] = bytes[i];
         }
     }
     g->tail_any = kinds[ntok - 1] == TOK_GLOBSTAR;
+    bool star = false, globstar = false, other = false;
+    for (size_t i = 0; i < ntok; i++) {
+        star |= kinds[i] == TOK_STAR;
+        globstar |= kinds[i] == TOK_GLOBSTAR;
+        other |= kinds[i] == TOK_GS_ENTRY || kinds[i] == TOK_GS_LOOP;
+    }
+    if (!g->fold_case && !other && star != globstar) {
+        g->tok_kinds = dup_bytes(kinds, ntok, false);
+        g->tok_bytes = dup_bytes(bytes, ntok, false);
+        if (!g->tok_kinds || !g->tok_bytes)
+            return a3s_fail(err, A3S_E_NOMEM, 0, 0, "out of memory compiling a glob");
+        g->runs = star ? RUNS_STAR : RUNS_GLOBSTAR;
+    }
     g->literal = dup_bytes(bytes, first_wild, false);
     g->literal_len = first_wild;
     g->suffix_len = ntok - last_wild - 1;
@@ -352,9 +415,9 @@ static bool bytes_equal(const unsigned char *a, const unsigned char *b, size_t n
     return true;
 }
 
-/* The common case, a pattern of at most 63 tokens: the state set is one
+/* run_words (below) for a pattern of at most 63 tokens: the state set is one
  * register. */
-static int nfa_match1(const a3s_glob *g, const unsigned char *s, size_t n) {
+static int run_word(const a3s_glob *g, const unsigned char *s, size_t n, bool *accepting) {
     const uint64_t eps = g->eps[0], eps2 = g->eps2[0], any = g->star_any[0];
     const uint64_t noslash = any | g->star_noslash[0], gslash = g->gslash[0];
     const uint64_t epsilon = eps | eps2;
@@ -364,19 +427,24 @@ static int nfa_match1(const a3s_glob *g, const unsigned char *s, size_t n) {
         if ((y = cur | ((cur & eps) << 1) | ((cur & eps2) << 2)) == cur)
             break;
     for (size_t i = g->literal_len; i < n; i++) {
-        if (cur & tail)
+        if (cur & tail) {
+            *accepting = false;
             return 1;
+        }
         unsigned char c = s[i];
         uint64_t next = (cur & g->class_masks[g->byte_class[c]]) << 1;
         next |= c == '/' ? ((cur & gslash) << 1) | (cur & any) : cur & noslash;
         for (uint64_t y; next & epsilon; next = y)
             if ((y = next | ((next & eps) << 1) | ((next & eps2) << 2)) == next)
                 break;
-        if (!next)
+        if (!next) {
+            *accepting = false;
             return 0;
+        }
         cur = next;
     }
-    return (cur >> g->ntok) & 1;
+    *accepting = (cur >> g->ntok) & 1;
+    return 2;
 }
 
 /* One step of the multi-word NFA: next = the states after reading c from
@@ -490,26 +558,62 @@ static void dfa_free(struct dfa *d) {
     free(d->table);
 }
 
+/* Two state sets of the multi-word NFA side by side (on the stack when they
+ * fit), the first holding the start state: the one after the literal prefix.
+ * NULL: no memory. Free *heap afterwards. */
+static uint64_t *start_sets(const a3s_glob *g, uint64_t *stack, uint64_t **heap) {
+    const size_t nw = g->nwords;
+    uint64_t *cur = stack;
+    *heap = NULL;
+    if (nw > STACK_WORDS && !(cur = *heap = malloc(2 * nw * sizeof(uint64_t))))
+        return NULL;
+    memset(cur, 0, nw * sizeof(uint64_t));
+    bit_set(cur, g->literal_len);
+    closure(g, cur);
+    return cur;
+}
+
+/* Runs the multi-word NFA over s[literal_len..n): 1 when a trailing '**' is
+ * reached (any rest matches), 0 when no state is left, 2 when s ends with
+ * states live (*accepting: the end state is one); negative: no memory. */
+static int run_words(const a3s_glob *g, const unsigned char *s, size_t n, bool *accepting) {
+    uint64_t stack[2 * STACK_WORDS], *heap;
+    uint64_t *cur = start_sets(g, stack, &heap);
+    if (!cur)
+        return A3S_E_NOMEM;
+    uint64_t *next = cur + g->nwords;
+    int result = 2;
+    for (size_t i = g->literal_len; i < n; i++) {
+        if (g->tail_any && bit_test(cur, g->ntok - 1)) {
+            result = 1;
+            break;
+        }
+        if (!step_words(g, cur, s[i], next)) {
+            result = 0;
+            break;
+        }
+        uint64_t *swap = cur;
+        cur = next;
+        next = swap;
+    }
+    *accepting = result == 2 && bit_test(cur, g->ntok);
+    free(heap);
+    return result;
+}
+
 /* 1 match, 0 none, negative: no memory (the caller then runs the NFA). */
 static int dfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     struct dfa d;
     if (!dfa_init(&d, g, n))
         return A3S_E_NOMEM;
     const size_t nw = d.nw;
-    uint64_t stack[2 * STACK_WORDS];
-    uint64_t *heap = NULL, *cur = stack, *next;
-    if (nw > STACK_WORDS) {
-        heap = malloc(2 * nw * sizeof(uint64_t));
-        if (!heap) {
-            dfa_free(&d);
-            return A3S_E_NOMEM;
-        }
-        cur = heap;
+    uint64_t stack[2 * STACK_WORDS], *heap;
+    uint64_t *cur = start_sets(g, stack, &heap);
+    if (!cur) {
+        dfa_free(&d);
+        return A3S_E_NOMEM;
     }
-    next = cur + nw;
-    memset(cur, 0, nw * sizeof(uint64_t));
-    bit_set(cur, g->literal_len);
-    closure(g, cur);
+    uint64_t *next = cur + nw;
     int32_t state = dfa_state(&d, cur);
     int result = -1;
     for (size_t i = g->literal_len; i < n; i++) {
@@ -542,49 +646,75 @@ static int dfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
     return result;
 }
 
+/* ---- literal runs ------------------------------------------------------------
+ * Tokens t0..t1 where every wildcard may take any run of s[0..n): the first and
+ * the last literal run must be the ends of s, and each run between takes its
+ * leftmost place after the one before. Leftmost is exact: a later place leaves
+ * less room to what follows, and the wildcards around a run take anything. */
+static bool runs_in(const a3s_glob *g, size_t t0, size_t t1, const unsigned char *s, size_t n) {
+    const unsigned char *k = g->tok_kinds, *b = g->tok_bytes;
+    size_t a = t0, z = t1;
+    while (a < t1 && k[a] == TOK_LIT)
+        a++;
+    if (a == t1) /* no wildcard */
+        return n == t1 - t0 && memcmp(s, b + t0, n) == 0;
+    while (k[z - 1] == TOK_LIT)
+        z--;
+    size_t head = a - t0, tail = t1 - z;
+    if (n < head + tail || memcmp(s, b + t0, head) != 0 || memcmp(s + n - tail, b + z, tail) != 0)
+        return false;
+    size_t i = head, end = n - tail;
+    for (size_t t = a + 1; t < z;) { /* a and z - 1 are wildcards */
+        size_t u = t;
+        while (k[u] == TOK_LIT)
+            u++;
+        const unsigned char *at = find_bytes(s + i, end - i, b + t, u - t, 0);
+        if (!at)
+            return false;
+        i = (size_t)(at - s) + (u - t);
+        t = u + 1;
+    }
+    return true;
+}
+
+/* A pattern of literals and '**' is one run list over the whole subject. One of
+ * literals and '*' (which never takes a '/') has as many '/' as each subject it
+ * matches, so its pieces between '/' are run lists over the subject's pieces. */
+static int runs_match(const a3s_glob *g, const unsigned char *s, size_t n) {
+    if (g->runs == RUNS_GLOBSTAR)
+        return runs_in(g, 0, g->ntok, s, n);
+    size_t t = 0, i = 0;
+    for (;;) {
+        size_t u = t;
+        while (u < g->ntok && !(g->tok_kinds[u] == TOK_LIT && g->tok_bytes[u] == '/'))
+            u++;
+        const unsigned char *slash = memchr(s + i, '/', n - i);
+        size_t e = slash ? (size_t)(slash - s) : n;
+        if ((u == g->ntok) != (slash == NULL) || !runs_in(g, t, u, s + i, e - i))
+            return 0;
+        if (u == g->ntok)
+            return 1;
+        t = u + 1;
+        i = e + 1;
+    }
+}
+
 static int nfa_match(const a3s_glob *g, const unsigned char *s, size_t n) {
+    if (g->runs != RUNS_NONE)
+        return runs_match(g, s, n);
     size_t nw = g->nwords;
-    if (nw == 1)
-        return nfa_match1(g, s, n);
+    bool accepting;
+    if (nw == 1) {
+        int r = run_word(g, s, n, &accepting);
+        return r == 2 ? accepting : r;
+    }
     if (n - g->literal_len >= DFA_MIN_SUBJECT) {
         int r = dfa_match(g, s, n);
         if (r >= 0)
             return r;
     }
-    uint64_t stack[2 * STACK_WORDS];
-    uint64_t *heap = NULL, *cur = stack, *next;
-    if (nw > STACK_WORDS) {
-        heap = malloc(2 * nw * sizeof(uint64_t));
-        if (!heap)
-            return A3S_E_NOMEM;
-        cur = heap;
-    }
-    next = cur + nw;
-
-    /* The literal prefix was compared by the caller: start after it. */
-    memset(cur, 0, nw * sizeof(uint64_t));
-    bit_set(cur, g->literal_len);
-    closure(g, cur);
-    const size_t tail_bit = g->ntok - 1;
-    size_t i = g->literal_len;
-    int result = -1;
-    for (; i < n; i++) {
-        if (g->tail_any && bit_test(cur, tail_bit)) {
-            result = 1;
-            break;
-        }
-        if (!step_words(g, cur, s[i], next)) {
-            result = 0;
-            break;
-        }
-        uint64_t *swap = cur;
-        cur = next;
-        next = swap;
-    }
-    if (result < 0)
-        result = bit_test(cur, g->ntok);
-    free(heap);
-    return result;
+    int r = run_words(g, s, n, &accepting);
+    return r == 2 ? accepting : r;
 }
 
 A3S_API int a3s_glob_match(const a3s_glob *g, const char *subject, size_t n) {
@@ -598,15 +728,16 @@ A3S_API int a3s_glob_match(const a3s_glob *g, const char *subject, size_t n) {
         return n >= g->literal_len && bytes_equal(s, g->literal, g->literal_len, g->fold_case);
     case GLOB_NFA: break;
     }
-    if (n < g->min_len || !bytes_equal(s, g->literal, g->literal_len, g->fold_case) ||
-        !bytes_equal(s + n - g->suffix_len, g->suffix, g->suffix_len, g->fold_case))
+    size_t pre = g->literal_len, suf = g->suffix_len; /* most patterns lack one: no call */
+    if (n < g->min_len || (pre && !bytes_equal(s, g->literal, pre, g->fold_case)) ||
+        (suf && !bytes_equal(s + n - suf, g->suffix, suf, g->fold_case)))
         return 0;
     const unsigned char *mid = s + g->literal_len;
     size_t mid_len = n - g->literal_len - g->suffix_len;
-    for (size_t i = g->nrequired; i-- > 0;) /* last first: often the rarest */
+    for (size_t i = 0; i < g->nrequired; i++)
         if (!memchr(mid, g->required[i], mid_len))
             return 0;
-    if (g->needle_len && !contains(mid, mid_len, g->needle, g->needle_len))
+    if (g->needle_len && !find_bytes(mid, mid_len, g->needle, g->needle_len, g->needle_anchor))
         return 0;
     return nfa_match(g, s, n);
 }
@@ -631,31 +762,7 @@ int a3s_glob_viable(const a3s_glob *g, const char *prefix, size_t n) {
         return 0;
     if (n <= g->literal_len)
         return 1;
-    size_t nw = g->nwords;
-    uint64_t stack[2 * STACK_WORDS];
-    uint64_t *heap = NULL, *cur = stack, *next;
-    if (nw > STACK_WORDS) {
-        heap = malloc(2 * nw * sizeof(uint64_t));
-        if (!heap)
-            return A3S_E_NOMEM;
-        cur = heap;
-    }
-    next = cur + nw;
-    memset(cur, 0, nw * sizeof(uint64_t));
-    bit_set(cur, g->literal_len);
-    closure(g, cur);
-    int result = 1;
-    for (size_t i = g->literal_len; i < n; i++) {
-        if (g->tail_any && bit_test(cur, g->ntok - 1))
-            break;
-        if (!step_words(g, cur, s[i], next)) {
-            result = 0;
-            break;
-        }
-        uint64_t *swap = cur;
-        cur = next;
-        next = swap;
-    }
-    free(heap);
-    return result;
+    bool accepting;
+    int r = g->nwords == 1 ? run_word(g, s, n, &accepting) : run_words(g, s, n, &accepting);
+    return r == 2 ? 1 : r;
 }

@@ -11,10 +11,6 @@
 #  define A3S_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #  define A3S_PRINTF(fmt, args)
-/* The byte every subject a glob matches starts with, or -1 if there is none
- * (a cheap filter the rule set applies before matching). */
-int a3s_glob_first_byte(const a3s_glob *glob);
-
 #endif
 
 /* Fills *err (if non-NULL) and returns code, so callers can write
@@ -42,9 +38,13 @@ bool a3s_names_emulation_available(void);
 int a3s_glob_compile_internal(const char *pattern, size_t len, uint64_t flags, a3s_glob **out,
                               a3s_error *err);
 
-/* The byte every subject a glob matches starts with, or -1 if there is none
- * (a cheap filter the rule set applies before matching). */
-int a3s_glob_first_byte(const a3s_glob *glob);
+/* The literal bytes every subject a glob matches starts with: their count, and
+ * *prefix set to them (none for a case-folded tool-name glob). The rule set
+ * compares the first few before matching. */
+size_t a3s_glob_prefix(const a3s_glob *glob, const unsigned char **prefix);
+
+/* Likewise the literal bytes every subject it matches ends with. */
+size_t a3s_glob_suffix(const a3s_glob *glob, const unsigned char **suffix);
 
 /* Whether some subject starting with prefix[0..n) matches (glob.c): 1 yes,
  * 0 no, negative: no memory. */

@@ -26,6 +26,15 @@ struct rule {
     a3s_glob *tool_glob; /* A3S_RULE_TOOL_GLOB only */
     a3s_glob *arg_glob;  /* NULL for A3S_RULE_ANY_ARGS */
     int first_byte;      /* every matching subject starts with it; -1: any */
+    /* up to 8 literal bytes every matching subject starts with (pre_len of them), as
+     * loaded from memory into a word, and the mask of those bytes: a check compares
+     * them to the subject's first 8 bytes before it calls the matcher */
+    uint64_t pre_bits, pre_mask;
+    size_t pre_len;
+    /* likewise up to 8 literal bytes every matching subject ends with, placed at the
+     * end of the word as the subject's last 8 bytes are */
+    uint64_t suf_bits, suf_mask;
+    size_t suf_len;
 };
 
 #define CHAIN_ANY 256 /* the chain of the rules whose subjects may start with any byte */
@@ -405,7 +414,20 @@ A3S_API int a3s_ruleset_add(a3s_ruleset *rs, int list, const char *rule, size_t 
             free_rule(&r);
             return rc;
         }
-        r.first_byte = a3s_glob_first_byte(r.arg_glob);
+        const unsigned char *pre, *suf;
+        size_t n = a3s_glob_prefix(r.arg_glob, &pre), m = a3s_glob_suffix(r.arg_glob, &suf);
+        r.first_byte = n ? pre[0] : -1;
+        r.pre_len = n < 8 ? n : 8;
+        r.suf_len = m < 8 ? m : 8;
+        unsigned char ones[8] = {0}, bytes[8] = {0};
+        memset(ones, 0xff, r.pre_len);
+        memcpy(&r.pre_bits, pre, r.pre_len);
+        memcpy(&r.pre_mask, ones, sizeof ones);
+        memset(ones, 0, sizeof ones);
+        memset(ones + 8 - r.suf_len, 0xff, r.suf_len);
+        memcpy(bytes + 8 - r.suf_len, suf + m - r.suf_len, r.suf_len);
+        memcpy(&r.suf_bits, bytes, sizeof bytes);
+        memcpy(&r.suf_mask, ones, sizeof ones);
     }
     if (rs->len == rs->cap) {
         size_t cap = rs->cap ? 2 * rs->cap : 16;
@@ -495,6 +517,16 @@ static int first_in(const a3s_ruleset *rs, const struct index_list *l, const cha
      * first byte's and the any-byte one (an empty subject has only the latter). */
     size_t a = sl && l->len ? l->chains[(unsigned char)subject[0]] : 0;
     size_t b = l->len ? l->chains[CHAIN_ANY] : 0;
+    uint64_t head = 0, tail = 0; /* the subject's first and last 8 bytes (fewer: zeros) */
+    if (sl >= 8) {
+        memcpy(&head, subject, 8);
+        memcpy(&tail, subject + sl - 8, 8);
+    } else {
+        unsigned char last[8] = {0};
+        memcpy(&head, subject, sl);
+        memcpy(last + 8 - sl, subject, sl);
+        memcpy(&tail, last, sizeof last);
+    }
     while (a || b) {
         size_t i;
         if (a && (!b || a < b)) {
@@ -504,7 +536,15 @@ static int first_in(const a3s_ruleset *rs, const struct index_list *l, const cha
             i = b - 1;
             b = l->next[i];
         }
-        int m = rule_matches(&rs->rules[l->items[i]], tool, tl, subject, sl);
+        const struct rule *r = &rs->rules[l->items[i]];
+        if ((r->pre_len | r->suf_len) &&
+            (sl < r->pre_len || (head & r->pre_mask) != r->pre_bits || sl < r->suf_len ||
+             (tail & r->suf_mask) != r->suf_bits))
+            continue;
+        /* rule_matches, its first-byte test done by the filter above */
+        if (tool && !covers_tool(r, tool, tl))
+            continue;
+        int m = r->flags & A3S_RULE_ANY_ARGS ? 1 : a3s_glob_match(r->arg_glob, subject, sl);
         if (m < 0)
             return m;
         if (m) {
@@ -833,11 +873,7 @@ static int decide_bash(const a3s_ruleset *rs, const char *line, size_t len,
  * that changes how a later command reads (alias, trap, hash, source, declare ...), so no
  * command of the line reads another differently. */
 /* Whether a plain command (a3s_bash_is_plain) may hold the byte ch anywhere. */
-static bool plain_byte(unsigned char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           ch == ' ' || ch == '-' || ch == '_' || ch == '.' || ch == ',' || ch == ':' || ch == '+' ||
-           ch == '@' || ch == '%' || ch == '^' || ch == '/' || ch == '=' || ch == '~';
-}
+static bool plain_byte(unsigned char ch) { return ch == ' ' || a3s_bash_plain_bytes[ch]; }
 
 static size_t plain_commands(const char *line, size_t len, a3s_str *seg) {
     size_t n = 0, start = 0;
