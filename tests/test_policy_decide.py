@@ -74,6 +74,20 @@ HOSTILE: list[tuple[Any, Any]] = [
     ("read", {"files": ["src/a.py", ".env"]}),
     ("read", {"files": [{"path": "src/a.py"}], "file_path": "x"}),
     ("read", None),
+    ("read", {"files": []}),
+    ("read", {"files": ()}),
+    ("read", {"files": None}),
+    ("read", {"files": "src/a.py"}),
+    ("read", {"files": ["src/a.py", "src/b.py"]}),
+    ("read", {"files": ("src/a.py", {"path": "./src/../.env"}, None)}),
+    ("read", {"files": [{"path": None}, {}]}),
+    ("read", {"files": [{"path": 5}]}),
+    ("read", {"files": [{"path": Text(".env")}]}),
+    ("read", {"files": [Text(".env")]}),
+    ("read", {"files": ["a\udc80", ".env"]}),
+    ("read", {"files": [["x"], 7]}),
+    ("read", {"files": [UserDict({"path": ".env"})]}),
+    ("read", {"files": ["src/a\n.env"]}),
     ("write", {"file_path": ".env.local", "content": "x"}),
     ("ls", {"path": "../x/"}),
     ("ls", {"path": ["a"]}),
@@ -153,3 +167,32 @@ def test_memo_follows_the_line_not_its_slot() -> None:
     for line in lines * 2:
         expected = Decision.DENY if line == "git push" else Decision.ALLOW
         assert policy.check("bash", {"command": line}) is expected
+
+
+@pytest.mark.parametrize("default", ["ask", "allow", "deny"])
+def test_searches_and_multi_file_reads_stay_on_the_c_path(default: str) -> None:
+    """A search is decided deny, then ask, then allow (the strict form) and a multi-file read
+    per file; both in C, as the Python path decides them."""
+    policy = PermissionPolicy(
+        deny=["grep(*secret*)", "read(**/.env)", "search(glob ** /etc/**)"],
+        allow=["grep(*)", "search(*)", "read(src/**)", "glob(* src/**)"],
+        ask=["grep(* api_key *)", "bm25(**)", "read(docs/**)", "glob(* *)"],
+        default_decision=default,
+    )
+    calls: list[tuple[str, Any]] = [
+        ("grep", {"query": "api_key", "path": "src"}),
+        ("grep", {"query": "a secret b", "path": "src"}),
+        ("grep", {"query": "x", "path": "src dir"}),
+        ("glob", {"query": "*.py", "path": "src/a"}),
+        ("glob", {"query": "*.py", "path": "src/a b"}),
+        ("search", {"mode": "glob", "query": "**", "path": "/etc/x"}),
+        ("bm25", {"query": "q"}),
+        ("read", {"files": ["src/a.py", "src/b.py"]}),
+        ("read", {"files": ["src/a.py", "docs/x.md"]}),
+        ("read", {"files": ["docs/x.md", "a/.env", "src/a.py"]}),
+        ("read", {"files": ["other.txt", "src/a.py"]}),
+        ("read", {"files": []}),
+    ]
+    for tool, args in calls:
+        fast, slow = both(policy, tool, args)
+        assert fast is slow, (tool, args, fast, slow)

@@ -174,6 +174,12 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     a3s_ruleset *rs;
+    /* The deny and ask rules again, alone: a search is decided deny, then ask, then allow
+     * (search_list), which a3s_ruleset_check's deny, allow, ask answers in one call each only
+     * on a rule set without allow rules. NULL when an add() left it behind rs: search then
+     * enumerates matches. */
+    a3s_ruleset *deny_ask;
+    int default_list;       /* set_default's list (A3S_LIST_NONE: unset) */
     PyObject *native_error; /* borrowed from the module state, kept alive by the type */
     PyObject *const *keys;  /* likewise */
     PyObject *outcomes;     /* set_outcomes: what decide() returns per list, or NULL */
@@ -199,17 +205,24 @@ static PyObject *ruleset_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     PyObject *mod = PyType_GetModule(type);
     if (!mod)
         return NULL;
-    a3s_ruleset *rs = NULL;
+    a3s_ruleset *rs = NULL, *deny_ask = NULL;
     a3s_error err;
     if (a3s_ruleset_new(&rs, &err) != A3S_OK)
         return raise_error(state_of_module(mod)->native_error, &err);
+    if (a3s_ruleset_new(&deny_ask, &err) != A3S_OK) {
+        a3s_ruleset_free(rs);
+        return raise_error(state_of_module(mod)->native_error, &err);
+    }
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
     RulesetObject *self = (RulesetObject *)alloc(type, 0);
     if (!self) {
         a3s_ruleset_free(rs);
+        a3s_ruleset_free(deny_ask);
         return NULL;
     }
     self->rs = rs;
+    self->deny_ask = deny_ask;
+    self->default_list = A3S_LIST_NONE;
     self->native_error = state_of_module(mod)->native_error;
     self->keys = state_of_module(mod)->keys;
     self->outcomes = NULL;
@@ -222,6 +235,7 @@ static void ruleset_dealloc(PyObject *obj) {
     memo_clear((RulesetObject *)obj);
     Py_CLEAR(((RulesetObject *)obj)->outcomes);
     a3s_ruleset_free(((RulesetObject *)obj)->rs);
+    a3s_ruleset_free(((RulesetObject *)obj)->deny_ask);
     freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
     tp_free(obj);
     Py_DECREF(type);
@@ -242,6 +256,11 @@ static PyObject *ruleset_add(PyObject *obj, PyObject *args) {
     a3s_error err;
     memo_clear(self);
     int rc = a3s_ruleset_add(self->rs, list, data, (size_t)len, id, &err);
+    if (rc == A3S_OK && list != A3S_LIST_ALLOW && self->deny_ask &&
+        a3s_ruleset_add(self->deny_ask, list, data, (size_t)len, id, &err) != A3S_OK) {
+        a3s_ruleset_free(self->deny_ask); /* behind rs now: searches enumerate matches */
+        self->deny_ask = NULL;
+    }
     Py_XDECREF(owner);
     if (rc != A3S_OK)
         return raise_error(self->native_error, &err);
@@ -317,11 +336,8 @@ done:
     return result;
 }
 
-/* The deciding list of a search (the order PermissionPolicy.evaluate gives it): deny when a
- * deny rule matches `text` or `strict`, else ask when an ask rule does, else allow when an
- * allow rule matches `strict` (an allow rule never matches the loose form), else none.
- * `strict` NULL: the same string as `text` (no space inside the mode, query or path).
- * One call instead of two list-building matches() and a set in Python. */
+/* Every list with a rule matching the search subject s into *seen (a bit per list); allow
+ * rules count only if allow_counts. */
 static int search_lists(a3s_ruleset *rs, const char *s, size_t n, size_t *idx, size_t cap,
                         unsigned *seen, bool allow_counts, a3s_error *err) {
     size_t count = 0;
@@ -336,6 +352,56 @@ static int search_lists(a3s_ruleset *rs, const char *s, size_t n, size_t *idx, s
             *seen |= 1u << view.list;
     }
     return A3S_OK;
+}
+
+/* The deciding list of a search (the order PermissionPolicy.evaluate gives it): deny when a
+ * deny rule matches `text` or `strict`, else ask when an ask rule does, else allow when an
+ * allow rule matches `strict` (an allow rule never matches the loose form), else none.
+ * `strict` NULL: the same string as `text` (no space inside the mode, query or path).
+ * 0, or -1 with an error set. */
+static int search_list(RulesetObject *self, const char *text, size_t tn, const char *strict,
+                       size_t sn, int *list) {
+    a3s_error err;
+    int rc;
+    if (self->deny_ask) {
+        /* First deny, else ask, on each form; then allow on the strict one, where neither a
+         * deny nor an ask rule matches, so rs can only answer allow or none. */
+        a3s_match m = {.struct_size = sizeof m}, ms = {.struct_size = sizeof ms};
+        rc = a3s_ruleset_check(self->deny_ask, "search", 6, text, tn, &m, &err);
+        if (rc == A3S_OK && strict && m.list != A3S_LIST_DENY)
+            rc = a3s_ruleset_check(self->deny_ask, "search", 6, strict, sn, &ms, &err);
+        if (rc == A3S_OK) {
+            if (m.list == A3S_LIST_DENY || ms.list == A3S_LIST_DENY)
+                *list = A3S_LIST_DENY;
+            else if (m.list == A3S_LIST_ASK || ms.list == A3S_LIST_ASK)
+                *list = A3S_LIST_ASK;
+            else if ((rc = a3s_ruleset_check(self->rs, "search", 6, strict ? strict : text,
+                                             strict ? sn : tn, &m, &err)) == A3S_OK)
+                *list = m.list == A3S_LIST_ALLOW ? A3S_LIST_ALLOW : A3S_LIST_NONE;
+        }
+    } else {
+        size_t cap = a3s_ruleset_count(self->rs);
+        size_t stack[64], *idx = cap <= 64 ? stack : PyMem_Malloc(cap * sizeof *idx);
+        if (!idx) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        unsigned seen = 0;
+        rc = search_lists(self->rs, text, tn, idx, cap, &seen, strict == NULL, &err);
+        if (rc == A3S_OK && strict)
+            rc = search_lists(self->rs, strict, sn, idx, cap, &seen, true, &err);
+        if (idx != stack)
+            PyMem_Free(idx);
+        *list = (seen & (1u << A3S_LIST_DENY))    ? A3S_LIST_DENY
+                : (seen & (1u << A3S_LIST_ASK))   ? A3S_LIST_ASK
+                : (seen & (1u << A3S_LIST_ALLOW)) ? A3S_LIST_ALLOW
+                                                  : A3S_LIST_NONE;
+    }
+    if (rc != A3S_OK) {
+        raise_error(self->native_error, &err);
+        return -1;
+    }
+    return 0;
 }
 
 static PyObject *ruleset_check_search(PyObject *obj, PyObject *const *args, Py_ssize_t nargs) {
@@ -353,33 +419,11 @@ static PyObject *ruleset_check_search(PyObject *obj, PyObject *const *args, Py_s
         Py_XDECREF(o1);
         return NULL;
     }
-    size_t cap = a3s_ruleset_count(self->rs);
-    size_t stack[64], *idx = cap <= 64 ? stack : PyMem_Malloc(cap * sizeof *idx);
-    PyObject *result = NULL;
-    if (!idx) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    unsigned seen = 0;
-    a3s_error err;
-    int rc = search_lists(self->rs, text, (size_t)tl, idx, cap, &seen, strict == NULL, &err);
-    if (rc == A3S_OK && strict)
-        rc = search_lists(self->rs, strict, (size_t)sl, idx, cap, &seen, true, &err);
-    if (rc != A3S_OK) {
-        raise_error(self->native_error, &err);
-        goto done;
-    }
-    int list = (seen & (1u << A3S_LIST_DENY))    ? A3S_LIST_DENY
-               : (seen & (1u << A3S_LIST_ASK))   ? A3S_LIST_ASK
-               : (seen & (1u << A3S_LIST_ALLOW)) ? A3S_LIST_ALLOW
-                                                 : A3S_LIST_NONE;
-    result = PyLong_FromLong(list);
-done:
-    if (idx != stack)
-        PyMem_Free(idx);
+    int list = A3S_LIST_NONE;
+    int rc = search_list(self, text, (size_t)tl, strict, (size_t)sl, &list);
     Py_XDECREF(o1);
     Py_XDECREF(o2);
-    return result;
+    return rc < 0 ? NULL : PyLong_FromLong(list);
 }
 
 /* set_default(list): the decision that applies when no rule matches (bash lines need it). */
@@ -392,6 +436,7 @@ static PyObject *ruleset_set_default(PyObject *obj, PyObject *arg) {
     memo_clear(self);
     if (a3s_ruleset_set_default(self->rs, (int)list, &err) != A3S_OK)
         return raise_error(self->native_error, &err);
+    self->default_list = (int)list;
     Py_RETURN_NONE;
 }
 
@@ -1801,41 +1846,77 @@ static int decide_search(RulesetObject *self, PyObject *args, const char *mode, 
     }
     if (rc == 1) {
         /* The strict form: spaces inside the mode, query or path read as \x1f. */
-        char *strict = NULL;
+        char small[256], *strict = NULL;
         bool spaced = false;
         for (size_t i = 0; i < b.len && !spaced; i++)
             spaced = b.data[i] == ' ' && i != cut[0] && i != cut[1];
-        if (spaced && !(strict = PyMem_Malloc(b.len ? b.len : 1))) {
+        if (spaced && !(strict = b.len <= sizeof small ? small : PyMem_Malloc(b.len))) {
             PyErr_NoMemory();
             rc = -1;
         }
         for (size_t i = 0; strict && i < b.len; i++)
             strict[i] = b.data[i] == ' ' && i != cut[0] && i != cut[1] ? '\x1f' : b.data[i];
-        if (rc == 1) {
-            size_t cap = a3s_ruleset_count(self->rs);
-            size_t stack[64], *idx = cap <= 64 ? stack : PyMem_Malloc(cap * sizeof *idx);
-            unsigned seen = 0;
-            a3s_error err;
-            int c = idx ? search_lists(self->rs, b.data, b.len, idx, cap, &seen, !strict, &err)
-                        : A3S_E_NOMEM;
-            if (c == A3S_OK && strict)
-                c = search_lists(self->rs, strict, b.len, idx, cap, &seen, true, &err);
-            if (!idx)
-                PyErr_NoMemory();
-            else if (c != A3S_OK)
-                raise_error(self->native_error, &err);
-            if (idx != stack)
-                PyMem_Free(idx);
-            rc = c == A3S_OK ? 1 : -1;
-            *list = (seen & (1u << A3S_LIST_DENY))    ? A3S_LIST_DENY
-                    : (seen & (1u << A3S_LIST_ASK))   ? A3S_LIST_ASK
-                    : (seen & (1u << A3S_LIST_ALLOW)) ? A3S_LIST_ALLOW
-                                                      : A3S_LIST_NONE;
-        }
-        PyMem_Free(strict);
+        if (rc == 1 && search_list(self, b.data, b.len, strict, b.len, list) < 0)
+            rc = -1;
+        if (strict != small)
+            PyMem_Free(strict);
     }
     if (b.data != b.stack)
         PyMem_Free(b.data);
+    return rc;
+}
+
+/* A multi-file read ("files", no "file_path"), as _check_slow decides it: each file's path
+ * (_read_paths: a dict's "path" or a str, normalised; None "") decided alone, the default
+ * when no rule matches; deny if any file is denied, else ask if any is asked, else allow.
+ * "files" of another type, an entry of another type and a str subclass are left to Python.
+ * 1 done, 0 not a shape decide takes, -1 error. */
+static int decide_files(RulesetObject *self, PyObject *args, int *list) {
+    PyObject *files = arg(self, args, KEY_FILES);
+    if (!files)
+        return PyErr_Occurred() ? -1 : 0;
+    bool is_list = PyList_CheckExact(files);
+    if ((!is_list && !PyTuple_CheckExact(files)) || self->default_list == A3S_LIST_NONE)
+        return 0;
+    Py_INCREF(files); /* a dict lookup below may run a key's __eq__ */
+    cj_buf b = {.data = b.stack, .len = 0, .cap = sizeof b.stack};
+    int rc = 1;
+    bool asked = false, denied = false;
+    for (Py_ssize_t i = 0; rc == 1 && !denied; i++) {
+        Py_ssize_t n = is_list ? PyList_Size(files) : PyTuple_Size(files);
+        if (i >= n && (i > 0 || n > 0))
+            break; /* an empty list is one empty path */
+        PyObject *entry = i >= n ? Py_None
+                          : is_list ? PyList_GetItem(files, i)
+                                    : PyTuple_GetItem(files, i);
+        if (!entry) {
+            rc = -1;
+            break;
+        }
+        Py_INCREF(entry);
+        b.len = 0;
+        if (PyDict_CheckExact(entry)) {
+            rc = put_path_field(self, &b, entry, KEY_PATH);
+        } else if (entry != Py_None) {
+            Py_ssize_t pn;
+            const char *p = exact_utf8(entry, &pn);
+            rc = !p ? 0 : put_path(self, &b, p, (size_t)pn) < 0 ? -1 : 1;
+        }
+        Py_DECREF(entry);
+        a3s_match m = {.struct_size = sizeof m};
+        a3s_error err;
+        if (rc == 1 && a3s_ruleset_check(self->rs, "read", 4, b.data, b.len, &m, &err) != A3S_OK) {
+            raise_error(self->native_error, &err);
+            rc = -1;
+        }
+        int got = m.list == A3S_LIST_NONE ? self->default_list : m.list;
+        denied = rc == 1 && got == A3S_LIST_DENY;
+        asked = asked || got == A3S_LIST_ASK;
+    }
+    Py_DECREF(files);
+    if (b.data != b.stack)
+        PyMem_Free(b.data);
+    *list = denied ? A3S_LIST_DENY : asked ? A3S_LIST_ASK : A3S_LIST_ALLOW;
     return rc;
 }
 
@@ -1942,7 +2023,8 @@ static PyObject *ruleset_decide(PyObject *obj, PyObject *const *args, Py_ssize_t
                 goto done;
             }
             if (has_files) {
-                rc = 0; /* a multi-file read: one decision per file */
+                if ((rc = decide_files(self, a, &list)) == 1)
+                    goto decided; /* one decision per file */
                 goto done;
             }
         }
