@@ -196,3 +196,20 @@ def test_searches_and_multi_file_reads_stay_on_the_c_path(default: str) -> None:
     for tool, args in calls:
         fast, slow = both(policy, tool, args)
         assert fast is slow, (tool, args, fast, slow)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=":/.aH", max_size=12))
+def test_git_targets_read_as_their_spellings_read(target: str) -> None:
+    """A git target already in its normal form is decided in C, any other on its spellings."""
+    policy = PermissionPolicy(
+        deny=["git(*:a/a*)", "git(*HEAD:a*)"], allow=["git(*)"], ask=["git(*:.*)"]
+    )
+    for args in ({"command": "show", "target": target}, {"target": target, "n": 1}):
+        fast, slow = both(policy, "git", args)
+        assert fast is None or fast is slow, (args, fast, slow)
+        normal = all(
+            p == "" or p.startswith("/") or all(x not in ("", ".", "..") for x in p.split("/"))
+            for p in (target[i + 1 :] for i, c in enumerate(target) if c == ":")
+        )
+        assert (fast is not None) == normal, target

@@ -1373,6 +1373,16 @@ static const char cj_escape[256] = {
     0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   '\\',
 };
 
+/* Whether any of the 8 bytes of w is one cj_escape marks: below 0x20, '"' or '\\'.
+ * (x - 0x0101..) & ~x & 0x8080.. is nonzero exactly when some byte of x is zero, and
+ * (x - 0x2020..) & ~x & 0x8080.. when some byte is below 0x20 (bytes >= 0x80 never count). */
+static bool cj_word_escapes(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    uint64_t below = (w - ones * 0x20) & ~w;
+    return ((below | ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash)) & highs) != 0;
+}
+
 static int cj_string(cj_buf *b, const char *s, Py_ssize_t n) {
     static const char hex[] = "0123456789abcdef";
     /* Most strings need no escape: reserve for the plain case up front. */
@@ -1381,6 +1391,12 @@ static int cj_string(cj_buf *b, const char *s, Py_ssize_t n) {
     b->data[b->len++] = '"';
     Py_ssize_t start = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t w;
+        /* Eight plain bytes at a time (most strings have no byte to escape). */
+        while (n - i >= 8 && (memcpy(&w, s + i, 8), !cj_word_escapes(w)))
+            i += 8;
+        if (i >= n)
+            break;
         unsigned char c = (unsigned char)s[i];
         char e = cj_escape[c];
         if (!e)
@@ -1920,6 +1936,27 @@ static int decide_files(RulesetObject *self, PyObject *args, int *list) {
     return rc;
 }
 
+/* Whether git_target_spellings finds no other spelling of a git target: after each ':',
+ * the path is absolute, or already as _tree_path writes it (no empty, "." or ".." part). */
+static bool git_target_normal(const char *t, size_t n) {
+    for (const char *colon = memchr(t, ':', n); colon;
+         colon = memchr(colon + 1, ':', n - (size_t)(colon + 1 - t))) {
+        const char *p = colon + 1, *end = t + n;
+        if (p == end || *p == '/')
+            continue;
+        for (const char *part = p;; part++) {
+            const char *slash = memchr(part, '/', (size_t)(end - part));
+            size_t len = (size_t)((slash ? slash : end) - part);
+            if (len == 0 || (len <= 2 && memcmp(part, "..", len) == 0))
+                return false;
+            if (!slash)
+                break;
+            part = slash;
+        }
+    }
+    return true;
+}
+
 /* The remembered list of a bash line, or -1. */
 static int memo_get(RulesetObject *self, PyObject *line, Py_hash_t h) {
     if (!self->memo)
@@ -2050,7 +2087,7 @@ static PyObject *ruleset_decide(PyObject *obj, PyObject *const *args, Py_ssize_t
         if (target && PyUnicode_Check(target)) {
             Py_ssize_t tl;
             const char *t = exact_utf8(target, &tl);
-            if (!t || memchr(t, ':', (size_t)tl)) {
+            if (!t || !git_target_normal(t, (size_t)tl)) {
                 rc = 0; /* REV:path: every spelling of the path */
                 goto done;
             }
