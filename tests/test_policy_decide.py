@@ -1,6 +1,6 @@
 """PermissionPolicy.check's C path (Ruleset.decide) against its Python specification.
 
-check() asks the C glue first (python/codeward/_native.c: ruleset_decide) and takes the
+check() is the C glue's Ruleset.call (python/codeward/_native.c): ruleset_decide, and the
 Python path (_check_slow) only for the call shapes the C side leaves to it. Both must give
 the same decision for every call; bash lines of plain commands joined by `&&`, `||`, `|`
 and `;` are decided without the splitter (native/src/ruleset.c: plain_commands), and must
@@ -9,6 +9,7 @@ be decided as the splitter decides them (bash_verdict never takes that path).
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections import UserDict
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeward import Decision, PermissionPolicy
+from codeward import Decision, PermissionPolicy, PolicyError, _native
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench" / "policy"))
 import workload
@@ -213,3 +214,32 @@ def test_git_targets_read_as_their_spellings_read(target: str) -> None:
             for p in (target[i + 1 :] for i, c in enumerate(target) if c == ":")
         )
         assert (fast is not None) == normal, target
+
+
+def test_check_is_one_c_call_with_check_s_signature() -> None:
+    """check() is the rule set's call(): decide(), else _check_slow; same arguments as ever."""
+    policy = PermissionPolicy(deny=["read(**/.env)"], allow=["read(src/**)"])
+    assert policy.check("read", {"file_path": ".env"}) is Decision.DENY
+    assert policy.check("read") is Decision.ASK
+    assert policy.check(tool="read", args={"files": ["src/a", "src/b"]}) is Decision.ALLOW
+    assert policy.check("read", args={"file_path": "src/a\n"}) is Decision.ALLOW  # Python path
+    assert PermissionPolicy(enabled=False).check("bash", {"command": "rm -rf /"}) is Decision.ALLOW
+    for bad in ((), ("read", {}, 3)):
+        with pytest.raises(TypeError):
+            policy.check(*bad)
+    with pytest.raises(TypeError):
+        policy.check("read", tool="read")
+    with pytest.raises(TypeError):
+        policy.check("read", path="x")
+    with pytest.raises(PolicyError):
+        policy.check("read", ["not", "a", "mapping"])  # type: ignore[arg-type]
+
+
+def test_a_policy_and_its_rule_set_are_collected() -> None:
+    """The rule set calls back into its policy (a cycle): the collector frees both."""
+    gc.collect()
+    before = sum(type(o) is _native.Ruleset for o in gc.get_objects())
+    for _ in range(20):
+        PermissionPolicy(deny=["bash(rm **)"]).check("bash", {"command": "rm -rf x"})
+    gc.collect()
+    assert sum(type(o) is _native.Ruleset for o in gc.get_objects()) == before

@@ -183,6 +183,7 @@ typedef struct {
     PyObject *native_error; /* borrowed from the module state, kept alive by the type */
     PyObject *const *keys;  /* likewise */
     PyObject *outcomes;     /* set_outcomes: what decide() returns per list, or NULL */
+    PyObject *fallback;     /* set_fallback: what call() asks for the calls decide() declines */
     memo_entry *memo;       /* NULL until the first line is remembered */
 } RulesetObject;
 
@@ -226,14 +227,31 @@ static PyObject *ruleset_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->native_error = state_of_module(mod)->native_error;
     self->keys = state_of_module(mod)->keys;
     self->outcomes = NULL;
+    self->fallback = NULL;
     self->memo = NULL;
     return (PyObject *)self;
 }
 
+/* The fallback is a bound method of the policy that owns this rule set: a cycle the
+ * collector breaks. The memo holds exact str only, which refer to nothing. */
+static int ruleset_traverse(PyObject *obj, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(obj));
+    Py_VISIT(((RulesetObject *)obj)->outcomes);
+    Py_VISIT(((RulesetObject *)obj)->fallback);
+    return 0;
+}
+
+static int ruleset_clear(PyObject *obj) {
+    Py_CLEAR(((RulesetObject *)obj)->outcomes);
+    Py_CLEAR(((RulesetObject *)obj)->fallback);
+    return 0;
+}
+
 static void ruleset_dealloc(PyObject *obj) {
     PyTypeObject *type = Py_TYPE(obj);
+    PyObject_GC_UnTrack(obj);
     memo_clear((RulesetObject *)obj);
-    Py_CLEAR(((RulesetObject *)obj)->outcomes);
+    ruleset_clear(obj);
     a3s_ruleset_free(((RulesetObject *)obj)->rs);
     a3s_ruleset_free(((RulesetObject *)obj)->deny_ask);
     freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
@@ -462,6 +480,69 @@ static PyObject *ruleset_clear_memo(PyObject *obj, PyObject *unused) {
 
 static PyObject *ruleset_decide(PyObject *obj, PyObject *const *args, Py_ssize_t nargs);
 
+/* set_fallback(fn): call() returns fn(tool, args) for the calls decide() leaves to Python. */
+static PyObject *ruleset_set_fallback(PyObject *obj, PyObject *fn) {
+    RulesetObject *self = (RulesetObject *)obj;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "set_fallback() takes a callable");
+        return NULL;
+    }
+    PyObject *old = self->fallback;
+    Py_INCREF(fn);
+    self->fallback = fn;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+/* call(tool, args=None): decide(tool, args), or the fallback's answer when decide() declines
+ * the call: PermissionPolicy.check in one C call, without a Python frame for the common
+ * shapes. Keywords as check() names them. */
+static PyObject *ruleset_call(PyObject *obj, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+    RulesetObject *self = (RulesetObject *)obj;
+    PyObject *given[2] = {NULL, Py_None};
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    if (nargs > 2 || nargs + nkw > 2) {
+        PyErr_SetString(PyExc_TypeError, "check(tool, args=None) takes at most 2 arguments");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        given[i] = args[i];
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GetItem(kwnames, i);
+        int slot = PyUnicode_CompareWithASCIIString(name, "tool") == 0   ? 0
+                   : PyUnicode_CompareWithASCIIString(name, "args") == 0 ? 1
+                                                                           : -1;
+        if (slot < 0 || slot < nargs) {
+            PyErr_Format(PyExc_TypeError, "check() got an unexpected or repeated argument %R",
+                         name);
+            return NULL;
+        }
+        given[slot] = args[nargs + i];
+    }
+    if (!given[0]) {
+        PyErr_SetString(PyExc_TypeError, "check() missing required argument 'tool'");
+        return NULL;
+    }
+    if (!self->fallback) {
+        PyErr_SetString(PyExc_RuntimeError, "call() before set_fallback()");
+        return NULL;
+    }
+    PyObject *decision = ruleset_decide(obj, given, 2);
+    if (decision != Py_None)
+        return decision; /* the outcome, or NULL with the error */
+    Py_DECREF(decision);
+    /* The fallback may drop the last other reference to this rule set (a policy replaced
+     * while its check() runs): hold it, and the fallback, for the call. */
+    PyObject *fallback = self->fallback;
+    Py_INCREF(obj);
+    Py_INCREF(fallback);
+    PyObject *result = PyObject_CallFunctionObjArgs(fallback, given[0], given[1], NULL);
+    Py_DECREF(fallback);
+    Py_DECREF(obj);
+    return result;
+}
+
 /* check_bash(line) -> (list, flags, why, rule, commands, matched): a bash line decided per
  * simple command; commands are (list, why, rule, text_bytes, spelling_bytes), rule -1 for none. */
 static PyObject *ruleset_check_bash(PyObject *obj, PyObject *arg) {
@@ -570,6 +651,10 @@ static PyMethodDef ruleset_methods[] = {
     {"decide", (PyCFunction)(void (*)(void))ruleset_decide, METH_FASTCALL,
      "decide(tool, args) -> outcome or None: PermissionPolicy.check for the common call "
      "shapes (None: take the Python path)."},
+    {"set_fallback", ruleset_set_fallback, METH_O,
+     "set_fallback(fn): what call() asks for the calls decide() leaves to Python."},
+    {"call", (PyCFunction)(void (*)(void))ruleset_call, METH_FASTCALL | METH_KEYWORDS,
+     "call(tool, args=None) -> outcome: decide(), else the fallback's answer."},
     {"clear_memo", ruleset_clear_memo, METH_NOARGS,
      "clear_memo(): forget the bash lines decide() remembers."},
     {NULL, NULL, 0, NULL},
@@ -578,6 +663,8 @@ static PyMethodDef ruleset_methods[] = {
 static PyType_Slot ruleset_slots[] = {
     {Py_tp_new, ruleset_new},
     {Py_tp_dealloc, ruleset_dealloc},
+    {Py_tp_traverse, ruleset_traverse},
+    {Py_tp_clear, ruleset_clear},
     {Py_tp_methods, ruleset_methods},
     {Py_sq_length, ruleset_len},
     {Py_tp_doc, "Ruleset(): a compiled deny/allow/ask rule list."},
@@ -585,7 +672,11 @@ static PyType_Slot ruleset_slots[] = {
 };
 
 static PyType_Spec ruleset_spec = {
-    "codeward._native.Ruleset", sizeof(RulesetObject), 0, Py_TPFLAGS_DEFAULT, ruleset_slots,
+    "codeward._native.Ruleset",
+    sizeof(RulesetObject),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    ruleset_slots,
 };
 
 /* ---- Sandbox ------------------------------------------------------------ */
@@ -1734,9 +1825,10 @@ static PyObject *py_canonical_json(PyObject *mod, PyObject *value) {
  * (policy/_policy.py: PermissionPolicy.check), which stays the specification. A twin of
  * policy/_subject.py's named_argument_string for an exact str tool and an exact dict (or
  * None) of arguments: bash (its "command", a str), read/write/edit/download (a str or
- * missing "file_path", lexically normalised as normalize_path does; not a multi-file read,
- * nor a path with a newline), ls ("path"), search and its modes (check_search's lists),
- * git without a "REV:path" target, and every other tool's canonical JSON. Anything else
+ * missing "file_path", lexically normalised as normalize_path does; a read of a path with
+ * a newline is left to Python), a multi-file read (a list or tuple of "files", each decided
+ * alone: decide_files), ls ("path"), search and its modes (search_list), git unless a
+ * "REV:path" target has other spellings, and every other tool's canonical JSON. Anything else
  * (a str subclass, another Mapping, a value canonical_json leaves to Python, a lone
  * surrogate, a non-ASCII tool name) gives None, never a guess. */
 
