@@ -458,6 +458,14 @@ static PyObject *ruleset_set_default(PyObject *obj, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* *slot = value (a new reference), the old one released last: its deallocation may run code. */
+static void replace_ref(PyObject **slot, PyObject *value) {
+    PyObject *old = *slot;
+    Py_INCREF(value);
+    *slot = value;
+    Py_XDECREF(old);
+}
+
 /* set_outcomes((none, deny, allow, ask)): what decide() returns for each deciding list. */
 static PyObject *ruleset_set_outcomes(PyObject *obj, PyObject *arg) {
     RulesetObject *self = (RulesetObject *)obj;
@@ -465,10 +473,7 @@ static PyObject *ruleset_set_outcomes(PyObject *obj, PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "set_outcomes() takes a tuple of 4");
         return NULL;
     }
-    PyObject *old = self->outcomes;
-    Py_INCREF(arg);
-    self->outcomes = arg;
-    Py_XDECREF(old);
+    replace_ref(&self->outcomes, arg);
     Py_RETURN_NONE;
 }
 
@@ -487,10 +492,7 @@ static PyObject *ruleset_set_fallback(PyObject *obj, PyObject *fn) {
         PyErr_SetString(PyExc_TypeError, "set_fallback() takes a callable");
         return NULL;
     }
-    PyObject *old = self->fallback;
-    Py_INCREF(fn);
-    self->fallback = fn;
-    Py_XDECREF(old);
+    replace_ref(&self->fallback, fn);
     Py_RETURN_NONE;
 }
 
@@ -654,7 +656,8 @@ static PyMethodDef ruleset_methods[] = {
     {"set_fallback", ruleset_set_fallback, METH_O,
      "set_fallback(fn): what call() asks for the calls decide() leaves to Python."},
     {"call", (PyCFunction)(void (*)(void))ruleset_call, METH_FASTCALL | METH_KEYWORDS,
-     "call(tool, args=None) -> outcome: decide(), else the fallback's answer."},
+     "call($self, /, tool, args=None)\n--\n\n"
+     "decide(tool, args), else the fallback's answer (PermissionPolicy.check)."},
     {"clear_memo", ruleset_clear_memo, METH_NOARGS,
      "clear_memo(): forget the bash lines decide() remembers."},
     {NULL, NULL, 0, NULL},
