@@ -1,6 +1,6 @@
 """PermissionPolicy.check's C path (Ruleset.decide) against its Python specification.
 
-check() asks the C glue first (python/codeward/_native.c: ruleset_decide) and takes the
+check() is the C glue's Ruleset.call (python/codeward/_native.c): ruleset_decide, and the
 Python path (_check_slow) only for the call shapes the C side leaves to it. Both must give
 the same decision for every call; bash lines of plain commands joined by `&&`, `||`, `|`
 and `;` are decided without the splitter (native/src/ruleset.c: plain_commands), and must
@@ -9,6 +9,7 @@ be decided as the splitter decides them (bash_verdict never takes that path).
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections import UserDict
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeward import Decision, PermissionPolicy
+from codeward import Decision, PermissionPolicy, PolicyError, _native
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench" / "policy"))
 import workload
@@ -74,6 +75,20 @@ HOSTILE: list[tuple[Any, Any]] = [
     ("read", {"files": ["src/a.py", ".env"]}),
     ("read", {"files": [{"path": "src/a.py"}], "file_path": "x"}),
     ("read", None),
+    ("read", {"files": []}),
+    ("read", {"files": ()}),
+    ("read", {"files": None}),
+    ("read", {"files": "src/a.py"}),
+    ("read", {"files": ["src/a.py", "src/b.py"]}),
+    ("read", {"files": ("src/a.py", {"path": "./src/../.env"}, None)}),
+    ("read", {"files": [{"path": None}, {}]}),
+    ("read", {"files": [{"path": 5}]}),
+    ("read", {"files": [{"path": Text(".env")}]}),
+    ("read", {"files": [Text(".env")]}),
+    ("read", {"files": ["a\udc80", ".env"]}),
+    ("read", {"files": [["x"], 7]}),
+    ("read", {"files": [UserDict({"path": ".env"})]}),
+    ("read", {"files": ["src/a\n.env"]}),
     ("write", {"file_path": ".env.local", "content": "x"}),
     ("ls", {"path": "../x/"}),
     ("ls", {"path": ["a"]}),
@@ -153,3 +168,78 @@ def test_memo_follows_the_line_not_its_slot() -> None:
     for line in lines * 2:
         expected = Decision.DENY if line == "git push" else Decision.ALLOW
         assert policy.check("bash", {"command": line}) is expected
+
+
+@pytest.mark.parametrize("default", ["ask", "allow", "deny"])
+def test_searches_and_multi_file_reads_stay_on_the_c_path(default: str) -> None:
+    """A search is decided deny, then ask, then allow (the strict form) and a multi-file read
+    per file; both in C, as the Python path decides them."""
+    policy = PermissionPolicy(
+        deny=["grep(*secret*)", "read(**/.env)", "search(glob ** /etc/**)"],
+        allow=["grep(*)", "search(*)", "read(src/**)", "glob(* src/**)"],
+        ask=["grep(* api_key *)", "bm25(**)", "read(docs/**)", "glob(* *)"],
+        default_decision=default,
+    )
+    calls: list[tuple[str, Any]] = [
+        ("grep", {"query": "api_key", "path": "src"}),
+        ("grep", {"query": "a secret b", "path": "src"}),
+        ("grep", {"query": "x", "path": "src dir"}),
+        ("glob", {"query": "*.py", "path": "src/a"}),
+        ("glob", {"query": "*.py", "path": "src/a b"}),
+        ("search", {"mode": "glob", "query": "**", "path": "/etc/x"}),
+        ("bm25", {"query": "q"}),
+        ("read", {"files": ["src/a.py", "src/b.py"]}),
+        ("read", {"files": ["src/a.py", "docs/x.md"]}),
+        ("read", {"files": ["docs/x.md", "a/.env", "src/a.py"]}),
+        ("read", {"files": ["other.txt", "src/a.py"]}),
+        ("read", {"files": []}),
+    ]
+    for tool, args in calls:
+        fast, slow = both(policy, tool, args)
+        assert fast is slow, (tool, args, fast, slow)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=":/.aH", max_size=12))
+def test_git_targets_read_as_their_spellings_read(target: str) -> None:
+    """A git target already in its normal form is decided in C, any other on its spellings."""
+    policy = PermissionPolicy(
+        deny=["git(*:a/a*)", "git(*HEAD:a*)"], allow=["git(*)"], ask=["git(*:.*)"]
+    )
+    for args in ({"command": "show", "target": target}, {"target": target, "n": 1}):
+        fast, slow = both(policy, "git", args)
+        assert fast is None or fast is slow, (args, fast, slow)
+        normal = all(
+            p == "" or p.startswith("/") or all(x not in ("", ".", "..") for x in p.split("/"))
+            for p in (target[i + 1 :] for i, c in enumerate(target) if c == ":")
+        )
+        assert (fast is not None) == normal, target
+
+
+def test_check_is_one_c_call_with_check_s_signature() -> None:
+    """check() is the rule set's call(): decide(), else _check_slow; same arguments as ever."""
+    policy = PermissionPolicy(deny=["read(**/.env)"], allow=["read(src/**)"])
+    assert policy.check("read", {"file_path": ".env"}) is Decision.DENY
+    assert policy.check("read") is Decision.ASK
+    assert policy.check(tool="read", args={"files": ["src/a", "src/b"]}) is Decision.ALLOW
+    assert policy.check("read", args={"file_path": "src/a\n"}) is Decision.ALLOW  # Python path
+    assert PermissionPolicy(enabled=False).check("bash", {"command": "rm -rf /"}) is Decision.ALLOW
+    for bad in ((), ("read", {}, 3)):
+        with pytest.raises(TypeError):
+            policy.check(*bad)
+    with pytest.raises(TypeError):
+        policy.check("read", tool="read")
+    with pytest.raises(TypeError):
+        policy.check("read", path="x")
+    with pytest.raises(PolicyError):
+        policy.check("read", ["not", "a", "mapping"])  # type: ignore[arg-type]
+
+
+def test_a_policy_and_its_rule_set_are_collected() -> None:
+    """The rule set calls back into its policy (a cycle): the collector frees both."""
+    gc.collect()
+    before = sum(type(o) is _native.Ruleset for o in gc.get_objects())
+    for _ in range(20):
+        PermissionPolicy(deny=["bash(rm **)"]).check("bash", {"command": "rm -rf x"})
+    gc.collect()
+    assert sum(type(o) is _native.Ruleset for o in gc.get_objects()) == before

@@ -337,10 +337,13 @@ def bench_python(
             native_check(name, subject)
 
     # The same binding call on a rule set with no rules: argument conversion, the
-    # C call, the int result, and next to no matching.
+    # C call, the int result, and next to no matching. A bash line goes under another
+    # tool name: a rule set reads every bash line into its commands, rules or none,
+    # and that is the bash reader's time, not the binding's.
     empty_check = _native.Ruleset().check
+    bound_pairs = [("bash_" if name == "bash" else name, subject) for name, subject in pairs]
 
-    def run_binding(xs: Sequence[tuple[str, str]] = pairs) -> None:
+    def run_binding(xs: Sequence[tuple[str, str]] = bound_pairs) -> None:
         for name, subject in xs:
             empty_check(name, subject)
 
@@ -867,8 +870,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ["  argument_string(tool, args)", f"{arg_us:.2f}", share(arg_us)],
         ["  Ruleset.check(name, subject)", f"{nat_us:.2f}", share(nat_us)],
         ["    binding: same call, empty rule set", f"{bind_us:.2f}", share(bind_us)],
-        ["    matching (the difference)", f"{nat_us - bind_us:.2f}", share(nat_us - bind_us)],
-        ["  rest: method call, enabled test, enum map", f"{rest_us:.2f}", share(rest_us)],
+        ["    bash reading + matching", f"{nat_us - bind_us:.2f}", share(nat_us - bind_us)],
+        # check() builds its strings in C (Ruleset.call) and remembers bash lines: it
+        # costs less than the two stages above, which is what this row shows.
+        ["  check minus the two stages above", f"{rest_us:.2f}", share(rest_us)],
         ["cross-check: raw C a3s_ruleset_check", f"{c_us:.2f}", share(c_us)],
         ["for scale: a Python loop + 2-arg call", f"{loop_us:.2f}", ""],
     ]

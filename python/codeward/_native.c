@@ -174,9 +174,16 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     a3s_ruleset *rs;
+    /* The deny and ask rules again, alone: a search is decided deny, then ask, then allow
+     * (search_list), which a3s_ruleset_check's deny, allow, ask answers in one call each only
+     * on a rule set without allow rules. NULL when an add() left it behind rs: search then
+     * enumerates matches. */
+    a3s_ruleset *deny_ask;
+    int default_list;       /* set_default's list (A3S_LIST_NONE: unset) */
     PyObject *native_error; /* borrowed from the module state, kept alive by the type */
     PyObject *const *keys;  /* likewise */
     PyObject *outcomes;     /* set_outcomes: what decide() returns per list, or NULL */
+    PyObject *fallback;     /* set_fallback: what call() asks for the calls decide() declines */
     memo_entry *memo;       /* NULL until the first line is remembered */
 } RulesetObject;
 
@@ -199,29 +206,54 @@ static PyObject *ruleset_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     PyObject *mod = PyType_GetModule(type);
     if (!mod)
         return NULL;
-    a3s_ruleset *rs = NULL;
+    a3s_ruleset *rs = NULL, *deny_ask = NULL;
     a3s_error err;
     if (a3s_ruleset_new(&rs, &err) != A3S_OK)
         return raise_error(state_of_module(mod)->native_error, &err);
+    if (a3s_ruleset_new(&deny_ask, &err) != A3S_OK) {
+        a3s_ruleset_free(rs);
+        return raise_error(state_of_module(mod)->native_error, &err);
+    }
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
     RulesetObject *self = (RulesetObject *)alloc(type, 0);
     if (!self) {
         a3s_ruleset_free(rs);
+        a3s_ruleset_free(deny_ask);
         return NULL;
     }
     self->rs = rs;
+    self->deny_ask = deny_ask;
+    self->default_list = A3S_LIST_NONE;
     self->native_error = state_of_module(mod)->native_error;
     self->keys = state_of_module(mod)->keys;
     self->outcomes = NULL;
+    self->fallback = NULL;
     self->memo = NULL;
     return (PyObject *)self;
 }
 
+/* The fallback is a bound method of the policy that owns this rule set: a cycle the
+ * collector breaks. The memo holds exact str only, which refer to nothing. */
+static int ruleset_traverse(PyObject *obj, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(obj));
+    Py_VISIT(((RulesetObject *)obj)->outcomes);
+    Py_VISIT(((RulesetObject *)obj)->fallback);
+    return 0;
+}
+
+static int ruleset_clear(PyObject *obj) {
+    Py_CLEAR(((RulesetObject *)obj)->outcomes);
+    Py_CLEAR(((RulesetObject *)obj)->fallback);
+    return 0;
+}
+
 static void ruleset_dealloc(PyObject *obj) {
     PyTypeObject *type = Py_TYPE(obj);
+    PyObject_GC_UnTrack(obj);
     memo_clear((RulesetObject *)obj);
-    Py_CLEAR(((RulesetObject *)obj)->outcomes);
+    ruleset_clear(obj);
     a3s_ruleset_free(((RulesetObject *)obj)->rs);
+    a3s_ruleset_free(((RulesetObject *)obj)->deny_ask);
     freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
     tp_free(obj);
     Py_DECREF(type);
@@ -242,6 +274,11 @@ static PyObject *ruleset_add(PyObject *obj, PyObject *args) {
     a3s_error err;
     memo_clear(self);
     int rc = a3s_ruleset_add(self->rs, list, data, (size_t)len, id, &err);
+    if (rc == A3S_OK && list != A3S_LIST_ALLOW && self->deny_ask &&
+        a3s_ruleset_add(self->deny_ask, list, data, (size_t)len, id, &err) != A3S_OK) {
+        a3s_ruleset_free(self->deny_ask); /* behind rs now: searches enumerate matches */
+        self->deny_ask = NULL;
+    }
     Py_XDECREF(owner);
     if (rc != A3S_OK)
         return raise_error(self->native_error, &err);
@@ -317,11 +354,8 @@ done:
     return result;
 }
 
-/* The deciding list of a search (the order PermissionPolicy.evaluate gives it): deny when a
- * deny rule matches `text` or `strict`, else ask when an ask rule does, else allow when an
- * allow rule matches `strict` (an allow rule never matches the loose form), else none.
- * `strict` NULL: the same string as `text` (no space inside the mode, query or path).
- * One call instead of two list-building matches() and a set in Python. */
+/* Every list with a rule matching the search subject s into *seen (a bit per list); allow
+ * rules count only if allow_counts. */
 static int search_lists(a3s_ruleset *rs, const char *s, size_t n, size_t *idx, size_t cap,
                         unsigned *seen, bool allow_counts, a3s_error *err) {
     size_t count = 0;
@@ -336,6 +370,56 @@ static int search_lists(a3s_ruleset *rs, const char *s, size_t n, size_t *idx, s
             *seen |= 1u << view.list;
     }
     return A3S_OK;
+}
+
+/* The deciding list of a search (the order PermissionPolicy.evaluate gives it): deny when a
+ * deny rule matches `text` or `strict`, else ask when an ask rule does, else allow when an
+ * allow rule matches `strict` (an allow rule never matches the loose form), else none.
+ * `strict` NULL: the same string as `text` (no space inside the mode, query or path).
+ * 0, or -1 with an error set. */
+static int search_list(RulesetObject *self, const char *text, size_t tn, const char *strict,
+                       size_t sn, int *list) {
+    a3s_error err;
+    int rc;
+    if (self->deny_ask) {
+        /* First deny, else ask, on each form; then allow on the strict one, where neither a
+         * deny nor an ask rule matches, so rs can only answer allow or none. */
+        a3s_match m = {.struct_size = sizeof m}, ms = {.struct_size = sizeof ms};
+        rc = a3s_ruleset_check(self->deny_ask, "search", 6, text, tn, &m, &err);
+        if (rc == A3S_OK && strict && m.list != A3S_LIST_DENY)
+            rc = a3s_ruleset_check(self->deny_ask, "search", 6, strict, sn, &ms, &err);
+        if (rc == A3S_OK) {
+            if (m.list == A3S_LIST_DENY || ms.list == A3S_LIST_DENY)
+                *list = A3S_LIST_DENY;
+            else if (m.list == A3S_LIST_ASK || ms.list == A3S_LIST_ASK)
+                *list = A3S_LIST_ASK;
+            else if ((rc = a3s_ruleset_check(self->rs, "search", 6, strict ? strict : text,
+                                             strict ? sn : tn, &m, &err)) == A3S_OK)
+                *list = m.list == A3S_LIST_ALLOW ? A3S_LIST_ALLOW : A3S_LIST_NONE;
+        }
+    } else {
+        size_t cap = a3s_ruleset_count(self->rs);
+        size_t stack[64], *idx = cap <= 64 ? stack : PyMem_Malloc(cap * sizeof *idx);
+        if (!idx) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        unsigned seen = 0;
+        rc = search_lists(self->rs, text, tn, idx, cap, &seen, strict == NULL, &err);
+        if (rc == A3S_OK && strict)
+            rc = search_lists(self->rs, strict, sn, idx, cap, &seen, true, &err);
+        if (idx != stack)
+            PyMem_Free(idx);
+        *list = (seen & (1u << A3S_LIST_DENY))    ? A3S_LIST_DENY
+                : (seen & (1u << A3S_LIST_ASK))   ? A3S_LIST_ASK
+                : (seen & (1u << A3S_LIST_ALLOW)) ? A3S_LIST_ALLOW
+                                                  : A3S_LIST_NONE;
+    }
+    if (rc != A3S_OK) {
+        raise_error(self->native_error, &err);
+        return -1;
+    }
+    return 0;
 }
 
 static PyObject *ruleset_check_search(PyObject *obj, PyObject *const *args, Py_ssize_t nargs) {
@@ -353,33 +437,11 @@ static PyObject *ruleset_check_search(PyObject *obj, PyObject *const *args, Py_s
         Py_XDECREF(o1);
         return NULL;
     }
-    size_t cap = a3s_ruleset_count(self->rs);
-    size_t stack[64], *idx = cap <= 64 ? stack : PyMem_Malloc(cap * sizeof *idx);
-    PyObject *result = NULL;
-    if (!idx) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    unsigned seen = 0;
-    a3s_error err;
-    int rc = search_lists(self->rs, text, (size_t)tl, idx, cap, &seen, strict == NULL, &err);
-    if (rc == A3S_OK && strict)
-        rc = search_lists(self->rs, strict, (size_t)sl, idx, cap, &seen, true, &err);
-    if (rc != A3S_OK) {
-        raise_error(self->native_error, &err);
-        goto done;
-    }
-    int list = (seen & (1u << A3S_LIST_DENY))    ? A3S_LIST_DENY
-               : (seen & (1u << A3S_LIST_ASK))   ? A3S_LIST_ASK
-               : (seen & (1u << A3S_LIST_ALLOW)) ? A3S_LIST_ALLOW
-                                                 : A3S_LIST_NONE;
-    result = PyLong_FromLong(list);
-done:
-    if (idx != stack)
-        PyMem_Free(idx);
+    int list = A3S_LIST_NONE;
+    int rc = search_list(self, text, (size_t)tl, strict, (size_t)sl, &list);
     Py_XDECREF(o1);
     Py_XDECREF(o2);
-    return result;
+    return rc < 0 ? NULL : PyLong_FromLong(list);
 }
 
 /* set_default(list): the decision that applies when no rule matches (bash lines need it). */
@@ -392,7 +454,16 @@ static PyObject *ruleset_set_default(PyObject *obj, PyObject *arg) {
     memo_clear(self);
     if (a3s_ruleset_set_default(self->rs, (int)list, &err) != A3S_OK)
         return raise_error(self->native_error, &err);
+    self->default_list = (int)list;
     Py_RETURN_NONE;
+}
+
+/* *slot = value (a new reference), the old one released last: its deallocation may run code. */
+static void replace_ref(PyObject **slot, PyObject *value) {
+    PyObject *old = *slot;
+    Py_INCREF(value);
+    *slot = value;
+    Py_XDECREF(old);
 }
 
 /* set_outcomes((none, deny, allow, ask)): what decide() returns for each deciding list. */
@@ -402,10 +473,7 @@ static PyObject *ruleset_set_outcomes(PyObject *obj, PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "set_outcomes() takes a tuple of 4");
         return NULL;
     }
-    PyObject *old = self->outcomes;
-    Py_INCREF(arg);
-    self->outcomes = arg;
-    Py_XDECREF(old);
+    replace_ref(&self->outcomes, arg);
     Py_RETURN_NONE;
 }
 
@@ -416,6 +484,66 @@ static PyObject *ruleset_clear_memo(PyObject *obj, PyObject *unused) {
 }
 
 static PyObject *ruleset_decide(PyObject *obj, PyObject *const *args, Py_ssize_t nargs);
+
+/* set_fallback(fn): call() returns fn(tool, args) for the calls decide() leaves to Python. */
+static PyObject *ruleset_set_fallback(PyObject *obj, PyObject *fn) {
+    RulesetObject *self = (RulesetObject *)obj;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "set_fallback() takes a callable");
+        return NULL;
+    }
+    replace_ref(&self->fallback, fn);
+    Py_RETURN_NONE;
+}
+
+/* call(tool, args=None): decide(tool, args), or the fallback's answer when decide() declines
+ * the call: PermissionPolicy.check in one C call, without a Python frame for the common
+ * shapes. Keywords as check() names them. */
+static PyObject *ruleset_call(PyObject *obj, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+    RulesetObject *self = (RulesetObject *)obj;
+    PyObject *given[2] = {NULL, Py_None};
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    if (nargs > 2 || nargs + nkw > 2) {
+        PyErr_SetString(PyExc_TypeError, "check(tool, args=None) takes at most 2 arguments");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        given[i] = args[i];
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GetItem(kwnames, i);
+        int slot = PyUnicode_CompareWithASCIIString(name, "tool") == 0   ? 0
+                   : PyUnicode_CompareWithASCIIString(name, "args") == 0 ? 1
+                                                                           : -1;
+        if (slot < 0 || slot < nargs) {
+            PyErr_Format(PyExc_TypeError, "check() got an unexpected or repeated argument %R",
+                         name);
+            return NULL;
+        }
+        given[slot] = args[nargs + i];
+    }
+    if (!given[0]) {
+        PyErr_SetString(PyExc_TypeError, "check() missing required argument 'tool'");
+        return NULL;
+    }
+    if (!self->fallback) {
+        PyErr_SetString(PyExc_RuntimeError, "call() before set_fallback()");
+        return NULL;
+    }
+    PyObject *decision = ruleset_decide(obj, given, 2);
+    if (decision != Py_None)
+        return decision; /* the outcome, or NULL with the error */
+    Py_DECREF(decision);
+    /* The fallback may drop the last other reference to this rule set (a policy replaced
+     * while its check() runs): hold it, and the fallback, for the call. */
+    PyObject *fallback = self->fallback;
+    Py_INCREF(obj);
+    Py_INCREF(fallback);
+    PyObject *result = PyObject_CallFunctionObjArgs(fallback, given[0], given[1], NULL);
+    Py_DECREF(fallback);
+    Py_DECREF(obj);
+    return result;
+}
 
 /* check_bash(line) -> (list, flags, why, rule, commands, matched): a bash line decided per
  * simple command; commands are (list, why, rule, text_bytes, spelling_bytes), rule -1 for none. */
@@ -525,6 +653,11 @@ static PyMethodDef ruleset_methods[] = {
     {"decide", (PyCFunction)(void (*)(void))ruleset_decide, METH_FASTCALL,
      "decide(tool, args) -> outcome or None: PermissionPolicy.check for the common call "
      "shapes (None: take the Python path)."},
+    {"set_fallback", ruleset_set_fallback, METH_O,
+     "set_fallback(fn): what call() asks for the calls decide() leaves to Python."},
+    {"call", (PyCFunction)(void (*)(void))ruleset_call, METH_FASTCALL | METH_KEYWORDS,
+     "call($self, /, tool, args=None)\n--\n\n"
+     "decide(tool, args), else the fallback's answer (PermissionPolicy.check)."},
     {"clear_memo", ruleset_clear_memo, METH_NOARGS,
      "clear_memo(): forget the bash lines decide() remembers."},
     {NULL, NULL, 0, NULL},
@@ -533,6 +666,8 @@ static PyMethodDef ruleset_methods[] = {
 static PyType_Slot ruleset_slots[] = {
     {Py_tp_new, ruleset_new},
     {Py_tp_dealloc, ruleset_dealloc},
+    {Py_tp_traverse, ruleset_traverse},
+    {Py_tp_clear, ruleset_clear},
     {Py_tp_methods, ruleset_methods},
     {Py_sq_length, ruleset_len},
     {Py_tp_doc, "Ruleset(): a compiled deny/allow/ask rule list."},
@@ -540,7 +675,11 @@ static PyType_Slot ruleset_slots[] = {
 };
 
 static PyType_Spec ruleset_spec = {
-    "codeward._native.Ruleset", sizeof(RulesetObject), 0, Py_TPFLAGS_DEFAULT, ruleset_slots,
+    "codeward._native.Ruleset",
+    sizeof(RulesetObject),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    ruleset_slots,
 };
 
 /* ---- Sandbox ------------------------------------------------------------ */
@@ -1328,6 +1467,16 @@ static const char cj_escape[256] = {
     0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   '\\',
 };
 
+/* Whether any of the 8 bytes of w is one cj_escape marks: below 0x20, '"' or '\\'.
+ * (x - 0x0101..) & ~x & 0x8080.. is nonzero exactly when some byte of x is zero, and
+ * (x - 0x2020..) & ~x & 0x8080.. when some byte is below 0x20 (bytes >= 0x80 never count). */
+static bool cj_word_escapes(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    uint64_t below = (w - ones * 0x20) & ~w;
+    return ((below | ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash)) & highs) != 0;
+}
+
 static int cj_string(cj_buf *b, const char *s, Py_ssize_t n) {
     static const char hex[] = "0123456789abcdef";
     /* Most strings need no escape: reserve for the plain case up front. */
@@ -1336,6 +1485,12 @@ static int cj_string(cj_buf *b, const char *s, Py_ssize_t n) {
     b->data[b->len++] = '"';
     Py_ssize_t start = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t w;
+        /* Eight plain bytes at a time (most strings have no byte to escape). */
+        while (n - i >= 8 && (memcpy(&w, s + i, 8), !cj_word_escapes(w)))
+            i += 8;
+        if (i >= n)
+            break;
         unsigned char c = (unsigned char)s[i];
         char e = cj_escape[c];
         if (!e)
@@ -1673,9 +1828,10 @@ static PyObject *py_canonical_json(PyObject *mod, PyObject *value) {
  * (policy/_policy.py: PermissionPolicy.check), which stays the specification. A twin of
  * policy/_subject.py's named_argument_string for an exact str tool and an exact dict (or
  * None) of arguments: bash (its "command", a str), read/write/edit/download (a str or
- * missing "file_path", lexically normalised as normalize_path does; not a multi-file read,
- * nor a path with a newline), ls ("path"), search and its modes (check_search's lists),
- * git without a "REV:path" target, and every other tool's canonical JSON. Anything else
+ * missing "file_path", lexically normalised as normalize_path does; a read of a path with
+ * a newline is left to Python), a multi-file read (a list or tuple of "files", each decided
+ * alone: decide_files), ls ("path"), search and its modes (search_list), git unless a
+ * "REV:path" target has other spellings, and every other tool's canonical JSON. Anything else
  * (a str subclass, another Mapping, a value canonical_json leaves to Python, a lone
  * surrogate, a non-ASCII tool name) gives None, never a guess. */
 
@@ -1801,42 +1957,99 @@ static int decide_search(RulesetObject *self, PyObject *args, const char *mode, 
     }
     if (rc == 1) {
         /* The strict form: spaces inside the mode, query or path read as \x1f. */
-        char *strict = NULL;
+        char small[256], *strict = NULL;
         bool spaced = false;
         for (size_t i = 0; i < b.len && !spaced; i++)
             spaced = b.data[i] == ' ' && i != cut[0] && i != cut[1];
-        if (spaced && !(strict = PyMem_Malloc(b.len ? b.len : 1))) {
+        if (spaced && !(strict = b.len <= sizeof small ? small : PyMem_Malloc(b.len))) {
             PyErr_NoMemory();
             rc = -1;
         }
         for (size_t i = 0; strict && i < b.len; i++)
             strict[i] = b.data[i] == ' ' && i != cut[0] && i != cut[1] ? '\x1f' : b.data[i];
-        if (rc == 1) {
-            size_t cap = a3s_ruleset_count(self->rs);
-            size_t stack[64], *idx = cap <= 64 ? stack : PyMem_Malloc(cap * sizeof *idx);
-            unsigned seen = 0;
-            a3s_error err;
-            int c = idx ? search_lists(self->rs, b.data, b.len, idx, cap, &seen, !strict, &err)
-                        : A3S_E_NOMEM;
-            if (c == A3S_OK && strict)
-                c = search_lists(self->rs, strict, b.len, idx, cap, &seen, true, &err);
-            if (!idx)
-                PyErr_NoMemory();
-            else if (c != A3S_OK)
-                raise_error(self->native_error, &err);
-            if (idx != stack)
-                PyMem_Free(idx);
-            rc = c == A3S_OK ? 1 : -1;
-            *list = (seen & (1u << A3S_LIST_DENY))    ? A3S_LIST_DENY
-                    : (seen & (1u << A3S_LIST_ASK))   ? A3S_LIST_ASK
-                    : (seen & (1u << A3S_LIST_ALLOW)) ? A3S_LIST_ALLOW
-                                                      : A3S_LIST_NONE;
-        }
-        PyMem_Free(strict);
+        if (rc == 1 && search_list(self, b.data, b.len, strict, b.len, list) < 0)
+            rc = -1;
+        if (strict != small)
+            PyMem_Free(strict);
     }
     if (b.data != b.stack)
         PyMem_Free(b.data);
     return rc;
+}
+
+/* A multi-file read ("files", no "file_path"), as _check_slow decides it: each file's path
+ * (_read_paths: a dict's "path" or a str, normalised; None "") decided alone, the default
+ * when no rule matches; deny if any file is denied, else ask if any is asked, else allow.
+ * "files" of another type, an entry of another type and a str subclass are left to Python.
+ * 1 done, 0 not a shape decide takes, -1 error. */
+static int decide_files(RulesetObject *self, PyObject *args, int *list) {
+    PyObject *files = arg(self, args, KEY_FILES);
+    if (!files)
+        return PyErr_Occurred() ? -1 : 0;
+    bool is_list = PyList_CheckExact(files);
+    if ((!is_list && !PyTuple_CheckExact(files)) || self->default_list == A3S_LIST_NONE)
+        return 0;
+    Py_INCREF(files); /* a dict lookup below may run a key's __eq__ */
+    cj_buf b = {.data = b.stack, .len = 0, .cap = sizeof b.stack};
+    int rc = 1;
+    bool asked = false, denied = false;
+    for (Py_ssize_t i = 0; rc == 1 && !denied; i++) {
+        Py_ssize_t n = is_list ? PyList_Size(files) : PyTuple_Size(files);
+        if (i >= n && (i > 0 || n > 0))
+            break; /* an empty list is one empty path */
+        PyObject *entry = i >= n ? Py_None
+                          : is_list ? PyList_GetItem(files, i)
+                                    : PyTuple_GetItem(files, i);
+        if (!entry) {
+            rc = -1;
+            break;
+        }
+        Py_INCREF(entry);
+        b.len = 0;
+        if (PyDict_CheckExact(entry)) {
+            rc = put_path_field(self, &b, entry, KEY_PATH);
+        } else if (entry != Py_None) {
+            Py_ssize_t pn;
+            const char *p = exact_utf8(entry, &pn);
+            rc = !p ? 0 : put_path(self, &b, p, (size_t)pn) < 0 ? -1 : 1;
+        }
+        Py_DECREF(entry);
+        a3s_match m = {.struct_size = sizeof m};
+        a3s_error err;
+        if (rc == 1 && a3s_ruleset_check(self->rs, "read", 4, b.data, b.len, &m, &err) != A3S_OK) {
+            raise_error(self->native_error, &err);
+            rc = -1;
+        }
+        int got = m.list == A3S_LIST_NONE ? self->default_list : m.list;
+        denied = rc == 1 && got == A3S_LIST_DENY;
+        asked = asked || got == A3S_LIST_ASK;
+    }
+    Py_DECREF(files);
+    if (b.data != b.stack)
+        PyMem_Free(b.data);
+    *list = denied ? A3S_LIST_DENY : asked ? A3S_LIST_ASK : A3S_LIST_ALLOW;
+    return rc;
+}
+
+/* Whether git_target_spellings finds no other spelling of a git target: after each ':',
+ * the path is absolute, or already as _tree_path writes it (no empty, "." or ".." part). */
+static bool git_target_normal(const char *t, size_t n) {
+    for (const char *colon = memchr(t, ':', n); colon;
+         colon = memchr(colon + 1, ':', n - (size_t)(colon + 1 - t))) {
+        const char *p = colon + 1, *end = t + n;
+        if (p == end || *p == '/')
+            continue;
+        for (const char *part = p;; part++) {
+            const char *slash = memchr(part, '/', (size_t)(end - part));
+            size_t len = (size_t)((slash ? slash : end) - part);
+            if (len == 0 || (len <= 2 && memcmp(part, "..", len) == 0))
+                return false;
+            if (!slash)
+                break;
+            part = slash;
+        }
+    }
+    return true;
 }
 
 /* The remembered list of a bash line, or -1. */
@@ -1942,7 +2155,8 @@ static PyObject *ruleset_decide(PyObject *obj, PyObject *const *args, Py_ssize_t
                 goto done;
             }
             if (has_files) {
-                rc = 0; /* a multi-file read: one decision per file */
+                if ((rc = decide_files(self, a, &list)) == 1)
+                    goto decided; /* one decision per file */
                 goto done;
             }
         }
@@ -1968,7 +2182,7 @@ static PyObject *ruleset_decide(PyObject *obj, PyObject *const *args, Py_ssize_t
         if (target && PyUnicode_Check(target)) {
             Py_ssize_t tl;
             const char *t = exact_utf8(target, &tl);
-            if (!t || memchr(t, ':', (size_t)tl)) {
+            if (!t || !git_target_normal(t, (size_t)tl)) {
                 rc = 0; /* REV:path: every spelling of the path */
                 goto done;
             }

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .. import _native
 from .._errors import NativeCoreError, PolicyError, PolicyFileError
@@ -161,6 +161,25 @@ def _decision(value: Any) -> Decision:
     raise PolicyError(f"default_decision must be 'allow', 'deny' or 'ask', not {value!r}")
 
 
+_CHECK_DOC = """check(tool, args=None) -> Decision: the decision for one call: DENY, ALLOW or ASK.
+
+A multi-file read is decided per file: denied if any file is denied, asked if any
+is asked or falls to an ask default, allowed only if all are. A search is decided
+on its parts (see :class:`~._subject.Subject`). A bash command is decided per
+simple command (see :meth:`bash_verdict`). The common call shapes are decided in
+one C call (Ruleset.decide); the others by the Python path (_check_slow).
+"""
+
+
+class _Check(Protocol):
+    def __call__(self, tool: str, args: Mapping[str, Any] | None = None) -> Decision: ...
+
+
+def _allow_all(tool: str, args: Mapping[str, Any] | None = None) -> Decision:
+    """check() of a disabled policy."""
+    return Decision.ALLOW
+
+
 class PermissionPolicy:
     """Deny, allow and ask rules; evaluation is deny, then allow, then ask, then the default.
 
@@ -168,15 +187,20 @@ class PermissionPolicy:
     policy is built; a malformed rule raises :class:`PolicyError` naming it.
     """
 
-    __slots__ = (
-        "_decide",
-        "_default",
-        "_enabled",
-        "_lists",
-        "_rules",
-        "_ruleset",
-        "_views",
-    )
+    __slots__ = {
+        "_decide": None,
+        "_default": None,
+        "_enabled": None,
+        "_lists": None,
+        "_rules": None,
+        "_ruleset": None,
+        "_views": None,
+        "check": _CHECK_DOC,
+    }
+
+    # The hot path: a C callable bound per policy (the rule set's call(), or _allow_all when
+    # the policy is disabled), so that a common call runs no Python frame.
+    check: _Check
 
     def __init__(
         self,
@@ -204,8 +228,12 @@ class PermissionPolicy:
         self._ruleset.set_outcomes((self._default, Decision.DENY, Decision.ALLOW, Decision.ASK))
         # check()'s C path for the common call shapes; it remembers the last bash lines
         # (at most 2048 of at most 1 KiB: the decision depends on the line and this
-        # immutable policy only) and answers None for the shapes left to _check_slow.
+        # immutable policy only) and answers None for the shapes left to _check_slow,
+        # which the rule set's call() then asks (a cycle through the rule set, which the
+        # collector follows).
         self._decide = self._ruleset.decide
+        self._ruleset.set_fallback(self._check_slow)
+        self.check = self._ruleset.call if enabled else _allow_all
         self._views: list[RuleView] | None = None
 
     def _add(self, list_name: str, raw: str) -> None:
@@ -220,21 +248,6 @@ class PermissionPolicy:
         self._rules.append((list_name, raw))
 
     # -- evaluation ---------------------------------------------------------
-
-    def check(self, tool: str, args: Mapping[str, Any] | None = None) -> Decision:
-        """The decision for one call: DENY, ALLOW or ASK.
-
-        A multi-file read is decided per file: denied if any file is denied,
-        asked if any is asked or falls to an ask default, allowed only if all are.
-        A search is decided on its parts (see :class:`~._subject.Subject`). A bash
-        command is decided per simple command (see :meth:`bash_verdict`).
-        """
-        if not self._enabled:
-            return Decision.ALLOW
-        decision: Decision | None = self._decide(tool, args)
-        if decision is not None:
-            return decision
-        return self._check_slow(tool, args)
 
     def _check_slow(self, tool: str, args: Mapping[str, Any] | None) -> Decision:
         """check() for the call shapes Ruleset.decide leaves to Python (and its specification)."""
