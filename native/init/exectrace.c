@@ -266,6 +266,24 @@ static bool hold(struct exectrace *t, pid_t tid) {
     return true;
 }
 
+/* Whether thread tid is traced by us: a held thread, checked again (were
+ * its end ever missed, its number could name another thread, which must
+ * not exec unseized). Only on the path of an exec after a failed one. */
+static bool traced_by_us(pid_t tid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *line = strstr(buf, "\nTracerPid:");
+    return line && strtol(line + 11, NULL, 10) == (long)getpid();
+}
+
 static void record(struct exectrace *t, int list, const char *pattern, const char *reading);
 static void tell(const struct exectrace *t, const char *msg);
 
@@ -282,8 +300,9 @@ int exectrace_answer(struct exectrace *t, int listener, pid_t tid, uint64_t id) 
         t->root_execd = true; /* bash -c LINE: the host decided the line */
         return a3s_seccomp_notif_answer(listener, id, 0);
     }
-    if (held(t, tid)) /* seized at an exec that failed (ENOENT on a PATH search...) */
+    if (held(t, tid) && traced_by_us(tid)) /* seized at an exec that failed (ENOENT...) */
         return a3s_seccomp_notif_answer(listener, id, 0);
+    unhold(t, tid);
     if (!hold(t, tid))
         return a3s_seccomp_notif_answer(listener, id, ENOMEM);
     if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)NOTIFY_OPTIONS) == 0)
