@@ -386,6 +386,8 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
         die(NULL, "--own-pidns is for host mode");
     if (cfg->under_warden && (cfg->sandbox || cfg->own_pidns))
         die(NULL, "--under-warden is for host mode without --own-pidns");
+    if (cfg->exec_notify && !cfg->server)
+        die(NULL, "--exec-notify is for server mode (a one-shot run's rules say it)");
     if (cfg->server && exectrace_active(cfg->trace))
         die(NULL, "--exec-* options are for one-shot runs: a server's come with each command");
     if (cfg->grant_fd >= 0 && (cfg->server || !cfg->sandbox || !cfg->grant_port))
