@@ -3,19 +3,20 @@
 
     python bench/execcheck/run.py [--quick] [--json OUT]
 
-The exec check (docs/policy.md, "The exec check") traces every process of a
-command whose call carries bash deny or ask patterns, and stops each exec for
-a decision. Its cost is per fork and exec, so the worst case is a command
-that does little else: a bash loop of ``/bin/true`` (N short execs; 3,000,
-or 300 with ``--quick``; 12 pairs each, ``--rounds``). The same command runs through
-``NativeBashSandbox.exec`` without rules (no tracing: today's cost) and with
-a realistic rule set (deny ``git push**``, ``rm -rf /**``, ``curl **``; ask
-``npm publish**``), in the long-lived sandbox and one-shot, interleaved in
-back-to-back pairs (in ABBA order) so a slow spell of a shared machine hits
-both alike. It prints the median time of each, the per-exec overhead and
-the median of the pairs' ratios with / without rules (target: at most
-1.15), plus the CPU time of this process's reaped children (one-shot only:
-a long-lived sandbox is not our child).
+The exec check (docs/policy.md, "The exec check") stops each exec of a
+command whose call carries bash deny or ask patterns for a decision. Its cost
+is per exec, so the worst case is a command that does little else: a bash
+loop of ``/bin/true`` (N short execs; 3,000, or 300 with ``--quick``; 12 pairs
+each, ``--rounds``). The same command runs through ``NativeBashSandbox.exec``
+without rules (no check: today's cost) and with a realistic rule set (deny
+``git push**``, ``rm -rf /**``, ``curl **``; ask ``npm publish**``), in the
+long-lived sandbox and one-shot, interleaved in back-to-back pairs (in ABBA
+order) so a slow spell of a shared machine hits both alike; each in a sandbox
+of its own, whose first command has its rules (as in a session: its policy's
+rules come with every command). It prints the median time of each, the
+per-exec overhead and the median of the pairs' ratios with / without rules
+(target: at most 1.15), plus the CPU time of this process's reaped children
+(one-shot only: a long-lived sandbox is not our child).
 
 Targets are printed as PASS/FAIL lines; they never fail the script, which
 exits 0 unless the benchmark itself breaks (SKIPPED where the native sandbox
@@ -82,11 +83,22 @@ def main() -> int:
         return 0
     figures: dict[str, dict[str, float]] = {}
     rows = []
-    with tempfile.TemporaryDirectory(prefix="a3s-bench-exec-") as ws:
+    with (
+        tempfile.TemporaryDirectory(prefix="a3s-bench-exec-") as ws,
+        tempfile.TemporaryDirectory(prefix="a3s-bench-exec-") as ws_rules,
+    ):
         for mode, reuse in (("long-lived", True), ("one-shot", False)):
-            sb = NativeBashSandbox(ws, reuse=reuse)
+            # a sandbox each, as a session without and one with bash rules in its policy
+            # have: a long-lived one checks execs at their notification once its first
+            # command came with rules (its warm-up here), which a session without pays
+            # nothing for
+            sbs = {
+                "without rules": NativeBashSandbox(ws, reuse=reuse),
+                "with rules": NativeBashSandbox(ws_rules, reuse=reuse),
+            }
             try:
-                run_once(sb, "true", None)  # warm-up: the sandbox comes up
+                run_once(sbs["without rules"], "true", None)  # warm-up: the sandbox comes up
+                run_once(sbs["with rules"], "true", RULES)
                 times: dict[str, list[float]] = {"without rules": [], "with rules": []}
                 cpus: dict[str, list[float]] = {"without rules": [], "with rules": []}
                 pairs: list[float] = []
@@ -96,13 +108,14 @@ def main() -> int:
                         order.reverse()  # ABBA: a drifting machine load favours neither
                     walls = {}
                     for name, rules in order:
-                        wall, cpu = run_once(sb, command, rules)
+                        wall, cpu = run_once(sbs[name], command, rules)
                         times[name].append(wall)
                         cpus[name].append(cpu)
                         walls[name] = wall
                     pairs.append(walls["with rules"] / walls["without rules"])
             finally:
-                sb.close()
+                for sb in sbs.values():
+                    sb.close()
             base = statistics.median(times["without rules"])
             traced = statistics.median(times["with rules"])
             ratio = statistics.median(pairs)  # of back-to-back pairs: the least noisy figure

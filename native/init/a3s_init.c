@@ -29,7 +29,7 @@
  *                 [--grant-port N --grant-fd N] [LIMITS] -- PROGRAM [ARG]...
  *        a3s-init --mode server --control-fd N --lifeline-fd N [--host-pidfd N]
  *                 [--rw PATH]... [--clean PATH]... [--no-landlock] [--grant-port N] [LIMITS]
- *                 -- PROGRAM [ARG]...
+ *                 [--exec-notify] -- PROGRAM [ARG]...
  * --grant-port and --grant-fd: a network grant (grant.c; a3s.h, "Network grants"):
  * one-shot, this command's; in server mode, EXEC requests may carry one.
  * LIMITS (sandbox and server modes; limits.c): --max-processes N (each
@@ -41,6 +41,11 @@
  * patterns of the policy's bash deny and ask rules, with the simple commands
  * approved for this call; a stopped exec makes the exit status 126 and the
  * status fd receives "X<hex of ask|deny TAB PATTERN TAB COMMAND>.".
+ * --exec-notify (server mode): the commands will come with such rules (the
+ * first did), so every exec is notified to the init and each is seized then
+ * (exectrace.c); without it a command with rules is traced from its fork,
+ * and a command without them costs nothing. One-shot runs with rules always
+ * work the first way where the kernel can.
  * Sandbox and server modes also need --host-ns user:N,mnt:N[,net:N],pid:N,
  * the caller's namespaces, none of which may be the init's (net is left
  * out only with --allow-connect, when the host shares its network).
@@ -295,6 +300,9 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
         } else if (strcmp(a, "--allow-connect") == 0) {
             cfg->allow_connect = true;
             continue;
+        } else if (strcmp(a, "--exec-notify") == 0) {
+            cfg->exec_notify = true; /* server mode: main() keeps it only if it can */
+            continue;
         } else if (strcmp(a, "--under-warden") == 0) {
             cfg->under_warden = true;
             continue;
@@ -378,6 +386,8 @@ static void parse_args(int argc, char **argv, struct config *cfg, struct exectra
         die(NULL, "--own-pidns is for host mode");
     if (cfg->under_warden && (cfg->sandbox || cfg->own_pidns))
         die(NULL, "--under-warden is for host mode without --own-pidns");
+    if (cfg->exec_notify && !cfg->server)
+        die(NULL, "--exec-notify is for server mode (a one-shot run's rules say it)");
     if (cfg->server && exectrace_active(cfg->trace))
         die(NULL, "--exec-* options are for one-shot runs: a server's come with each command");
     if (cfg->grant_fd >= 0 && (cfg->server || !cfg->sandbox || !cfg->grant_port))
@@ -553,6 +563,28 @@ int status_of(int wstatus) {
     return 1;
 }
 
+ssize_t read_report(const struct config *cfg, struct exectrace *t, int fd,
+                    struct exec_failure *f, bool *linked) {
+    for (;;) {
+        if (cfg->exec_notify && cfg->links_fd >= 0) {
+            struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                                  {.fd = cfg->links_fd, .events = POLLIN}};
+            if (poll(p, 2, -1) < 0) {
+                if (errno == EINTR)
+                    continue;
+                return -1;
+            }
+            if ((p[1].revents & POLLIN) && links_take(cfg, t, linked) < 0)
+                return -1;
+            if (!p[0].revents)
+                continue;
+        }
+        ssize_t n = read(fd, f, sizeof *f);
+        if (n >= 0 || errno != EINTR)
+            return n;
+    }
+}
+
 /* Sandbox mode: kills every other process and reaps for at most REAP_MS;
  * one still there (uninterruptible sleep) is reported as "S" (the caller's
  * A3S_RESULT_OUTLIVED): this PID 1's exit then waits for it in the kernel. */
@@ -563,7 +595,7 @@ static void kill_namespace(const struct config *cfg) {
         signal_namespace(cfg, SIGKILL);
         int st;
         pid_t p;
-        while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
         }
         if (p < 0 && errno == ECHILD)
             return;
@@ -794,6 +826,11 @@ int main(int argc, char **argv) {
          * link() and linkat() of a command is reported to us, because a
          * hard link made and removed again can change a file where no
          * directory watch of the host sees it (docs/verification.md). */
+        /* The exec check sees each exec as a notification of our listener
+         * and seizes only the thread that makes it (exectrace.c): forks
+         * cost nothing. A server watches when told its commands come with
+         * rules (--exec-notify): every exec costs a hand-off then. */
+        cfg.exec_notify = tracing || (cfg.server && cfg.exec_notify);
         int links;
         if (cfg.nmissing) { /* protected names kept missing: names.c */
             char why[256];
@@ -802,9 +839,12 @@ int main(int argc, char **argv) {
             if (links < 0)
                 die(&cfg, "%s", why);
         } else {
-            links = a3s_seccomp_watch_links();
+            links = a3s_seccomp_watch_links(cfg.exec_notify);
+            if (links < 0 && cfg.exec_notify) /* the full trace then, from each fork */
+                cfg.exec_notify = false, links = a3s_seccomp_watch_links(false);
         }
         cfg.links_fd = links >= 0 ? links : -1;
+        trace.notify = cfg.exec_notify; /* else the whole tree is traced, from its fork */
         /* the watchdog's sock_diag socket: the filter refuses AF_NETLINK after this */
         cfg.diag_fd = watchdog_socket(&cfg);
         /* The init runs under the command's filter too, installed once here
@@ -841,12 +881,15 @@ int main(int argc, char **argv) {
         cfg.grant_fd = -1;
     }
     int report[2], go[2] = {-1, -1}, ready[2] = {-1, -1};
+    bool seize_tree = tracing && !trace.notify; /* the full trace, from the fork */
     if (pipe2(report, O_CLOEXEC) < 0 ||
-        (tracing && (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0)))
+        (seize_tree && (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0)))
         die(&cfg, "pipe2: %s", strerror(errno));
     if (tracing) {
         exectrace_locate(&trace, environ);
         exectrace_tell_to(&trace, 2); /* the command's stderr is ours */
+        if (cfg.names && trace.notify)
+            atomic_store(&cfg.names->execs_checked, true);
     }
     if (cfg.sandbox)
         oom_adj_for_command(&cfg);
@@ -857,7 +900,7 @@ int main(int argc, char **argv) {
         die(&cfg, "fork: %s", strerror(errno));
     if (child == 0) {
         close(report[0]);
-        if (tracing) {
+        if (seize_tree) {
             close(go[1]);
             close(ready[0]);
         }
@@ -878,7 +921,8 @@ int main(int argc, char **argv) {
         run_child(&spec);
     }
     close(report[1]);
-    if (tracing) {
+    trace.root = child;
+    if (seize_tree) {
         close(go[0]);
         close(ready[1]);
         int terr = exectrace_seize(&trace, child, ready[0], go[1]);
@@ -891,10 +935,8 @@ int main(int argc, char **argv) {
         }
     }
     struct exec_failure f;
-    ssize_t n;
-    do
-        n = read(report[0], &f, sizeof f);
-    while (n < 0 && errno == EINTR);
+    bool linked = cfg.sandbox && cfg.links_fd < 0; /* unwatchable: assume links */
+    ssize_t n = read_report(&cfg, &trace, report[0], &f, &linked);
     close(report[0]);
     a3s_landlock_close(&ll);
     a3s_landlock_close(&cfg.grant_ll);
@@ -908,7 +950,6 @@ int main(int argc, char **argv) {
         die(&cfg, "%s %s: %s", f.step, cfg.argv[0], strerror(f.err));
     }
     status_write(cfg.status_fd, "R", 1);
-    bool linked = cfg.sandbox && cfg.links_fd < 0; /* unwatchable: assume links */
     if (linked)
         status_write(cfg.status_fd, "L", 1);
 
@@ -933,13 +974,15 @@ int main(int argc, char **argv) {
         if (rc < 0 && errno != EINTR)
             finish(&cfg, child, EXIT_SETUP);
         if (fds[5].revents & POLLIN) {
-            if (links_take(&cfg) < 0) {
-                close(cfg.links_fd); /* unanswerable: the command's link calls fail */
+            bool was = linked;
+            if (links_take(&cfg, &trace, &linked) < 0) {
+                /* unanswerable: the command's link (and exec) calls fail */
+                close(cfg.links_fd);
                 cfg.links_fd = -1;
+                linked = true;
             }
-            if (!linked)
+            if (linked && !was)
                 status_write(cfg.status_fd, "L", 1);
-            linked = true;
         }
         if (fds[2].revents && !fds[3].revents) {
             /* a request to pass a signal on (a stop's first step), or the caller's end */

@@ -45,5 +45,8 @@
 #define exectrace_seize a3s_init_exectrace_seize
 #define exectrace_wait a3s_init_exectrace_wait
 #define exectrace_report a3s_init_exectrace_report
+#define exectrace_take a3s_init_exectrace_take
+#define exectrace_answer a3s_init_exectrace_answer
+#define read_report a3s_init_read_report
 
 #endif

@@ -2,19 +2,39 @@
  * with the argv it really runs, before its first instruction.
  *
  * When the host gives the init bash deny or ask rules (--exec-deny,
- * --exec-ask, --exec-approve; in server mode with each EXEC), the init
- * traces the command's whole tree with ptrace: the command's process is
- * seized right after fork (PTRACE_O_TRACEEXEC, TRACEFORK, TRACEVFORK,
- * TRACECLONE, EXITKILL), so every process and thread it ever makes is
- * traced too. At each PTRACE_EVENT_EXEC stop the new image is loaded and
- * not one of its instructions has run; its memory is a fresh mm that only
- * the stopped task uses. The init reads the argv from /proc/PID/cmdline and
- * the executable from /proc/PID/exe, decides (native/src/exec_match.c),
- * and either lets it go on or kills it (SIGKILL) with a message on the
- * program's stderr. So what is checked is what runs: unlike a seccomp
- * user notification on execve's pointers, no other thread can change the
- * memory between the check and its use (the old mm is gone, and the new
- * one is not shared).
+ * --exec-ask, --exec-approve; in server mode with each EXEC), every exec of
+ * the command stops at a PTRACE_EVENT_EXEC stop of the init's. There the
+ * new image is loaded and not one of its instructions has run; its memory
+ * is a fresh mm that only the stopped task uses. The init reads the argv
+ * from /proc/PID/cmdline and the executable from /proc/PID/exe, decides
+ * (native/src/exec_match.c), and either lets it go on or kills it (SIGKILL)
+ * with a message on the program's stderr. So what is checked is what runs:
+ * unlike a decision on execve's pointer arguments, no other thread can
+ * change the memory between the check and its use (the old mm is gone, and
+ * the new one is not shared).
+ *
+ * How the exec stops are had, two ways:
+ *  - seized at the notification (t->notify; the sandbox, where the kernel
+ *    has seccomp user notification): the init's own listener filter, which
+ *    every command inherits and none can remove, turns execve and execveat
+ *    into notifications (a3s_seccomp_watch_links, or names.c's filter, which
+ *    passes them on: a task has one listener at most). For each, the init
+ *    seizes the calling thread (PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL, no
+ *    fork following) before it answers CONTINUE, so the exec that follows
+ *    stops at its exec stop; there the thread is checked and detached. Forks
+ *    cost nothing, an exec two hand-offs. An exec that fails (ENOENT along a
+ *    PATH search) makes no exec stop: the thread stays traced (t->held), its
+ *    next execs are let through at once (already seized), its signals and
+ *    stops are passed on, its exit is reported here. An exec from a thread
+ *    other than the leader stops under the leader's pid (PTRACE_GETEVENTMSG
+ *    names the old tid). A thread that cannot be seized (non-dumpable: no
+ *    tracer without CAP_SYS_PTRACE may follow it) is refused its exec
+ *    (EACCES), never let through untraced.
+ *  - the whole tree (the process host, which has no seccomp filter, and a
+ *    kernel without user notification): the command's process is seized
+ *    right after fork (PTRACE_O_TRACEEXEC, TRACEFORK, TRACEVFORK,
+ *    TRACECLONE, EXITKILL), so every process and thread it ever makes is
+ *    traced too; four hand-offs per fork and exec.
  *
  * What else could write the new image's memory after the check: ptrace,
  * process_vm_writev, pidfd_getfd (the command's seccomp filter refuses
@@ -48,6 +68,9 @@
     (PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | \
      PTRACE_O_EXITKILL)
 
+/* the seize at an exec's notification: its exec stop, nothing it forks */
+#define NOTIFY_OPTIONS (PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)
+
 #define CMDLINE_MAX (8u << 20) /* far above ARG_MAX's usual 2 MiB */
 
 bool exectrace_add_rule(struct exectrace *t, const char *kind, const char *value, char *why,
@@ -76,6 +99,7 @@ bool exectrace_active(const struct exectrace *t) {
 
 void exectrace_reset(struct exectrace *t) {
     a3s_exec_rules_free(t->rules);
+    free(t->held);
     if (t->tell_fd >= 0)
         close(t->tell_fd);
     *t = (struct exectrace){.root = -1, .tell_fd = -1};
@@ -212,6 +236,104 @@ static void record(struct exectrace *t, int list, const char *pattern, const cha
                  pattern, 2048, reading);
 }
 
+/* The threads seized at an exec's notification and not let go yet (their
+ * exec stop, or their end, is still to come). Few: one per exec in flight. */
+static bool held(const struct exectrace *t, pid_t tid) {
+    for (size_t i = 0; i < t->nheld; i++)
+        if (t->held[i] == tid)
+            return true;
+    return false;
+}
+
+static void unhold(struct exectrace *t, pid_t tid) {
+    for (size_t i = 0; i < t->nheld; i++)
+        if (t->held[i] == tid) {
+            t->held[i] = t->held[--t->nheld];
+            return;
+        }
+}
+
+static bool hold(struct exectrace *t, pid_t tid) {
+    if (t->nheld == t->held_cap) {
+        size_t cap = t->held_cap ? 2 * t->held_cap : 16;
+        pid_t *grown = realloc(t->held, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        t->held = grown;
+        t->held_cap = cap;
+    }
+    t->held[t->nheld++] = tid;
+    return true;
+}
+
+/* Whether thread tid is traced by us: a held thread, checked again (were
+ * its end ever missed, its number could name another thread, which must
+ * not exec unseized). Only on the path of an exec after a failed one. */
+static bool traced_by_us(pid_t tid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *line = strstr(buf, "\nTracerPid:");
+    return line && strtol(line + 11, NULL, 10) == (long)getpid();
+}
+
+static void record(struct exectrace *t, int list, const char *pattern, const char *reading);
+static void tell(const struct exectrace *t, const char *msg);
+
+/* An execve or execveat of thread `tid`, held by the kernel until answered.
+ * The decision is never taken here, on the call's pointers (another thread
+ * could change what they point to after we read it): the thread is seized
+ * with PTRACE_O_TRACEEXEC and let go on, and its exec stop, where the new
+ * image's private memory holds the argv, is checked as in the full trace.
+ * A thread that cannot be seized does not exec (fail closed). */
+int exectrace_answer(struct exectrace *t, int listener, pid_t tid, uint64_t id) {
+    if (!t || !t->notify || !t->rules)
+        return a3s_seccomp_notif_answer(listener, id, 0); /* no rules: nothing to check */
+    if (tid == t->root && !t->root_execd) {
+        t->root_execd = true; /* bash -c LINE: the host decided the line */
+        return a3s_seccomp_notif_answer(listener, id, 0);
+    }
+    if (held(t, tid) && traced_by_us(tid)) /* seized at an exec that failed (ENOENT...) */
+        return a3s_seccomp_notif_answer(listener, id, 0);
+    unhold(t, tid);
+    if (!hold(t, tid))
+        return a3s_seccomp_notif_answer(listener, id, ENOMEM);
+    if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)NOTIFY_OPTIONS) == 0)
+        return a3s_seccomp_notif_answer(listener, id, 0);
+    int e = errno;
+    unhold(t, tid);
+    if (e != ESRCH) { /* ESRCH: it died meanwhile, and nothing is left to answer */
+        /* non-dumpable (PR_SET_DUMPABLE 0, or an unreadable program): no
+         * tracer without CAP_SYS_PTRACE may follow it, so it may not exec */
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "codeward: refused an exec of process %d: the exec check cannot follow it "
+                 "(ptrace: %s; a process that made itself non-dumpable cannot exec)\n",
+                 (int)tid, strerror(e));
+        tell(t, msg);
+        record(t, A3S_LIST_DENY, "", "an exec of a non-dumpable process");
+    }
+    return a3s_seccomp_notif_answer(listener, id, EACCES);
+}
+
+int exectrace_take(struct exectrace *t, int listener, bool *linked) {
+    struct a3s_seccomp_call call;
+    int rc = a3s_seccomp_notif_take(listener, &call);
+    if (rc <= 0)
+        return rc;
+    if (call.exec)
+        return exectrace_answer(t, listener, (pid_t)call.pid, call.id);
+    *linked = true;
+    return a3s_seccomp_notif_answer(listener, call.id, 0);
+}
+
 /* An exec stop: let it go on, or kill it. */
 static void check_exec(struct exectrace *t, pid_t pid) {
     if (pid == t->root && !t->root_execd) {
@@ -255,7 +377,8 @@ static void check_exec(struct exectrace *t, pid_t pid) {
     if (cwd_fd >= 0)
         close(cwd_fd);
     if (d.list == A3S_LIST_NONE) {
-        ptrace(PTRACE_CONT, pid, NULL, NULL);
+        /* seized at its notification: let go, its forks are not ours to follow */
+        ptrace(t->notify ? PTRACE_DETACH : PTRACE_CONT, pid, NULL, NULL);
     } else {
         /* fail closed: an exec that cannot be read is stopped too */
         int list = A3S_LIST_DENY;
@@ -287,6 +410,14 @@ static void handle_stop(struct exectrace *t, pid_t pid, int status) {
     int sig = WSTOPSIG(status);
     int event = (int)((unsigned)status >> 16);
     if (event == PTRACE_EVENT_EXEC) {
+        if (t->notify) {
+            /* done with it either way; an exec of a thread other than the
+             * leader stops under the leader's pid, the message is its own */
+            unsigned long old = 0;
+            if (ptrace(PTRACE_GETEVENTMSG, pid, NULL, &old) == 0)
+                unhold(t, (pid_t)old);
+            unhold(t, pid);
+        }
         check_exec(t, pid);
     } else if (event == PTRACE_EVENT_STOP) {
         /* a group stop (SIGSTOP and friends) stays one; the first stop of a
@@ -311,8 +442,11 @@ pid_t exectrace_wait(struct exectrace *t, int *status, int flags) {
             return 0;
         }
         pid_t p = waitpid(-1, status, flags | (t && t->rules ? __WALL : 0));
-        if (p <= 0 || !t || !t->rules || !WIFSTOPPED(*status))
+        if (p <= 0 || !t || !t->rules || !WIFSTOPPED(*status)) {
+            if (p > 0 && t && t->notify)
+                unhold(t, p); /* gone, or never held: its tid may be reused */
             return p;
+        }
         handle_stop(t, p, *status);
     }
 }

@@ -7,6 +7,7 @@
 #include "../src/seccomp_linux.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,15 @@
 
 struct exectrace;
 
+/* names.c's state that the main thread shares (the exec check). */
+struct names_shared {
+    atomic_bool execs_checked; /* the running command has exec rules: execs go to the main
+                                  thread (else names.c lets them through at once) */
+    atomic_bool link_missed;   /* a link report did not fit in the pipe */
+    int listener;              /* the listener, whose exec notifications the main thread
+                                  answers */
+};
+
 struct config {
     bool sandbox; /* false: host mode */
     bool server;  /* server mode (also sandbox) */
@@ -39,6 +49,7 @@ struct config {
     int links_fd;   /* sandbox: the listener of link() and linkat() calls (every one is
                        let through and reported); -1: they cannot be watched here, so every
                        command is reported as having made links */
+    bool exec_notify; /* links_fd also gets every execve and execveat (exectrace.c) */
     uint64_t timeout_ms;
     uint64_t deadline_ns; /* --deadline-ns: when the command's time ends (CLOCK_MONOTONIC, the
                              caller's clock too); 0: timeout_ms from the command's start */
@@ -83,6 +94,7 @@ struct config {
     const char *names_root; /* --names-root: the workspace, as the sandbox sees it */
     const char *missing[MAX_MISSING];
     size_t nmissing;
+    struct names_shared *names; /* set by names_start */
 };
 
 /* What a child reports through its close-on-exec pipe when it cannot exec. */
@@ -163,8 +175,14 @@ int names_start(struct config *cfg, const struct a3s_landlock *ll,
                 const struct a3s_seccomp_program *f1, const struct a3s_seccomp_program *f2,
                 char *why, size_t cap);
 /* After poll finds cfg->links_fd readable: takes what it reports (a link
- * call let through, or the names pipe drained). 1, or -errno. */
-int links_take(const struct config *cfg);
+ * call let through and *linked set, the names pipe drained, or an exec:
+ * exectrace_take). 1, or -errno. */
+int links_take(const struct config *cfg, struct exectrace *t, bool *linked);
+/* After fork: reads the child's exec failure report from fd (what read
+ * returns), answering the listener meanwhile when execs come through it
+ * (cfg->exec_notify: the child's own exec is one). */
+ssize_t read_report(const struct config *cfg, struct exectrace *t, int fd,
+                    struct exec_failure *f, bool *linked);
 
 /* janitor.c: janitor mode (a3s-init --mode janitor ...), run by the core on
  * the host next to a sandbox that made placeholders; removes them once the
@@ -190,7 +208,11 @@ int probe_denials(char *detail, size_t cap);
  * tracing at all (exectrace_wait is then waitpid). */
 struct exectrace {
     a3s_exec_rules *rules; /* the bash deny and ask rules, and the approved commands */
-    pid_t root;            /* the command's own process, seized; -1: none yet */
+    pid_t root;            /* the command's own process (seized unless notify); -1: none yet */
+    bool notify;           /* execs come as notifications of the init's listener, and each
+                              execing thread is seized then (exectrace_take), not the tree */
+    pid_t *held;           /* notify: the threads seized, their exec stop still to come */
+    size_t nheld, held_cap;
     bool root_execd;       /* its first exec (bash -c LINE) went by unchecked */
     int stops;             /* execs stopped */
     int tell_fd;           /* where the command is told what was stopped (its original
@@ -226,6 +248,15 @@ int exectrace_seize(struct exectrace *t, pid_t child, int ready_fd, int go_fd);
  * caller polling its signalfd comes back for the rest after its other
  * duties. t may be NULL. */
 pid_t exectrace_wait(struct exectrace *t, int *status, int flags);
+/* The listener (cfg->links_fd) is readable: takes one notification. A link
+ * call is let through and sets *linked; an exec is let through, seized first
+ * when t->notify (its exec stop is checked in exectrace_wait), or refused if
+ * it cannot be seized. t may be NULL (no rules: every exec goes on). 0, or
+ * -errno if the listener cannot be answered. */
+int exectrace_take(struct exectrace *t, int listener, bool *linked);
+/* The exec of thread tid, notification id of listener (taken by names.c):
+ * answered as exectrace_take does. 0, or -errno. */
+int exectrace_answer(struct exectrace *t, int listener, pid_t tid, uint64_t id);
 /* The status-fd record of the first stop, "X<hex of first>.", in out; its
  * length (0: nothing was stopped). */
 size_t exectrace_report(const struct exectrace *t, char *out, size_t cap);

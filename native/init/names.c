@@ -28,6 +28,12 @@
  * noted and let through (struct nodump: a non-dumpable caller's memory).
  * link() and linkat() are still reported as links seen (the "L" status) via
  * a pipe whose read end is cfg->links_fd.
+ *
+ * With the exec check (cfg->exec_notify), execve and execveat are notified
+ * here too (a task has one listener at most): while the running command has
+ * rules, each goes to the main thread through the same pipe, which seizes
+ * the caller and answers (exectrace.c: ptrace requests come from the thread
+ * that seized); without rules it is let through here.
  */
 #define _GNU_SOURCE
 #include "init.h"
@@ -39,6 +45,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -169,10 +176,19 @@ struct names_rt {
     unsigned proc_next; /* the slot replaced next */
     int listener;
     int helper;    /* the thread's end of the helper's socket */
-    int link_pipe; /* write end: a byte per link() or linkat() */
+    int link_pipe; /* write end: a struct names_note per link, or exec to check */
     size_t notif_size, resp_size;
     struct nodump nodump[NODUMP_MAX];
     size_t nodumps; /* slots in use */
+    struct names_shared shared;
+};
+
+/* What the pipe to the main thread carries: whole records (one atomic write
+ * each, and reads of whole records), a link seen or an exec to check. */
+struct names_note {
+    uint64_t id;
+    int32_t pid;
+    int32_t exec;
 };
 
 /* ---- the filter ---------------------------------------------------------- */
@@ -180,7 +196,7 @@ struct names_rt {
 /* Every call that makes or renames a name; open and openat only with
  * O_CREAT (their flags are plain arguments); openat2 is refused with ENOSYS
  * by the deny-list (its flags are behind a pointer). */
-static int install_filter(void) {
+static int install_filter(bool execs) {
     static const int notify_nr[] = {
 #  ifdef SYS_creat
         SYS_creat,
@@ -205,10 +221,12 @@ static int install_filter(void) {
 #  endif
         SYS_mkdirat,   SYS_mknodat, SYS_symlinkat, SYS_linkat, SYS_renameat2,
         SYS_chdir,     SYS_fchdir, /* let through: only noted (struct nodump) */
+        SYS_execve,    SYS_execveat, /* the exec check: the last two, left out without it */
     };
-    enum { N = sizeof notify_nr / sizeof notify_nr[0] };
+    enum { ALL = sizeof notify_nr / sizeof notify_nr[0] };
+    const unsigned N = execs ? ALL : ALL - 2;
     /* jumps go forward only: each flags check ends in returns of its own */
-    struct sock_filter f[N + 24];
+    struct sock_filter f[ALL + 24];
     unsigned n = 0;
     f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
                                           offsetof(struct seccomp_data, arch));
@@ -1109,13 +1127,22 @@ static void *names_thread(void *arg) {
             continue;
         }
         long nr = n->data.nr;
+        if (nr == SYS_execve || nr == SYS_execveat) {
+            struct names_note note = {.id = n->id, .pid = (int32_t)n->pid, .exec = 1};
+            if (!atomic_load(&rt->shared.execs_checked))
+                answer_continue(rt->listener, n->id); /* no rules: nothing to check */
+            else if (write(rt->link_pipe, &note, sizeof note) != (ssize_t)sizeof note)
+                answer(rt->listener, n->id, EAGAIN, 0); /* never unchecked (fail closed) */
+            continue;
+        }
         if (nr == SYS_linkat
 #  ifdef SYS_link
             || nr == SYS_link
 #  endif
         ) {
-            ssize_t w = write(rt->link_pipe, "L", 1); /* full: one is already there */
-            (void)w;
+            struct names_note note = {.exec = 0};
+            if (write(rt->link_pipe, &note, sizeof note) != (ssize_t)sizeof note)
+                atomic_store(&rt->shared.link_missed, true); /* full: said at the next take */
         }
         int base[2] = {-1, -1};
         if (nr == SYS_prctl) { /* PR_SET_DUMPABLE (the filter): makes no name */
@@ -1221,7 +1248,7 @@ int names_start(struct config *cfg, const struct a3s_landlock *ll,
         snprintf(why, cap, "names: cannot start the confined helper");
         return -1;
     }
-    int listener = install_filter();
+    int listener = install_filter(cfg->exec_notify);
     if (listener < 0) {
         snprintf(why, cap, "names: cannot install the filter: %s", strerror(-listener));
         return -1;
@@ -1259,6 +1286,8 @@ int names_start(struct config *cfg, const struct a3s_landlock *ll,
         return -1;
     }
     rt = (struct names_rt){.listener = listener, .helper = sv[0], .link_pipe = lp[1]};
+    rt.shared.listener = listener;
+    cfg->names = &rt.shared;
     server = (struct start){.sock = -1, .cfg = cfg, .f1 = f1, .f2 = f2, .rt = &rt};
     if (!start_thread(names_thread, &server)) {
         snprintf(why, cap, "names: cannot start the supervisor thread");
@@ -1279,12 +1308,30 @@ int names_start(struct config *cfg, const struct a3s_landlock *ll,
 
 #endif
 
-int links_take(const struct config *cfg) {
-    if (cfg->nmissing) {
-        char buf[64];
-        while (read(cfg->links_fd, buf, sizeof buf) > 0) {
-        }
-        return 1;
+int links_take(const struct config *cfg, struct exectrace *t, bool *linked) {
+    if (!cfg->nmissing) {
+        int rc = exectrace_take(t, cfg->links_fd, linked);
+        return rc < 0 ? rc : 1;
     }
-    return a3s_seccomp_continue_link(cfg->links_fd);
+#ifdef NAMES_SUPPORTED
+    struct names_shared *sh = cfg->names;
+    if (atomic_exchange(&sh->link_missed, false))
+        *linked = true;
+    struct names_note notes[64];
+    ssize_t n;
+    while ((n = read(cfg->links_fd, notes, sizeof notes)) > 0) {
+        for (size_t i = 0; i < (size_t)n / sizeof *notes; i++) {
+            if (!notes[i].exec) {
+                *linked = true;
+                continue;
+            }
+            int rc = exectrace_answer(t, sh->listener, (pid_t)notes[i].pid, notes[i].id);
+            if (rc < 0)
+                return rc;
+        }
+        if (n < (ssize_t)sizeof notes)
+            break;
+    }
+#endif
+    return 1;
 }

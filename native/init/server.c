@@ -665,10 +665,14 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             rules_ok = exectrace_add_rule(&trace, KINDS[l], m->rules[l][i], rule_why,
                                           sizeof rule_why);
     bool tracing = rules_ok && exectrace_active(&trace);
+    trace.notify = cfg->exec_notify; /* else the whole tree is traced, from its fork */
+    bool seize_tree = tracing && !trace.notify;
     if (tracing) {
         exectrace_locate(&trace, m->env);
         exectrace_tell_to(&trace, err); /* the stderr the host reads */
     }
+    if (cfg->names) /* names.c passes execs on to us, or lets them through */
+        atomic_store(&cfg->names->execs_checked, tracing && trace.notify);
     oom_adj_for_command(cfg);
     if (!argv) {
         fail_setup(d, "%s: %s", "out of memory", ENOMEM);
@@ -688,13 +692,13 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         d->flags = A3S_DONE_SETUP_FAILED;
         snprintf(d->message, sizeof d->message, "%s", rule_why);
     } else if (pipe2(report, O_CLOEXEC) < 0 ||
-               (tracing && (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0))) {
+               (seize_tree && (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0))) {
         fail_setup(d, "%s: %s", "pipe2", errno);
     } else if ((child = fork()) < 0) {
         fail_setup(d, "%s: %s", "fork", errno);
     } else if (child == 0) {
         close(report[0]);
-        if (tracing) {
+        if (seize_tree) {
             close(go[1]);
             close(ready[0]);
         }
@@ -725,7 +729,9 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         close(report[1]);
     int status = 0;
     bool reaped = false;
-    if (tracing && child > 0) {
+    bool linked = cfg->links_fd < 0; /* unwatchable: assume the command made links */
+    trace.root = child;
+    if (seize_tree && child > 0) {
         close(go[0]);
         close(ready[1]);
         int terr = exectrace_seize(&trace, child, ready[0], go[1]);
@@ -744,10 +750,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
     }
     if (child > 0 && !(d->flags & A3S_DONE_SETUP_FAILED)) {
         struct exec_failure f;
-        ssize_t n;
-        do
-            n = read(report[0], &f, sizeof f);
-        while (n < 0 && errno == EINTR);
+        ssize_t n = read_report(cfg, &trace, report[0], &f, &linked);
         if (n == (ssize_t)sizeof f) {
             f.step[sizeof f.step - 1] = '\0';
             char what[384];
@@ -760,7 +763,6 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
         close(report[0]);
 
     bool stopping = false, timed_out = false, cancelled = false, oom_killed = false;
-    bool linked = cfg->links_fd < 0; /* unwatchable: assume the command made links */
     int links_fd = cfg->links_fd;
     int tfd = -1, wfd = -1;
     if (child > 0 && !(d->flags & A3S_DONE_SETUP_FAILED)) {
@@ -783,8 +785,7 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
                 shut_down();
             }
             if (p[6].revents & POLLIN) {
-                linked = true;
-                if (links_take(cfg) < 0)
+                if (links_take(cfg, &trace, &linked) < 0)
                     shut_down(); /* a link call we cannot answer would hang the command */
             }
             if (p[3].revents || p[4].revents)
@@ -856,6 +857,8 @@ static void run_one(const char *program, const struct a3s_landlock *ll,
             d->flags |= A3S_DONE_LINKED;
         d->pid = child;
     }
+    if (cfg->names)
+        atomic_store(&cfg->names->execs_checked, false); /* nothing of the command is left */
     exectrace_reset(&trace);
     free(argv);
 }

@@ -199,6 +199,8 @@ static void init_lines(const struct plan *p, struct a3s_strvec *lines, size_t i)
         } else if (is(opt, "--no-landlock")) {
             add(lines, "landlock", "off", NULL, NULL);
             i += 1;
+        } else if (is(opt, "--exec-notify")) {
+            i += 1; /* how the exec check sees execs, not what the sandbox allows */
         } else if (is(opt, "--allow-connect")) {
             add(lines, "landlock", "allow-connect", NULL, NULL);
             i += 1;

@@ -85,6 +85,8 @@ struct a3s_watch {
 /* One run's plan: everything decided before bubblewrap starts. */
 struct plan {
     bool server;                    /* a long-lived sandbox (init in server mode) */
+    bool exec_notify;               /* server: its first command came with exec rules, so the
+                                       init watches every exec (init/exectrace.c) */
     struct a3s_strvec argv;
     struct a3s_strvec env;          /* one-shot only: a long-lived sandbox gets it per command */
     struct a3s_strvec placeholders; /* 'f'/'d' + path: remove afterwards if untouched */

@@ -2244,6 +2244,8 @@ static void push_init(const a3s_sandbox *sb, const struct plan *p, const a3s_exe
     if (p->server) {
         push_num(a, "--control-fd", (uint64_t)fds->control_fd);
         push_num(a, "--host-pidfd", (uint64_t)fds->host_pidfd);
+        if (p->exec_notify)
+            a3s_strvec_push(a, "--exec-notify");
     } else if (p->spawn) {
         /* a server runs until it is stopped */
         push_num(a, "--status-fd", (uint64_t)fds->status_fd);

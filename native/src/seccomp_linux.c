@@ -133,6 +133,8 @@
 #define NR_link NR(86, NONE)
 #define NR_linkat NR(265, 37)
 #define NR_ptrace NR(101, 117)
+#define NR_execve NR(59, 221)
+#define NR_execveat NR(322, 281)
 #define NR_kill NR(62, 129)
 #define NR_tkill NR(200, 130)
 #define NR_tgkill NR(234, 131)
@@ -902,15 +904,25 @@ int a3s_seccomp_install(const struct a3s_seccomp_program *p) {
 #  define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
 #endif
 
-int a3s_seccomp_watch_links(void) {
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS /* Linux 6.6 */
+#  define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#  define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
+int a3s_seccomp_watch_links(bool execs) {
 #if defined(NATIVE_ARCH) && defined(SECCOMP_IOCTL_NOTIF_RECV) && defined(SYS_seccomp)
     /* foreign architectures: allowed here, killed by the deny-list */
     struct sock_filter insn[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 4),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 6),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_link, 3, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_linkat, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_link, 5, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_linkat, 4, 0),
+        /* without execs these never match: execve's number is not NONE's */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, execs ? (uint32_t)NR_execve : (uint32_t)NONE, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, execs ? (uint32_t)NR_execveat : (uint32_t)NONE, 2, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
@@ -920,41 +932,71 @@ int a3s_seccomp_watch_links(void) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return -errno;
     long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-    return fd < 0 ? -errno : (int)fd;
+    if (fd < 0)
+        return -errno;
+    /* Linux 6.6: the caller and the init are woken on the waker's CPU, as a
+     * hand-off (each exec is a round trip); older kernels refuse the flag
+     * and wake as before */
+    if (execs)
+        (void)!ioctl((int)fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+    return (int)fd;
 #else
+    (void)execs;
     return -ENOSYS;
 #endif
 }
 
-int a3s_seccomp_continue_link(int listener) {
+int a3s_seccomp_notif_take(int listener, struct a3s_seccomp_call *call) {
 #if defined(NATIVE_ARCH) && defined(SECCOMP_IOCTL_NOTIF_RECV) && defined(SYS_seccomp)
-    /* the kernel's structures may be larger than these headers': ask */
-    struct seccomp_notif_sizes sizes = {0};
-    if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
+    /* the kernel's structures may be larger than these headers': ask (once) */
+    static struct seccomp_notif_sizes sizes;
+    if (!sizes.seccomp_notif && syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
         return -errno;
     union {
         struct seccomp_notif n;
         unsigned char bytes[512];
     } req;
+    if (sizes.seccomp_notif > sizeof req || sizes.seccomp_notif_resp > 512)
+        return -EOVERFLOW;
+    memset(&req, 0, sizeof req); /* the kernel wants it zeroed */
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0)
+        return errno == ENOENT ? 0 : -errno; /* ENOENT: its caller died meanwhile */
+    call->id = req.n.id;
+    call->pid = (int32_t)req.n.pid;
+    call->exec = req.n.data.nr == NR_execve || req.n.data.nr == NR_execveat;
+    return 1;
+#else
+    (void)listener, (void)call;
+    return -ENOSYS;
+#endif
+}
+
+int a3s_seccomp_notif_answer(int listener, uint64_t id, int err) {
+#if defined(NATIVE_ARCH) && defined(SECCOMP_IOCTL_NOTIF_RECV) && defined(SYS_seccomp)
     union {
         struct seccomp_notif_resp r;
         unsigned char bytes[512];
     } resp;
-    if (sizes.seccomp_notif > sizeof req || sizes.seccomp_notif_resp > sizeof resp)
-        return -EOVERFLOW;
-    memset(&req, 0, sizeof req); /* the kernel wants it zeroed */
-    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0)
-        return errno == ENOENT ? 1 : -errno; /* ENOENT: its caller died meanwhile */
     memset(&resp, 0, sizeof resp);
-    resp.r.id = req.n.id;
-    resp.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    resp.r.id = id;
+    resp.r.error = err ? -err : 0;
+    resp.r.flags = err ? 0 : SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0 && errno != ENOENT)
-        return -errno;
-    return 1;
+        return -errno; /* ENOENT: its caller died meanwhile */
+    return 0;
 #else
-    (void)listener;
+    (void)listener, (void)id, (void)err;
     return -ENOSYS;
 #endif
+}
+
+int a3s_seccomp_continue_link(int listener) {
+    struct a3s_seccomp_call call;
+    int rc = a3s_seccomp_notif_take(listener, &call);
+    if (rc <= 0)
+        return rc < 0 ? rc : 1;
+    rc = a3s_seccomp_notif_answer(listener, call.id, 0);
+    return rc < 0 ? rc : 1;
 }
 
 #else

@@ -91,12 +91,32 @@ void a3s_seccomp_program_free(struct a3s_seccomp_program *p);
 int a3s_seccomp_install(const struct a3s_seccomp_program *p);
 
 /* Installs on the calling thread a filter that turns link() and linkat()
+ * (and with `execs`, execve() and execveat() too: the exec check, init/exectrace.c)
  * into user notifications, and returns its listener (close-on-exec), or
  * -errno (-ENOSYS, -EINVAL where the kernel has no user notification). The
  * init installs it before the deny-list (which refuses any later listener)
- * and answers each notification with a3s_seccomp_continue_link: the call
- * proceeds, and the init knows a hard link may have been made. */
-int a3s_seccomp_watch_links(void);
+ * and answers each link notification with a3s_seccomp_continue_link (or
+ * a3s_seccomp_notif_answer): the call proceeds, and the init knows a hard
+ * link may have been made. With `execs` the listener wakes its callers as a
+ * hand-off where the kernel can (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP). */
+int a3s_seccomp_watch_links(bool execs);
+
+/* One notification taken from a listener. */
+struct a3s_seccomp_call {
+    uint64_t id;
+    int32_t pid;   /* the calling thread, as the listener's pid namespace sees it */
+    bool exec;     /* execve or execveat; else link or linkat */
+};
+
+/* Takes one pending notification from `listener` into *call: 1, 0 when its
+ * caller died meanwhile (nothing to answer), or -errno. Call it only when
+ * poll() finds the listener readable. */
+int a3s_seccomp_notif_take(int listener, struct a3s_seccomp_call *call);
+
+/* Answers notification `id`: err 0 lets the call run as it stands
+ * (SECCOMP_USER_NOTIF_FLAG_CONTINUE), else it fails with errno err. 0 (also
+ * when the caller died meanwhile), or -errno. */
+int a3s_seccomp_notif_answer(int listener, uint64_t id, int err);
 
 /* Takes one pending notification from `listener` and lets its call run.
  * 1 (also when the caller died meanwhile), or -errno. Call it only when

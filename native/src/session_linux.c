@@ -530,6 +530,10 @@ static int session_start(a3s_sandbox *sb, const a3s_exec_options *o, uint64_t de
     s->owner = getpid();
     s->ctl = s->lifeline = s->pidfd = s->errfd = -1;
     a3s_plan_init(&s->plan);
+    /* a session whose first command has exec rules has them with every command (the
+     * policy's): its init then checks each exec at its notification, cheaper than
+     * tracing every fork, which a session without them would pay for nothing */
+    s->plan.exec_notify = a3s_exec_options_trace(o);
     /* planning counts against the command's time and its cancel */
     s->plan.deadline = deadline;
     s->plan.cancel_fd = (o->flags & A3S_EXEC_CANCEL_FD) ? o->cancel_fd : -1;

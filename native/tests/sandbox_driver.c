@@ -8,7 +8,8 @@
  * Usage: sandbox_driver [--process-host] [--reuse] [--no-landlock] [--timeout-ms N]
  *                       [--grace-ms N] [--max-output N] [--state-dir DIR] [--scratch DIR]
  *                       [--memory-max N] [--max-processes N] [--tmpfs-max N]
- *                       [--watch-budget N] [--grant-fd N] INIT BWRAP WORKSPACE COMMAND...
+ *                       [--watch-budget N] [--grant-fd N] [--exec-deny PATTERN]...
+ *                       INIT BWRAP WORKSPACE COMMAND...
  *        sandbox_driver --probe [--reuse] INIT BWRAP WORKSPACE
  *
  * --grant-fd N: each command runs with a network grant served through the
@@ -45,7 +46,8 @@ static int usage(void) {
     fprintf(stderr, "usage: sandbox_driver [--process-host] [--reuse] [--no-landlock] "
                     "[--timeout-ms N] [--grace-ms N] [--max-output N] [--state-dir DIR] "
                     "[--scratch DIR] [--memory-max N] [--max-processes N] [--tmpfs-max N] "
-                    "[--watch-budget N] [--grant-fd N] INIT BWRAP WORKSPACE COMMAND...\n"
+                    "[--watch-budget N] [--grant-fd N] [--exec-deny PATTERN]... "
+                    "INIT BWRAP WORKSPACE COMMAND...\n"
                     "       sandbox_driver --probe [--reuse] INIT BWRAP WORKSPACE\n");
     return 2;
 }
@@ -69,6 +71,8 @@ int main(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
     int probe = 0;
+    const char *deny[8];
+    size_t ndeny = 0;
     int i = 1;
     for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
         const char *a = argv[i];
@@ -107,7 +111,11 @@ int main(int argc, char **argv) {
             cfg.max_processes = strtoull(v, NULL, 10);
         else if (strcmp(a, "--tmpfs-max") == 0)
             cfg.tmpfs_max_bytes = strtoull(v, NULL, 10);
-        else if (strcmp(a, "--watch-budget") == 0)
+        else if (strcmp(a, "--exec-deny") == 0 && ndeny < sizeof deny / sizeof *deny) {
+            deny[ndeny++] = v;
+            o.exec_deny = deny;
+            o.exec_deny_count = ndeny;
+        } else if (strcmp(a, "--watch-budget") == 0)
             cfg.inotify_watch_budget = strtoull(v, NULL, 10);
         else if (strcmp(a, "--grant-fd") == 0) {
             o.flags |= A3S_EXEC_NETWORK_GRANT;

@@ -125,6 +125,7 @@ class Driver:
         reuse: bool = False,
         landlock: bool = True,
         limits: dict[str, int] | None = None,
+        extra: list[str] | None = None,
     ) -> list:
         head = [
             "setpriv",
@@ -143,6 +144,7 @@ class Driver:
             timing.insert(0, "--no-landlock")
         for name, value in (limits or {}).items():  # --memory-max, --max-processes ...
             timing += [f"--{name.replace('_', '-')}", str(value)]
+        timing += extra or []  # --exec-deny PATTERN ...
         commands = [command] if isinstance(command, str) else list(command or [])
         return [*head, *timing, *opts, str(self.init), self.bwrap, str(self.ws), *commands]
 
@@ -191,6 +193,7 @@ class Driver:
         timeout_ms: int = 20_000,
         reuse: bool = True,
         env: dict | None = None,
+        extra: list[str] | None = None,
     ) -> tuple[list[Result], dict[str, str]]:
         """The commands through one handle; (results, the driver's closing lines).
 
@@ -198,7 +201,9 @@ class Driver:
         cgroups=); reuse=False one-shot (no closing lines).
         """
         p = subprocess.run(
-            self.argv(commands, timeout_ms, reuse=reuse, landlock=landlock, limits=limits),
+            self.argv(
+                commands, timeout_ms, reuse=reuse, landlock=landlock, limits=limits, extra=extra
+            ),
             capture_output=True,
             env=env or self.env,
             cwd=self.root,
@@ -820,3 +825,49 @@ def test_unprivileged_non_dumpable_program_makes_names_and_no_protected_one(driv
     for name in ("protected-create", "protected-mkdir", "protected-rename", "child-protected"):
         assert got[name] == "EACCES", (name, r)
     assert sorted(os.listdir(driver.ws)) == [n for n in before if n != "nodump"], r
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["one-shot", "long-lived"])
+def test_unprivileged_exec_check_seizes_each_exec(driver, reuse) -> None:
+    """For nobody too, each exec is seized at its notification and checked at its exec stop:
+    after failed execs (a PATH search), from a thread, and a non-dumpable process's exec is
+    refused rather than run unchecked."""
+    bin_dir = driver.ws / "bin"
+    bin_dir.mkdir()
+    git = bin_dir / "git"
+    git.write_text('#!/bin/sh\necho "$*" >> "$MARK"\n')
+    git.chmod(0o755)
+    os.chown(bin_dir, NOBODY, NOBODY)
+    env = 'export PATH="$PWD/bin:$PATH" MARK="$PWD/marker"; '
+    commands = [
+        env + "git status; git push",
+        env
+        + 'PATH="/nope1:/nope2:$PATH" '
+        + _py("import subprocess; subprocess.run(['git', 'push'])"),
+        env
+        + _py("""
+            import os, threading, time
+            threading.Thread(target=lambda: os.execvp('git', ['git', 'push'])).start()
+            time.sleep(20)
+        """),
+        env
+        + _py("""
+            import ctypes, os
+            assert ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE
+            os.execvp('git', ['git', 'push'])
+        """),
+        env + 'PATH="/nope:$PATH" env git log; echo ok',
+    ]
+    try:
+        results, _ = driver.run_session(commands, reuse=reuse, extra=["--exec-deny", "git push**"])
+        marker = driver.ws / "marker"
+        ran = marker.read_text().split() if marker.exists() else []
+    finally:
+        shutil.rmtree(bin_dir, ignore_errors=True)
+        (driver.ws / "marker").unlink(missing_ok=True)
+    assert "push" not in ran, (ran, results)
+    assert ran == ["status", "log"], (ran, results)
+    for r in results[:3]:
+        assert r.exit_code == 126 and "codeward: stopped exec of `git push`" in r.stderr, r
+    assert results[3].exit_code == 126 and "cannot follow it" in results[3].stderr, results[3]
+    assert results[4].exit_code == 0 and results[4].stdout == "ok\n", results[4]
