@@ -47,6 +47,7 @@
 #define exectrace_report a3s_init_exectrace_report
 #define exectrace_take a3s_init_exectrace_take
 #define exectrace_answer a3s_init_exectrace_answer
+#define exectrace_nodump a3s_init_exectrace_nodump
 #define read_report a3s_init_read_report
 
 #endif

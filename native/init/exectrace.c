@@ -27,9 +27,13 @@
  *    next execs are let through at once (already seized), its signals and
  *    stops are passed on, its exit is reported here. An exec from a thread
  *    other than the leader stops under the leader's pid (PTRACE_GETEVENTMSG
- *    names the old tid). A thread that cannot be seized (non-dumpable: no
- *    tracer without CAP_SYS_PTRACE may follow it) is refused its exec
- *    (EACCES), never let through untraced.
+ *    names the old tid). A non-dumpable process cannot be seized (no tracer
+ *    without CAP_SYS_PTRACE may), so it is followed whole (TRACE_OPTIONS)
+ *    from before it becomes one: at its prctl(PR_SET_DUMPABLE, 0), also a
+ *    notification (exectrace_nodump), or at the exec stop of an image whose
+ *    exe we may not read (exec'd from an unreadable program); its exec stops
+ *    then keep it. A non-dumpable thread not followed so is refused its
+ *    exec (EACCES), never let through untraced.
  *  - the whole tree (the process host, which has no seccomp filter, and a
  *    kernel without user notification): the command's process is seized
  *    right after fork (PTRACE_O_TRACEEXEC, TRACEFORK, TRACEVFORK,
@@ -309,8 +313,11 @@ int exectrace_answer(struct exectrace *t, int listener, pid_t tid, uint64_t id) 
         return a3s_seccomp_notif_answer(listener, id, 0);
     int e = errno;
     unhold(t, tid);
+    if (e == EPERM && traced_by_us(tid)) /* followed whole: its exec stop comes */
+        return a3s_seccomp_notif_answer(listener, id, 0);
     if (e != ESRCH) { /* ESRCH: it died meanwhile, and nothing is left to answer */
-        /* non-dumpable (PR_SET_DUMPABLE 0, or an unreadable program): no
+        /* non-dumpable and not followed since (a thread other than the one
+         * that made it so, or a child of that one's other threads): no
          * tracer without CAP_SYS_PTRACE may follow it, so it may not exec */
         char msg[256];
         snprintf(msg, sizeof msg,
@@ -323,6 +330,33 @@ int exectrace_answer(struct exectrace *t, int listener, pid_t tid, uint64_t id) 
     return a3s_seccomp_notif_answer(listener, id, EACCES);
 }
 
+/* prctl(PR_SET_DUMPABLE, 0) of thread tid, held by the kernel until
+ * answered: once it runs, no tracer without CAP_SYS_PTRACE may seize the
+ * process or the children it forks. So it is seized now, while it still
+ * can be, and followed whole from here (TRACE_OPTIONS: its forks, clones
+ * and every exec, as the full trace does); its exec stops keep it
+ * (check_exec). One that cannot be seized so may not run it (EPERM): a
+ * thread seized at a failed exec (held: its options cannot change outside
+ * a stop), or one another tracer holds. */
+int exectrace_nodump(struct exectrace *t, int listener, pid_t tid, uint64_t id) {
+    if (!t || !t->notify || !t->rules)
+        return a3s_seccomp_notif_answer(listener, id, 0); /* no rules: nothing to follow */
+    if (!(held(t, tid) && traced_by_us(tid))) {
+        unhold(t, tid); /* a stale entry: its number names another thread now */
+        if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)TRACE_OPTIONS) == 0 || errno == ESRCH)
+            return a3s_seccomp_notif_answer(listener, id, 0);
+        if (errno == EPERM && traced_by_us(tid)) /* followed whole already */
+            return a3s_seccomp_notif_answer(listener, id, 0);
+    }
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "codeward: refused prctl(PR_SET_DUMPABLE, 0) of process %d: the exec check "
+             "could not follow it then\n",
+             (int)tid);
+    tell(t, msg);
+    return a3s_seccomp_notif_answer(listener, id, EPERM);
+}
+
 int exectrace_take(struct exectrace *t, int listener, bool *linked) {
     struct a3s_seccomp_call call;
     int rc = a3s_seccomp_notif_take(listener, &call);
@@ -330,12 +364,18 @@ int exectrace_take(struct exectrace *t, int listener, bool *linked) {
         return rc;
     if (call.exec)
         return exectrace_answer(t, listener, (pid_t)call.pid, call.id);
+    if (call.nodump)
+        return exectrace_nodump(t, listener, (pid_t)call.pid, call.id);
+    if (call.prctl) /* PR_SET_DUMPABLE, 1: nothing to follow */
+        return a3s_seccomp_notif_answer(listener, call.id, 0);
     *linked = true;
     return a3s_seccomp_notif_answer(listener, call.id, 0);
 }
 
-/* An exec stop: let it go on, or kill it. */
-static void check_exec(struct exectrace *t, pid_t pid) {
+/* An exec stop: let it go on, or kill it. `seized`: t->notify, and the
+ * thread was seized at its exec's notification (else it is followed whole:
+ * traced since its fork, its prctl, or an unreadable program's exec). */
+static void check_exec(struct exectrace *t, pid_t pid, bool seized) {
     if (pid == t->root && !t->root_execd) {
         t->root_execd = true; /* bash -c LINE: the host decided the line */
         ptrace(PTRACE_CONT, pid, NULL, NULL);
@@ -376,9 +416,17 @@ static void check_exec(struct exectrace *t, pid_t pid) {
         close(exe_fd);
     if (cwd_fd >= 0)
         close(cwd_fd);
-    if (d.list == A3S_LIST_NONE) {
+    if (d.list == A3S_LIST_NONE && seized && el >= 0) {
         /* seized at its notification: let go, its forks are not ours to follow */
-        ptrace(t->notify ? PTRACE_DETACH : PTRACE_CONT, pid, NULL, NULL);
+        ptrace(PTRACE_DETACH, pid, NULL, NULL);
+    } else if (d.list == A3S_LIST_NONE) {
+        /* A new image whose exe we may not read is non-dumpable (a program
+         * the command may run but not read: --x), and no later seize would
+         * take it or its children: keep it, followed whole from here. One
+         * followed whole already stays so. */
+        if (seized)
+            ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)TRACE_OPTIONS);
+        ptrace(PTRACE_CONT, pid, NULL, NULL);
     } else {
         /* fail closed: an exec that cannot be read is stopped too */
         int list = A3S_LIST_DENY;
@@ -410,15 +458,19 @@ static void handle_stop(struct exectrace *t, pid_t pid, int status) {
     int sig = WSTOPSIG(status);
     int event = (int)((unsigned)status >> 16);
     if (event == PTRACE_EVENT_EXEC) {
+        bool seized = false;
         if (t->notify) {
             /* done with it either way; an exec of a thread other than the
              * leader stops under the leader's pid, the message is its own */
             unsigned long old = 0;
-            if (ptrace(PTRACE_GETEVENTMSG, pid, NULL, &old) == 0)
+            if (ptrace(PTRACE_GETEVENTMSG, pid, NULL, &old) == 0 && held(t, (pid_t)old)) {
+                seized = true;
                 unhold(t, (pid_t)old);
+            }
+            seized |= held(t, pid);
             unhold(t, pid);
         }
-        check_exec(t, pid);
+        check_exec(t, pid, seized);
     } else if (event == PTRACE_EVENT_STOP) {
         /* a group stop (SIGSTOP and friends) stays one; the first stop of a
          * new traced process, or any other, goes on */

@@ -257,6 +257,10 @@ int exectrace_take(struct exectrace *t, int listener, bool *linked);
 /* The exec of thread tid, notification id of listener (taken by names.c):
  * answered as exectrace_take does. 0, or -errno. */
 int exectrace_answer(struct exectrace *t, int listener, pid_t tid, uint64_t id);
+/* prctl(PR_SET_DUMPABLE, 0) of thread tid, notification id of listener:
+ * with rules, the thread is seized (followed whole from then on) before it
+ * runs, or it fails (EPERM). 0, or -errno. */
+int exectrace_nodump(struct exectrace *t, int listener, pid_t tid, uint64_t id);
 /* The status-fd record of the first stop, "X<hex of first>.", in out; its
  * length (0: nothing was stopped). */
 size_t exectrace_report(const struct exectrace *t, char *out, size_t cap);

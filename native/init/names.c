@@ -188,8 +188,9 @@ struct names_rt {
 struct names_note {
     uint64_t id;
     int32_t pid;
-    int32_t exec;
+    int32_t exec; /* 0: a link; 1: an exec; NOTE_NODUMP: prctl(PR_SET_DUMPABLE, 0) */
 };
+#  define NOTE_NODUMP 2
 
 /* ---- the filter ---------------------------------------------------------- */
 
@@ -1147,7 +1148,13 @@ static void *names_thread(void *arg) {
         int base[2] = {-1, -1};
         if (nr == SYS_prctl) { /* PR_SET_DUMPABLE (the filter): makes no name */
             nodump_note(rt, n);
-            answer_continue(rt->listener, n->id);
+            /* with exec rules, the main thread follows it before it becomes
+             * non-dumpable (exectrace_nodump), and answers */
+            struct names_note note = {.id = n->id, .pid = (int32_t)n->pid, .exec = NOTE_NODUMP};
+            if (n->data.args[1] != 0 || !atomic_load(&rt->shared.execs_checked))
+                answer_continue(rt->listener, n->id);
+            else if (write(rt->link_pipe, &note, sizeof note) != (ssize_t)sizeof note)
+                answer(rt->listener, n->id, EAGAIN, 0); /* never unfollowed (fail closed) */
             continue;
         }
         if (nr == SYS_chdir || nr == SYS_fchdir) { /* makes no name */
@@ -1325,7 +1332,10 @@ int links_take(const struct config *cfg, struct exectrace *t, bool *linked) {
                 *linked = true;
                 continue;
             }
-            int rc = exectrace_answer(t, sh->listener, (pid_t)notes[i].pid, notes[i].id);
+            pid_t tid = (pid_t)notes[i].pid;
+            int rc = notes[i].exec == NOTE_NODUMP
+                         ? exectrace_nodump(t, sh->listener, tid, notes[i].id)
+                         : exectrace_answer(t, sh->listener, tid, notes[i].id);
             if (rc < 0)
                 return rc;
         }

@@ -135,6 +135,7 @@
 #define NR_ptrace NR(101, 117)
 #define NR_execve NR(59, 221)
 #define NR_execveat NR(322, 281)
+#define NR_prctl NR(157, 167)
 #define NR_kill NR(62, 129)
 #define NR_tkill NR(200, 130)
 #define NR_tgkill NR(234, 131)
@@ -916,14 +917,18 @@ int a3s_seccomp_watch_links(bool execs) {
     /* foreign architectures: allowed here, killed by the deny-list */
     struct sock_filter insn[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 6),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 8),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_link, 5, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_linkat, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_link, 7, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)NR_linkat, 6, 0),
         /* without execs these never match: execve's number is not NONE's */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, execs ? (uint32_t)NR_execve : (uint32_t)NONE, 3, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, execs ? (uint32_t)NR_execveat : (uint32_t)NONE, 2, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, execs ? (uint32_t)NR_execve : (uint32_t)NONE, 5, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, execs ? (uint32_t)NR_execveat : (uint32_t)NONE, 4, 0),
+        /* prctl(PR_SET_DUMPABLE, ...) (the option an int: the low word): the
+         * exec check follows a process before it becomes non-dumpable */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, execs ? (uint32_t)NR_prctl : (uint32_t)NONE, 0, 2),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_DUMPABLE, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
     };
@@ -964,6 +969,10 @@ int a3s_seccomp_notif_take(int listener, struct a3s_seccomp_call *call) {
     call->id = req.n.id;
     call->pid = (int32_t)req.n.pid;
     call->exec = req.n.data.nr == NR_execve || req.n.data.nr == NR_execveat;
+    /* only 0 makes it non-dumpable (the kernel compares the whole long) */
+    call->prctl = req.n.data.nr == NR_prctl; /* the filter: PR_SET_DUMPABLE */
+    call->nodump = call->prctl && (uint32_t)req.n.data.args[0] == PR_SET_DUMPABLE &&
+                   req.n.data.args[1] == 0;
     return 1;
 #else
     (void)listener, (void)call;

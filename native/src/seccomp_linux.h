@@ -91,7 +91,8 @@ void a3s_seccomp_program_free(struct a3s_seccomp_program *p);
 int a3s_seccomp_install(const struct a3s_seccomp_program *p);
 
 /* Installs on the calling thread a filter that turns link() and linkat()
- * (and with `execs`, execve() and execveat() too: the exec check, init/exectrace.c)
+ * (and with `execs`, execve(), execveat() and prctl(PR_SET_DUMPABLE) too: the exec
+ * check, init/exectrace.c)
  * into user notifications, and returns its listener (close-on-exec), or
  * -errno (-ENOSYS, -EINVAL where the kernel has no user notification). The
  * init installs it before the deny-list (which refuses any later listener)
@@ -105,7 +106,9 @@ int a3s_seccomp_watch_links(bool execs);
 struct a3s_seccomp_call {
     uint64_t id;
     int32_t pid;   /* the calling thread, as the listener's pid namespace sees it */
-    bool exec;     /* execve or execveat; else link or linkat */
+    bool exec;     /* execve or execveat; else link or linkat, or a prctl */
+    bool prctl;    /* prctl(PR_SET_DUMPABLE, ...) */
+    bool nodump;   /* prctl(PR_SET_DUMPABLE, 0): the caller would become non-dumpable */
 };
 
 /* Takes one pending notification from `listener` into *call: 1, 0 when its
