@@ -21,6 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from execcheckkit import FAKE_GIT
 
 from codeward import _native
 from codeward.sandbox import CommandOutput, NativeBashSandbox
@@ -267,3 +268,25 @@ def marker() -> Iterator[str]:
     m = new_marker()
     yield m
     kill_marked(m)
+
+
+# -- the exec check's tests (test_exec_check.py, test_exec_check_notify.py) ----------------
+
+
+@pytest.fixture(params=["one-shot", "long-lived"])
+def sandbox(request: pytest.FixtureRequest, workspace: Path) -> NativeBashSandbox:
+    """A native sandbox over the workspace, of each kind."""
+    sb = NativeBashSandbox(workspace, reuse=request.param == "long-lived")
+    request.addfinalizer(sb.close)
+    return sb
+
+
+@pytest.fixture
+def fake_git(workspace: Path) -> Path:
+    """A fake ``git`` in workspace/bin; the marker file it leaves if it ever runs."""
+    bin_dir = workspace / "bin"
+    bin_dir.mkdir()
+    git = bin_dir / "git"
+    git.write_text(FAKE_GIT)
+    git.chmod(0o755)
+    return workspace / "marker"

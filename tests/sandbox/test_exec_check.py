@@ -30,12 +30,6 @@ DENY = ExecRules(deny=("git push**",))
 ASK = ExecRules(ask=("git push**",))
 ROOT = Path(__file__).resolve().parents[2]
 
-FAKE_GIT = """#!/bin/sh
-# a stand-in for git: whatever it is asked, it leaves the marker
-echo "$*" >> "$MARK"
-echo "fake git ran: $*"
-"""
-
 # Each reaches an exec of `git push` in its own way (the issue's classes that exec).
 SPELLINGS = {
     "brace": "{git,push}",
@@ -63,23 +57,6 @@ SPELLINGS = {
     "git-dash-c": "git -C . push",
     "self-exe": "/proc/self/exe -c 'git push'",
 }
-
-
-@pytest.fixture(params=["one-shot", "long-lived"])
-def sandbox(request: pytest.FixtureRequest, workspace: Path) -> NativeBashSandbox:
-    sb = NativeBashSandbox(workspace, reuse=request.param == "long-lived")
-    request.addfinalizer(sb.close)
-    return sb
-
-
-@pytest.fixture
-def fake_git(workspace: Path) -> Path:
-    bin_dir = workspace / "bin"
-    bin_dir.mkdir()
-    git = bin_dir / "git"
-    git.write_text(FAKE_GIT)
-    git.chmod(0o755)
-    return workspace / "marker"
 
 
 def run(sb: object, line: str, rules: ExecRules | None) -> CommandOutput:

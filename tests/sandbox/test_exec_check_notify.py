@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from execcheckkit import FAKE_GIT
 
 from codeward import _native
 from codeward.sandbox import CommandOutput, ExecRules, NativeBashSandbox
@@ -31,27 +32,11 @@ pytestmark = pytest.mark.skipif(
 
 DENY = ExecRules(deny=("git push**",))
 
-FAKE_GIT = """#!/bin/sh
-echo "$*" >> "$MARK"
-echo "fake git ran: $*"
-"""
-
-
-@pytest.fixture(params=["one-shot", "long-lived"])
-def sandbox(request: pytest.FixtureRequest, workspace: Path) -> NativeBashSandbox:
-    sb = NativeBashSandbox(workspace, reuse=request.param == "long-lived")
-    request.addfinalizer(sb.close)
-    return sb
-
 
 @pytest.fixture
-def marker(workspace: Path) -> Path:
-    bin_dir = workspace / "bin"
-    bin_dir.mkdir()
-    git = bin_dir / "git"
-    git.write_text(FAKE_GIT)
-    git.chmod(0o755)
-    return workspace / "marker"
+def marker(fake_git: Path) -> Path:
+    """The fake git's marker (conftest.py), under the name these tests use."""
+    return fake_git
 
 
 def run(sb: NativeBashSandbox, line: str, rules: ExecRules | None = DENY) -> CommandOutput:
