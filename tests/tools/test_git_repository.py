@@ -16,6 +16,7 @@ import pytest
 from toolkit import call, git, put
 
 from codeward.tools import ErrorKind, GitTool
+from codeward.tools._gitrun import private_index
 
 GIT = GitTool()
 HOST_SECRET = "host-only-secret-7c1f"
@@ -232,3 +233,17 @@ def test_submodule_gitdir_files_are_not_followed(repo, ctx, host_dir):
         assert r.success, r.output
         assert "sub" not in r.output.replace("## main", ""), r.output
     assert not marker.exists()
+
+
+def test_the_private_index_keeps_the_index_s_time(repo, ctx):
+    """git compares an entry's content only when the index file is not older than the entry
+    ("racily clean": a file rewritten with the same size in the same clock tick as it was
+    staged). With its own, later time, the tool's private copy of the index would make git
+    trust the equal stat and miss such a change (seen as a rare `git diff` with no output);
+    so the copy keeps the index's times."""
+    index = repo / ".git" / "index"
+    staged = (repo / "app.py").stat()
+    os.utime(index, ns=(staged.st_atime_ns, staged.st_mtime_ns))  # staged in the same tick
+    with private_index(ctx.workspace) as copy:
+        assert os.stat(copy).st_mtime_ns == index.stat().st_mtime_ns
+        assert Path(copy).read_bytes() == index.read_bytes()

@@ -276,7 +276,8 @@ def _copy_index(source: str, copy: str) -> None:
             raise refused from None
         raise ToolError(ErrorKind.TOOL_FAILED, f"cannot read the git index: {exc}") from None
     with os.fdopen(fd, "rb") as src, open(copy, "xb") as dst:
-        if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+        st = os.fstat(src.fileno())
+        if not stat.S_ISREG(st.st_mode):
             raise refused
         copied = 0
         while chunk := src.read(1 << 20):
@@ -284,3 +285,8 @@ def _copy_index(source: str, copy: str) -> None:
             if copied > MAX_INDEX_BYTES:  # it grew while it was copied
                 raise refused
             dst.write(chunk)
+    # The copy keeps the index's times: git takes an entry whose mtime is not older than the
+    # index file's as "racily clean" and compares its content. With the copy's own (later)
+    # mtime, a file rewritten with the same size in the same clock tick as it was staged would
+    # look unchanged, and diff and status would miss the change.
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
